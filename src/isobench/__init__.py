@@ -1,0 +1,3 @@
+"""isobench: measure what isolation costs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,66 @@
+"""The host itself: the baseline every other environment is compared to."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+
+from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.workspace import DATA_ROOT, TMP_ROOT
+
+
+def run_argv(argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
+    """subprocess.run with the timeout and output capture every step needs."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        return ExecResult(argv, -9, _text(exc.stdout), _text(exc.stderr),
+                          time.perf_counter() - start, timed_out=True)
+    except FileNotFoundError as exc:
+        return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
+    return ExecResult(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr),
+                      time.perf_counter() - start)
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")
+
+
+@dataclass
+class NativeEnvironment(Environment):
+    kind: str = "native"
+    run_id: str = "adhoc"
+
+    def __post_init__(self) -> None:
+        slug = f"{self.run_id}-{self.name}"
+        # data on the host's disk, tmp on the host's /dev/shm tmpfs
+        self._paths = Paths(data=os.path.join(DATA_ROOT, slug), tmp=os.path.join(TMP_ROOT, slug))
+
+    @property
+    def paths(self) -> Paths:
+        return self._paths
+
+    def start(self) -> None:
+        os.makedirs(self._paths.data, exist_ok=True)
+        os.makedirs(self._paths.tmp, exist_ok=True)
+
+    def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
+        return run_argv(argv, timeout, cwd)
+
+    def write_file(self, path: str, content: bytes) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(content)
+
+    def stop(self) -> None:
+        shutil.rmtree(self._paths.data, ignore_errors=True)
+        shutil.rmtree(self._paths.tmp, ignore_errors=True)

@@ -1,0 +1,34 @@
+"""What every report is computed from: a run as read back from the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class MetricKey:
+    workload: str
+    case: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+
+
+@dataclass
+class RunData:
+    run_id: str
+    study_name: str
+    started_at: str
+    finished_at: str | None
+    status: str  # running | complete | interrupted | failed
+    host_facts: dict
+    study_text: str
+    study_hash: str
+    baseline: str  # environment name the others are compared to
+    environments: list[str]  # in study order
+    env_facts: dict[str, dict]  # environment name -> facts
+    metrics: list[MetricKey]  # in study order
+    # (MetricKey, environment) -> measured values of the non-warm-up, successful samples
+    values: dict[tuple[MetricKey, str], list[float]] = field(default_factory=dict)
+    # (workload, case, environment) -> one-line reasons of failed samples
+    failures: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)

@@ -1,0 +1,110 @@
+"""The interface every workload implements.
+
+A workload knows its tool: how argv is built from its parameters, how the
+tool's real output is parsed, and which metrics come out (with unit and
+direction). It knows nothing about where it runs beyond the Environment
+interface.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from isobench.envs.base import Environment, ExecResult, Paths
+
+
+class ParseError(ValueError):
+    """The tool's output did not have the expected shape."""
+
+
+class WorkloadError(RuntimeError):
+    """A workload step failed; carries the failing command's output."""
+
+    def __init__(self, message: str, result: ExecResult | None = None):
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+    description: str = ""
+
+
+@dataclass
+class Measurement:
+    values: dict[str, float]
+    # JSON-serialisable detail kept beside the values, e.g. a latency histogram.
+    extra: dict = field(default_factory=dict)
+    raw: str = ""  # the tool's output, kept so a sample can be re-parsed
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The host figures parameters are derived from."""
+
+    cores: int
+    mem_bytes: int
+    disk_free_bytes: int
+
+
+class WorkloadParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Seconds a single run may take before it is killed and recorded as failed.
+    timeout_s: float = 600
+
+
+class Workload(abc.ABC):
+    name: ClassVar[str]
+    Params: ClassVar[type[WorkloadParams]] = WorkloadParams
+    # Debian packages whose versions are recorded with results.
+    packages: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, params: WorkloadParams, host: HostInfo):
+        self.params = params
+        self.host = host
+
+    def cases(self) -> list[str]:
+        """Sub-benchmarks; each is its own cell in the study matrix."""
+        return ["default"]
+
+    @abc.abstractmethod
+    def metrics(self, case: str) -> list[Metric]: ...
+
+    def prepare(self, env: Environment) -> None:
+        """Once per environment before any run (inputs, corpus); not timed."""
+
+    @abc.abstractmethod
+    def argv(self, case: str, paths: Paths) -> list[str]: ...
+
+    def cwd(self, case: str, paths: Paths) -> str | None:
+        return None
+
+    @abc.abstractmethod
+    def parse(self, case: str, result: ExecResult) -> Measurement:
+        """Pure: turn the tool's output into metric values, or raise ParseError."""
+
+    def run(self, case: str, env: Environment) -> Measurement:
+        """One measured run. Override when the tool writes its result to a file."""
+        result = env.exec(self.argv(case, env.paths), timeout=self.params.timeout_s,
+                          cwd=self.cwd(case, env.paths))
+        if not result.ok:
+            raise WorkloadError(result.describe(), result)
+        return self.parse(case, result)
+
+    def cleanup(self, env: Environment) -> None:
+        """Remove what prepare() wrote; the environment's stop() is the backstop."""
+
+
+def check(result: ExecResult) -> ExecResult:
+    """Raise WorkloadError unless the command succeeded."""
+    if not result.ok:
+        raise WorkloadError(result.describe(), result)
+    return result
