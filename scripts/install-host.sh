@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Prepare a Debian 12 host for isobench: Docker Engine, debootstrap, QEMU,
+# Python, and the workload tools of src/isobench/data/packages.txt (the same
+# list the image is built from, so native runs use the same versions).
+#
+# Idempotent; run as root: sudo scripts/install-host.sh
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+PKGLIST="$ROOT/src/isobench/data/packages.txt"
+
+say() { echo "install-host: $*"; }
+die() { echo "install-host: error: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root"
+[ -r "$PKGLIST" ] || die "missing $PKGLIST"
+. /etc/os-release
+[ "${VERSION_CODENAME:-}" = bookworm ] || say "warning: made for Debian 12 (bookworm), this is ${PRETTY_NAME:-unknown}"
+
+export DEBIAN_FRONTEND=noninteractive
+# needrestart (a docker.io recommend) must not restart services behind our back
+export NEEDRESTART_SUSPEND=1
+
+# Host infrastructure (not workload tools): engine, rootfs builder, hypervisor,
+# Python for isobench itself.
+INFRA=(docker.io containerd runc tini iptables debootstrap qemu-system-x86 qemu-utils
+       python3 python3-venv python3-pip ca-certificates procps iproute2 util-linux
+       tar e2fsprogs)
+mapfile -t TOOLS < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$PKGLIST" | grep -v '^$')
+
+# No service starts because of this install (deb-systemd-invoke and
+# invoke-rc.d both obey policy-rc.d). Keep an existing policy, else add a
+# temporary one.
+POLICY=/usr/sbin/policy-rc.d
+if [ ! -e "$POLICY" ]; then
+    printf '#!/bin/sh\n# isobench install-host.sh: start no service during install\nexit 101\n' >"$POLICY"
+    chmod 755 "$POLICY"
+    trap 'rm -f "$POLICY"' EXIT
+fi
+
+say "apt-get update"
+apt-get update -q >/dev/null
+
+say "installing ${#INFRA[@]} infrastructure packages: ${INFRA[*]}"
+apt-get install -y -q --no-install-recommends "${INFRA[@]}" >/dev/null
+
+say "installing ${#TOOLS[@]} workload tool packages: ${TOOLS[*]}"
+apt-get install -y -q --no-install-recommends "${TOOLS[@]}" >/dev/null
+
+# Benchmark servers are started by the workloads themselves, on their own
+# ports and data directories: a system instance would collide and use memory.
+say "stopping and disabling system redis-server and mariadb (workloads start their own)"
+if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ]; then
+    systemctl disable --now redis-server.service mariadb.service >/dev/null 2>&1 || true
+else
+    for svc in redis-server mariadb; do
+        if [ -x "/etc/init.d/$svc" ]; then
+            "/etc/init.d/$svc" status >/dev/null 2>&1 && "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+            update-rc.d "$svc" disable >/dev/null 2>&1 || true
+        fi
+    done
+fi
+
+# Versions installed, for the record (the image records its own in packages.tsv).
+say "tool versions: $(dpkg-query -W -f '${Package}=${Version} ' "${TOOLS[@]}")"
+
+"$HERE/start-dockerd.sh"
+
+[ -e /dev/kvm ] && say "KVM available (/dev/kvm)" || say "no /dev/kvm: VMs will run emulated (TCG)"
+say "done"

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Configure Docker Engine for isobench and make sure it is up.
+#
+# - /etc/docker/daemon.json gets isobench's keys merged in (other keys kept):
+#   docker0 at 198.18.0.1/24 and user networks from 198.18.64.0/18, inside the
+#   RFC 2544 benchmarking range 198.18.0.0/15, never a LAN range; overlay2.
+# - If dockerd answers with that bridge and the file did not change: nothing.
+# - Else (re)start it: `systemctl restart docker` when systemd is PID 1,
+#   otherwise a detached dockerd (pidfile /var/run/docker.pid, log
+#   /var/log/isobench-dockerd.log), then wait up to 60 s for `docker info`.
+#
+# Idempotent; run as root. Used by install-host.sh and by test setups.
+set -euo pipefail
+
+BIP_GATEWAY=198.18.0.1
+CONF=/etc/docker/daemon.json
+LOG=/var/log/isobench-dockerd.log
+PIDFILE=/var/run/docker.pid
+DOCKER=/usr/bin/docker
+[ -x "$DOCKER" ] || DOCKER=$(command -v docker || true)
+
+say() { echo "start-dockerd: $*"; }
+die() { echo "start-dockerd: error: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root"
+command -v dockerd >/dev/null || die "dockerd not installed (run scripts/install-host.sh)"
+[ -n "$DOCKER" ] || die "docker client not installed"
+command -v python3 >/dev/null || die "python3 is needed to edit $CONF"
+
+answering() { timeout 10 "$DOCKER" info >/dev/null 2>&1; }
+bridge_gateway() {
+    timeout 10 "$DOCKER" network inspect bridge \
+        -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' 2>/dev/null || true
+}
+
+# 1. daemon.json
+mkdir -p /etc/docker
+conf_state=$(python3 - "$CONF" <<'PY'
+import json, os, sys
+path = sys.argv[1]
+try:
+    with open(path) as fh:
+        conf = json.load(fh)
+except FileNotFoundError:
+    conf = {}
+want = {
+    "bip": "198.18.0.1/24",
+    "default-address-pools": [{"base": "198.18.64.0/18", "size": 24}],
+    "storage-driver": "overlay2",
+}
+if all(conf.get(k) == v for k, v in want.items()):
+    print("unchanged")
+else:
+    conf.update(want)
+    tmp = path + ".isobench-tmp"
+    with open(tmp, "w") as fh:
+        json.dump(conf, fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+    print("changed")
+PY
+)
+say "$CONF $conf_state (bip $BIP_GATEWAY/24, pools 198.18.64.0/18, overlay2)"
+
+# 2. already up with this configuration?
+if answering; then
+    gw=$(bridge_gateway)
+    if [ "$conf_state" = unchanged ] && [ "$gw" = "$BIP_GATEWAY" ]; then
+        say "dockerd already running, docker0 gateway $gw"
+        exit 0
+    fi
+    say "dockerd running with docker0 gateway '${gw:-?}' or an older config: restarting"
+    action=restart
+else
+    action=start
+fi
+
+# 3. (re)start
+if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ]; then
+    say "systemctl $action docker"
+    systemctl enable docker.service >/dev/null 2>&1 || true
+    systemctl restart docker.service
+else
+    if [ -s "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+        pid=$(cat "$PIDFILE")
+        say "stopping dockerd (pid $pid)"
+        kill -TERM "$pid"
+        for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+        kill -0 "$pid" 2>/dev/null && die "dockerd (pid $pid) did not stop within 30 s"
+    elif answering; then
+        die "a dockerd without $PIDFILE is answering; stop it by hand"
+    fi
+    # Without systemd nobody mounts the cgroup hierarchy for us.
+    if ! mountpoint -q /sys/fs/cgroup; then
+        say "mounting cgroup2 on /sys/fs/cgroup"
+        mount -t cgroup2 cgroup2 /sys/fs/cgroup
+    fi
+    say "starting dockerd detached (log $LOG)"
+    setsid nohup dockerd --pidfile "$PIDFILE" >>"$LOG" 2>&1 </dev/null &
+fi
+
+for _ in $(seq 1 60); do
+    if answering; then
+        gw=$(bridge_gateway)
+        [ "$gw" = "$BIP_GATEWAY" ] || die "dockerd is up but docker0 gateway is '$gw', not $BIP_GATEWAY"
+        say "dockerd up: $("$DOCKER" version -f 'server {{.Server.Version}}'), docker0 gateway $gw"
+        exit 0
+    fi
+    sleep 1
+done
+tail -n 20 "$LOG" >&2 2>/dev/null || true
+die "dockerd did not answer within 60 s (see $LOG)"

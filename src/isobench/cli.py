@@ -1,0 +1,213 @@
+"""The isobench command line. Parsing and printing only; the work is elsewhere."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from isobench.workspace import DEFAULT_STORE
+
+console = Console()
+err_console = Console(stderr=True)
+
+STORE_OPTION = click.option(
+    "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True,
+    help="SQLite file holding every run (env: ISOBENCH_STORE).")
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+def _open_store(path: str):
+    from isobench.store import Store
+    return Store(path)
+
+
+def _sigterm_as_interrupt() -> None:
+    # SIGTERM gets the same orderly teardown as Ctrl-C
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="isobench")
+def main() -> None:
+    """Measure what isolation costs.
+
+    isobench runs the same workloads natively, in Docker containers (and, as
+    they land, in VMs and containers inside VMs), stores every sample in
+    SQLite, and reports each workload per environment with its overhead
+    against native, its spread and a significance verdict.
+
+    \b
+    Typical use:
+      isobench run studies/quick.toml      run a study, print and save its report
+      isobench runs                        list stored runs
+      isobench report --format md          the latest run's Table I as Markdown
+      isobench envs                        what this host can run, and why not
+    """
+
+
+@main.command()
+@click.argument("study_file", type=click.Path(dir_okay=False))
+def validate(study_file: str) -> None:
+    """Check a study file without running anything."""
+    from isobench.study import StudyError, load_study
+    try:
+        study = load_study(study_file)
+    except StudyError as exc:
+        _fail(str(exc))
+    console.print(f"{study_file}: ok — {len(study.environments)} environments, {len(study.workloads)} workloads, "
+                  f"{study.meta.warmup} warm-up + {study.meta.repetitions} repetitions")
+
+
+@main.command()
+@click.argument("study_file", type=click.Path(dir_okay=False))
+@STORE_OPTION
+@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
+              help="Directory for the Markdown report (RUN_ID.md).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+def run(study_file: str, store_path: str, out_dir: str, progress: bool | None) -> None:
+    """Run STUDY_FILE: every workload in every environment, rounds interleaved.
+
+    Each sample is committed to the store as soon as it is measured; Ctrl-C
+    stops the study, keeps what was measured and removes every container and
+    scratch file the run created. At the end the report is printed and
+    written as Markdown to OUT/RUN_ID.md.
+    """
+    from isobench.envs.base import EnvironmentError_
+    from isobench.progress import RichProgress
+    from isobench.runner import run_study
+    from isobench.study import StudyError, load_study
+
+    try:
+        study = load_study(study_file)
+    except StudyError as exc:
+        _fail(str(exc))
+    if os.geteuid() != 0:
+        _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
+    store = _open_store(store_path)
+    _sigterm_as_interrupt()
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = RichProgress(err_console if show else Console(stderr=True, quiet=True))
+    try:
+        with bar:
+            run_id = run_study(study, store, bar, image_provider=_image_provider(bar))
+    except KeyboardInterrupt:
+        latest = store.latest_run_id()
+        err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
+                          f"(isobench report {latest}); containers and scratch files removed")
+        sys.exit(130)
+    except EnvironmentError_ as exc:
+        _fail(str(exc))
+    _print_report(store, run_id, out_dir)
+
+
+def _image_provider(bar):
+    def provide() -> str:
+        from isobench.envs.docker import engine
+        from isobench.images import ensure_image
+        return ensure_image(engine(), log=bar.note)
+    return provide
+
+
+def _print_report(store, run_id: str, out_dir: str) -> None:
+    from isobench.report.markdown import render_markdown
+    from isobench.report.terminal import render_terminal
+    run = store.load_run(run_id)
+    render_terminal(run, console)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    md_path = Path(out_dir) / f"{run_id}.md"
+    md_path.write_text(render_markdown(run))
+    console.print(f"\nreport written to {md_path}")
+
+
+@main.command()
+@STORE_OPTION
+def runs(store_path: str) -> None:
+    """List stored runs, oldest first."""
+    store = _open_store(store_path)
+    table = Table("run", "study", "started", "status", "environments", "samples", "failed")
+    for r in store.list_runs():
+        table.add_row(r.run_id, r.study_name, r.started_at, r.status, ", ".join(r.environments),
+                      str(r.samples_ok), str(r.samples_failed))
+    console.print(table)
+
+
+@main.command()
+@click.argument("run_id", required=False)
+@STORE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["terminal", "md"]), default="terminal", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+def report(run_id: str | None, store_path: str, fmt: str, output: str | None) -> None:
+    """Report RUN_ID (an id, a unique prefix, or the latest run when omitted),
+    computed from the store alone."""
+    from isobench.report.markdown import render_markdown
+    from isobench.report.terminal import render_terminal
+    from isobench.store import StoreError
+    store = _open_store(store_path)
+    try:
+        run = store.load_run(store.resolve(run_id))
+    except StoreError as exc:
+        _fail(str(exc))
+    if fmt == "md":
+        text = render_markdown(run)
+        if output:
+            Path(output).write_text(text)
+        else:
+            click.echo(text)
+        return
+    target = Console(file=open(output, "w"), width=200) if output else console
+    render_terminal(run, target)
+
+
+@main.command()
+def envs() -> None:
+    """What this host can run, and why not."""
+    from isobench.envs.probe import probe_all
+    table = Table("environment", "available", "details")
+    for row in probe_all():
+        table.add_row(row.name, "[green]yes" if row.available else "[red]no", row.details)
+    console.print(table)
+
+
+@main.group()
+def images() -> None:
+    """The Debian image every environment runs (debootstrap → Docker image)."""
+
+
+@images.command("build")
+@click.option("--force", is_flag=True, help="Rebuild even when the cached image matches the recipe.")
+def images_build(force: bool) -> None:
+    """Build (or reuse) the image, cached by a hash of its recipe."""
+    from isobench.envs.base import EnvironmentError_
+    from isobench.envs.docker import engine
+    from isobench.images import ensure_image
+    try:
+        tag = ensure_image(engine(), force=force, log=console.print)
+    except EnvironmentError_ as exc:
+        _fail(str(exc))
+    console.print(f"image ready: {tag}")
+
+
+@main.command()
+def clean() -> None:
+    """Remove every container, volume and scratch directory isobench left behind."""
+    from isobench.clean import clean as do_clean
+    removed = do_clean()
+    for item in removed:
+        console.print(f"removed {item}")
+    console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
+
+
+if __name__ == "__main__":
+    main()

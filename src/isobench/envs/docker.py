@@ -1,0 +1,158 @@
+"""Docker Engine through its API: one long-lived container per environment,
+workload commands run in it with exec (sharing its cgroup, network and
+storage)."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import time
+from dataclasses import dataclass, field
+
+import docker
+import docker.errors
+from requests.exceptions import ConnectionError as RequestsConnectionError
+from requests.exceptions import ReadTimeout
+
+from isobench.envs.base import Environment, EnvironmentError_, ExecResult, Paths
+from isobench.workspace import LABEL
+
+DATA_DIR = "/isobench/data"
+TMP_DIR = "/isobench/tmp"
+API_TIMEOUT_S = 60  # engine calls other than long execs
+KILL_GRACE_S = 5
+
+
+def engine(timeout: float = API_TIMEOUT_S) -> docker.DockerClient:
+    """A client for the local engine, or a one-line error saying how to start it."""
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client
+    except (docker.errors.DockerException, RequestsConnectionError) as exc:
+        raise EnvironmentError_(
+            f"Docker Engine is not reachable ({str(exc).splitlines()[0][:120]}); "
+            "start it with scripts/install-host.sh (it starts dockerd)") from None
+
+
+def bounded(argv: list[str], timeout: float) -> list[str]:
+    """Let coreutils' timeout inside the container bound the command, so a hang
+    ends there and not only in our socket."""
+    return ["timeout", "-k", str(KILL_GRACE_S), f"{max(1, int(timeout))}", *argv]
+
+
+@dataclass
+class DockerEnvironment(Environment):
+    kind: str = "docker"
+    run_id: str = "adhoc"
+    image: str = ""
+    host_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+    host_mem_bytes: int = 0
+    _container: object = None
+    _volume: object = None
+    _client: docker.DockerClient | None = None
+
+    @property
+    def container_name(self) -> str:
+        return f"isobench-{self.run_id}-{self.name}"
+
+    @property
+    def paths(self) -> Paths:
+        return Paths(data=DATA_DIR, tmp=TMP_DIR)
+
+    def _labels(self) -> dict[str, str]:
+        return {LABEL: "1", f"{LABEL}.run": self.run_id, f"{LABEL}.env": self.name}
+
+    def start(self) -> None:
+        opts = self.options
+        self._client = engine()
+        kwargs: dict = {
+            "name": self.container_name,
+            "labels": self._labels(),
+            "detach": True,
+            "command": ["sleep", "infinity"],
+            "network_mode": "host" if opts.get("network") == "host" else "bridge",
+            # tmpfs pages are only allocated when written; the cap just bounds it
+            "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},
+            "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
+        }
+        if opts.get("storage") == "volume":
+            self._volume = self._client.volumes.create(name=f"{self.container_name}-data", labels=self._labels())
+            kwargs["volumes"] = {self._volume.name: {"bind": DATA_DIR, "mode": "rw"}}
+        if opts.get("cpuset"):
+            kwargs["cpuset_cpus"] = opts["cpuset"]
+        if opts.get("cpus"):
+            kwargs["nano_cpus"] = int(float(opts["cpus"]) * 1e9)
+        if opts.get("memory_mb"):
+            kwargs["mem_limit"] = f"{int(opts['memory_mb'])}m"
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        try:
+            self._container = self._client.containers.run(self.image, **kwargs)
+        except docker.errors.DockerException as exc:
+            self.stop()
+            raise EnvironmentError_(f"{self.name}: cannot start container from {self.image}: {exc}") from None
+
+    def _tmpfs_bytes(self) -> int:
+        if self.options.get("tmpfs_mb"):
+            return int(self.options["tmpfs_mb"]) * 2**20
+        return max(256 * 2**20, self.host_mem_bytes // 2)
+
+    def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
+        if self._container is None:
+            raise EnvironmentError_(f"{self.name}: not started")
+        full = bounded(argv, timeout)
+        start = time.perf_counter()
+        # a client whose socket outlives the in-container bound, so the tool's
+        # own timeout fires first and we still read its output
+        api = docker.APIClient(base_url=self._client.api.base_url, version=self._client.api.api_version,
+                               timeout=timeout + KILL_GRACE_S + 30)
+        try:
+            exec_id = api.exec_create(self._container.id, full, workdir=cwd)["Id"]
+            out, err = api.exec_start(exec_id, demux=True)
+            code = api.exec_inspect(exec_id)["ExitCode"]
+        except ReadTimeout:
+            return ExecResult(argv, -9, "", "engine did not answer in time", time.perf_counter() - start,
+                              timed_out=True)
+        finally:
+            api.close()
+        wall = time.perf_counter() - start
+        stdout = (out or b"").decode("utf-8", errors="replace")
+        stderr = (err or b"").decode("utf-8", errors="replace")
+        return ExecResult(argv, code if code is not None else -1, stdout, stderr, wall,
+                          timed_out=(code in (124, 137) and wall >= timeout))
+
+    def write_file(self, path: str, content: bytes) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(os.path.basename(path))
+            info.size = len(content)
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(content))
+        parent = os.path.dirname(path) or "/"
+        self.exec(["mkdir", "-p", parent], timeout=30)
+        if not self._container.put_archive(parent, buf.getvalue()):
+            raise EnvironmentError_(f"{self.name}: could not write {path}")
+
+    def stop(self) -> None:
+        if self._container is not None:
+            try:
+                self._container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass
+            self._container = None
+        if self._volume is not None:
+            try:
+                self._volume.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+            self._volume = None
+
+    def facts(self) -> dict:
+        facts = super().facts()
+        facts.update({"image": self.image, "container": self.container_name})
+        if self._client is not None:
+            info = self._client.info()
+            facts.update({"storage_driver": info.get("Driver"), "cgroup_version": info.get("CgroupVersion"),
+                          "docker_version": info.get("ServerVersion")})
+        return facts

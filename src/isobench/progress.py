@@ -1,0 +1,36 @@
+"""A rich progress bar for long studies; notes go above it."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+class RichProgress:
+    def __init__(self, console: Console):
+        self.console = console
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                  console=console, transient=False)
+        self._task = None
+
+    def __enter__(self) -> "RichProgress":
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.stop()
+
+    def start(self, total: int) -> None:
+        self._task = self._progress.add_task("samples", total=total)
+
+    def step(self, label: str) -> None:
+        if self._task is not None:
+            self._progress.update(self._task, description=label)
+
+    def advance(self) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task)
+
+    def note(self, message: str) -> None:
+        self._progress.console.print(message)

@@ -1,0 +1,59 @@
+"""Table I as GitHub-flavoured Markdown, with facts, legend, failures and the study file."""
+
+from __future__ import annotations
+
+import re
+
+from isobench.report.model import RunData
+from isobench.report.table import Table, build_table, host_facts, run_facts
+
+# Markup GFM would act on: emphasis (our "*" marker, snake_case names), code,
+# cell separators, and "<" only where it could open an HTML tag ("p < 0.05" stays).
+_SPECIAL = re.compile(r"([\\`*_|]|<(?=[A-Za-z/!?]))")
+
+
+def md_escape(text: str) -> str:
+    return _SPECIAL.sub(r"\\\1", text.replace("\n", " "))
+
+
+def _fence(text: str) -> str:
+    """A backtick fence longer than any run of backticks inside the text."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _facts_md(run: RunData) -> list[str]:
+    lines = [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in run_facts(run)]
+    lines += [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in host_facts(run)]
+    return lines
+
+
+def table_md(table: Table) -> list[str]:
+    header = ["workload", "metric"] + [c.header for c in table.columns]
+    lines = ["| " + " | ".join(md_escape(h) for h in header) + " |",
+             "|" + "|".join([":---", ":---"] + ["---:"] * len(table.columns)) + "|"]
+    for workload, rows in table.groups():
+        for j, row in enumerate(rows):
+            cells = [md_escape(workload) if j == 0 else "", md_escape(row.label)]
+            cells += [md_escape(c.text) for c in row.cells]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(run: RunData) -> str:
+    table = build_table(run)
+    out = [f"# {md_escape(table.title)}", "", "## Run and host", "", *_facts_md(run), "",
+           "## Results", "", *table_md(table), ""]
+    if table.footnotes:
+        out += [md_escape(n) + "  " for n in table.footnotes] + [""]  # "  ": line break
+    out += [f"- {md_escape(line)}" for line in table.legend] + [""]
+    if table.failures:
+        out += ["## Failures", ""]
+        for f in table.failures:
+            out.append(f"- **{md_escape(f.workload)}/{md_escape(f.case)}** on "
+                       f"**{md_escape(f.env)}**: {f.count} failed")
+            out += [f"  - {md_escape(r)}" + (f" (\u00d7{k})" if k > 1 else "") for r, k in f.reasons]
+        out.append("")
+    fence = _fence(run.study_text or "")
+    out += ["## Study file", "", f"{fence}toml", (run.study_text or "").rstrip("\n"), fence, ""]
+    return "\n".join(out)

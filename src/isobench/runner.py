@@ -1,0 +1,177 @@
+"""Runs a study's matrix: environments × workload cases × rounds.
+
+Each round runs every cell once in every environment, environments
+interleaved (and rotated each round) so that drift in the machine shows up
+as spread, not as overhead. Every sample is stored the moment it exists.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from isobench.clean import clean
+from isobench.envs import make_environment
+from isobench.envs.base import Environment
+from isobench.facts import host_facts, host_info, tool_versions
+from isobench.store import Store, now_iso
+from isobench.study import Study
+from isobench.workloads import WORKLOADS
+from isobench.workloads.base import ParseError, Workload, WorkloadError
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+    def step(self, label: str) -> None: ...
+    def advance(self) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+class SilentProgress:
+    def start(self, total: int) -> None: ...
+    def step(self, label: str) -> None: ...
+    def advance(self) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Cell:
+    key: str  # the study's workload name
+    case: str
+    workload: Workload
+
+
+def new_run_id(study: Study) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{study.meta.name}-{secrets.token_hex(2)}"
+
+
+def round_order(envs: list[Environment], round_: int, order: str) -> list[Environment]:
+    if order == "blocked":
+        return envs
+    shift = round_ % len(envs)
+    return envs[shift:] + envs[:shift]
+
+
+def plan(study: Study, host) -> list[Cell]:
+    cells = []
+    for entry in study.workloads:
+        workload = WORKLOADS[entry.workload](entry.params, host)
+        cells.extend(Cell(entry.key, case, workload) for case in workload.cases())
+    return cells
+
+
+def needs_image(study: Study) -> bool:
+    return any(spec.kind == "docker" for spec in study.environments.values())
+
+
+def run_study(study: Study, store: Store, progress: Progress | None = None,
+              image_provider: Callable[[], str] | None = None) -> str:
+    """Run the study to the end (or to Ctrl-C); returns the run id. Whatever
+    happens, everything started here is stopped before returning."""
+    progress = progress or SilentProgress()
+    host = host_info()
+    cells = plan(study, host)
+    image = image_provider() if (image_provider and needs_image(study)) else None
+    run_id = new_run_id(study)
+    store.create_run(run_id, study, host_facts())
+    envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
+    for cell in cells:
+        store.define_metrics(run_id, cell.key, cell.case, cell.workload.metrics(cell.case))
+    started: list[Environment] = []
+    status = "failed"
+    try:
+        for env in envs:
+            progress.note(f"starting {env.name}")
+            env.start()
+            started.append(env)
+            packages = sorted({p for c in cells for p in c.workload.packages})
+            store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": tool_versions(env, packages)})
+        prepared = _prepare(cells, started, progress)
+        meta = study.meta
+        rounds = meta.warmup + meta.repetitions
+        progress.start(rounds * len(cells) * len(envs))
+        for round_ in range(rounds):
+            warmup = round_ < meta.warmup
+            for cell in cells:
+                for env in round_order(started, round_, meta.order):
+                    label = f"{'warm-up' if warmup else f'round {round_ - meta.warmup + 1}/{meta.repetitions}'}" \
+                            f" {cell.key}/{cell.case} in {env.name}"
+                    progress.step(label)
+                    if (cell.key, env.name) in prepared:
+                        _measure(store, run_id, cell, env, round_, warmup)
+                    else:
+                        _record_failure(store, run_id, cell, env, round_, warmup, "prepare failed")
+                    progress.advance()
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        _teardown(envs, run_id)
+        store.finish_run(run_id, status)
+    return run_id
+
+
+def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> set[tuple[str, str]]:
+    """Prepare each workload once per environment; a failure fails that
+    workload's cells in that environment only."""
+    done = set()
+    seen = set()
+    for cell in cells:
+        if cell.key in seen:
+            continue
+        seen.add(cell.key)
+        for env in envs:
+            progress.note(f"preparing {cell.key} in {env.name}")
+            try:
+                cell.workload.prepare(env)
+                done.add((cell.key, env.name))
+            except (WorkloadError, ParseError, OSError) as exc:
+                progress.note(f"[red]prepare {cell.key} in {env.name} failed: {exc}")
+    return done
+
+
+def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: int, warmup: bool) -> None:
+    started_at = now_iso()
+    t0 = time.perf_counter()
+    try:
+        m = cell.workload.run(cell.case, env)
+    except (WorkloadError, ParseError) as exc:
+        result = getattr(exc, "result", None)
+        raw = (result.stdout + result.stderr) if result is not None else ""
+        status = "timeout" if (result is not None and result.timed_out) else "failed"
+        store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, {}, {}, raw,
+                         started_at, time.perf_counter() - t0, error=str(exc)[:500])
+        return
+    store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", m.values, m.extra,
+                     m.raw, started_at, time.perf_counter() - t0)
+
+
+def _record_failure(store, run_id, cell, env, round_, warmup, reason: str) -> None:
+    store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, "failed", {}, {}, "",
+                     now_iso(), 0.0, error=reason)
+
+
+def _teardown(envs: list[Environment], run_id: str) -> None:
+    """Stop every environment, then sweep anything labelled with this run
+    (a container created just as Ctrl-C arrived). A second Ctrl-C must not
+    cut this short, so SIGINT is held off until it is done."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+    try:
+        for env in envs:
+            try:
+                env.stop()
+            except Exception:  # noqa: BLE001 - one failed stop must not keep others running
+                pass
+        clean(run_id)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()

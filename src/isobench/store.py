@@ -1,0 +1,198 @@
+"""SQLite store: every sample is committed the moment it is measured, so an
+interrupted study loses nothing. Reports read runs back from here only."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from isobench.report.model import MetricKey, RunData
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    study_name TEXT NOT NULL,
+    study_path TEXT NOT NULL,
+    study_text TEXT NOT NULL,
+    study_hash TEXT NOT NULL,
+    baseline TEXT NOT NULL,
+    environments TEXT NOT NULL,          -- JSON list, study order
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,                -- running | complete | interrupted | failed
+    host_facts TEXT NOT NULL             -- JSON
+);
+CREATE TABLE IF NOT EXISTS env_facts (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    env TEXT NOT NULL,
+    facts TEXT NOT NULL,                 -- JSON
+    PRIMARY KEY (run_id, env)
+);
+CREATE TABLE IF NOT EXISTS metric_defs (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    workload TEXT NOT NULL,
+    ccase TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    higher_is_better INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    PRIMARY KEY (run_id, workload, ccase, metric)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    env TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    ccase TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    warmup INTEGER NOT NULL,
+    status TEXT NOT NULL,                -- ok | failed | timeout
+    error TEXT,
+    vals TEXT NOT NULL,                  -- JSON {metric: value}
+    extra TEXT NOT NULL,                 -- JSON detail (histograms ...)
+    raw TEXT NOT NULL,                   -- the tool's output
+    started_at TEXT NOT NULL,
+    wall_s REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
+"""
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass
+class RunRow:
+    run_id: str
+    study_name: str
+    started_at: str
+    finished_at: str | None
+    status: str
+    environments: list[str]
+    samples_ok: int
+    samples_failed: int
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class Store:
+    def __init__(self, path: str):
+        self.path = path
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- writing -------------------------------------------------------------
+
+    def create_run(self, run_id: str, study, host_facts: dict) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, study.meta.name, study.path, study.text, study.hash, study.meta.baseline,
+                 json.dumps(list(study.environments)), now_iso(), None, "running",
+                 json.dumps(host_facts, sort_keys=True)))
+
+    def set_env_facts(self, run_id: str, env: str, facts: dict) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO env_facts VALUES (?,?,?)",
+                            (run_id, env, json.dumps(facts, sort_keys=True, default=str)))
+
+    def define_metrics(self, run_id: str, workload: str, case: str, metrics) -> None:
+        with self.db:
+            for m in metrics:
+                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
+                                          (run_id,)).fetchone()[0]
+                self.db.execute(
+                    "INSERT OR IGNORE INTO metric_defs VALUES (?,?,?,?,?,?,?)",
+                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal))
+
+    def add_sample(self, run_id: str, env: str, workload: str, case: str, round_: int, warmup: bool,
+                   status: str, values: dict, extra: dict, raw: str, started_at: str, wall_s: float,
+                   error: str | None = None) -> None:
+        with self.db:  # committed now: a crash after this loses nothing
+            self.db.execute(
+                "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, error, vals,"
+                " extra, raw, started_at, wall_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, env, workload, case, round_, int(warmup), status, error, json.dumps(values),
+                 json.dumps(extra), raw, started_at, wall_s))
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?",
+                            (status, now_iso(), run_id))
+
+    # --- reading -------------------------------------------------------------
+
+    def list_runs(self) -> list[RunRow]:
+        rows = self.db.execute(
+            "SELECT r.run_id, r.study_name, r.started_at, r.finished_at, r.status, r.environments,"
+            " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok')"
+            " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
+            " GROUP BY r.run_id ORDER BY r.started_at, r.run_id").fetchall()
+        return [RunRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6] or 0, r[7] or 0) for r in rows]
+
+    def latest_run_id(self) -> str:
+        row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no runs stored yet; start one with `isobench run STUDY`")
+        return row[0]
+
+    def resolve(self, run_id: str | None) -> str:
+        """A run id, a unique prefix of one, or None for the latest."""
+        if run_id is None:
+            return self.latest_run_id()
+        rows = self.db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ORDER BY run_id",
+                               (run_id.replace("%", "") + "%",)).fetchall()
+        exact = [r[0] for r in rows if r[0] == run_id]
+        if exact:
+            return exact[0]
+        if len(rows) == 1:
+            return rows[0][0]
+        if not rows:
+            raise StoreError(f"{self.path}: no run {run_id!r}; `isobench runs` lists them")
+        raise StoreError(f"{self.path}: {run_id!r} matches {len(rows)} runs; give more of the id")
+
+    def load_run(self, run_id: str) -> RunData:
+        r = self.db.execute(
+            "SELECT run_id, study_name, started_at, finished_at, status, host_facts, study_text,"
+            " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if r is None:
+            raise StoreError(f"{self.path}: no run {run_id!r}")
+        env_facts = {e: json.loads(f) for e, f in self.db.execute(
+            "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
+        keys = {}
+        for w, c, m, u, hib in self.db.execute(
+                "SELECT workload, ccase, metric, unit, higher_is_better FROM metric_defs"
+                " WHERE run_id=? ORDER BY ordinal", (run_id,)):
+            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib))
+        run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
+                      host_facts=json.loads(r[5]), study_text=r[6], study_hash=r[7], baseline=r[8],
+                      environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
+        for env, w, c, status, error, vals in self.db.execute(
+                "SELECT env, workload, ccase, status, error, vals FROM samples"
+                " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
+            if status != "ok":
+                run.failures.setdefault((w, c, env), []).append(error or status)
+                continue
+            for metric, value in json.loads(vals).items():
+                key = keys.get((w, c, metric))
+                if key is not None and value is not None:
+                    run.values.setdefault((key, env), []).append(float(value))
+        return run
+
+    def samples(self, run_id: str) -> list[dict]:
+        """Raw samples, for exports and resume."""
+        cur = self.db.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur]

@@ -1,0 +1,227 @@
+"""Parallel xz compression (PXZ): the CPU test of the IBM and INSA studies.
+
+pixz compresses a text corpus held in the environment's tmpfs to /dev/null,
+so the run is CPU-bound: no disk, no output I/O. GNU time reports real, user
+and sys seconds; throughput is input megabytes (10^6 bytes, as enwik8/enwik9
+are counted) per second of real time.
+
+The corpus is not enwik9 (not redistributable here, and a download is not a
+benchmark input we control) but a stand-in generated from a fixed seed: a
+stream of words drawn from a fixed vocabulary with Zipf frequencies and some
+punctuation. It compresses like natural text (xz -2 to ~35 %, -9 to ~27 %;
+enwik9 is ~30 % / ~25 %) and is byte-identical wherever it is generated,
+since it is built by this module (SHAKE-256, no platform RNG) and copied
+into the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import sys
+from array import array
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.workloads.base import (
+    Measurement,
+    Metric,
+    ParseError,
+    Workload,
+    WorkloadError,
+    WorkloadParams,
+    check,
+)
+
+MB = 1_000_000
+# Bump when the generator changes: the digest of every corpus changes with it.
+CORPUS_VERSION = 1
+# Pieces copied into the environment at a time: bounds the runner's memory
+# and the tmpfs overshoot (corpus + one piece) whatever the corpus size.
+PIECE_BYTES = 32 * 1024 * 1024
+TIME_FORMAT = "isobench-time real=%e user=%U sys=%S"
+_TIME_RE = re.compile(r"^isobench-time real=(\S+) user=(\S+) sys=(\S+)\s*$", re.M)
+
+# Most frequent English words first, so the Zipf head looks like text.
+_COMMON = (
+    "the of and to in a is that for it as was with be by on not he i this are or his "
+    "from at which but have an they you were her she there one all we their can has "
+    "been if more when will would who so no what up out about into than them only "
+    "other its time new some could these two may first then do any like my now over "
+    "such our man me even most made after also did many before must through back "
+    "years where much your way well down should because each just those people how"
+).split()
+_SYLLABLES = (
+    "ka lo ri ne ta mu si de po an er in on es th ch st or al ve qu ly ge ment tion "
+    "ing ed re co ma ba il ur ow pe ha ex nd ti ro la"
+).split()
+
+
+class CompressionParams(WorkloadParams):
+    size_mb: int = Field(256, ge=1, le=1_000_000, description="corpus size, 10^6 bytes")
+    threads: int = Field(0, ge=0, le=4096, description="pixz -p; 0 = all host cores")
+    level: int = Field(2, ge=0, le=9)
+    extreme: bool = False  # INSA used -e
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_timeout(cls, data: Any) -> Any:
+        # Allow 0.5 MB/s (one slow core at -9e) plus the start-up.
+        if isinstance(data, dict) and "timeout_s" not in data:
+            size = data.get("size_mb", 256)
+            if isinstance(size, int) and size > 0:
+                data = {**data, "timeout_s": 120 + 2 * size}
+        return data
+
+
+class Compression(Workload):
+    name: ClassVar[str] = "compression"
+    Params: ClassVar[type[WorkloadParams]] = CompressionParams
+    packages: ClassVar[tuple[str, ...]] = ("pixz", "xz-utils", "time")
+    params: CompressionParams
+
+    def threads(self) -> int:
+        return self.params.threads or self.host.cores
+
+    def metrics(self, case: str) -> list[Metric]:
+        return [
+            Metric("throughput_mbs", "MB/s", True, "input megabytes (10^6 B) per real second"),
+            Metric("real_s", "s", False, "wall-clock time of pixz"),
+            Metric("user_s", "s", False, "CPU time in user mode, all threads"),
+            Metric("sys_s", "s", False, "CPU time in the kernel, all threads"),
+        ]
+
+    def argv(self, case: str, paths: Paths) -> list[str]:
+        return build_argv(corpus_path(paths), self.params.level, self.params.extreme,
+                          self.threads())
+
+    def prepare(self, env: Environment) -> None:
+        path = corpus_path(env.paths)
+        check(env.exec(["mkdir", "-p", posixpath.dirname(path)], timeout=60))
+        check(env.exec(["rm", "-f", path], timeout=60))
+        part = path + ".part"
+        digest = hashlib.sha256()
+        # write_file writes whole files, so the corpus goes in as pieces
+        # appended in place; each piece is deleted at once to spare the tmpfs.
+        for piece in corpus_pieces(self.params.size_mb * MB):
+            env.write_file(part, piece)
+            check(env.exec(["sh", "-c", 'cat -- "$1" >> "$2" && rm -f -- "$1"', "sh", part, path],
+                           timeout=300))
+            digest.update(piece)
+        got = check(env.exec(["sha256sum", path], timeout=600)).stdout.split()[:1]
+        if got != [digest.hexdigest()]:
+            raise WorkloadError(f"corpus in {env.name} differs from the generated one: "
+                                f"{got} != {digest.hexdigest()}")
+
+    def parse(self, case: str, result: ExecResult) -> Measurement:
+        times = parse_time(result.stderr)
+        if times["real_s"] <= 0:
+            raise ParseError(f"real time {times['real_s']} s is too short to give a rate; "
+                             "use a larger size_mb")
+        values = {"throughput_mbs": self.params.size_mb / times["real_s"], **times}
+        return Measurement(values=values, extra={"input_bytes": self.params.size_mb * MB},
+                           raw=result.stderr)
+
+    def cleanup(self, env: Environment) -> None:
+        path = corpus_path(env.paths)
+        env.exec(["rm", "-f", path, path + ".part"], timeout=60)
+
+
+def corpus_path(paths: Paths) -> str:
+    return posixpath.join(paths.tmp, "compression", "corpus.txt")
+
+
+def build_argv(corpus: str, level: int, extreme: bool, threads: int) -> list[str]:
+    # -t: the corpus is not a tarball; without it pixz first probes for tar
+    # and would write a tar index. Output to /dev/null keeps it CPU-bound.
+    flag = f"-{level}{'e' if extreme else ''}"
+    return ["/usr/bin/time", "-f", TIME_FORMAT,
+            "pixz", flag, "-t", "-p", str(threads), corpus, "/dev/null"]
+
+
+def parse_time(stderr: str) -> dict[str, float]:
+    """The GNU time line this workload asks for; the last one wins."""
+    found = _TIME_RE.findall(stderr)
+    if not found:
+        raise ParseError("no 'isobench-time' line from /usr/bin/time in stderr")
+    try:
+        real, user, sys_ = (float(x) for x in found[-1])
+    except ValueError as exc:
+        raise ParseError(f"bad number in time line: {found[-1]}") from exc
+    return {"real_s": real, "user_s": user, "sys_s": sys_}
+
+
+# --- the corpus -------------------------------------------------------------
+
+_SLOTS = 1 << 16  # one 16-bit random draw picks one token
+_WORDS_PER_CHUNK = 1 << 20
+
+
+@lru_cache(maxsize=1)
+def token_table() -> tuple[bytes, ...]:
+    """65536 slots, each token repeated in proportion to its Zipf weight."""
+    words: list[str] = list(_COMMON)
+    seen = set(words)
+    i = 0
+    while len(words) < 8192:
+        h = hashlib.sha256(b"isobench-vocab:%d" % i).digest()
+        i += 1
+        word = "".join(_SYLLABLES[b % len(_SYLLABLES)] for b in h[1:2 + h[0] % 4])
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    tokens = [(" " + w).encode() for w in words]
+    weights = [1.0 / (rank + 1) for rank in range(len(tokens))]
+    # punctuation as frequent as the 2nd, 4th and 8th words
+    tokens += [b",", b".", b".\n"]
+    weights += [weights[1], weights[3], weights[7]]
+    spare = _SLOTS - len(tokens)
+    total = sum(weights)
+    counts = [1 + int(w / total * spare) for w in weights]
+    counts[0] += _SLOTS - sum(counts)  # rounding remainder to the head
+    table: list[bytes] = []
+    for token, count in zip(tokens, counts):
+        table.extend([token] * count)
+    return tuple(table)
+
+
+def _chunks() -> Iterator[bytes]:
+    """The endless deterministic text stream, ~5.5 MB at a time."""
+    table = token_table()
+    pick = table.__getitem__
+    index = 0
+    while True:
+        draws = array("H")
+        seed = b"isobench-corpus-v%d:%d" % (CORPUS_VERSION, index)
+        draws.frombytes(hashlib.shake_256(seed).digest(2 * _WORDS_PER_CHUNK))
+        if sys.byteorder == "big":  # the same draws on every host
+            draws.byteswap()
+        yield b"".join(map(pick, draws))
+        index += 1
+
+
+def corpus_pieces(size: int, piece: int = PIECE_BYTES) -> Iterator[bytes]:
+    """The first `size` bytes of the stream, cut into pieces of `piece` bytes.
+
+    The bytes do not depend on `piece`: only on `size` and CORPUS_VERSION.
+    """
+    buf = bytearray()
+    left = size
+    chunks = _chunks()
+    while left > 0:
+        while len(buf) < min(piece, left):
+            buf += next(chunks)
+        n = min(piece, left)
+        yield bytes(buf[:n])
+        del buf[:n]
+        left -= n
+
+
+def corpus_bytes(size: int) -> bytes:
+    """The whole corpus in memory: for tests and small sizes."""
+    return b"".join(corpus_pieces(size))

@@ -1,0 +1,132 @@
+"""End to end through the CLI against the real Docker Engine and tools."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import docker
+import pytest
+
+from isobench.workspace import DATA_ROOT, TMP_ROOT
+
+pytestmark = pytest.mark.integration
+
+TINY = """
+[study]
+name = "tiny"
+repetitions = 2
+warmup = 0
+
+[environments.native]
+[environments.docker-nat]
+[environments.docker-host]
+
+[workloads.compression]
+size_mb = 8
+
+[workloads.hpcc]
+n = 400
+nb = 80
+
+[workloads.fio]
+size_mb = 32
+runtime_s = 1
+cases = ["randread", "seqwrite"]
+"""
+
+
+def isobench(*args, store, cwd, timeout=600, check=True):
+    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    proc = subprocess.run([sys.executable, "-m", "isobench.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"isobench {args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def isobench_containers():
+    client = docker.from_env()
+    return [c.name for c in client.containers.list(all=True, filters={"label": "isobench=1"})] + \
+           [v.name for v in client.volumes.list(filters={"label": "isobench=1"})]
+
+
+def test_run_report_runs_and_nothing_left(tmp_path):
+    study = tmp_path / "tiny.toml"
+    study.write_text(TINY)
+    store = tmp_path / "r.sqlite"
+    out = isobench("run", str(study), "--out", str(tmp_path / "results"), store=store, cwd=tmp_path)
+    assert isobench_containers() == []
+    reports = list((tmp_path / "results").glob("*.md"))
+    assert len(reports) == 1
+    md = reports[0].read_text()
+    header = next(line for line in md.splitlines() if line.startswith("|") and "native" in line)
+    for env in ("native", "docker-nat", "docker-host"):
+        assert env in header
+    for metric in ("throughput_mbs", "hpl_gflops", "iops", "bandwidth_mbs"):
+        assert metric in md, metric
+    assert "failed (" not in md, "no sample of the tiny study may fail"
+    run_id = reports[0].stem
+    listing = isobench("runs", store=store, cwd=tmp_path).stdout
+    assert run_id[:20] in listing and "complete" in listing
+    again = isobench("report", run_id, "--format", "md", store=store, cwd=tmp_path).stdout
+    assert again.strip() == md.strip(), "the report is computed from the store alone"
+    assert "native" in out.stdout
+    # every measured sample is in the store: 3 envs × (1 + 1 + 2 cells) × 2 rounds
+    n = sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
+    assert n == 3 * 4 * 2
+
+
+def test_bad_study_fails_fast_with_one_line(tmp_path):
+    study = tmp_path / "bad.toml"
+    study.write_text(TINY.replace("size_mb = 8", "sise_mb = 8"))
+    t0 = time.perf_counter()
+    proc = isobench("run", str(study), store=tmp_path / "r.sqlite", cwd=tmp_path, check=False)
+    assert time.perf_counter() - t0 < 5  # includes interpreter start-up; parsing itself is < 1 s
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "bad.toml" in lines[0] and "workloads.compression.sise_mb" in lines[0]
+    assert not (tmp_path / "r.sqlite").exists() or \
+        sqlite3.connect(tmp_path / "r.sqlite").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
+    study = tmp_path / "long.toml"
+    study.write_text(TINY.replace("repetitions = 2", "repetitions = 50"))
+    store = tmp_path / "r.sqlite"
+    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study), "--out",
+                             str(tmp_path / "results")], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300
+        done = 0
+        while time.time() < deadline and done < 8:
+            time.sleep(1)
+            if store.exists():
+                try:
+                    done = sqlite3.connect(store).execute(
+                        "SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
+                except sqlite3.OperationalError:
+                    pass
+        assert done >= 8, "the study did not get going"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    db = sqlite3.connect(store)
+    kept = db.execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
+    assert kept >= done
+    assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+    assert isobench_containers() == []
+    run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
+    leftovers = [name for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
+                 for name in os.listdir(root) if name.startswith(run_id)]
+    assert leftovers == []

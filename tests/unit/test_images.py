@@ -1,0 +1,99 @@
+"""The image recipe: package list parsing and the content hash."""
+
+import re
+
+from isobench import images
+
+
+def test_package_list_parsing_skips_comments_and_blanks(tmp_path):
+    path = tmp_path / "packages.txt"
+    path.write_text(
+        "# a comment\n"
+        "\n"
+        "fio\n"
+        "   pixz   # trailing comment\n"
+        "\t\n"
+        "#hpcc\n"
+        "fio\n"  # duplicate
+        "redis-server\n"
+    )
+    assert images.read_package_list(path) == ["fio", "pixz", "redis-server"]
+
+
+def test_shipped_package_lists():
+    tools = images.tool_packages()
+    for name in ["fio", "hpcc", "openmpi-bin", "pixz", "xz-utils", "redis-server",
+                 "mariadb-server", "sysbench", "iperf3", "sockperf", "qperf",
+                 "stress-ng", "qemu-guest-agent"]:
+        assert name in tools
+    assert all(re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", n) for n in tools)
+    extra = images.image_only_packages()
+    assert "linux-image-cloud-amd64" in extra and "docker.io" in extra
+    assert not set(tools) & set(extra)
+
+
+def test_recipe_hash_is_stable():
+    h = images.recipe_hash()
+    assert re.fullmatch(r"[0-9a-f]{12}", h)
+    assert images.recipe_hash() == h
+    assert images.recipe_hash(images.recipe()) == h
+    assert images.image_tag() == f"{images.IMAGE_REPO}:{h}"
+    assert images.IMAGE_REPO == "isobench/debian"
+
+
+def test_recipe_hash_changes_with_package_list(monkeypatch):
+    before = images.recipe_hash()
+    tools = images.tool_packages()
+    monkeypatch.setattr(images, "tool_packages", lambda: tools + ["htop"])
+    assert images.recipe_hash() != before
+    # order in the file does not matter
+    monkeypatch.setattr(images, "tool_packages", lambda: list(reversed(tools)))
+    assert images.recipe_hash() == before
+
+
+def test_recipe_hash_changes_with_image_only_packages_and_version(monkeypatch):
+    before = images.recipe_hash()
+    extra = images.image_only_packages()
+    monkeypatch.setattr(images, "image_only_packages", lambda: extra + ["dbus"])
+    changed = images.recipe_hash()
+    assert changed != before
+    monkeypatch.setattr(images, "RECIPE_VERSION", images.RECIPE_VERSION + 1)
+    assert images.recipe_hash() not in (before, changed)
+
+
+def test_recipe_hash_changes_with_package_file(monkeypatch, tmp_path):
+    before = images.recipe_hash()
+    path = tmp_path / "packages.txt"
+    path.write_text(images.PACKAGES_FILE.read_text() + "\nhtop\n")
+    monkeypatch.setattr(images, "PACKAGES_FILE", path)
+    assert images.recipe_hash() != before
+
+
+def test_recipe_is_bookworm_minbase_from_debian():
+    r = images.recipe()
+    assert r["suite"] == "bookworm" and r["variant"] == "minbase"
+    assert any(s.endswith("bookworm-security main") for s in r["apt_sources"])
+    assert "/isobench/data" in r["dirs"] and "/isobench/tmp" in r["dirs"]
+
+
+def test_paths_under_image_root():
+    h = images.recipe_hash()
+    assert images.image_dir().endswith(h)
+    assert images.rootfs_tar() == f"{images.image_dir()}/rootfs.tar"
+
+
+def test_tool_versions_from_packages_tsv(monkeypatch, tmp_path):
+    monkeypatch.setattr(images, "IMAGE_ROOT", str(tmp_path))
+    h = images.recipe_hash()
+    (tmp_path / h).mkdir()
+    (tmp_path / h / "packages.tsv").write_text(
+        "package\tversion\tarch\nfio\t3.33-3\tamd64\nlibc6\t2.36-9\tamd64\n")
+    versions = images.tool_versions()
+    assert versions["fio"] == "3.33-3"
+    assert versions["hpcc"] is None
+    assert "libc6" not in versions
+
+
+def test_mounts_under_parses_mountinfo():
+    assert "/proc" in images._mounts_under("/proc")
+    assert images._mounts_under("/nonexistent-isobench-dir") == []
