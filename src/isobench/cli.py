@@ -98,7 +98,7 @@ def run(study_file: str, store_path: str, out_dir: str, progress: bool | None) -
     store = _open_store(store_path)
     _sigterm_as_interrupt()
     show = sys.stderr.isatty() if progress is None else progress
-    bar = RichProgress(err_console if show else Console(stderr=True, quiet=True))
+    bar = RichProgress(err_console, bar=show)
     try:
         with bar:
             run_id = run_study(study, store, bar, image_provider=_image_provider(bar))

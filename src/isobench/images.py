@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+from isobench.envs.base import EnvironmentError_
 from isobench.workspace import IMAGE_ROOT, LABEL
 
 # Bump when build_rootfs changes what it produces in a way the recipe dict
@@ -112,8 +113,8 @@ DOCKER_CHANGES = [
 Log = Callable[[str], None]
 
 
-class ImageBuildError(RuntimeError):
-    """The rootfs could not be built or imported."""
+class ImageBuildError(EnvironmentError_):
+    """The rootfs could not be built or imported (the CLI prints it)."""
 
 
 # --------------------------------------------------------------------------
@@ -212,7 +213,10 @@ def _read_packages_tsv(path: str) -> dict[str, str]:
 def tool_versions(h: str | None = None) -> dict[str, str | None]:
     """Versions of the tool packages in the built image (from packages.tsv,
     no container needed); None for a package that is not installed."""
-    installed = _read_packages_tsv(os.path.join(image_dir(h), "packages.tsv"))
+    try:
+        installed = _read_packages_tsv(os.path.join(image_dir(h), "packages.tsv"))
+    except FileNotFoundError:  # not built on this host
+        installed = {}
     return {name: installed.get(name) for name in tool_packages()}
 
 
@@ -536,6 +540,18 @@ def _find_image(client, tag: str):
         return None
 
 
+def ensure_rootfs(force: bool = False, log: Log = print,
+                  timeout_s: float = DEFAULT_BUILD_TIMEOUT_S) -> str:
+    """Return IMAGE_ROOT/<hash> of the current recipe with rootfs.tar (and
+    kernel, initrd, packages.tsv) in it, building it only if missing or
+    forced. For users of the files that do not need Docker (the VM)."""
+    h = recipe_hash()
+    with _build_lock():
+        if force or not os.path.isfile(rootfs_tar(h)):
+            build_rootfs(image_dir(h), timeout_s=timeout_s, log=log)
+    return image_dir(h)
+
+
 def ensure_image(client, force: bool = False, log: Log = print,
                  timeout_s: float = DEFAULT_BUILD_TIMEOUT_S) -> str:
     """Return the tag of the current recipe's image in Docker Engine,
@@ -548,8 +564,7 @@ def ensure_image(client, force: bool = False, log: Log = print,
     with _build_lock():
         if not force and _find_image(client, tag) is not None:  # built meanwhile
             return tag
-        if force or not os.path.isfile(rootfs_tar(h)):
-            build_rootfs(image_dir(h), timeout_s=timeout_s, log=log)
+        ensure_rootfs(force=force, log=log, timeout_s=timeout_s)
         old = _find_image(client, tag)
         info = _read_image_json(h)
         tools = " ".join(f"{n}={v}" for n, v in sorted((info.get("tool_versions") or {}).items()) if v)

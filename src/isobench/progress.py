@@ -7,21 +7,26 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 class RichProgress:
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, bar: bool = True):
         self.console = console
+        self.bar = bar
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                                   console=console, transient=False)
         self._task = None
 
     def __enter__(self) -> "RichProgress":
-        self._progress.start()
+        if self.bar:
+            self._progress.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._progress.stop()
+        if self.bar:
+            self._progress.stop()
 
     def start(self, total: int) -> None:
+        if not self.bar:
+            return
         self._task = self._progress.add_task("samples", total=total)
 
     def step(self, label: str) -> None:
@@ -33,4 +38,4 @@ class RichProgress:
             self._progress.advance(self._task)
 
     def note(self, message: str) -> None:
-        self._progress.console.print(message)
+        (self._progress.console if self.bar else self.console).print(message, highlight=False)

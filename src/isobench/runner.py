@@ -90,7 +90,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
             started.append(env)
             packages = sorted({p for c in cells for p in c.workload.packages})
             store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": tool_versions(env, packages)})
-        prepared = _prepare(cells, started, progress)
+        prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
         rounds = meta.warmup + meta.repetitions
         progress.start(rounds * len(cells) * len(envs))
@@ -101,10 +101,11 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                     label = f"{'warm-up' if warmup else f'round {round_ - meta.warmup + 1}/{meta.repetitions}'}" \
                             f" {cell.key}/{cell.case} in {env.name}"
                     progress.step(label)
-                    if (cell.key, env.name) in prepared:
+                    problem = prepare_failures.get((cell.key, env.name))
+                    if problem is None:
                         _measure(store, run_id, cell, env, round_, warmup)
                     else:
-                        _record_failure(store, run_id, cell, env, round_, warmup, "prepare failed")
+                        _record_failure(store, run_id, cell, env, round_, warmup, problem)
                     progress.advance()
         status = "complete"
     except KeyboardInterrupt:
@@ -116,23 +117,19 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     return run_id
 
 
-def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> set[tuple[str, str]]:
-    """Prepare each workload once per environment; a failure fails that
-    workload's cells in that environment only."""
-    done = set()
-    seen = set()
-    for cell in cells:
-        if cell.key in seen:
-            continue
-        seen.add(cell.key)
+def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> dict[tuple[str, str], str]:
+    """Prepare each workload once per environment. A failure fails that
+    workload's cells in that environment only; returns why, per (workload, env)."""
+    failures = {}
+    for key, workload in {c.key: c.workload for c in cells}.items():
         for env in envs:
-            progress.note(f"preparing {cell.key} in {env.name}")
+            progress.note(f"preparing {key} in {env.name}")
             try:
-                cell.workload.prepare(env)
-                done.add((cell.key, env.name))
+                workload.prepare(env)
             except (WorkloadError, ParseError, OSError) as exc:
-                progress.note(f"[red]prepare {cell.key} in {env.name} failed: {exc}")
-    return done
+                failures[(key, env.name)] = f"prepare failed: {exc}"[:500]
+                progress.note(f"[red]prepare {key} in {env.name} failed: {exc}")
+    return failures
 
 
 def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: int, warmup: bool) -> None:

@@ -4,9 +4,8 @@ storage)."""
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
+import socket
 import time
 from dataclasses import dataclass, field
 
@@ -105,17 +104,19 @@ class DockerEnvironment(Environment):
         start = time.perf_counter()
         # a client whose socket outlives the in-container bound, so the tool's
         # own timeout fires first and we still read its output
-        api = docker.APIClient(base_url=self._client.api.base_url, version=self._client.api.api_version,
-                               timeout=timeout + KILL_GRACE_S + 30)
+        client = docker.from_env(timeout=timeout + KILL_GRACE_S + 30)
         try:
+            api = client.api
             exec_id = api.exec_create(self._container.id, full, workdir=cwd)["Id"]
             out, err = api.exec_start(exec_id, demux=True)
             code = api.exec_inspect(exec_id)["ExitCode"]
         except ReadTimeout:
             return ExecResult(argv, -9, "", "engine did not answer in time", time.perf_counter() - start,
                               timed_out=True)
+        except docker.errors.DockerException as exc:
+            return ExecResult(argv, -1, "", f"engine error: {exc}", time.perf_counter() - start)
         finally:
-            api.close()
+            client.close()
         wall = time.perf_counter() - start
         stdout = (out or b"").decode("utf-8", errors="replace")
         stderr = (err or b"").decode("utf-8", errors="replace")
@@ -123,16 +124,34 @@ class DockerEnvironment(Environment):
                           timed_out=(code in (124, 137) and wall >= timeout))
 
     def write_file(self, path: str, content: bytes) -> None:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(os.path.basename(path))
-            info.size = len(content)
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(content))
-        parent = os.path.dirname(path) or "/"
-        self.exec(["mkdir", "-p", parent], timeout=30)
-        if not self._container.put_archive(parent, buf.getvalue()):
-            raise EnvironmentError_(f"{self.name}: could not write {path}")
+        # The archive API (docker cp) cannot see tmpfs mounts, so stream the
+        # bytes to dd's stdin over a hijacked exec socket instead.
+        self.exec(["mkdir", "-p", os.path.dirname(path) or "/"], timeout=30)
+        api = self._client.api
+        exec_id = api.exec_create(self._container.id, bounded(["dd", f"of={path}", "bs=1M", "status=none"], 600),
+                                  stdin=True)["Id"]
+        sock = api.exec_start(exec_id, socket=True)._sock
+        try:
+            view = memoryview(content)
+            for offset in range(0, len(view), 1 << 20):
+                sock.sendall(view[offset:offset + (1 << 20)])
+            sock.shutdown(socket.SHUT_WR)  # EOF for dd
+            while sock.recv(65536):
+                pass
+        finally:
+            sock.close()
+        code = self._wait_exit(exec_id, timeout=60)
+        if code != 0:
+            raise EnvironmentError_(f"{self.name}: could not write {path} (dd exit {code})")
+
+    def _wait_exit(self, exec_id: str, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = self._client.api.exec_inspect(exec_id)
+            if not info["Running"]:
+                return info["ExitCode"]
+            time.sleep(0.05)
+        return None
 
     def stop(self) -> None:
         if self._container is not None:

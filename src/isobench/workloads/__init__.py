@@ -1,0 +1,25 @@
+"""Workloads by name, as study files refer to them."""
+
+from __future__ import annotations
+
+# envs/__init__ imports workloads.base (for HostInfo), and workloads.base
+# imports envs.base: loading the envs package first makes every import
+# order work (importing workloads.base first would otherwise find it half
+# initialised). The clean fix is a TYPE_CHECKING import in envs/__init__.
+import isobench.envs  # noqa: F401,I001
+from isobench.workloads.base import Workload
+from isobench.workloads.compress import Compression
+from isobench.workloads.fio import Fio
+from isobench.workloads.hpcc import Hpcc
+
+WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Compression, Hpcc, Fio)}
+
+
+def get(name: str) -> type[Workload]:
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise KeyError(f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}") from None
+
+
+__all__ = ["WORKLOADS", "get", "Compression", "Fio", "Hpcc"]

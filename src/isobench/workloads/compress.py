@@ -101,13 +101,14 @@ class Compression(Workload):
                           self.threads())
 
     def prepare(self, env: Environment) -> None:
-        path = corpus_path(env.paths)
-        check(env.exec(["mkdir", "-p", posixpath.dirname(path)], timeout=60))
+        path, part = corpus_path(env.paths), staging_path(env.paths)
+        check(env.exec(["mkdir", "-p", posixpath.dirname(path), posixpath.dirname(part)],
+                       timeout=60))
         check(env.exec(["rm", "-f", path], timeout=60))
-        part = path + ".part"
         digest = hashlib.sha256()
         # write_file writes whole files, so the corpus goes in as pieces
-        # appended in place; each piece is deleted at once to spare the tmpfs.
+        # appended in place. Pieces are staged on the data disk: Docker's
+        # archive API (behind write_file) cannot see a container's tmpfs.
         for piece in corpus_pieces(self.params.size_mb * MB):
             env.write_file(part, piece)
             check(env.exec(["sh", "-c", 'cat -- "$1" >> "$2" && rm -f -- "$1"', "sh", part, path],
@@ -128,12 +129,15 @@ class Compression(Workload):
                            raw=result.stderr)
 
     def cleanup(self, env: Environment) -> None:
-        path = corpus_path(env.paths)
-        env.exec(["rm", "-f", path, path + ".part"], timeout=60)
+        env.exec(["rm", "-f", corpus_path(env.paths), staging_path(env.paths)], timeout=60)
 
 
 def corpus_path(paths: Paths) -> str:
     return posixpath.join(paths.tmp, "compression", "corpus.txt")
+
+
+def staging_path(paths: Paths) -> str:
+    return posixpath.join(paths.data, "compression", "corpus.part")
 
 
 def build_argv(corpus: str, level: int, extreme: bool, threads: int) -> list[str]:

@@ -1,0 +1,138 @@
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from isobench.envs.base import ExecResult, Paths
+from isobench.workloads.base import HostInfo, ParseError, WorkloadError
+from isobench.workloads.hpcc import (
+    Hpcc,
+    HpccParams,
+    build_argv,
+    derive_n,
+    grid,
+    parse_summary,
+    render_input,
+    summary_metrics,
+)
+
+DATA = Path(__file__).parent.parent / "data"
+HOST = HostInfo(cores=2, mem_bytes=16 * 10**9, disk_free_bytes=100 << 30)
+PATHS = Paths(data="/data/r-env", tmp="/dev/shm/isobench/r-env")
+
+
+def output(text: str) -> ExecResult:
+    return ExecResult(["mpirun"], 0, text, "", 3.0)
+
+
+@pytest.fixture(scope="module")
+def real_output() -> str:
+    # captured: hpcc 1.5.0 (Debian 12), 2 processes, N=2000, NB=192, P=1, Q=2
+    return (DATA / "hpccoutf.txt").read_text()
+
+
+def test_parse_real_output(real_output):
+    w = Hpcc(HpccParams(n=2000), HOST)
+    m = w.parse("default", output(real_output))
+    s = m.extra["summary"]
+    assert s["HPL_N"] == 2000 and s["CommWorldProcs"] == 2
+    assert m.values["hpl_gflops"] == pytest.approx(s["HPL_Tflops"] * 1000)
+    # Star figures are per-process means: the metrics are machine totals
+    assert m.values["stream_triad_gbs"] == pytest.approx(s["StarSTREAM_Triad"] * 2)
+    assert m.values["random_access_gups"] == pytest.approx(s["StarRandomAccess_GUPs"] * 2)
+    assert m.values["mpi_random_access_gups"] == pytest.approx(s["MPIRandomAccess_GUPs"])
+    assert set(m.values) == {x.name for x in w.metrics("default")}
+    assert all(v > 0 for v in m.values.values())
+    assert m.raw == real_output
+
+
+def test_summary_skips_non_numbers(real_output):
+    s = parse_summary(real_output)
+    assert "VersionRelease" not in s and "HPL_cpfact" not in s
+    assert s["VersionMajor"] == 1 and s["Success"] == 1
+
+
+def test_appended_runs_use_the_last_summary(real_output):
+    older = real_output.replace("HPL_Tflops=", "HPL_Tflops=9")
+    assert parse_summary(older + real_output)["HPL_Tflops"] == parse_summary(real_output)["HPL_Tflops"]
+
+
+@pytest.mark.parametrize("mangle", [
+    lambda t: "",
+    lambda t: t.split("Begin of Summary section.")[0],  # killed before the summary
+    lambda t: t.replace("End of Summary section.", ""),  # truncated summary
+    lambda t: t.replace("Success=1", "Success=0"),
+    lambda t: t.replace("HPL_Tflops=", "HPL_Tflop="),
+    lambda t: t.replace("StarSTREAM_Triad=", "StarSTREAM_Triad=-1\nX="),  # test not run
+    lambda t: t.replace("CommWorldProcs=2", ""),
+])
+def test_malformed_output_raises_parse_error(real_output, mangle):
+    with pytest.raises(ParseError):
+        summary_metrics(parse_summary(mangle(real_output)))
+
+
+def test_derive_n_rounds_down_to_block_multiple():
+    # 0.05 * 16e9 / 8 = 1e8 doubles -> sqrt = 10000 -> 52 * 192 = 9984
+    assert derive_n(16 * 10**9, 0.05, 192) == 9984
+    assert derive_n(16 * 10**9, 0.05, 100) == 10000
+    with pytest.raises(ValueError):
+        derive_n(10**6, 0.01, 192)
+
+
+def test_problem_size_explicit_n_wins():
+    assert Hpcc(HpccParams(), HOST).problem_size() == 9984
+    assert Hpcc(HpccParams(n=2000, mem_fraction=0.5), HOST).problem_size() == 2000
+    with pytest.raises(WorkloadError):
+        Hpcc(HpccParams(mem_fraction=1e-9), HOST).problem_size()
+
+
+@pytest.mark.parametrize("procs,expected", [
+    (1, (1, 1)), (2, (1, 2)), (4, (2, 2)), (6, (2, 3)), (7, (1, 7)), (8, (2, 4)),
+    (12, (3, 4)), (16, (4, 4)), (32, (4, 8)),
+])
+def test_grid_is_as_square_as_possible_with_p_le_q(procs, expected):
+    assert grid(procs) == expected
+
+
+def test_input_file_carries_n_nb_and_grid():
+    w = Hpcc(HpccParams(procs=6, n=3000, nb=128), HOST)
+    lines = w.input_text().splitlines()
+    assert lines[5].split()[:2] == ["3000", "Ns"]
+    assert lines[7].split()[:2] == ["128", "NBs"]
+    assert lines[10].split()[:2] == ["2", "Ps"]
+    assert lines[11].split()[:2] == ["3", "Qs"]
+    assert lines[31].startswith("#####")  # HPL ignores line 32; hpcc reads PTRANS after it
+    assert len(lines) == 36
+    assert render_input(1, 2, 3, 4).count("\n") == 36
+
+
+def test_argv_runs_as_root_with_shared_memory_on_tmpfs():
+    w = Hpcc(HpccParams(), HOST)
+    argv = w.argv("default", PATHS)
+    assert argv[0] == "mpirun" and argv[-3:] == ["-np", "2", "hpcc"]
+    for flag in ("--allow-run-as-root", "--oversubscribe"):
+        assert flag in argv
+    assert argv[argv.index("--bind-to") + 1] == "none"
+    mca = dict(zip(argv[argv.index("--mca") + 1::3], argv[argv.index("--mca") + 2::3]))
+    assert mca["btl"] == "self,vader"
+    assert mca["btl_vader_single_copy_mechanism"] == "none"
+    assert mca["btl_vader_backing_directory"] == "/dev/shm/isobench/r-env/hpcc-shm"
+    assert w.cwd("default", PATHS) == "/data/r-env/hpcc"
+    assert build_argv(5, "/w")[-3:] == ["-np", "5", "hpcc"]
+
+
+@pytest.mark.parametrize("bad", [
+    {"procs": -1}, {"mem_fraction": 0}, {"mem_fraction": 0.95}, {"n": 10},
+    {"nb": 0}, {"n": 300, "nb": 512}, {"Ns": 1000},
+])
+def test_bad_params_are_rejected(bad):
+    with pytest.raises(ValidationError):
+        HpccParams(**bad)
+
+
+def test_failed_shared_memory_copies_invalidate_the_run(real_output):
+    # captured: plain `mpirun --allow-run-as-root -np 2 hpcc` in a Docker
+    # container: vader's CMA copies fail, yet hpcc exits 0 with Success=1
+    stderr = (DATA / "mpirun-cma-stderr.txt").read_text()
+    with pytest.raises(ParseError, match="shared-memory"):
+        Hpcc(HpccParams(n=2000), HOST).parse("default", ExecResult(["mpirun"], 0, real_output, stderr, 3.0))
