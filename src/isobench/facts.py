@@ -64,9 +64,19 @@ def host_facts() -> dict:
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") or "unavailable",
         "hugepages_total": mem.get("HugePages_Total"),
         "loadavg": _read("/proc/loadavg"),
+        "docker_version": docker_version(),
         "isobench_version": __version__,
         "python": platform.python_version(),
     }
+
+
+def docker_version() -> str:
+    try:
+        import docker
+        client = docker.from_env(timeout=5)
+        return client.version().get("Version", "unknown")
+    except Exception:  # noqa: BLE001 - a fact, not a requirement
+        return "unavailable"
 
 
 def tool_versions(env: Environment, packages: list[str]) -> dict[str, str]:

@@ -14,6 +14,8 @@ class RichProgress:
                                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                                   console=console, transient=False)
         self._task = None
+        self._done = 0
+        self._total = 0
 
     def __enter__(self) -> "RichProgress":
         if self.bar:
@@ -25,17 +27,21 @@ class RichProgress:
             self._progress.stop()
 
     def start(self, total: int) -> None:
+        self._total = total
         if not self.bar:
             return
         self._task = self._progress.add_task("samples", total=total)
 
     def step(self, label: str) -> None:
+        if not self.bar:  # logs (CI, pipes): one line per sample instead of a bar
+            self.console.print(f"[{self._done + 1}/{self._total}] {label}", highlight=False, markup=False)
         if self._task is not None:
             self._progress.update(self._task, description=label)
 
     def advance(self) -> None:
+        self._done += 1
         if self._task is not None:
             self._progress.advance(self._task)
 
     def note(self, message: str) -> None:
-        (self._progress.console if self.bar else self.console).print(message, highlight=False)
+        (self._progress.console if self.bar else self.console).print(message, highlight=False, markup=False)

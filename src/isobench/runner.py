@@ -128,7 +128,7 @@ def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> 
                 workload.prepare(env)
             except (WorkloadError, ParseError, OSError) as exc:
                 failures[(key, env.name)] = f"prepare failed: {exc}"[:500]
-                progress.note(f"[red]prepare {key} in {env.name} failed: {exc}")
+                progress.note(f"prepare {key} in {env.name} failed: {exc}")
     return failures
 
 

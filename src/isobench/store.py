@@ -191,6 +191,26 @@ class Store:
                     run.values.setdefault((key, env), []).append(float(value))
         return run
 
+    def extras(self, run_id: str, workload: str | None = None,
+               case: str | None = None) -> dict[tuple[str, str, str], list[dict]]:
+        """Detail kept beside the values (latency histograms ...) of the
+        measured samples (ok, not warm-up): {(env, workload, case): [extra, ...]}
+        in measurement order, optionally for one workload (and case)."""
+        sql = "SELECT env, workload, ccase, extra FROM samples WHERE run_id=? AND warmup=0 AND status='ok'"
+        args: list = [run_id]
+        if workload is not None:
+            sql += " AND workload=?"
+            args.append(workload)
+        if case is not None:
+            sql += " AND ccase=?"
+            args.append(case)
+        out: dict[tuple[str, str, str], list[dict]] = {}
+        for env, w, c, extra in self.db.execute(sql + " ORDER BY id", args):
+            detail = json.loads(extra) if extra else {}
+            if detail:
+                out.setdefault((env, w, c), []).append(detail)
+        return out
+
     def samples(self, run_id: str) -> list[dict]:
         """Raw samples, for exports and resume."""
         cur = self.db.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))

@@ -27,6 +27,11 @@ def env():
         assert not os.path.exists(e.paths.data) and not os.path.exists(e.paths.tmp)
 
 
+def assert_cleaned(env) -> None:
+    """cleanup() removed what prepare() wrote, before the env's stop()."""
+    assert os.listdir(env.paths.data) == [] and os.listdir(env.paths.tmp) == []
+
+
 def measure(env, name: str, **params) -> dict[str, dict[str, float]]:
     cls = get(name)
     w = cls(cls.Params(**params), HOST)
@@ -48,8 +53,7 @@ def test_compression(env):
     assert 0.5 < v["throughput_mbs"] < 1000
     assert v["user_s"] > 0 and v["real_s"] > 0 and v["sys_s"] >= 0
     assert v["throughput_mbs"] == pytest.approx(16 / v["real_s"])
-    # cleanup() left nothing behind in the tmpfs
-    assert os.listdir(os.path.join(env.paths.tmp, "compression")) == []
+    assert_cleaned(env)
 
 
 def test_hpcc(env):
@@ -60,6 +64,7 @@ def test_hpcc(env):
     assert 0 < v["random_access_gups"] < 1000
     assert m.extra["summary"]["HPL_N"] == 1152
     assert m.extra["summary"]["CommWorldProcs"] == HOST.cores
+    assert_cleaned(env)
 
 
 def test_fio(env):
@@ -69,4 +74,4 @@ def test_fio(env):
     assert 0 < rr.values["read_clat_p50_us"] <= rr.values["read_clat_p99_9_us"] < 10_000_000
     assert rr.extra["read_clat_hist"]
     assert 1 < sw.values["bandwidth_mbs"] < 100_000
-    assert not os.path.exists(os.path.join(env.paths.data, "fio", "fio-testfile"))
+    assert_cleaned(env)

@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from isobench.envs.base import ExecResult, Paths
-from isobench.workloads.base import HostInfo, ParseError
+from isobench.workloads.base import HostInfo, ParseError, WorkloadError
 from isobench.workloads.fio import (
     CASES,
     Fio,
@@ -111,7 +111,7 @@ def test_argv_random_case():
     w = Fio(FioParams(size_mb=64, runtime_s=5, ramp_s=1, iodepth=128, numjobs=2), HOST)
     argv = w.argv("randrw70", PATHS)
     assert argv[0] == "fio"
-    for opt in ("--filename=/var/lib/isobench/scratch/r-env/fio/fio-testfile",
+    for opt in ("--filename=/var/lib/isobench/scratch/r-env/fio/testfile-64MiB",
                 f"--size={64 << 20}", "--rw=randrw", "--rwmixread=70", "--bs=4k",
                 "--ioengine=libaio", "--direct=1", "--iodepth=128", "--numjobs=2",
                 "--group_reporting", "--time_based", "--runtime=5", "--ramp_time=1",
@@ -155,3 +155,15 @@ def test_timeout_is_derived_from_runtime_unless_set():
 def test_unknown_case_metrics():
     with pytest.raises(KeyError):
         Fio(FioParams(), HOST).metrics("nope")
+
+
+def test_prepare_refuses_a_file_larger_than_the_free_disk():
+    class NoEnv:  # prepare must fail before touching the environment
+        paths = PATHS
+
+        def exec(self, *a, **k):
+            raise AssertionError("ran a command")
+
+    small = HostInfo(cores=2, mem_bytes=8 << 30, disk_free_bytes=1 << 30)
+    with pytest.raises(WorkloadError, match="does not fit"):
+        Fio(FioParams(size_mb=1024), small).prepare(NoEnv())

@@ -116,9 +116,16 @@ def test_argv_runs_as_root_with_shared_memory_on_tmpfs():
     mca = dict(zip(argv[argv.index("--mca") + 1::3], argv[argv.index("--mca") + 2::3]))
     assert mca["btl"] == "self,vader"
     assert mca["btl_vader_single_copy_mechanism"] == "none"
-    assert mca["btl_vader_backing_directory"] == "/dev/shm/isobench/r-env/hpcc-shm"
-    assert w.cwd("default", PATHS) == "/data/r-env/hpcc"
+    assert mca["btl_vader_backing_directory"] == "/dev/shm/isobench/r-env/hpcc/n9984-nb192-1x2"
+    assert w.cwd("default", PATHS) == "/data/r-env/hpcc/n9984-nb192-1x2"
     assert build_argv(5, "/w")[-3:] == ["-np", "5", "hpcc"]
+
+
+def test_each_input_gets_its_own_dirs():
+    a, b = Hpcc(HpccParams(n=2000), HOST), Hpcc(HpccParams(n=4000), HOST)
+    assert a.work_dir(PATHS) != b.work_dir(PATHS)
+    assert a.shm_dir(PATHS) != b.shm_dir(PATHS)
+    assert a.work_dir(PATHS).startswith(PATHS.data) and a.shm_dir(PATHS).startswith(PATHS.tmp)
 
 
 @pytest.mark.parametrize("bad", [

@@ -19,7 +19,8 @@ def get(name: str) -> type[Workload]:
     try:
         return WORKLOADS[name]
     except KeyError:
-        raise KeyError(f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}") from None
+        known = ", ".join(sorted(WORKLOADS))
+        raise KeyError(f"unknown workload {name!r}; known: {known}") from None
 
 
 __all__ = ["WORKLOADS", "get", "Compression", "Fio", "Hpcc"]

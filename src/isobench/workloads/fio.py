@@ -22,6 +22,7 @@ from isobench.workloads.base import (
     Metric,
     ParseError,
     Workload,
+    WorkloadError,
     WorkloadParams,
     check,
 )
@@ -89,7 +90,7 @@ class Fio(Workload):
         p = self.params
         rw, bs, sequential = CASES[case]
         argv = [
-            "fio", f"--name={case}", f"--filename={data_file(paths)}",
+            "fio", f"--name={case}", f"--filename={data_file(paths, p.size_mb)}",
             f"--size={p.size_mb * MiB}", f"--rw={rw}", f"--bs={bs}",
             "--ioengine=libaio", "--direct=1",
             f"--iodepth={p.seq_iodepth if sequential else p.iodepth}",
@@ -104,13 +105,18 @@ class Fio(Workload):
         return argv
 
     def prepare(self, env: Environment) -> None:
-        path = data_file(env.paths)
+        size = self.params.size_mb * MiB
+        free = self.host.disk_free_bytes  # 0 = unknown
+        if free and size > 0.9 * free:
+            raise WorkloadError(f"fio file of {size >> 20} MiB does not fit: "
+                                f"{free >> 20} MiB free on the host's disk")
+        path = data_file(env.paths, self.params.size_mb)
         check(env.exec(["mkdir", "-p", posixpath.dirname(path)], timeout=60))
         # Write every block once so reads hit real, allocated data: a fresh
         # file is sparse or fallocated (unwritten extents read as zeros
         # without touching the device).
         timeout = 300 + self.params.size_mb / 10  # down to ~10 MB/s storage
-        check(env.exec(layout_argv(path, self.params.size_mb * MiB), timeout=timeout))
+        check(env.exec(layout_argv(path, size), timeout=timeout))
 
     def parse(self, case: str, result: ExecResult) -> Measurement:
         job = parse_job(result.stdout)
@@ -118,11 +124,15 @@ class Fio(Workload):
         return Measurement(values=values, extra=extra, raw=result.stdout)
 
     def cleanup(self, env: Environment) -> None:
-        env.exec(["rm", "-f", data_file(env.paths)], timeout=60)
+        path = data_file(env.paths, self.params.size_mb)
+        env.exec(["rm", "-f", path], timeout=60)
+        env.exec(["rmdir", "--ignore-fail-on-non-empty", posixpath.dirname(path)], timeout=60)
 
 
-def data_file(paths: Paths) -> str:
-    return posixpath.join(paths.data, "fio", "fio-testfile")
+# Named by size: fio entries that differ only in depth or cases (IBM's
+# depth-128 IOPS and depth-16 latency runs) share one laid-out file.
+def data_file(paths: Paths, size_mb: int) -> str:
+    return posixpath.join(paths.data, "fio", f"testfile-{size_mb}MiB")
 
 
 def layout_argv(path: str, size: int) -> list[str]:

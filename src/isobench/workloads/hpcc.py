@@ -157,19 +157,33 @@ class Hpcc(Workload):
         p, q = grid(self.procs())
         return render_input(self.problem_size(), self.params.nb, p, q)
 
+    def _tag(self) -> str:
+        # One set of dirs per input: a study may list hpcc twice, sized apart.
+        p, q = grid(self.procs())
+        return f"n{self.problem_size()}-nb{self.params.nb}-{p}x{q}"
+
+    def work_dir(self, paths: Paths) -> str:
+        # hpccinf.txt and hpccoutf.txt, a few KB: on the data disk because
+        # write_file cannot reach a Docker container's tmpfs (archive API).
+        return posixpath.join(paths.data, "hpcc", self._tag())
+
+    def shm_dir(self, paths: Paths) -> str:
+        # Open MPI's shared-memory segments (see build_argv): RAM-backed.
+        return posixpath.join(paths.tmp, "hpcc", self._tag())
+
     def argv(self, case: str, paths: Paths) -> list[str]:
-        return build_argv(self.procs(), shm_dir(paths))
+        return build_argv(self.procs(), self.shm_dir(paths))
 
     def cwd(self, case: str, paths: Paths) -> str | None:
-        return work_dir(paths)
+        return self.work_dir(paths)
 
     def prepare(self, env: Environment) -> None:
-        wd = work_dir(env.paths)
-        check(env.exec(["mkdir", "-p", wd, shm_dir(env.paths)], timeout=60))
+        wd = self.work_dir(env.paths)
+        check(env.exec(["mkdir", "-p", wd, self.shm_dir(env.paths)], timeout=60))
         env.write_file(posixpath.join(wd, INPUT_NAME), self.input_text().encode())
 
     def run(self, case: str, env: Environment) -> Measurement:
-        wd = work_dir(env.paths)
+        wd = self.work_dir(env.paths)
         out = posixpath.join(wd, OUTPUT_NAME)
         # hpcc appends to its output file: start each run from nothing.
         check(env.exec(["rm", "-f", out], timeout=60))
@@ -188,18 +202,10 @@ class Hpcc(Workload):
                            raw=result.stdout)
 
     def cleanup(self, env: Environment) -> None:
-        env.exec(["rm", "-rf", work_dir(env.paths), shm_dir(env.paths)], timeout=60)
-
-
-def work_dir(paths: Paths) -> str:
-    # Input and output are a few KB. On the data disk because write_file
-    # cannot reach a Docker container's tmpfs (Docker's archive API).
-    return posixpath.join(paths.data, "hpcc")
-
-
-def shm_dir(paths: Paths) -> str:
-    # Open MPI's shared-memory segments (see build_argv): RAM-backed.
-    return posixpath.join(paths.tmp, "hpcc-shm")
+        wd, shm = self.work_dir(env.paths), self.shm_dir(env.paths)
+        env.exec(["rm", "-rf", wd, shm], timeout=60)
+        env.exec(["rmdir", "--ignore-fail-on-non-empty", posixpath.dirname(wd),
+                  posixpath.dirname(shm)], timeout=60)
 
 
 def derive_n(mem_bytes: int, fraction: float, nb: int) -> int:

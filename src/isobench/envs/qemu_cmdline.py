@@ -1,0 +1,173 @@
+"""The QEMU command line of an isobench guest, as a pure function of a
+config: no I/O, so every variant (stock, tuned, KVM, TCG) is unit-tested
+and documented from the same code that runs.
+
+The guest boots Debian's cloud kernel directly (no firmware menu, no boot
+loader). The root filesystem is on an emulated NVMe disk because the cloud
+kernel has NVMe built in but virtio-blk as a module: with root on NVMe the
+kernel mounts it itself and no initramfs has to run (about half the boot
+time under TCG). ``root_bus="virtio"`` boots through Debian's initramfs
+instead. The root disk is a throwaway qcow2 overlay and holds only the
+system; workloads write to the data disk, which is virtio-blk on a raw file
+with the configured cache and aio modes, as in the studies. PID 1 is
+isobench's guest init (a short shell script, see envs/vmdisk.py) unless
+``guest_init="systemd"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GA_PORT = "org.qemu.guest_agent.0"
+GUEST_INIT = "/usr/local/sbin/isobench-init"
+
+
+@dataclass(frozen=True)
+class Topology:
+    sockets: int
+    cores: int
+    threads: int
+
+    @property
+    def cpus(self) -> int:
+        return self.sockets * self.cores * self.threads
+
+
+@dataclass(frozen=True)
+class MemoryBacking:
+    """How guest RAM is backed. kind: "default" (anonymous memory: QEMU
+    madvises it MADV_HUGEPAGE, so THP applies when the host's THP mode is
+    madvise or always), "hugetlbfs" (reserved huge pages, preallocated) or
+    "thp-prealloc" (anonymous memory, preallocated at start so the guest
+    runs on huge pages from the first access)."""
+
+    kind: str = "default"
+    hugetlbfs_path: str = "/dev/hugepages"
+
+
+@dataclass(frozen=True)
+class QemuConfig:
+    name: str  # "isobench-<run>-<env>": clean.py finds leftovers by it
+    accel: str  # kvm | tcg
+    vcpus: int
+    memory_mb: int
+    cpu_model: str  # QEMU -cpu value: qemu64 (QEMU's default), host, max, ...
+    kernel: str
+    initrd: str | None
+    root_disk: str  # qcow2 overlay
+    data_disk: str  # raw
+    qga_socket: str
+    qmp_socket: str
+    serial_log: str
+    pidfile: str
+    topology: Topology | None = None
+    memory: MemoryBacking = field(default_factory=MemoryBacking)
+    disk_cache: str = "none"
+    disk_aio: str = "native"
+    root_bus: str = "nvme"  # nvme (no initramfs) | virtio (Debian's initramfs)
+    guest_init: str = "isobench"  # isobench | systemd
+    machine: str = "q35"
+    extra_disks: tuple[str, ...] = ()  # raw, read-only (vm-docker's image tarball)
+    kernel_args: tuple[str, ...] = ()
+    qemu: str = "qemu-system-x86_64"
+
+
+def kernel_cmdline(cfg: QemuConfig) -> str:
+    root = "/dev/nvme0n1" if cfg.root_bus == "nvme" else "/dev/vda"
+    args = [
+        f"root={root}", "rw", "rootfstype=ext4",
+        # the serial console is slow to emulate: only errors go to it
+        "console=ttyS0", "quiet", "loglevel=3",
+        "panic=-1",  # with -no-reboot: a guest panic ends QEMU at once
+        "8250.nr_uarts=1", "i8042.noaux", "i8042.nokbd",
+    ]
+    if cfg.guest_init == "isobench":
+        args.append(f"init={GUEST_INIT}")
+    else:
+        args += ["systemd.show_status=0", "systemd.firstboot=no"]
+    return " ".join(args + list(cfg.kernel_args))
+
+
+def build_argv(cfg: QemuConfig) -> list[str]:
+    """The full argv of the qemu process for cfg."""
+    if cfg.accel not in ("kvm", "tcg"):
+        raise ValueError(f"accel must be kvm or tcg, not {cfg.accel!r}")
+    if cfg.root_bus == "virtio" and not cfg.initrd:
+        raise ValueError("root_bus=virtio needs the initramfs (virtio-blk is a module)")
+    argv = [
+        cfg.qemu,
+        "-name", f"{cfg.name},debug-threads=on",
+        "-machine", f"{cfg.machine},accel={cfg.accel}",
+        "-cpu", cfg.cpu_model,
+        "-smp", _smp(cfg),
+        "-m", f"{cfg.memory_mb}M",
+        "-nodefaults", "-no-user-config", "-no-reboot",
+        "-display", "none", "-vga", "none",
+        "-pidfile", cfg.pidfile,
+    ]
+    argv += _memory_args(cfg)
+    argv += ["-kernel", cfg.kernel]
+    if cfg.initrd and cfg.root_bus == "virtio":
+        argv += ["-initrd", cfg.initrd]
+    argv += ["-append", kernel_cmdline(cfg)]
+    # root: the throwaway overlay; writeback cache, it holds no measured data
+    argv += ["-blockdev", _file_node("root-file", cfg.root_disk, "writeback", "threads"),
+             "-blockdev", "driver=qcow2,node-name=root,file=root-file"]
+    if cfg.root_bus == "nvme":
+        argv += ["-device", "nvme,drive=root,serial=isobench-root"]
+    else:
+        argv += ["-device", "virtio-blk-pci,drive=root"]
+    # data: what workloads measure
+    argv += ["-blockdev", _file_node("data-file", cfg.data_disk, cfg.disk_cache, cfg.disk_aio),
+             "-blockdev", "driver=raw,node-name=data,file=data-file",
+             "-device", "virtio-blk-pci,drive=data,serial=isobench-data"]
+    for i, path in enumerate(cfg.extra_disks):
+        argv += ["-blockdev", _file_node(f"ro{i}-file", path, "writeback", "threads", read_only=True),
+                 "-blockdev", f"driver=raw,node-name=ro{i},file=ro{i}-file,read-only=on",
+                 "-device", f"virtio-blk-pci,drive=ro{i},serial=isobench-ro{i}"]
+    argv += [
+        # the guest agent's channel
+        "-chardev", f"socket,id=qga0,path={cfg.qga_socket},server=on,wait=off",
+        "-device", "virtio-serial-pci,id=vser0",
+        "-device", f"virtserialport,bus=vser0.0,chardev=qga0,name={GA_PORT}",
+        # the control channel
+        "-chardev", f"socket,id=mon0,path={cfg.qmp_socket},server=on,wait=off",
+        "-mon", "chardev=mon0,mode=control",
+        "-serial", f"file:{cfg.serial_log}",
+        # No network yet: the client-host issue adds virtio-net on a tap
+        # (vhost when /dev/vhost-net exists) here.
+        "-nic", "none",
+    ]
+    return argv
+
+
+def _smp(cfg: QemuConfig) -> str:
+    if cfg.topology is None:
+        return str(cfg.vcpus)
+    t = cfg.topology
+    return f"cpus={cfg.vcpus},sockets={t.sockets},cores={t.cores},threads={t.threads}"
+
+
+def _memory_args(cfg: QemuConfig) -> list[str]:
+    kind = cfg.memory.kind
+    size = f"size={cfg.memory_mb}M"
+    if kind == "default":
+        return []
+    if kind == "hugetlbfs":
+        obj = f"memory-backend-file,id=ram0,{size},mem-path={cfg.memory.hugetlbfs_path},prealloc=on,share=off"
+    elif kind == "thp-prealloc":
+        obj = f"memory-backend-ram,id=ram0,{size},prealloc=on"
+    else:
+        raise ValueError(f"unknown memory backing {kind!r}")
+    return ["-object", obj, "-machine", "memory-backend=ram0"]
+
+
+def _file_node(node: str, path: str, cache: str, aio: str, read_only: bool = False) -> str:
+    # cache=none is O_DIRECT on the host file (cache.direct=on) with the
+    # guest seeing a write-back cache it must flush (no cache.no-flush)
+    direct = "on" if cache in ("none", "directsync") else "off"
+    parts = [f"driver=file,node-name={node},filename={path}", f"cache.direct={direct}",
+             f"aio={aio}"]
+    if read_only:
+        parts.append("read-only=on")
+    return ",".join(parts)

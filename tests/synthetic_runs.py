@@ -1,0 +1,145 @@
+"""Synthetic runs written through the Store API, for report, compare and
+export tests. Values are deterministic (seeded) and shaped like the studies'
+results, and cover every figure: plain metrics, a fio-style read-latency
+histogram, a swept server workload (clients=N) with latency and CPU
+utilisation, a network workload with CPU cost per GB per direction, startup
+time, and an emulated (TCG) VM column."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import numpy as np
+
+from isobench.workloads.base import Metric
+
+ENVS = ("native", "docker-nat", "docker-host", "vm-tcg")
+
+STUDY_TEXT = """# synthetic study written by tests/synthetic_runs.py
+[study]
+name = "synthetic"
+repetitions = 5
+warmup = 1
+baseline = "native"
+
+[environments.native]
+[environments.docker-nat]
+[environments.docker-host]
+[environments.vm-tcg]
+preset = "vm-stock"
+accelerator = "tcg"
+"""
+
+# workload -> case -> [(metric, unit, higher_is_better, native mean, rel sd)]
+PLAIN = {
+    "compression": {"default": [("throughput_mbs", "MB/s", True, 42.0, 0.01),
+                                ("real_s", "s", False, 0.76, 0.01)]},
+    "fio": {"randread": [("iops", "IO/s", True, 9000.0, 0.02),
+                         ("read_clat_p50_us", "µs", False, 110.0, 0.02),
+                         ("read_clat_p99_us", "µs", False, 480.0, 0.04)],
+            "seqwrite": [("bandwidth_mbs", "MB/s", True, 800.0, 0.02)]},
+    "nuttcp": {"transmit": [("throughput_gbps", "Gbit/s", True, 9.3, 0.005),
+                            ("cpu_s_per_gb", "CPU-s/GB", False, 0.9, 0.03)],
+               "receive": [("throughput_gbps", "Gbit/s", True, 9.3, 0.005),
+                           ("cpu_s_per_gb", "CPU-s/GB", False, 1.1, 0.03)]},
+    "startup": {"default": [("ready_s", "s", False, 0.01, 0.05)]},
+}
+CLIENTS = (1, 4, 16, 64)
+# environment -> multiplier of the native value, per metric direction
+# (throughput-like, latency-like); vm-tcg is emulated and slow.
+ENV_FACTOR = {"native": (1.0, 1.0), "docker-nat": (0.97, 1.06), "docker-host": (1.0, 1.0),
+              "vm-tcg": (0.35, 2.8)}
+STARTUP_S = {"native": 0.01, "docker-nat": 0.6, "docker-host": 0.55, "vm-tcg": 14.0}
+
+
+@dataclass
+class Synthetic:
+    run_id: str
+    envs: tuple[str, ...] = ENVS
+    repetitions: int = 5
+    seed: int = 1
+    # (env, workload, metric) -> multiplier applied after everything else
+    inject: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    # skip noise: every repetition gets exactly the mean (for A/A identity tests)
+    constant: bool = False
+
+
+def fake_study(envs=ENVS, baseline="native"):
+    """The few attributes Store.create_run reads; these workloads need not exist yet."""
+    text = STUDY_TEXT
+    return SimpleNamespace(meta=SimpleNamespace(name="synthetic", baseline=baseline),
+                           path="studies/synthetic.toml", text=text,
+                           hash=hashlib.sha256(text.encode()).hexdigest()[:16],
+                           environments={e: None for e in envs})
+
+
+def _hist(rng, median_us: float, n: int = 4000) -> list[list[float]]:
+    lat = rng.lognormal(np.log(median_us), 0.35, n)
+    bins = np.unique(np.round(lat, -1 if median_us > 50 else 0), return_counts=True)
+    return [[float(v), int(c)] for v, c in zip(*bins)]
+
+
+def write_run(store, spec: Synthetic) -> str:
+    rng = np.random.default_rng(spec.seed)
+    run_id = spec.run_id
+    store.create_run(run_id, fake_study(spec.envs),
+                     {"cpu_model": "Synthetic CPU @ 2.0GHz", "cores": 2, "mem_bytes": 24 * 2**30,
+                      "kernel": "6.1.0-test-amd64", "thp": "madvise", "governor": "performance",
+                      "docker_version": "20.10.24"})
+    for env in spec.envs:
+        kind = "vm" if env.startswith("vm") else "docker" if env.startswith("docker") else "native"
+        facts = {"kind": kind, "options": {"network": "bridge"} if env == "docker-nat" else {},
+                 "tool_versions": {"fio": "3.33-3", "xz-utils": "5.4.1-0.2"}}
+        if kind == "vm":
+            facts.update({"accelerator": "tcg", "emulated": True, "qemu_version": "7.2.0"})
+        store.set_env_facts(run_id, env, facts)
+
+    cells = []  # (workload, case, [(metric, unit, hib, native, rel_sd)])
+    for w, cases in PLAIN.items():
+        for case, metrics in cases.items():
+            cells.append((w, case, metrics))
+    for c in CLIENTS:
+        # Little's law flavour: throughput saturates, latency grows with clients.
+        tput = 110_000 * c / (c + 3)
+        cells.append(("redis", f"clients={c}", [("throughput_rps", "req/s", True, tput, 0.02),
+                                                ("latency_mean_us", "µs", False, c / tput * 1e6, 0.02),
+                                                ("cpu_util_pct", "%", False, min(100.0, 25 * c ** 0.5), 0.02)]))
+    for w, case, metrics in cells:
+        store.define_metrics(run_id, w, case, [Metric(m, u, h) for m, u, h, _, _ in metrics])
+
+    for round_ in range(1 + spec.repetitions):
+        warm = round_ == 0
+        for w, case, metrics in cells:
+            for env in spec.envs:
+                up, down = ENV_FACTOR.get(env, (1.0, 1.0))
+                vals = {}
+                for m, _u, hib, native, rel_sd in metrics:
+                    mean = STARTUP_S[env] if w == "startup" else native * (up if hib else down)
+                    v = mean if spec.constant else float(rng.normal(mean, mean * rel_sd))
+                    vals[m] = v * spec.inject.get((env, w, m), 1.0)
+                extra = {}
+                if w == "fio" and case == "randread":
+                    extra["read_clat_hist"] = _hist(rng, vals["read_clat_p50_us"])
+                store.add_sample(run_id, env, w, case, round_, warm, "ok", vals, extra, "raw output",
+                                 f"2026-05-01T10:{round_:02d}:00+0000", 1.5)
+    # one failed repetition, as real runs have
+    store.add_sample(run_id, spec.envs[-1], "compression", "default", spec.repetitions + 1, False,
+                     "timeout", {}, {}, "", "2026-05-01T11:00:00+0000", 600.0, error="timed out after 600 s")
+    store.finish_run(run_id, "complete")
+    return run_id
+
+
+def simple_run(store, run_id: str, values: dict[str, list[float]], metric=("throughput_mbs", "MB/s", True),
+               workload="compression", case="default", envs=("native", "docker-nat")) -> str:
+    """A one-metric run: values[env] are that environment's repetitions."""
+    store.create_run(run_id, fake_study(envs), {"cores": 2})
+    store.define_metrics(run_id, workload, case, [Metric(*metric)])
+    for env in envs:
+        store.set_env_facts(run_id, env, {"kind": env.split("-")[0]})
+        for i, v in enumerate(values[env]):
+            store.add_sample(run_id, env, workload, case, i, False, "ok", {metric[0]: v}, {}, "",
+                             "2026-05-01T10:00:00+0000", 1.0)
+    store.finish_run(run_id, "complete")
+    return run_id
