@@ -23,6 +23,7 @@ def _docker_client():
 def clean(run_id: str | None = None) -> list[str]:
     """Remove isobench's leftovers (of one run, or all); returns what was removed."""
     removed: list[str] = []
+    removed += kill_leftover_vms(run_id)
     client = _docker_client()
     if client is not None:
         label = f"{LABEL}.run={run_id}" if run_id else f"{LABEL}=1"
@@ -32,7 +33,8 @@ def clean(run_id: str | None = None) -> list[str]:
         for volume in client.volumes.list(filters={"label": label}):
             volume.remove(force=True)
             removed.append(f"volume {volume.name}")
-    for root in (DATA_ROOT, TMP_ROOT):
+    from isobench.envs.vm import SOCKET_ROOT
+    for root in (DATA_ROOT, TMP_ROOT, SOCKET_ROOT):
         if not os.path.isdir(root):
             continue
         for entry in sorted(os.listdir(root)):
@@ -40,3 +42,42 @@ def clean(run_id: str | None = None) -> list[str]:
                 shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
                 removed.append(f"directory {os.path.join(root, entry)}")
     return removed
+
+
+def _isobench_qemu(cmdline: list[str], run_id: str | None) -> bool:
+    """Is this argv an isobench guest's QEMU (of run_id, if given)? Only a
+    qemu-system binary whose -name is isobench-<run id>-... qualifies."""
+    if not cmdline or not os.path.basename(cmdline[0]).startswith("qemu-system"):
+        return False
+    try:
+        name = cmdline[cmdline.index("-name") + 1].split(",")[0]
+    except (ValueError, IndexError):
+        return False
+    if name.startswith("guest="):
+        name = name[len("guest="):]
+    prefix = f"isobench-{run_id}-" if run_id else "isobench-"
+    return name.startswith(prefix)
+
+
+def kill_leftover_vms(run_id: str | None = None) -> list[str]:
+    """SIGKILL isobench's QEMU processes (never another QEMU)."""
+    import signal
+    import time
+
+    killed = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if _isobench_qemu(argv, run_id):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                continue
+    deadline = time.monotonic() + 10
+    while killed and time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in killed):
+        time.sleep(0.05)
+    return [f"qemu process {p}" for p in killed]

@@ -13,8 +13,9 @@ from rich.table import Table
 
 from isobench.workspace import DEFAULT_STORE
 
-console = Console()
-err_console = Console(stderr=True)
+# Pipes and CI logs get a wide table rather than rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 STORE_OPTION = click.option(
     "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True,
@@ -137,6 +138,7 @@ def runs(store_path: str) -> None:
     """List stored runs, oldest first."""
     store = _open_store(store_path)
     table = Table("run", "study", "started", "status", "environments", "samples", "failed")
+    table.columns[0].no_wrap = True
     for r in store.list_runs():
         table.add_row(r.run_id, r.study_name, r.started_at, r.status, ", ".join(r.environments),
                       str(r.samples_ok), str(r.samples_failed))

@@ -126,7 +126,7 @@ def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> 
             progress.note(f"preparing {key} in {env.name}")
             try:
                 workload.prepare(env)
-            except (WorkloadError, ParseError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure fails this workload here, not the study
                 failures[(key, env.name)] = f"prepare failed: {exc}"[:500]
                 progress.note(f"prepare {key} in {env.name} failed: {exc}")
     return failures
@@ -137,12 +137,13 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
     t0 = time.perf_counter()
     try:
         m = cell.workload.run(cell.case, env)
-    except (WorkloadError, ParseError) as exc:
+    except Exception as exc:  # noqa: BLE001 - recorded as a failed sample; the study goes on
         result = getattr(exc, "result", None)
         raw = (result.stdout + result.stderr) if result is not None else ""
         status = "timeout" if (result is not None and result.timed_out) else "failed"
+        reason = str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}"
         store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, {}, {}, raw,
-                         started_at, time.perf_counter() - t0, error=str(exc)[:500])
+                         started_at, time.perf_counter() - t0, error=reason[:500])
         return
     store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", m.values, m.extra,
                      m.raw, started_at, time.perf_counter() - t0)

@@ -42,7 +42,42 @@ class DockerSpec(_Strict):
     tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
 
 
-EnvSpec = Annotated[Union[NativeSpec, DockerSpec], Field(discriminator="kind")]
+class VmSpec(_Strict):
+    """A QEMU guest (envs/vm.py); docker = true runs the workloads in a
+    container of the same image inside it (vm-docker)."""
+
+    kind: Literal["vm"] = "vm"
+    vcpus: int = Field(default=2, ge=1, le=512)
+    memory_mb: int = Field(default=2048, ge=256, le=4 * 1024 * 1024)
+    # default: QEMU's own CPU model (qemu64), what an untuned VM gets;
+    # host: passthrough (under TCG, where host is impossible, "max")
+    cpu_model: Literal["default", "host"] = "default"
+    # "SxCxT" (sockets x cores x threads, product = vcpus), "auto" (one
+    # socket of vcpus cores) or "none" (QEMU's default: one socket per vCPU)
+    topology: str = Field(default="none", pattern=r"^(none|auto|[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*)$")
+    pin: bool = False
+    hugepages: Literal["off", "on"] = "off"
+    disk_cache: Literal["none", "directsync", "writeback", "writethrough"] = "none"
+    disk_aio: Literal["native", "io_uring", "threads"] = "native"
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    data_disk_mb: int = Field(default=4096, ge=256, le=16 * 1024 * 1024)
+    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
+    root_bus: Literal["nvme", "virtio"] = "nvme"
+    guest_init: Literal["isobench", "systemd"] = "isobench"
+    docker: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "VmSpec":
+        if self.topology not in ("none", "auto"):
+            s, c, t = (int(x) for x in self.topology.split("x"))
+            if s * c * t != self.vcpus:
+                raise ValueError(f"topology {self.topology} makes {s * c * t} CPUs, vcpus is {self.vcpus}")
+        if self.disk_aio == "native" and self.disk_cache not in ("none", "directsync"):
+            raise ValueError(f"disk_aio native needs disk_cache none or directsync, not {self.disk_cache}")
+        return self
+
+
+EnvSpec = Annotated[Union[NativeSpec, DockerSpec, VmSpec], Field(discriminator="kind")]
 
 # Presets mirror the studies' configurations; a table named after a preset
 # needs no body, and any field given overrides the preset's.
@@ -50,7 +85,18 @@ PRESETS: dict[str, dict[str, Any]] = {
     "native": {"kind": "native"},
     "docker-nat": {"kind": "docker", "network": "bridge", "storage": "overlay"},
     "docker-host": {"kind": "docker", "network": "host", "storage": "volume"},
+    # IBM's KVM configurations: "stock" is a default OpenStack-like guest,
+    # "tuned" passes the host CPU through, exposes a topology, pins vCPUs
+    # and backs memory with huge pages.
+    "vm-stock": {"kind": "vm", "cpu_model": "default", "topology": "none", "pin": False, "hugepages": "off"},
+    "vm-tuned": {"kind": "vm", "cpu_model": "host", "topology": "auto", "pin": True, "hugepages": "on"},
+    "vm-docker": {"kind": "vm", "docker": True},
 }
+ENV_KINDS = ("native", "docker", "vm")
+SPEC_CLASSES: dict[str, type[BaseModel]] = {}
+
+
+SPEC_CLASSES.update({"native": NativeSpec, "docker": DockerSpec, "vm": VmSpec})
 
 
 class StudyMeta(_Strict):
@@ -83,7 +129,7 @@ class Study:
     path: str
     text: str
     meta: StudyMeta
-    environments: dict[str, NativeSpec | DockerSpec]
+    environments: dict[str, NativeSpec | DockerSpec | VmSpec]
     workloads: list[WorkloadEntry]
 
     @property
@@ -136,8 +182,8 @@ def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
                 raise StudyError(f"{path}: environments.{name}.preset: unknown preset {preset!r}; "
                                  f"allowed: {', '.join(PRESETS)}")
             body = {**PRESETS[preset], **body}
-        if body.get("kind") not in ("native", "docker"):
-            raise StudyError(f"{path}: environments.{name}.kind: must be one of native, docker "
+        if body.get("kind") not in ENV_KINDS:
+            raise StudyError(f"{path}: environments.{name}.kind: must be one of {', '.join(ENV_KINDS)} "
                              f"(or name a preset: {', '.join(PRESETS)})")
         out[name] = body
     return out
@@ -177,7 +223,7 @@ def parse_study(text: str, path: str = "<study>") -> Study:
     envs = _expand_presets(path, raw.get("environments"))
     workloads = _workload_entries(path, raw.get("workloads"))
     for name, body in envs.items():
-        spec_cls = NativeSpec if body["kind"] == "native" else DockerSpec
+        spec_cls = SPEC_CLASSES[body["kind"]]
         try:
             spec_cls.model_validate(body)
         except ValidationError as exc:

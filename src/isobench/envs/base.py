@@ -73,6 +73,31 @@ class Environment(abc.ABC):
     @abc.abstractmethod
     def paths(self) -> Paths: ...
 
+    # -- the benchmark network (client host); see clienthost.py -----------------
+    def expose(self, host_addr: str, ports: list[tuple[int, str]]) -> None:
+        """Before start(): the host's address on the client host's bridge and
+        the (port, "tcp"|"udp") servers will listen on, so environments that
+        must publish ports (Docker bridge) can do it when they start."""
+        self._bench_addr = host_addr
+        self._bench_ports = list(ports)
+
+    @property
+    def bench_addr(self) -> str:
+        addr = getattr(self, "_bench_addr", None)
+        if addr is None:
+            raise EnvironmentError_(f"{self.name}: no client host attached (expose() not called)")
+        return addr
+
+    def server_bind_addr(self) -> str:
+        """The address a server inside binds to. Default: the environment
+        shares the host's network, so bind the benchmark address only."""
+        return self.bench_addr
+
+    def endpoint(self, port: int, proto: str = "tcp") -> tuple[str, int]:
+        """Where the client host reaches a server listening on `port` inside.
+        Default: the host's benchmark address, same port."""
+        return self.bench_addr, port
+
     def facts(self) -> dict:
         """What this environment is, recorded with every result."""
         return {"kind": self.kind, "options": dict(self.options)}

@@ -76,6 +76,12 @@ class DockerEnvironment(Environment):
             "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},
             "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
         }
+        bridge = kwargs["network_mode"] == "bridge"
+        if bridge and getattr(self, "_bench_ports", None):
+            # NAT, as a remote client reaches a container: each server port
+            # published on the benchmark address only, host port chosen by
+            # Docker (the host's own servers may use the same port number)
+            kwargs["ports"] = {f"{port}/{proto}": (self.bench_addr,) for port, proto in self._bench_ports}
         if opts.get("storage") == "volume":
             self._volume = self._client.volumes.create(name=f"{self.container_name}-data", labels=self._labels())
             kwargs["volumes"] = {self._volume.name: {"bind": DATA_DIR, "mode": "rw"}}
@@ -91,6 +97,21 @@ class DockerEnvironment(Environment):
         except docker.errors.DockerException as exc:
             self.stop()
             raise EnvironmentError_(f"{self.name}: cannot start container from {self.image}: {exc}") from None
+        if "ports" in kwargs:
+            self._container.reload()
+            self._published = {k: int(v[0]["HostPort"]) for k, v in (self._container.ports or {}).items() if v}
+
+    def server_bind_addr(self) -> str:
+        # A bridge container's own namespace holds only its bridge address
+        return "0.0.0.0" if self.options.get("network") != "host" else super().server_bind_addr()
+
+    def endpoint(self, port: int, proto: str = "tcp") -> tuple[str, int]:
+        if self.options.get("network") == "host":
+            return super().endpoint(port, proto)
+        published = getattr(self, "_published", {}).get(f"{port}/{proto}")
+        if published is None:
+            raise EnvironmentError_(f"{self.name}: port {port}/{proto} was not published")
+        return self.bench_addr, published
 
     def _tmpfs_bytes(self) -> int:
         if self.options.get("tmpfs_mb"):

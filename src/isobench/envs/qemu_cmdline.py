@@ -97,12 +97,12 @@ def build_argv(cfg: QemuConfig) -> list[str]:
     argv = [
         cfg.qemu,
         "-name", f"{cfg.name},debug-threads=on",
-        "-machine", f"{cfg.machine},accel={cfg.accel}",
+        "-machine", _machine(cfg),
         "-cpu", cfg.cpu_model,
         "-smp", _smp(cfg),
         "-m", f"{cfg.memory_mb}M",
         "-nodefaults", "-no-user-config", "-no-reboot",
-        "-display", "none", "-vga", "none",
+        "-display", "none",
         "-pidfile", cfg.pidfile,
     ]
     argv += _memory_args(cfg)
@@ -111,19 +111,16 @@ def build_argv(cfg: QemuConfig) -> list[str]:
         argv += ["-initrd", cfg.initrd]
     argv += ["-append", kernel_cmdline(cfg)]
     # root: the throwaway overlay; writeback cache, it holds no measured data
-    argv += ["-blockdev", _file_node("root-file", cfg.root_disk, "writeback", "threads"),
-             "-blockdev", "driver=qcow2,node-name=root,file=root-file"]
+    argv += ["-drive", _drive("root", cfg.root_disk, "qcow2", "writeback", "threads")]
     if cfg.root_bus == "nvme":
         argv += ["-device", "nvme,drive=root,serial=isobench-root"]
     else:
         argv += ["-device", "virtio-blk-pci,drive=root"]
     # data: what workloads measure
-    argv += ["-blockdev", _file_node("data-file", cfg.data_disk, cfg.disk_cache, cfg.disk_aio),
-             "-blockdev", "driver=raw,node-name=data,file=data-file",
+    argv += ["-drive", _drive("data", cfg.data_disk, "raw", cfg.disk_cache, cfg.disk_aio),
              "-device", "virtio-blk-pci,drive=data,serial=isobench-data"]
     for i, path in enumerate(cfg.extra_disks):
-        argv += ["-blockdev", _file_node(f"ro{i}-file", path, "writeback", "threads", read_only=True),
-                 "-blockdev", f"driver=raw,node-name=ro{i},file=ro{i}-file,read-only=on",
+        argv += ["-drive", _drive(f"ro{i}", path, "raw", "writeback", "threads", read_only=True),
                  "-device", f"virtio-blk-pci,drive=ro{i},serial=isobench-ro{i}"]
     argv += [
         # the guest agent's channel
@@ -159,15 +156,21 @@ def _memory_args(cfg: QemuConfig) -> list[str]:
         obj = f"memory-backend-ram,id=ram0,{size},prealloc=on"
     else:
         raise ValueError(f"unknown memory backing {kind!r}")
-    return ["-object", obj, "-machine", "memory-backend=ram0"]
+    return ["-object", obj]
 
 
-def _file_node(node: str, path: str, cache: str, aio: str, read_only: bool = False) -> str:
-    # cache=none is O_DIRECT on the host file (cache.direct=on) with the
-    # guest seeing a write-back cache it must flush (no cache.no-flush)
-    direct = "on" if cache in ("none", "directsync") else "off"
-    parts = [f"driver=file,node-name={node},filename={path}", f"cache.direct={direct}",
-             f"aio={aio}"]
-    if read_only:
-        parts.append("read-only=on")
+def _machine(cfg: QemuConfig) -> str:
+    value = f"{cfg.machine},accel={cfg.accel}"
+    if cfg.memory.kind != "default":
+        value += ",memory-backend=ram0"
+    return value
+
+
+def _drive(node: str, path: str, fmt: str, cache: str, aio: str, read_only: bool = False) -> str:
+    # cache=none: O_DIRECT on the host file, the guest sees a write-back
+    # cache it must flush; aio=native needs O_DIRECT (cache none/directsync)
+    if aio == "native" and cache not in ("none", "directsync"):
+        raise ValueError(f"aio=native needs cache=none or directsync, not {cache}")
+    parts = [f"file={path}", "if=none", f"id={node}", f"format={fmt}", f"cache={cache}", f"aio={aio}",
+             "discard=unmap" if not read_only else "readonly=on"]
     return ",".join(parts)

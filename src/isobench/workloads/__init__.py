@@ -11,8 +11,9 @@ from isobench.workloads.base import Workload
 from isobench.workloads.compress import Compression
 from isobench.workloads.fio import Fio
 from isobench.workloads.hpcc import Hpcc
+from isobench.workloads.startup import Startup
 
-WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Compression, Hpcc, Fio)}
+WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Compression, Hpcc, Fio, Startup)}
 
 
 def get(name: str) -> type[Workload]:

@@ -1,0 +1,251 @@
+"""Client/server workloads: the server runs inside the environment under
+test, the load generator on the client host (clienthost.py).
+
+A ServerWorkload adds to Workload:
+
+* ``ports``: (port, "tcp"|"udp") the server listens on inside the
+  environment, known before environments start so Docker bridge
+  environments can publish them;
+* ``server_argv(case, env)``: the server's foreground command, bound to
+  ``env.server_bind_addr()`` (the benchmark address, or 0.0.0.0 inside a
+  bridge container whose namespace has only its own address);
+* ``client_argv(case, addr, port)``: the load generator, run in the client
+  namespace against ``env.endpoint(port)``;
+* ``parse(case, result)``: pure, on the generator's output.
+
+Servers are started per measured run and stopped right after it
+(``start_server`` / ``stop_server``), so only the environment being
+measured has a server up, and native and host-network Docker can use the
+same port in turn. They are started through ``start-stop-daemon``
+(dpkg, so present on the host and in the image) via ``env.exec``, which
+works the same in every environment kind: the daemon is detached, its
+pidfile lives in the environment's tmp directory (``isobench clean`` kills
+leftovers of native servers from it) and its output in a log beside it.
+
+CPU cost is measured on the host over the client's run: /proc/stat deltas
+(all CPUs, busy = user+nice+system+irq+softirq+steal) minus the load
+generator's own CPU time (its rusage), i.e. what the system under test,
+the kernel's network path and the virtualisation layers spent. On a shared
+machine other processes' CPU is included too; see docs/clienthost.md.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
+
+READY_TIMEOUT_S = 60
+
+
+# -- host CPU accounting -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class CpuTimes:
+    busy: int  # clock ticks, all CPUs
+    total: int
+    ncpu: int
+
+
+def parse_proc_stat(text: str) -> CpuTimes:
+    """The aggregate 'cpu' line of /proc/stat. guest/guest_nice are already
+    counted in user/nice, so they are not added again."""
+    ncpu = 0
+    agg = None
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            agg = [int(x) for x in line.split()[1:]]
+        elif line.startswith("cpu") and line[3:4].isdigit():
+            ncpu += 1
+    if agg is None:
+        raise ParseError("no aggregate cpu line in /proc/stat")
+    f = (agg + [0] * 10)[:10]
+    user, nice, system, idle, iowait, irq, softirq, steal = f[:8]
+    busy = user + nice + system + irq + softirq + steal
+    return CpuTimes(busy=busy, total=busy + idle + iowait, ncpu=max(ncpu, 1))
+
+
+def read_proc_stat(path: str = "/proc/stat") -> CpuTimes:
+    with open(path) as fh:
+        return parse_proc_stat(fh.read())
+
+
+def clk_tck() -> int:
+    return os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuWindow:
+    wall_s: float
+    host_busy_s: float  # CPU-seconds all CPUs were busy
+    client_cpu_s: float  # of which the load generator's own process
+    ncpu: int
+
+    @property
+    def sut_cpu_s(self) -> float:
+        """Host busy CPU-seconds minus the load generator's: the system under test's cost."""
+        return max(0.0, self.host_busy_s - self.client_cpu_s)
+
+    def pct(self, cpu_s: float) -> float:
+        """CPU-seconds as % of the whole host's capacity over the window."""
+        return 100.0 * cpu_s / (self.wall_s * self.ncpu) if self.wall_s > 0 else float("nan")
+
+
+def cpu_window(before: CpuTimes, after: CpuTimes, wall_s: float, client_cpu_s: float,
+               hz: int | None = None) -> CpuWindow:
+    hz = hz or clk_tck()
+    return CpuWindow(wall_s=wall_s, host_busy_s=(after.busy - before.busy) / hz,
+                     client_cpu_s=client_cpu_s, ncpu=after.ncpu)
+
+
+def per_gb(cpu_s: float, nbytes: float) -> float:
+    return cpu_s / (nbytes / 1e9) if nbytes > 0 else float("nan")
+
+
+# -- the workload base ---------------------------------------------------------------
+
+def sweep_cases(param: str, values) -> list[str]:
+    """Swept points as cases named ``param=value`` (the report's curves look for it)."""
+    return [f"{param}={v}" for v in values]
+
+
+def sweep_value(case: str, param: str) -> int:
+    name, _, value = case.partition("=")
+    if name != param or not value.isdigit():
+        raise KeyError(f"case {case!r} is not {param}=N")
+    return int(value)
+
+
+class ServerWorkload(Workload):
+    ports: ClassVar[tuple[tuple[int, str], ...]] = ()
+    server_exe: ClassVar[str] = ""  # absolute path, for start-stop-daemon --exec
+    client = None  # the ClientHost, set by clienthost.attach()
+
+    # -- to implement --------------------------------------------------------------
+    def server_argv(self, case: str, env: Environment) -> list[str]:
+        """Arguments after the server executable (foreground mode)."""
+        raise NotImplementedError
+
+    def client_argv(self, case: str, addr: str, port: int) -> list[str]:
+        raise NotImplementedError
+
+    def server_port(self, case: str) -> tuple[int, str]:
+        """The port the client of this case talks to."""
+        return self.ports[0]
+
+    def client_timeout(self, case: str) -> float:
+        return self.params.timeout_s
+
+    # -- server lifecycle --------------------------------------------------------------
+    def argv(self, case: str, paths: Paths) -> list[str]:
+        raise WorkloadError(f"{self.name} runs its load generator on the client host, not in the environment")
+
+    def _files(self, env: Environment) -> tuple[str, str]:
+        d = posixpath.join(env.paths.tmp, "servers")
+        return posixpath.join(d, f"{self.name}.pid"), posixpath.join(d, f"{self.name}.log")
+
+    def start_server(self, env: Environment, case: str) -> None:
+        pidfile, log = self._files(env)
+        env.exec(["mkdir", "-p", posixpath.dirname(pidfile)], timeout=30)
+        argv = ["start-stop-daemon", "--start", "--background", "--make-pidfile",
+                "--pidfile", pidfile, "--output", log, "--exec", self.server_exe, "--",
+                *self.server_argv(case, env)]
+        r = env.exec(argv, timeout=60)
+        if not r.ok:
+            raise WorkloadError(f"{self.name} server did not start: {r.describe()}", r)
+        self.wait_ready(env, case)
+
+    def wait_ready(self, env: Environment, case: str) -> None:
+        """Until the client host can reach the server (TCP), or it listens (UDP)."""
+        port, proto = self.server_port(case)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proto == "tcp":
+                addr, eport = env.endpoint(port, proto)
+                if self._client().wait_tcp(addr, eport, timeout=1):
+                    return
+            else:
+                r = env.exec(["ss", "-Hlnu", "sport", "=", f":{port}"], timeout=10)
+                if r.ok and r.stdout.strip():
+                    return
+                time.sleep(0.1)
+            if not self._server_alive(env):
+                break
+        _, log = self._files(env)
+        tail = env.exec(["tail", "-n", "5", log], timeout=10).stdout.strip().replace("\n", " | ")
+        raise WorkloadError(f"{self.name} server not reachable on {port}/{proto}: {tail or 'no output'}")
+
+    def _server_alive(self, env: Environment) -> bool:
+        pidfile, _ = self._files(env)
+        r = env.exec(["start-stop-daemon", "--status", "--pidfile", pidfile], timeout=10)
+        return r.returncode == 0
+
+    def stop_server(self, env: Environment) -> None:
+        pidfile, _ = self._files(env)
+        env.exec(["start-stop-daemon", "--stop", "--pidfile", pidfile, "--remove-pidfile",
+                  "--retry", "TERM/15/KILL/5", "--oknodo"], timeout=40)
+
+    def _client(self):
+        if self.client is None:
+            raise WorkloadError(f"{self.name} needs a client host (none attached)")
+        return self.client
+
+    # -- one measured run ----------------------------------------------------------------
+    def run(self, case: str, env: Environment) -> Measurement:
+        self.start_server(env, case)
+        try:
+            self.before_measure(case, env)
+            return self.measure(case, env)
+        finally:
+            self.stop_server(env)
+
+    def before_measure(self, case: str, env: Environment) -> None:
+        """Unmeasured warm-up after the server started (default: none)."""
+
+    def measure(self, case: str, env: Environment) -> Measurement:
+        """Run the load generator once over the host-CPU window; the result's
+        extra carries the window for workloads that report CPU cost."""
+        port, proto = self.server_port(case)
+        addr, eport = env.endpoint(port, proto)
+        argv = self.client_argv(case, addr, eport)
+        before = read_proc_stat()
+        t0 = time.perf_counter()
+        run = self._client().run(argv, timeout=self.client_timeout(case))
+        wall = time.perf_counter() - t0
+        after = read_proc_stat()
+        if not run.result.ok:
+            raise WorkloadError(run.result.describe(), run.result)
+        m = self.parse(case, run.result)
+        window = cpu_window(before, after, wall, run.cpu_s)
+        m.extra.setdefault("cpu_window", {"wall_s": window.wall_s, "host_busy_s": window.host_busy_s,
+                                          "client_cpu_s": window.client_cpu_s, "ncpu": window.ncpu})
+        self.add_cpu_metrics(case, m, window)
+        return m
+
+    def add_cpu_metrics(self, case: str, m: Measurement, window: CpuWindow) -> None:
+        """Workloads that report CPU cost override this."""
+
+
+def known_cases(cases: tuple, allowed: tuple, what: str) -> tuple:
+    bad = [c for c in cases if c not in allowed]
+    if bad or not cases:
+        raise ValueError(f"{what} cases must be among {list(allowed)}, got {list(cases)}")
+    if len(set(cases)) != len(cases):
+        raise ValueError(f"duplicate {what} cases in {list(cases)}")
+    return cases
+
+
+def bounded_timeout(params, derived: float) -> float:
+    """The study's timeout_s when it set one, else what the run's length implies."""
+    return params.timeout_s if "timeout_s" in params.model_fields_set else derived
+
+
+def check_result(result: ExecResult, what: str) -> ExecResult:
+    if not result.ok:
+        raise WorkloadError(f"{what}: {result.describe()}", result)
+    return result
