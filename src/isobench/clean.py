@@ -24,6 +24,9 @@ def clean(run_id: str | None = None) -> list[str]:
     """Remove isobench's leftovers (of one run, or all); returns what was removed."""
     removed: list[str] = []
     removed += kill_leftover_vms(run_id)
+    from isobench.clienthost import clean_network, kill_leftover_servers
+    removed += kill_leftover_servers(TMP_ROOT, run_id)
+    removed += clean_network(run_id)
     client = _docker_client()
     if client is not None:
         label = f"{LABEL}.run={run_id}" if run_id else f"{LABEL}=1"

@@ -67,50 +67,79 @@ def validate(study_file: str) -> None:
         study = load_study(study_file)
     except StudyError as exc:
         _fail(str(exc))
+    _preflight_or_fail(study)
     console.print(f"{study_file}: ok — {len(study.environments)} environments, {len(study.workloads)} workloads, "
                   f"{study.meta.warmup} warm-up + {study.meta.repetitions} repetitions")
 
 
 @main.command()
-@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
 @STORE_OPTION
 @click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Directory for the Markdown report (RUN_ID.md).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
-def run(study_file: str, store_path: str, out_dir: str, progress: bool | None) -> None:
+@click.option("--resume", "resume_id", metavar="RUN",
+              help="Continue an interrupted run from its stored study, skipping cells already measured.")
+def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | None,
+        resume_id: str | None) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
     Each sample is committed to the store as soon as it is measured; Ctrl-C
     stops the study, keeps what was measured and removes every container and
-    scratch file the run created. At the end the report is printed and
-    written as Markdown to OUT/RUN_ID.md.
+    scratch file the run created (`--resume RUN` finishes it later). At the
+    end the report is printed and written as Markdown to OUT/RUN_ID.md.
+    One study runs at a time per host.
     """
     from isobench.envs.base import EnvironmentError_
+    from isobench.lock import AlreadyRunning, RunLock
     from isobench.progress import RichProgress
     from isobench.runner import run_study
-    from isobench.study import StudyError, load_study
+    from isobench.store import StoreError
+    from isobench.study import StudyError, load_study, parse_study
 
+    if (study_file is None) == (resume_id is None):
+        _fail("give a study file to start a run, or --resume RUN to continue one (not both)")
+    store = _open_store(store_path)
     try:
-        study = load_study(study_file)
-    except StudyError as exc:
+        if resume_id is not None:
+            resume_id = store.resolve(resume_id)
+            study = parse_study(store.study_of(resume_id)[1], f"{resume_id} (stored study)")
+        else:
+            study = load_study(study_file)
+    except (StudyError, StoreError) as exc:
         _fail(str(exc))
+    _preflight_or_fail(study)
     if os.geteuid() != 0:
         _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
-    store = _open_store(store_path)
+    lock = RunLock()
+    try:
+        lock.acquire(study.meta.name)
+    except AlreadyRunning as exc:
+        _fail(str(exc))
     _sigterm_as_interrupt()
     show = sys.stderr.isatty() if progress is None else progress
     bar = RichProgress(err_console, bar=show)
     try:
-        with bar:
-            run_id = run_study(study, store, bar, image_provider=_image_provider(bar))
+        with lock, bar:
+            run_id = run_study(study, store, bar, image_provider=_image_provider(bar), resume=resume_id,
+                               on_run_id=lock.set_run_id)
     except KeyboardInterrupt:
-        latest = store.latest_run_id()
+        latest = resume_id or store.latest_run_id()
         err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
-                          f"(isobench report {latest}); containers and scratch files removed")
+                          f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
+                          "containers and scratch files removed")
         sys.exit(130)
     except EnvironmentError_ as exc:
         _fail(str(exc))
     _print_report(store, run_id, out_dir)
+
+
+def _preflight_or_fail(study) -> None:
+    from isobench.facts import host_info
+    from isobench.preflight import preflight
+    problems = preflight(study, host_info())
+    if problems:
+        _fail(problems[0])
 
 
 def _image_provider(bar):

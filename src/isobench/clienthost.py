@@ -336,3 +336,37 @@ def attach(run_id: str, workloads, envs) -> ClientHost | None:
     for w in servers:
         w.client = ch
     return ch
+
+
+SERVER_EXES = ("/usr/bin/iperf3", "/usr/bin/sockperf", "/usr/bin/redis-server", "/usr/sbin/mariadbd")
+
+
+def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]:
+    """SIGKILL servers that native runs started (pidfiles in
+    <tmp_root>/<run>-<env>/servers/), only if the pid still runs one of the
+    server executables (a recycled pid is left alone)."""
+    killed = []
+    if not os.path.isdir(tmp_root):
+        return killed
+    for entry in sorted(os.listdir(tmp_root)):
+        if run_id is not None and not entry.startswith(run_id):
+            continue
+        d = os.path.join(tmp_root, entry, "servers")
+        if not os.path.isdir(d):
+            continue
+        for f in os.listdir(d):
+            if not f.endswith(".pid"):
+                continue
+            try:
+                with open(os.path.join(d, f)) as fh:
+                    pid = int(fh.read().split()[0])
+                exe = os.readlink(f"/proc/{pid}/exe")
+            except (OSError, ValueError, IndexError):
+                continue
+            if exe in SERVER_EXES:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(f"server process {pid} ({exe})")
+                except OSError:
+                    pass
+    return killed

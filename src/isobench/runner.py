@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from isobench import clienthost
 from isobench.clean import clean
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
@@ -69,21 +70,35 @@ def needs_image(study: Study) -> bool:
 
 
 def run_study(study: Study, store: Store, progress: Progress | None = None,
-              image_provider: Callable[[], str] | None = None) -> str:
+              image_provider: Callable[[], str] | None = None, resume: str | None = None,
+              on_run_id: Callable[[str], None] | None = None) -> str:
     """Run the study to the end (or to Ctrl-C); returns the run id. Whatever
-    happens, everything started here is stopped before returning."""
+    happens, everything started here is stopped before returning. With
+    resume=RUN_ID, continue that run: cells already measured are skipped."""
     progress = progress or SilentProgress()
     host = host_info()
     cells = plan(study, host)
     image = image_provider() if (image_provider and needs_image(study)) else None
-    run_id = new_run_id(study)
-    store.create_run(run_id, study, host_facts())
+    if resume is None:
+        run_id = new_run_id(study)
+        store.create_run(run_id, study, host_facts())
+        done: set[tuple] = set()
+    else:
+        run_id = resume
+        done = store.measured_cells(run_id)
+        store.reopen_run(run_id)
+    if on_run_id is not None:
+        on_run_id(run_id)
     envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
     for cell in cells:
         store.define_metrics(run_id, cell.key, cell.case, cell.workload.metrics(cell.case))
     started: list[Environment] = []
+    client = None
     status = "failed"
     try:
+        # server workloads: the client host exists before environments start,
+        # so Docker bridge environments can publish on its bridge address
+        client = clienthost.attach(run_id, [c.workload for c in cells], envs)
         for env in envs:
             progress.note(f"starting {env.name}")
             env.start()
@@ -93,11 +108,13 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
         rounds = meta.warmup + meta.repetitions
-        progress.start(rounds * len(cells) * len(envs))
+        progress.start(rounds * len(cells) * len(envs) - len(done))
         for round_ in range(rounds):
             warmup = round_ < meta.warmup
             for cell in cells:
                 for env in round_order(started, round_, meta.order):
+                    if (env.name, cell.key, cell.case, round_) in done:
+                        continue
                     label = f"{'warm-up' if warmup else f'round {round_ - meta.warmup + 1}/{meta.repetitions}'}" \
                             f" {cell.key}/{cell.case} in {env.name}"
                     progress.step(label)
@@ -112,7 +129,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         status = "interrupted"
         raise
     finally:
-        _teardown(envs, run_id)
+        _teardown([*envs, client] if client is not None else envs, run_id)
         store.finish_run(run_id, status)
     return run_id
 

@@ -127,6 +127,22 @@ class Store:
                 (run_id, env, workload, case, round_, int(warmup), status, error, json.dumps(values),
                  json.dumps(extra), raw, started_at, wall_s))
 
+    def reopen_run(self, run_id: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status='running', finished_at=NULL WHERE run_id=?", (run_id,))
+
+    def measured_cells(self, run_id: str) -> set[tuple[str, str, str, int]]:
+        """(env, workload, case, round) of every sample stored, for --resume."""
+        return {tuple(r) for r in self.db.execute(
+            "SELECT env, workload, ccase, round FROM samples WHERE run_id=?", (run_id,))}
+
+    def study_of(self, run_id: str) -> tuple[str, str]:
+        """The study file path and text a run was started from."""
+        row = self.db.execute("SELECT study_path, study_text FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no run {run_id!r}; `isobench runs` lists them")
+        return row[0], row[1]
+
     def finish_run(self, run_id: str, status: str) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?",

@@ -131,3 +131,40 @@ def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
     leftovers = [name for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
                  for name in os.listdir(root) if name.startswith(run_id)]
     assert leftovers == []
+
+
+def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
+    study = tmp_path / "resume.toml"
+    study.write_text(TINY.replace("repetitions = 2", "repetitions = 3"))
+    store = tmp_path / "r.sqlite"
+    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study), "--out",
+                             str(tmp_path / "results")], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300
+        done = 0
+        while time.time() < deadline and done < 6:
+            time.sleep(0.5)
+            if store.exists():
+                try:
+                    done = sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+                except sqlite3.OperationalError:
+                    pass
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    db = sqlite3.connect(store)
+    run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
+    before = db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    assert 6 <= before < 36
+    isobench("run", "--resume", run_id[:24], "--out", str(tmp_path / "results"), store=store, cwd=tmp_path)
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT status FROM runs").fetchone()[0] == "complete"
+    # 3 envs × 4 cells × 3 rounds, each exactly once: nothing redone, nothing missing
+    rows = db.execute("SELECT env, workload, ccase, round, COUNT(*) FROM samples GROUP BY 1, 2, 3, 4").fetchall()
+    assert len(rows) == 36 and all(r[4] == 1 for r in rows)
+    assert isobench_containers() == []

@@ -12,8 +12,13 @@ from isobench.workloads.compress import Compression
 from isobench.workloads.fio import Fio
 from isobench.workloads.hpcc import Hpcc
 from isobench.workloads.startup import Startup
+from isobench.workloads.netbw import Netbw
+from isobench.workloads.netlat import Netlat
+from isobench.workloads.oltp import Oltp
+from isobench.workloads.redis import Redis
 
-WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Compression, Hpcc, Fio, Startup)}
+WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Compression, Hpcc, Fio, Startup,
+                                                                  Netbw, Netlat, Redis, Oltp)}
 
 
 def get(name: str) -> type[Workload]:

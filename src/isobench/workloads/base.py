@@ -54,6 +54,16 @@ class HostInfo:
     disk_free_bytes: int
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """What one environment's copy of a workload holds, checked against the
+    host before anything starts."""
+
+    field: str  # the parameter that sets it, named in the error
+    resource: str  # "memory" | "disk"
+    bytes: int
+
+
 class WorkloadParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,6 +87,10 @@ class Workload(abc.ABC):
 
     @abc.abstractmethod
     def metrics(self, case: str) -> list[Metric]: ...
+
+    def footprint(self) -> list[Footprint]:
+        """Memory and disk one environment's copy needs (preflight checks them)."""
+        return []
 
     def prepare(self, env: Environment) -> None:
         """Once per environment before any run (inputs, corpus); not timed."""

@@ -28,6 +28,7 @@ from pydantic import Field, model_validator
 
 from isobench.envs.base import Environment, ExecResult, Paths
 from isobench.workloads.base import (
+    Footprint,
     Measurement,
     Metric,
     ParseError,
@@ -98,6 +99,9 @@ class Compression(Workload):
     def argv(self, case: str, paths: Paths) -> list[str]:
         p = self.params
         return build_argv(corpus_path(paths, p.size_mb), p.level, p.extreme, self.threads())
+
+    def footprint(self) -> list[Footprint]:
+        return [Footprint("size_mb", "memory", self.params.size_mb * MB)]  # the corpus lives in tmpfs
 
     def prepare(self, env: Environment) -> None:
         path = corpus_path(env.paths, self.params.size_mb)

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from isobench.envs.base import Environment, ExecResult, Paths
 from isobench.workloads.base import (
+    Footprint,
     Measurement,
     Metric,
     ParseError,
@@ -103,6 +104,9 @@ class Fio(Workload):
         if rw == "randrw":
             argv.append("--rwmixread=70")
         return argv
+
+    def footprint(self) -> list[Footprint]:
+        return [Footprint("size_mb", "disk", self.params.size_mb * 2**20)]
 
     def prepare(self, env: Environment) -> None:
         size = self.params.size_mb * MiB

@@ -38,6 +38,7 @@ from pydantic import Field, model_validator
 
 from isobench.envs.base import Environment, ExecResult, Paths
 from isobench.workloads.base import (
+    Footprint,
     Measurement,
     Metric,
     ParseError,
@@ -176,6 +177,10 @@ class Hpcc(Workload):
 
     def cwd(self, case: str, paths: Paths) -> str | None:
         return self.work_dir(paths)
+
+    def footprint(self) -> list[Footprint]:
+        n = self.problem_size()
+        return [Footprint("n" if self.params.n else "mem_fraction", "memory", n * n * 8)]  # the HPL matrix
 
     def prepare(self, env: Environment) -> None:
         wd = self.work_dir(env.paths)

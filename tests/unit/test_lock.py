@@ -1,0 +1,36 @@
+import multiprocessing
+import os
+
+import pytest
+
+from isobench.lock import AlreadyRunning, RunLock
+
+
+def test_second_holder_is_refused_naming_the_first(tmp_path):
+    path = str(tmp_path / "run.lock")
+    first = RunLock(path)
+    first.acquire("quick")
+    first.set_run_id("20261121-quick-abcd")
+    with pytest.raises(AlreadyRunning) as info:
+        RunLock(path).acquire("other")
+    msg = str(info.value)
+    assert "run 20261121-quick-abcd" in msg and "study quick" in msg and f"pid {os.getpid()}" in msg
+    first.release()
+    again = RunLock(path)
+    again.acquire("other")  # free once released
+    again.release()
+
+
+def _hold_and_die(path):
+    RunLock(path).acquire("doomed")
+    os._exit(9)  # no release: as after SIGKILL
+
+
+def test_a_dead_holder_does_not_keep_the_host_locked(tmp_path):
+    path = str(tmp_path / "run.lock")
+    proc = multiprocessing.get_context("fork").Process(target=_hold_and_die, args=(path,))
+    proc.start()
+    proc.join(10)
+    lock = RunLock(path)
+    lock.acquire("next")
+    lock.release()
