@@ -211,6 +211,28 @@ def envs() -> None:
     console.print(table)
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable findings.")
+def doctor(as_json: bool) -> None:
+    """Host settings that bias results, each with how to fix it.
+
+    The same findings are stored with every run and shown in its report.
+    Exits 0 whatever it finds: a warning is advice, not an error.
+    """
+    import json
+
+    from isobench.doctor import findings_as_facts, judge, read_host
+    findings = judge(read_host())
+    if as_json:
+        click.echo(json.dumps(findings_as_facts(findings), indent=2))
+        return
+    colour = {"ok": "green", "warn": "yellow", "info": "blue"}
+    table = Table("check", "status", "value", "how to fix")
+    for f in findings:
+        table.add_row(f.check, f"[{colour[f.status]}]{f.status}", f.value, f.fix)
+    console.print(table)
+
+
 @main.group()
 def images() -> None:
     """The Debian image every environment runs (debootstrap → Docker image)."""

@@ -16,6 +16,7 @@ from typing import Callable, Protocol
 
 from isobench import clienthost
 from isobench.clean import clean
+from isobench.doctor import findings_as_facts, judge, read_host
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
 from isobench.facts import host_facts, host_info, tool_versions
@@ -81,7 +82,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     image = image_provider() if (image_provider and needs_image(study)) else None
     if resume is None:
         run_id = new_run_id(study)
-        store.create_run(run_id, study, host_facts())
+        store.create_run(run_id, study, {**host_facts(), "doctor": findings_as_facts(judge(read_host()))})
         done: set[tuple] = set()
     else:
         run_id = resume

@@ -22,14 +22,15 @@ pytestmark = pytest.mark.integration
 OPTS = dict(vcpus=1, memory_mb=1024, accel="tcg", data_disk_mb=512)
 
 
-def isobench_qemus(run_id: str) -> list[str]:
+def isobench_qemus(run_id: str, study: str = "") -> list[str]:
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
-        if _isobench_qemu([a.decode() for a in argv if a], run_id):
+        argv = [a.decode() for a in argv if a]
+        if _isobench_qemu(argv, run_id) and study in argv[argv.index("-name") + 1]:
             found.append(pid)
     return found
 
@@ -91,13 +92,13 @@ def test_interrupted_run_leaves_nothing(tmp_path):
     env = {**os.environ, "ISOBENCH_STORE": str(tmp_path / "s.sqlite")}
     isobench = os.path.join(os.path.dirname(sys.executable), "isobench")
     for sig in (signal.SIGINT, signal.SIGKILL):
-        before = set(isobench_qemus(""))
+        before = set(isobench_qemus("", "-vmint-"))
         proc = subprocess.Popen([isobench, "run", str(study), "--no-progress"], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not set(isobench_qemus("")) - before:
+        while time.monotonic() < deadline and not set(isobench_qemus("", "-vmint-")) - before:
             time.sleep(0.2)
-        mine = set(isobench_qemus("")) - before
+        mine = set(isobench_qemus("", "-vmint-")) - before
         assert mine, "the run never started its VM"
         names = [open(f"/proc/{p}/cmdline", "rb").read().split(b"\0") for p in mine]
         run_ids = {n[n.index(b"-name") + 1].decode().split(",")[0][len("isobench-"):-len("-v")] for n in names}
@@ -108,9 +109,9 @@ def test_interrupted_run_leaves_nothing(tmp_path):
             for run_id in run_ids:
                 clean(run_id)
         t_end = time.monotonic() + 15
-        while time.monotonic() < t_end and mine & set(isobench_qemus("")):
+        while time.monotonic() < t_end and mine & set(isobench_qemus("", "-vmint-")):
             time.sleep(0.2)
-        assert not (mine & set(isobench_qemus(""))), f"qemu left after {sig!r}"
+        assert not (mine & set(isobench_qemus("", "-vmint-"))), f"qemu left after {sig!r}"
         left = [e for root in (DATA_ROOT, SOCKET_ROOT) if os.path.isdir(root)
                 for e in os.listdir(root) if "vmint" in e and e.endswith((".vm", "-v"))]
         assert left == [], f"files left after {sig!r}: {left}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from isobench.report.model import RunData
-from isobench.report.table import Table, build_table, host_facts, run_facts
+from isobench.report.table import doctor_warnings, Table, build_table, host_facts, run_facts
 
 # Markup GFM would act on: emphasis (our "*" marker, snake_case names), code,
 # cell separators, and "<" only where it could open an HTML tag ("p < 0.05" stays).
@@ -42,8 +42,12 @@ def table_md(table: Table) -> list[str]:
 
 def render_markdown(run: RunData) -> str:
     table = build_table(run)
-    out = [f"# {md_escape(table.title)}", "", "## Run and host", "", *_facts_md(run), "",
-           "## Results", "", *table_md(table), ""]
+    out = [f"# {md_escape(table.title)}", "", "## Run and host", "", *_facts_md(run), ""]
+    warnings = doctor_warnings(run)
+    if warnings:
+        out += ["Host settings that may bias these results (`isobench doctor`):", ""]
+        out += [f"- {md_escape(w)}" for w in warnings] + [""]
+    out += ["## Results", "", *table_md(table), ""]
     if table.footnotes:
         out += [md_escape(n) + "  " for n in table.footnotes] + [""]  # "  ": line break
     out += [f"- {md_escape(line)}" for line in table.legend] + [""]

@@ -279,8 +279,15 @@ def host_facts(run: RunData) -> list[tuple[str, str]]:
         if key in facts:
             v = facts[key]
             out.append((label, fmt_bytes(v) if key == "mem_bytes" else fmt_fact(v)))
-    out += [(k, fmt_fact(v)) for k, v in facts.items() if k not in known]
+    out += [(k, fmt_fact(v)) for k, v in facts.items() if k not in known and k != "doctor"]
     return out
+
+
+def doctor_warnings(run: RunData) -> list[str]:
+    """`isobench doctor` findings stored with the run that may bias it."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    return [f"{f['check']}: {f['value']}" + (f" ({f['fix']})" if f.get("fix") else "")
+            for f in facts.get("doctor", []) if f.get("status") == "warn"]
 
 
 def run_facts(run: RunData) -> list[tuple[str, str]]:

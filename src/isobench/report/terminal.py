@@ -8,7 +8,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from isobench.report.model import RunData
-from isobench.report.table import FAILED, MISSING, Cell, Table, build_table, host_facts, run_facts
+from isobench.report.table import doctor_warnings, FAILED, MISSING, Cell, Table, build_table, host_facts, run_facts
 from isobench.stats import VERDICT_BETTER, VERDICT_WORSE
 
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
@@ -60,6 +60,8 @@ def _results_table(table: Table) -> RichTable:
 def render_terminal(run: RunData, console: Console) -> None:
     table = build_table(run)
     console.print(_facts_grid(run))
+    for warning in doctor_warnings(run):
+        console.print(Text(f"doctor: {warning}", style="yellow"))
     console.print()
     console.print(_results_table(table))
     for note in table.footnotes:

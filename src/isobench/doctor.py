@@ -1,0 +1,159 @@
+"""Host settings that bias results, each with how to fix it.
+
+Readings are gathered in one place (read_host); the judgements are pure
+functions of them, so they can be tested without the host."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from dataclasses import asdict, dataclass
+
+from isobench.facts import _bracketed, _read, meminfo
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: str  # ok | warn | info
+    value: str
+    fix: str = ""
+
+
+def read_host() -> dict:
+    """Everything doctor judges, read once."""
+    governors = sorted({_read(p) or "" for p in glob.glob("/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")})
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    swaps = (_read("/proc/swaps") or "").splitlines()[1:]
+    mem = meminfo()
+    usage = shutil.disk_usage("/var/lib" if os.path.exists("/var/lib") else "/")
+    return {
+        "governors": [g for g in governors if g],
+        "turbo": "off" if no_turbo == "1" or boost == "0" else ("on" if no_turbo == "0" or boost == "1" else None),
+        "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "irqbalance": _process_running("irqbalance"),
+        "swap_devices": len(swaps),
+        "loadavg1": float((_read("/proc/loadavg") or "0").split()[0]),
+        "cores": os.cpu_count() or 1,
+        "busy": _busy_processes(),
+        "hugepages_total": mem.get("HugePages_Total", 0),
+        "kvm_present": os.path.exists("/dev/kvm"),
+        "kvm_verdict": _kvm_verdict(),
+        "vhost_net": os.path.exists("/dev/vhost-net"),
+        "docker_driver": _docker_driver(),
+        "mem_available": mem.get("MemAvailable", 0),
+        "disk_free": usage.free,
+    }
+
+
+def judge(r: dict) -> list[Finding]:
+    out = []
+    gov = r["governors"]
+    if not gov:
+        out.append(Finding("cpu governor", "info", "not exposed (virtual machine or no cpufreq driver)",
+                           "nothing to do here; on bare metal use the performance governor"))
+    elif gov != ["performance"]:
+        out.append(Finding("cpu governor", "warn", ",".join(gov),
+                           "cpupower frequency-set -g performance (the IBM study used performance)"))
+    else:
+        out.append(Finding("cpu governor", "ok", "performance"))
+    if r["turbo"] == "on":
+        out.append(Finding("turbo boost", "warn", "on",
+                           "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo (or cpufreq/boost=0): "
+                           "turbo makes clock speed depend on temperature and load"))
+    else:
+        out.append(Finding("turbo boost", "ok" if r["turbo"] == "off" else "info", r["turbo"] or "not exposed"))
+    out.append(Finding("transparent huge pages", "info", r["thp"] or "unknown",
+                       "" if r["thp"] != "always" else "THP=always can make memory results vary; "
+                       "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled to compare like with like"))
+    out.append(Finding("irqbalance", "warn" if r["irqbalance"] else "ok",
+                       "running" if r["irqbalance"] else "not running",
+                       "stop irqbalance so interrupts stay where the run put them" if r["irqbalance"] else ""))
+    out.append(Finding("swap", "warn" if r["swap_devices"] else "ok", f"{r['swap_devices']} device(s)",
+                       "swapoff -a so memory pressure shows as failure, not as slowness" if r["swap_devices"] else ""))
+    busy = r["loadavg1"] > 0.25 * r["cores"]
+    procs = ", ".join(f"{name} ({pct:.0f}%)" for name, pct in r["busy"][:3])
+    out.append(Finding("load", "warn" if busy else "ok",
+                       f"load average {r['loadavg1']:.2f} on {r['cores']} cores" + (f"; busiest: {procs}" if procs else ""),
+                       "stop other work before measuring; another process's cycles show up as overhead" if busy else ""))
+    out.append(Finding("reserved huge pages", "info", str(r["hugepages_total"]),
+                       "" if r["hugepages_total"] else "vm-tuned falls back to THP; reserve with "
+                       "sysctl vm.nr_hugepages=N to back guests with hugetlbfs"))
+    if not r["kvm_present"]:
+        out.append(Finding("kvm", "warn", "/dev/kvm missing", "load kvm_intel/kvm_amd or enable virtualisation "
+                           "in firmware; VMs will run emulated (TCG)"))
+    elif r["kvm_verdict"]:
+        usable, why = r["kvm_verdict"]
+        out.append(Finding("kvm", "ok" if usable else "warn", "guest boots" if usable else f"unusable: {why}",
+                           "" if usable else "VM columns run under TCG and are marked emulated"))
+    else:
+        out.append(Finding("kvm", "info", "/dev/kvm present, not yet probed", "isobench envs probes it"))
+    out.append(Finding("vhost-net", "ok" if r["vhost_net"] else "info",
+                       "available" if r["vhost_net"] else "missing",
+                       "" if r["vhost_net"] else "modprobe vhost_net; without it virtio-net runs in QEMU's thread"))
+    drv = r["docker_driver"]
+    out.append(Finding("docker storage driver", "ok" if drv == "overlay2" else ("warn" if drv else "info"),
+                       drv or "engine not reachable",
+                       "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)"))
+    out.append(Finding("free memory", "ok" if r["mem_available"] > 4 * GiB else "warn",
+                       f"{r['mem_available'] / GiB:.1f} GiB available",
+                       "" if r["mem_available"] > 4 * GiB else "free memory before running studies"))
+    out.append(Finding("free disk", "ok" if r["disk_free"] > 20 * GiB else "warn",
+                       f"{r['disk_free'] / GiB:.1f} GiB free under /var/lib",
+                       "" if r["disk_free"] > 20 * GiB else "fio files, images and VM disks need room"))
+    return out
+
+
+def findings_as_facts(findings: list[Finding]) -> list[dict]:
+    return [asdict(f) for f in findings]
+
+
+def _process_running(name: str) -> bool:
+    for comm in glob.glob("/proc/[0-9]*/comm"):
+        if (_read(comm) or "") == name:
+            return True
+    return False
+
+
+def _busy_processes() -> list[tuple[str, float]]:
+    """Processes by CPU share since they started (cheap; no sampling delay)."""
+    uptime = float((_read("/proc/uptime") or "1").split()[0])
+    hz = os.sysconf("SC_CLK_TCK")
+    out = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        text = _read(stat)
+        if not text:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        cpu_s = (int(fields[11]) + int(fields[12])) / hz
+        age = uptime - int(fields[19]) / hz
+        if age > 5:
+            out.append((name, 100 * cpu_s / age))
+    return sorted((p for p in out if p[1] >= 10), key=lambda p: -p[1])
+
+
+def _kvm_verdict() -> tuple[bool, str] | None:
+    try:
+        from isobench.envs.kvm_probe import cached_verdict  # the VM environment's probe, when it exists
+    except ImportError:
+        return None
+    try:
+        v = cached_verdict()
+    except Exception:  # noqa: BLE001 - informative only
+        return None
+    if v is None:
+        return None
+    return (bool(getattr(v, "usable", False)), str(getattr(v, "reason", "")))
+
+
+def _docker_driver() -> str | None:
+    try:
+        import docker
+        return docker.from_env(timeout=5).info().get("Driver")
+    except Exception:  # noqa: BLE001 - no engine is itself a finding
+        return None

@@ -1,0 +1,33 @@
+from isobench.doctor import judge
+
+GiB = 2**30
+CLEAN = {"governors": ["performance"], "turbo": "off", "thp": "madvise", "irqbalance": False, "swap_devices": 0,
+         "loadavg1": 0.1, "cores": 2, "busy": [], "hugepages_total": 512, "kvm_present": True,
+         "kvm_verdict": (True, ""), "vhost_net": True, "docker_driver": "overlay2",
+         "mem_available": 20 * GiB, "disk_free": 70 * GiB}
+
+
+def by_check(readings):
+    return {f.check: f for f in judge(readings)}
+
+
+def test_a_tuned_host_has_no_warnings():
+    assert [f.check for f in judge(CLEAN) if f.status == "warn"] == []
+
+
+def test_each_bias_warns_with_a_fix():
+    bad = {**CLEAN, "governors": ["powersave"], "turbo": "on", "irqbalance": True, "swap_devices": 1,
+           "loadavg1": 1.9, "busy": [("stress-ng", 99.0)], "kvm_verdict": (False, "hangs after real mode"),
+           "docker_driver": "vfs", "mem_available": 1 * GiB, "disk_free": 2 * GiB}
+    found = by_check(bad)
+    for check in ("cpu governor", "turbo boost", "irqbalance", "swap", "load", "kvm",
+                  "docker storage driver", "free memory", "free disk"):
+        assert found[check].status == "warn", check
+        assert found[check].fix, check
+    assert "stress-ng (99%)" in found["load"].value
+    assert "hangs after real mode" in found["kvm"].value
+
+
+def test_unexposed_governor_is_information_not_a_warning():
+    f = by_check({**CLEAN, "governors": [], "turbo": None})
+    assert f["cpu governor"].status == "info" and f["turbo boost"].status == "info"
