@@ -12,7 +12,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from isobench.envs.base import Environment, ExecResult, Paths
 
@@ -68,7 +68,7 @@ class WorkloadParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # Seconds a single run may take before it is killed and recorded as failed.
-    timeout_s: float = 600
+    timeout_s: float = Field(600, gt=0, le=86_400)
 
 
 class Workload(abc.ABC):

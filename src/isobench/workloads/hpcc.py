@@ -112,7 +112,7 @@ class HpccParams(WorkloadParams):
                                 description="share of host memory for the HPL matrix")
     n: int | None = Field(None, ge=256, description="explicit HPL N; overrides mem_fraction")
     nb: int = Field(192, ge=16, le=1024, description="HPL block size")
-    timeout_s: float = 3600
+    timeout_s: float = Field(3600, gt=0, le=86_400)
 
     @model_validator(mode="after")
     def _n_fits_nb(self) -> "HpccParams":

@@ -1,0 +1,79 @@
+"""Hostile study inputs are refused before anything starts, each with one
+line naming the file and the field. `python tests/unit/test_hostile_inputs.py`
+prints the table kept in docs/hostile-inputs.md."""
+
+import pytest
+
+from isobench.preflight import preflight
+from isobench.study import StudyError, parse_study
+from isobench.workloads.base import HostInfo
+
+HOST = HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=80 * 2**30)
+
+BASE = """[study]
+name = "h"
+[environments.native]
+[environments.box]
+kind = "docker"
+[workloads.w]
+workload = "fio"
+"""
+
+# (what it tries, edits applied to BASE as (old, new), the field the error must name)
+CASES = [
+    ("shell metacharacters in a cpuset", [('kind = "docker"', 'kind = "docker"\ncpuset = "0;rm -rf /"')],
+     "environments.box.cpuset"),
+    ("command substitution in the study name", [('name = "h"', 'name = "$(reboot)"')], "study.name"),
+    ("path traversal in a workload name", [("[workloads.w]", "[workloads.'../../etc']")], "workloads.../../etc"),
+    ("an extra field smuggling a command", [('kind = "docker"', 'kind = "docker"\ncommand = "rm -rf /"')],
+     "environments.box.command"),
+    ("a kind isobench does not have", [('kind = "docker"', 'kind = "privileged"')], "environments.box.kind"),
+    ("joining another container's network", [('kind = "docker"', 'kind = "docker"\nnetwork = "container:db"')],
+     "environments.box.network"),
+    ("negative repetitions", [('name = "h"', 'name = "h"\nrepetitions = -1')], "study.repetitions"),
+    ("absurd repetitions", [('name = "h"', 'name = "h"\nrepetitions = 1000000000')], "study.repetitions"),
+    ("absurd warm-up", [('name = "h"', 'name = "h"\nwarmup = 100000')], "study.warmup"),
+    ("a CPU quota beyond any host", [('kind = "docker"', 'kind = "docker"\ncpus = 1e9')], "environments.box.cpus"),
+    ("a 1 MB memory limit", [('kind = "docker"', 'kind = "docker"\nmemory_mb = 1')], "environments.box.memory_mb"),
+    ("shell metacharacters in a fio case", [('"fio"', '"fio"\ncases = ["randread; rm -rf /"]')], "workloads.w.cases"),
+    ("a string where a size belongs", [('"fio"', '"fio"\nsize_mb = "1; rm -rf /"')], "workloads.w.size_mb"),
+    ("a negative timeout", [('"fio"', '"fio"\ntimeout_s = -1')], "workloads.w.timeout_s"),
+    ("negative threads", [('"fio"', '"compression"\nthreads = -5')], "workloads.w.threads"),
+    ("an impossible compression level", [('"fio"', '"compression"\nlevel = 99')], "workloads.w.level"),
+    ("a corpus bigger than the host's memory", [('"fio"', '"compression"\nsize_mb = 20000')], "workloads.w.size_mb"),
+    ("a fio file bigger than the free disk", [('"fio"', '"fio"\nsize_mb = 60000')], "workloads.w.size_mb"),
+    ("an HPL matrix bigger than memory", [('"fio"', '"hpcc"\nn = 100000')], "workloads.w.n"),
+    ("an unknown workload", [('"fio"', '"rm"')], "workloads.w"),
+    ("a baseline that is not an environment", [('name = "h"', 'name = "h"\nbaseline = "bare"')], "study.baseline"),
+]
+
+
+def refusal(edits: list[tuple[str, str]]) -> str:
+    text = BASE
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new, 1)
+    try:
+        study = parse_study(text, "hostile.toml")
+    except StudyError as exc:
+        return str(exc)
+    problems = preflight(study, HOST)
+    return problems[0] if problems else "accepted"
+
+
+@pytest.mark.parametrize("what,edits,field", CASES, ids=[c[0] for c in CASES])
+def test_hostile_input_is_refused_naming_the_field(what, edits, field):
+    msg = refusal(edits)
+    assert "\n" not in msg
+    assert msg.startswith("hostile.toml: "), msg
+    assert field in msg, msg
+
+
+def test_the_base_study_itself_is_accepted():
+    assert refusal([]) == "accepted"
+
+
+if __name__ == "__main__":
+    print("| hostile input | error |\n|---|---|")
+    for what, edits, _ in CASES:
+        print(f"| {what} | `{refusal(edits)}` |")
