@@ -130,6 +130,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         status = "interrupted"
         raise
     finally:
+        _cleanup_workloads(cells, started)
         _teardown([*envs, client] if client is not None else envs, run_id)
         store.finish_run(run_id, status)
     return run_id
@@ -170,6 +171,23 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
 def _record_failure(store, run_id, cell, env, round_, warmup, reason: str) -> None:
     store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, "failed", {}, {}, "",
                      now_iso(), 0.0, error=reason)
+
+
+def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:
+    """Stop servers and remove inputs the workloads started (a native
+    redis-server would outlive the run otherwise); once all cells are done,
+    since entries may share an input file."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+    try:
+        for workload in {c.key: c.workload for c in cells}.values():
+            for env in envs:
+                try:
+                    workload.cleanup(env)
+                except Exception:  # noqa: BLE001 - env.stop() is the backstop
+                    pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _teardown(envs: list[Environment], run_id: str) -> None:
