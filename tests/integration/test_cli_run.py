@@ -168,3 +168,39 @@ def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
     rows = db.execute("SELECT env, workload, ccase, round, COUNT(*) FROM samples GROUP BY 1, 2, 3, 4").fetchall()
     assert len(rows) == 36 and all(r[4] == 1 for r in rows)
     assert isobench_containers() == []
+
+
+def test_sigkill_leftovers_are_removed_by_clean(tmp_path):
+    study = tmp_path / "killed.toml"
+    study.write_text(TINY.replace("repetitions = 2", "repetitions = 50"))
+    store = tmp_path / "r.sqlite"
+    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study)], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 300
+        done = 0
+        while time.time() < deadline and done < 4:
+            time.sleep(0.5)
+            if store.exists():
+                try:
+                    done = sqlite3.connect(store).execute(
+                        "SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
+                except sqlite3.OperationalError:
+                    pass
+        proc.kill()  # SIGKILL: no teardown runs
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert isobench_containers(), "a SIGKILLed run leaves its containers; this test checks clean removes them"
+    out = isobench("clean", store=store, cwd=tmp_path).stdout
+    assert "container isobench-" in out
+    assert isobench_containers() == []
+    kept = sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
+    assert kept >= done >= 4
+    # the kernel released the run lock with the process: a new run may start
+    from isobench.lock import RunLock
+    lock = RunLock()
+    lock.acquire("after-kill")
+    lock.release()
