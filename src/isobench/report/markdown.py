@@ -40,6 +40,25 @@ def table_md(table: Table) -> list[str]:
     return lines
 
 
+def _environments_md(run: RunData) -> list[str]:
+    """What each column ran on: kind, options and the tool versions inside it."""
+    if not run.env_facts:
+        return []
+    out = ["## Environments", ""]
+    for env in run.environments:
+        facts = run.env_facts.get(env, {})
+        opts = ", ".join(f"{k}={v}" for k, v in sorted((facts.get("options") or {}).items()) if v is not None)
+        tools = ", ".join(f"{k} {v}" for k, v in sorted((facts.get("tool_versions") or {}).items()))
+        extra = ", ".join(f"{k}: {facts[k]}" for k in ("accel", "image", "docker_version", "storage_driver")
+                          if facts.get(k))
+        line = f"- **{md_escape(env)}** ({md_escape(str(facts.get('kind', '?')))})"
+        line += "".join(f"; {md_escape(part)}" for part in (opts, extra) if part)
+        out.append(line)
+        if tools:
+            out.append(f"  - tools: {md_escape(tools)}")
+    return out + [""]
+
+
 def render_markdown(run: RunData) -> str:
     table = build_table(run)
     out = [f"# {md_escape(table.title)}", "", "## Run and host", "", *_facts_md(run), ""]
@@ -58,6 +77,7 @@ def render_markdown(run: RunData) -> str:
                        f"**{md_escape(f.env)}**: {f.count} failed")
             out += [f"  - {md_escape(r)}" + (f" (\u00d7{k})" if k > 1 else "") for r, k in f.reasons]
         out.append("")
+    out += _environments_md(run)
     fence = _fence(run.study_text or "")
     out += ["## Study file", "", f"{fence}toml", (run.study_text or "").rstrip("\n"), fence, ""]
     return "\n".join(out)
