@@ -71,6 +71,9 @@ class DockerEnvironment(Environment):
             "labels": self._labels(),
             "detach": True,
             "command": ["sleep", "infinity"],
+            # an init as PID 1 reaps exec'd processes that exit (servers
+            # stopped by start-stop-daemon would otherwise stay zombies)
+            "init": True,
             "network_mode": "host" if opts.get("network") == "host" else "bridge",
             # tmpfs pages are only allocated when written; the cap just bounds it
             "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},

@@ -50,6 +50,7 @@ GUEST_DOCKER_POOL = "base=198.19.252.0/22,size=24"
 GUEST_DOCKER_SOCK = "unix:///run/docker.sock"
 
 _PR_SET_PDEATHSIG = 1
+_WARNED: list = []
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -150,8 +151,9 @@ class VmEnvironment(Environment):
             self.accel_note = "KVM: " + v.reason
             return "kvm"
         self.accel_note = f"TCG: {v.reason}"
-        _warn(f"{self.name}: KVM cannot run the guest ({v.reason}); falling back to TCG (emulated, "
-              "not comparable to KVM)")
+        if not _WARNED:  # one line per process, not per environment
+            _WARNED.append(True)
+            _warn(f"KVM cannot run the guest ({v.reason}); VMs fall back to TCG (emulated, not comparable to KVM)")
         return "tcg"
 
     def _kvm_boot_probe(self, deadline_s: float) -> tuple[bool, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from isobench.report.model import RunData
+from isobench.report.netpairs import section_lines
 from isobench.report.table import doctor_warnings, Table, build_table, host_facts, run_facts
 
 # Markup GFM would act on: emphasis (our "*" marker, snake_case names), code,
@@ -70,6 +71,9 @@ def render_markdown(run: RunData) -> str:
     if table.footnotes:
         out += [md_escape(n) + "  " for n in table.footnotes] + [""]  # "  ": line break
     out += [f"- {md_escape(line)}" for line in table.legend] + [""]
+    if pairs := section_lines(run):  # docker-nat vs docker-host, compared directly
+        out += [f"## {md_escape(pairs[0])}", "", md_escape(pairs[1]), ""]
+        out += [f"- {md_escape(line)}" for line in pairs[2:]] + [""]
     if table.failures:
         out += ["## Failures", ""]
         for f in table.failures:

@@ -8,6 +8,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from isobench.report.model import RunData
+from isobench.report.netpairs import section_lines
 from isobench.report.table import doctor_warnings, FAILED, MISSING, Cell, Table, build_table, host_facts, run_facts
 from isobench.stats import VERDICT_BETTER, VERDICT_WORSE
 
@@ -68,6 +69,9 @@ def render_terminal(run: RunData, console: Console) -> None:
         console.print(Text(note))
     for line in table.legend:
         console.print(Text(line, style="dim"))
+    for i, line in enumerate(section_lines(run)):  # docker-nat vs docker-host, compared directly
+        console.print(Text(("\n" if i == 0 else "" if i == 1 else "  ") + line,
+                           style="bold" if i == 0 else "dim" if i == 1 else ""))
     if table.failures:
         console.print()
         console.print(Text("Failures", style="bold red"))

@@ -52,6 +52,8 @@ class Netbw(ServerWorkload):
             Metric("gbps", "Gbit/s", True, f"one TCP stream, {who}"),
             Metric("cpu_s_per_gb", "CPU-s/GB", False,
                    "host CPU-seconds per 10^9 bytes, minus the client's own process"),
+            Metric("server_cpu_s_per_gb", "CPU-s/GB", False,
+                   "the iperf3 server process's own CPU-seconds per 10^9 bytes"),
         ]
 
     def client_timeout(self, case: str) -> float:
@@ -76,6 +78,8 @@ class Netbw(ServerWorkload):
         m.values["cpu_s_per_gb"] = per_gb(window.sut_cpu_s, nbytes)
         m.extra["host_cpu_s_per_gb"] = per_gb(window.host_busy_s, nbytes)
         m.extra["client_cpu_s_per_gb"] = per_gb(window.client_cpu_s, nbytes)
+        if window.server_cpu_s is not None:
+            m.values["server_cpu_s_per_gb"] = per_gb(window.server_cpu_s, nbytes)
 
 
 def parse_iperf3(stdout: str, reverse: bool) -> tuple[dict[str, float], dict]:

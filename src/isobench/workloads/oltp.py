@@ -85,7 +85,9 @@ class Oltp(ServerWorkload):
         return [Metric("tps", "tx/s", True, "sysbench oltp_read_write transactions per second"),
                 Metric("p95_ms", "ms", False, "95th percentile transaction latency"),
                 Metric("cpu_pct", "% host CPU", False,
-                       "host CPU busy minus sysbench's own, as % of all host CPUs")]
+                       "host CPU busy minus sysbench's own, as % of all host CPUs"),
+                Metric("server_cpu_pct", "% host CPU", False,
+                       "the mariadbd process's own CPU time, as % of all host CPUs")]
 
     # -- sizes and places ---------------------------------------------------------------
     def buffer_pool_mb(self) -> int:
@@ -166,6 +168,8 @@ class Oltp(ServerWorkload):
         m.values["cpu_pct"] = window.pct(window.sut_cpu_s)
         m.extra["host_cpu_pct"] = window.pct(window.host_busy_s)
         m.extra["client_cpu_pct"] = window.pct(window.client_cpu_s)
+        if window.server_cpu_s is not None:
+            m.values["server_cpu_pct"] = window.pct(window.server_cpu_s)
 
     def cleanup(self, env: Environment) -> None:
         self.stop_server(env)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import posixpath
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from isobench.envs.base import Environment, ExecResult, Paths
@@ -85,6 +85,7 @@ class CpuWindow:
     host_busy_s: float  # CPU-seconds all CPUs were busy
     client_cpu_s: float  # of which the load generator's own process
     ncpu: int
+    server_cpu_s: float | None = None  # the server process's own user+sys time, when readable
 
     @property
     def sut_cpu_s(self) -> float:
@@ -159,6 +160,8 @@ class ServerWorkload(Workload):
         if not r.ok:
             raise WorkloadError(f"{self.name} server did not start: {r.describe()}", r)
         self.wait_ready(env, case)
+        r = env.exec(["cat", pidfile], timeout=10)
+        self._pid = r.stdout.strip() if r.ok and r.stdout.strip().isdigit() else None
 
     def wait_ready(self, env: Environment, case: str) -> None:
         """Until the client host can reach the server (TCP), or it listens (UDP)."""
@@ -185,10 +188,31 @@ class ServerWorkload(Workload):
         r = env.exec(["start-stop-daemon", "--status", "--pidfile", pidfile], timeout=10)
         return r.returncode == 0
 
-    def stop_server(self, env: Environment) -> None:
+    def stop_server(self, env: Environment, grace_s: float = 20) -> None:
+        """SIGTERM, wait until the process is gone or a zombie (it has let go
+        of its port; reaping is its parent's business, and the host's init
+        may be slow at it, which start-stop-daemon --retry would wait for),
+        SIGKILL after grace_s."""
         pidfile, _ = self._files(env)
-        env.exec(["start-stop-daemon", "--stop", "--pidfile", pidfile, "--remove-pidfile",
-                  "--retry", "TERM/15/KILL/5", "--oknodo"], timeout=40)
+        r = env.exec(["cat", pidfile], timeout=10)
+        pid = r.stdout.strip() if r.ok else ""
+        if not pid.isdigit():
+            return
+        ssd = ["start-stop-daemon", "--stop", "--pidfile", pidfile, "--oknodo", "--signal"]
+        env.exec([*ssd, "TERM"], timeout=10)
+        deadline = time.monotonic() + grace_s
+        killed = False
+        while True:
+            st = env.exec(["cat", f"/proc/{pid}/stat"], timeout=10)
+            if not st.ok or proc_state(st.stdout) in ("Z", "X", ""):
+                break
+            if time.monotonic() > deadline:
+                if killed:
+                    raise WorkloadError(f"{self.name} server (pid {pid}) survives SIGKILL")
+                env.exec([*ssd, "KILL"], timeout=10)
+                killed, deadline = True, time.monotonic() + 10
+            time.sleep(0.05)
+        env.exec(["rm", "-f", pidfile], timeout=10)
 
     def _client(self):
         if self.client is None:
@@ -213,22 +237,51 @@ class ServerWorkload(Workload):
         port, proto = self.server_port(case)
         addr, eport = env.endpoint(port, proto)
         argv = self.client_argv(case, addr, eport)
+        server_before = self._server_ticks(env)
         before = read_proc_stat()
         t0 = time.perf_counter()
         run = self._client().run(argv, timeout=self.client_timeout(case))
         wall = time.perf_counter() - t0
         after = read_proc_stat()
+        server_after = self._server_ticks(env)
         if not run.result.ok:
             raise WorkloadError(run.result.describe(), run.result)
         m = self.parse(case, run.result)
         window = cpu_window(before, after, wall, run.cpu_s)
+        if server_before is not None and server_after is not None:
+            window = replace(window, server_cpu_s=(server_after - server_before) / clk_tck())
         m.extra.setdefault("cpu_window", {"wall_s": window.wall_s, "host_busy_s": window.host_busy_s,
-                                          "client_cpu_s": window.client_cpu_s, "ncpu": window.ncpu})
+                                          "client_cpu_s": window.client_cpu_s, "ncpu": window.ncpu,
+                                          "server_cpu_s": window.server_cpu_s})
         self.add_cpu_metrics(case, m, window)
         return m
 
     def add_cpu_metrics(self, case: str, m: Measurement, window: CpuWindow) -> None:
         """Workloads that report CPU cost override this."""
+
+    def _server_ticks(self, env: Environment) -> int | None:
+        """utime + stime of the server process (clock ticks), read inside the
+        environment; None when unreadable."""
+        pid = getattr(self, "_pid", None)
+        if not pid:
+            return None
+        r = env.exec(["cat", f"/proc/{pid}/stat"], timeout=10)
+        return proc_cpu_ticks(r.stdout) if r.ok else None
+
+
+def proc_state(stat: str) -> str:
+    """The state letter of a /proc/PID/stat line (after the parenthesised name)."""
+    _, _, rest = stat.rpartition(")")
+    return rest.split()[0] if rest.split() else ""
+
+
+def proc_cpu_ticks(stat: str) -> int | None:
+    """utime + stime (fields 14 and 15) of a /proc/PID/stat line."""
+    rest = stat.rpartition(")")[2].split()
+    try:
+        return int(rest[11]) + int(rest[12])
+    except (IndexError, ValueError):
+        return None
 
 
 def known_cases(cases: tuple, allowed: tuple, what: str) -> tuple:

@@ -1,0 +1,39 @@
+"""Docker NAT vs host networking, compared directly in the reports."""
+
+from isobench.report.markdown import render_markdown
+from isobench.report.model import MetricKey, RunData
+from isobench.report.netpairs import nat_vs_host, section_lines
+
+
+def run_with(nat, host, extra_envs=()):
+    envs = ["native", "docker-nat", "docker-host", *extra_envs]
+    facts = {"native": {"kind": "native", "options": {}},
+             "docker-nat": {"kind": "docker", "options": {"network": "bridge"}},
+             "docker-host": {"kind": "docker", "options": {"network": "host"}}}
+    lat = MetricKey("netlat", "tcp", "mean_us", "µs", False)
+    bw = MetricKey("netbw", "tx", "gbps", "Gbit/s", True)
+    values = {(lat, "native"): [20.0, 20.5, 19.5], (lat, "docker-nat"): nat, (lat, "docker-host"): host,
+              (bw, "native"): [10.0, 10.0], (bw, "docker-nat"): [9.0, 9.1], (bw, "docker-host"): [10.0, 9.9]}
+    return RunData("r1", "s", "", None, "complete", {}, "", "", "native", envs, facts, [lat, bw], values)
+
+
+def test_significant_nat_penalty_is_reported_as_worse():
+    lines = nat_vs_host(run_with([40.0, 41.0, 39.0], [20.0, 21.0, 19.0]))
+    assert len(lines) == 1  # latency metrics only, not bandwidth
+    line = lines[0]
+    assert (line.nat_env, line.host_env) == ("docker-nat", "docker-host")
+    assert line.comparison.significant and line.comparison.pct == 100.0
+    assert "worse, significant" in line.text()
+
+
+def test_no_difference_is_said():
+    text = section_lines(run_with([20.0, 25.0, 15.0], [21.0, 16.0, 24.0]))[2]
+    assert "no significant difference" in text
+
+
+def test_section_in_markdown_and_absent_without_a_pair():
+    md = render_markdown(run_with([40.0, 41.0, 39.0], [20.0, 21.0, 19.0]))
+    assert "## Docker NAT vs host networking" in md and "docker-nat 40 vs docker-host 20" in md
+    run = run_with([40.0], [20.0])
+    run.env_facts["docker-host"]["options"]["network"] = "bridge"
+    assert section_lines(run) == []
