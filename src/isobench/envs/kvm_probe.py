@@ -7,8 +7,7 @@ hypervisor (PVM) that cannot run a standard guest, and QEMU with
 guest a study would boot (same code path, same command line, accel=kvm)
 with a short deadline: success is the guest agent answering. The verdict
 is cached under STATE_ROOT keyed by the host kernel, the QEMU version and
-the image, so later runs decide instantly; delete the file (or
-``isobench envs --reprobe``) to ask again.
+the image, so later runs decide instantly; delete the file to ask again.
 """
 
 from __future__ import annotations
