@@ -39,7 +39,9 @@ from isobench.envs.native import _text
 
 NETNS_PREFIX = "isobench-"
 NETNS_SUFFIX = "-client"
-LINK_RE = re.compile(r"^ib-[0-9a-f]{4}-(br|h|c)$")
+LINK_RE = re.compile(r"^ib-[0-9a-f]{4}-(br|h|c|t[0-9]{1,2})$")
+GUEST_HOST_OFFSET = 10  # guest i of a run is 198.19.N.(10 + i) on the bridge
+MAX_GUESTS = 100
 COMMENT_PREFIX = "isobench-"
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 CLIENT_NETS = ipaddress.ip_network("198.19.0.0/16")  # Docker's bip/pools use 198.18/16
@@ -70,6 +72,32 @@ def link_names(run_id: str) -> tuple[str, str, str]:
     """(bridge, host-side veth, client-side veth); all ≤ 15 characters."""
     t = tag_of(run_id)
     return f"ib-{t}-br", f"ib-{t}-h", f"ib-{t}-c"
+
+
+def tap_name(run_id: str, index: int) -> str:
+    """The tap of the run's guest number `index` (0-99): ``ib-XXXX-tI``."""
+    if not 0 <= index < MAX_GUESTS:
+        raise ValueError(f"guest index {index} out of range")
+    return f"ib-{tag_of(run_id)}-t{index}"
+
+
+def guest_mac(run_id: str, index: int) -> str:
+    """A deterministic locally administered MAC in QEMU's 52:54:00 prefix:
+    the run's tag and the guest index."""
+    t = tag_of(run_id)
+    return f"52:54:00:{t[:2]}:{t[2:]}:{index:02x}"
+
+
+def guest_addr(host_addr: str, index: int) -> ipaddress.IPv4Interface:
+    """Guest `index`'s address on the bridge whose host side is host_addr
+    (198.19.N.1): 198.19.N.(10 + index)/24, inside the benchmarking range."""
+    if not 0 <= index < MAX_GUESTS:
+        raise ValueError(f"guest index {index} out of range")
+    net = ipaddress.ip_interface(f"{host_addr}/24").network
+    addr = ipaddress.ip_interface(f"{net.network_address + GUEST_HOST_OFFSET + index}/{net.prefixlen}")
+    if addr.ip not in BENCH_NET or addr.ip not in net:
+        raise ValueError(f"{addr} is outside the benchmarking range")
+    return addr
 
 
 def _ip(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
@@ -264,14 +292,14 @@ def leftovers(run_id: str | None = None) -> tuple[list[str], list[str], list[str
         elif name.startswith(NETNS_PREFIX) and name.endswith(NETNS_SUFFIX):
             namespaces.append(name)
     link_out = _ip(["ip", "-o", "link", "show"], check=False).stdout
-    wanted = set(link_names(run_id)) if run_id is not None else None
+    prefix = f"ib-{tag_of(run_id)}-" if run_id is not None else None
     links = []
     for line in link_out.splitlines():
         parts = line.split(":")
         if len(parts) < 2:
             continue
         name = parts[1].strip().split("@")[0]
-        if LINK_RE.match(name) and (wanted is None or name in wanted):
+        if LINK_RE.match(name) and (prefix is None or name.startswith(prefix)):
             links.append(name)
     rules = [line for line in _iptables_save().splitlines()
              if line.startswith("-A ") and _rule_is_ours(line, run_id)]
@@ -313,7 +341,7 @@ def clean_network(run_id: str | None = None) -> list[str]:
     for name in namespaces:
         if _ip(["ip", "netns", "del", name], check=False).returncode == 0:
             removed.append(f"network namespace {name}")
-    for name in sorted(links, key=lambda n: n.endswith("-br")):  # veths before bridges
+    for name in sorted(links, key=lambda n: n.endswith("-br")):  # veths and taps before bridges
         if _ip(["ip", "link", "del", name], check=False).returncode == 0:
             removed.append(f"link {name}")
     return removed

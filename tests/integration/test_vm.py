@@ -93,13 +93,14 @@ def test_interrupted_run_leaves_nothing(tmp_path):
     isobench = os.path.join(os.path.dirname(sys.executable), "isobench")
     for sig in (signal.SIGINT, signal.SIGKILL):
         before = set(isobench_qemus("", "-vmint-"))
+        log = tmp_path / f"run-{sig}.log"
         proc = subprocess.Popen([isobench, "run", str(study), "--no-progress"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not set(isobench_qemus("", "-vmint-")) - before:
             time.sleep(0.2)
         mine = set(isobench_qemus("", "-vmint-")) - before
-        assert mine, "the run never started its VM"
+        assert mine, f"the run never started its VM: {log.read_text()[-500:]}"
         names = [open(f"/proc/{p}/cmdline", "rb").read().split(b"\0") for p in mine]
         run_ids = {n[n.index(b"-name") + 1].decode().split(",")[0][len("isobench-"):-len("-v")] for n in names}
         time.sleep(3)

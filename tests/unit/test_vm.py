@@ -147,3 +147,61 @@ def test_leftover_matcher_only_takes_isobench_qemu():
     assert not _isobench_qemu(["qemu-system-x86_64", "-name", "webserver"], None)
     assert not _isobench_qemu(["python", "-name", "isobench-r1-vm"], None)
     assert not _isobench_qemu(["qemu-system-x86_64"], None)
+
+
+# -- the NIC on the client host's bridge ---------------------------------------------
+
+def test_argv_without_nic_has_no_network():
+    argv = build_argv(cfg())
+    assert after(argv, "-nic") == ["none"] and "-netdev" not in argv
+
+
+def test_argv_with_nic_tap_and_vhost():
+    from isobench.envs.qemu_cmdline import Nic
+    argv = build_argv(cfg(nic=Nic(tap="ib-ab12-t0", mac="52:54:00:ab:12:00")))
+    assert "-nic" not in argv
+    assert after(argv, "-netdev") == ["tap,id=n0,ifname=ib-ab12-t0,script=no,downscript=no"]
+    assert "virtio-net-pci,netdev=n0,mac=52:54:00:ab:12:00" in after(argv, "-device")
+    argv = build_argv(cfg(nic=Nic(tap="ib-ab12-t1", mac="52:54:00:ab:12:01", vhost=True)))
+    assert after(argv, "-netdev") == ["tap,id=n0,ifname=ib-ab12-t1,script=no,downscript=no,vhost=on"]
+    with pytest.raises(ValueError):
+        build_argv(cfg(nic=Nic(tap="a-name-longer-than-15", mac="52:54:00:00:00:00")))
+
+
+def test_tap_mac_and_address_naming():
+    import ipaddress
+
+    from isobench.clienthost import LINK_RE, guest_addr, guest_mac, tag_of, tap_name
+    run = "20260101-000000-vm-network-quick-abcd"
+    t = tag_of(run)
+    names = [tap_name(run, i) for i in (0, 1, 99)]
+    assert names == [f"ib-{t}-t0", f"ib-{t}-t1", f"ib-{t}-t99"]
+    assert all(len(n) <= 15 and LINK_RE.match(n) for n in names)
+    assert not LINK_RE.match("ib-abcd-t100") and not LINK_RE.match("tap0")
+    assert guest_mac(run, 0) == f"52:54:00:{t[:2]}:{t[2:]}:00" and guest_mac(run, 11).endswith(":0b")
+    assert len({guest_mac(run, i) for i in range(100)}) == 100
+    a0, a1 = guest_addr("198.19.7.1", 0), guest_addr("198.19.7.1", 1)
+    assert (str(a0), str(a1)) == ("198.19.7.10/24", "198.19.7.11/24")
+    assert all(guest_addr("198.19.7.1", i).ip in ipaddress.ip_network("198.18.0.0/15") for i in range(100))
+    for bad in (-1, 100):
+        with pytest.raises(ValueError):
+            guest_addr("198.19.7.1", bad)
+        with pytest.raises(ValueError):
+            tap_name(run, bad)
+
+
+def test_vm_endpoint_and_bind_address():
+    from isobench.envs.base import EnvironmentError_
+    from isobench.envs.vm import VmEnvironment
+    vm = VmEnvironment(name="vm-stock", options={}, run_id="r1")
+    vm.expose("198.19.3.1", [(6379, "tcp")])
+    with pytest.raises(EnvironmentError_):
+        vm.endpoint(6379)  # not started: no NIC yet
+    vm._tap, vm._tap_index = "ib-xxxx-t2", 2
+    assert vm.server_bind_addr() == "198.19.3.12" and vm.endpoint(6379) == ("198.19.3.12", 6379)
+    vd = VmEnvironment(name="vm-docker", options={"docker": True}, run_id="r1")
+    vd.expose("198.19.3.1", [(6379, "tcp")])
+    vd._tap, vd._tap_index, vd._published = "ib-xxxx-t0", 0, {"6379/tcp": 32768}
+    assert vd.server_bind_addr() == "0.0.0.0" and vd.endpoint(6379) == ("198.19.3.10", 32768)
+    with pytest.raises(EnvironmentError_):
+        vd.endpoint(6379, "udp")

@@ -12,6 +12,11 @@ system; workloads write to the data disk, which is virtio-blk on a raw file
 with the configured cache and aio modes, as in the studies. PID 1 is
 isobench's guest init (a short shell script, see envs/vmdisk.py) unless
 ``guest_init="systemd"``.
+
+With a ``nic`` (runs that have a client host), the guest gets one
+virtio-net device on a tap that isobench created and joined to the client
+host's bridge (``-netdev tap,...,script=no,downscript=no``, ``vhost=on``
+when the host has /dev/vhost-net); without one, ``-nic none``.
 """
 
 from __future__ import annotations
@@ -46,6 +51,15 @@ class MemoryBacking:
 
 
 @dataclass(frozen=True)
+class Nic:
+    """A virtio-net device on an existing tap (created by the caller)."""
+
+    tap: str  # host link name, ≤ 15 characters
+    mac: str  # 52:54:00:xx:xx:xx
+    vhost: bool = False  # in-kernel virtio-net backend (/dev/vhost-net)
+
+
+@dataclass(frozen=True)
 class QemuConfig:
     name: str  # "isobench-<run>-<env>": clean.py finds leftovers by it
     accel: str  # kvm | tcg
@@ -69,6 +83,7 @@ class QemuConfig:
     machine: str = "q35"
     extra_disks: tuple[str, ...] = ()  # raw, read-only (vm-docker's image tarball)
     kernel_args: tuple[str, ...] = ()
+    nic: "Nic | None" = None
     qemu: str = "qemu-system-x86_64"
 
 
@@ -131,11 +146,20 @@ def build_argv(cfg: QemuConfig) -> list[str]:
         "-chardev", f"socket,id=mon0,path={cfg.qmp_socket},server=on,wait=off",
         "-mon", "chardev=mon0,mode=control",
         "-serial", f"file:{cfg.serial_log}",
-        # No network yet: the client-host issue adds virtio-net on a tap
-        # (vhost when /dev/vhost-net exists) here.
-        "-nic", "none",
     ]
+    argv += _nic_args(cfg.nic)
     return argv
+
+
+def _nic_args(nic: Nic | None) -> list[str]:
+    if nic is None:
+        return ["-nic", "none"]
+    if not 0 < len(nic.tap) <= 15 or "," in nic.tap:
+        raise ValueError(f"bad tap name {nic.tap!r}")
+    netdev = f"tap,id=n0,ifname={nic.tap},script=no,downscript=no"
+    if nic.vhost:
+        netdev += ",vhost=on"
+    return ["-netdev", netdev, "-device", f"virtio-net-pci,netdev=n0,mac={nic.mac}"]
 
 
 def _smp(cfg: QemuConfig) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -32,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from isobench.envs.base import Environment, EnvironmentError_, ExecResult, Paths
-from isobench.envs.qemu_cmdline import MemoryBacking, QemuConfig, Topology, build_argv
+from isobench.envs.qemu_cmdline import MemoryBacking, Nic, QemuConfig, Topology, build_argv
 from isobench.envs.qmp_sync import QmpCommandError, QmpTimeout, SyncQmp
 from isobench.workspace import DATA_ROOT, LABEL
 
@@ -48,6 +49,23 @@ WRITE_CHUNK = 4 * 1024 * 1024
 GUEST_DOCKER_BIP = "198.19.250.1/24"
 GUEST_DOCKER_POOL = "base=198.19.252.0/22,size=24"
 GUEST_DOCKER_SOCK = "unix:///run/docker.sock"
+VHOST_NET = "/dev/vhost-net"
+NET_STEP_TIMEOUT_S = 30
+NET_READY_TIMEOUT_S = 30
+# In the guest: load virtio_net, find the NIC by its MAC, give it the
+# address on the client host's bridge. Prints the interface's name.
+GUEST_NET_SCRIPT = r"""
+modprobe virtio_net 2>/dev/null
+dev=; i=0
+while [ -z "$dev" ] && [ $i -lt 200 ]; do
+  for d in /sys/class/net/*; do
+    [ "$(cat "$d/address" 2>/dev/null)" = "$1" ] && dev="${d##*/}"
+  done
+  [ -n "$dev" ] || { sleep 0.05; i=$((i + 1)); }
+done
+[ -n "$dev" ] || { echo "no network interface with MAC $1" >&2; exit 1; }
+ip link set "$dev" mtu 1500 up && ip addr add "$2" dev "$dev" && echo "$dev"
+"""
 
 _PR_SET_PDEATHSIG = 1
 _WARNED: list = []
@@ -81,6 +99,11 @@ class VmEnvironment(Environment):
     _image: str = ""
     _container: str | None = None
     ready_timeout_override: float | None = None  # the KVM probe's short deadline
+    # the NIC on the client host's bridge (runs with server workloads)
+    _tap: str | None = None
+    _tap_index: int | None = None
+    _nic_facts: dict = field(default_factory=dict)
+    _published: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.options.get("docker"):
@@ -133,7 +156,11 @@ class VmEnvironment(Environment):
         if self.accel is None:
             self.accel = self._resolve_accel()
         try:
+            if getattr(self, "_bench_addr", None) is not None:
+                self._create_tap()
             self._boot_vm(base, kernel)
+            if self._tap is not None:
+                self._setup_guest_net()
             if self.docker:
                 self._start_docker()
         except BaseException:
@@ -210,7 +237,8 @@ class VmEnvironment(Environment):
             topology=topology, memory=memory, disk_cache=o.get("disk_cache", "none"),
             disk_aio=o.get("disk_aio", "native"), root_bus=o.get("root_bus", "nvme"),
             guest_init=o.get("guest_init", "isobench"),
-            extra_disks=(_rootfs_tar(),) if self.docker else (), kernel_args=kargs)
+            extra_disks=(_rootfs_tar(),) if self.docker else (), kernel_args=kargs,
+            nic=self._nic())
 
     def _boot_vm(self, base: str, kernel: tuple[str, str]) -> None:
         t0 = time.monotonic()
@@ -333,6 +361,88 @@ class VmEnvironment(Environment):
             os.sched_setaffinity(tid, {target})
             mapping[f"vcpu{idx}"] = {"thread": tid, "host_cpu": target}
         self._pinning = mapping
+
+    # -- the benchmark network ------------------------------------------------
+
+    def _nic(self) -> Nic | None:
+        if self._tap is None:
+            return None
+        from isobench.clienthost import guest_mac
+        return Nic(tap=self._tap, mac=guest_mac(self.run_id, self._tap_index), vhost=os.path.exists(VHOST_NET))
+
+    def _create_tap(self) -> None:
+        """The first free ``ib-XXXX-tI`` of this run (a twin booted beside
+        the measured guest takes the next one, and so the next address),
+        joined to the client host's bridge and up."""
+        from isobench.clienthost import MAX_GUESTS, link_names, tap_name
+        bridge = link_names(self.run_id)[0]
+        for index in range(MAX_GUESTS):
+            name = tap_name(self.run_id, index)
+            if _net(["ip", "link", "show", "dev", name]).returncode == 0:
+                continue  # another guest of this run has it
+            r = _net(["ip", "tuntap", "add", "dev", name, "mode", "tap"])
+            if r.returncode != 0:
+                if _net(["ip", "link", "show", "dev", name]).returncode == 0:
+                    continue  # lost a race for the name
+                raise EnvironmentError_(f"{self.name}: cannot create tap {name}: {r.stderr.strip()}")
+            self._tap, self._tap_index = name, index
+            for step in (["ip", "link", "set", "dev", name, "mtu", "1500"],
+                         ["ip", "link", "set", "dev", name, "master", bridge],
+                         ["ip", "link", "set", "dev", name, "up"]):
+                r = _net(step)
+                if r.returncode != 0:
+                    raise EnvironmentError_(f"{self.name}: {' '.join(step)}: {r.stderr.strip()}")
+            return
+        raise EnvironmentError_(f"{self.name}: no free tap name for this run")
+
+    def _delete_tap(self) -> None:
+        if self._tap is not None:
+            _net(["ip", "link", "del", "dev", self._tap])
+            self._tap = None
+
+    @property
+    def guest_addr(self) -> str:
+        """The guest's own address on the client host's bridge."""
+        if self._tap_index is None:
+            raise EnvironmentError_(f"{self.name}: the guest has no NIC (no client host attached)")
+        from isobench.clienthost import guest_addr
+        return str(guest_addr(self.bench_addr, self._tap_index).ip)
+
+    def _setup_guest_net(self) -> None:
+        """Address the NIC through the guest agent (virtio_net is a module of
+        the cloud kernel, so the kernel's ip= cannot do it without an
+        initramfs), then wait until the host reaches the guest."""
+        from isobench.clienthost import guest_addr
+        t0 = time.monotonic()
+        iface = guest_addr(self.bench_addr, self._tap_index)
+        mac = self._nic().mac
+        r = self._ga_exec(["sh", "-c", GUEST_NET_SCRIPT, "sh", mac, str(iface)], NET_STEP_TIMEOUT_S)
+        if not r.ok:
+            raise EnvironmentError_(f"{self.name}: cannot configure the guest's NIC: {r.describe()}")
+        deadline = time.monotonic() + NET_READY_TIMEOUT_S
+        while not _reaches(str(iface.ip)):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise EnvironmentError_(f"{self.name}: the host cannot reach the guest at {iface.ip} "
+                                        f"(tap {self._tap})")
+            time.sleep(0.1)
+        self._nic_facts = {"tap": self._tap, "bridge": _bridge_of(self.run_id), "mac": mac,
+                           "model": "virtio-net-pci", "vhost": bool(self._nic().vhost),
+                           "address": str(iface), "guest_interface": r.stdout.strip(),
+                           "setup_s": round(time.monotonic() - t0, 3)}
+
+    def server_bind_addr(self) -> str:
+        # vm: the guest's own bridge address; vm-docker: everything inside
+        # the container's namespace (its only address is on dockerd's bridge)
+        return "0.0.0.0" if self.docker else self.guest_addr
+
+    def endpoint(self, port: int, proto: str = "tcp") -> tuple[str, int]:
+        if not self.docker:
+            return self.guest_addr, port
+        published = self._published.get(f"{port}/{proto}")
+        if published is None:
+            raise EnvironmentError_(f"{self.name}: port {port}/{proto} was not published in the guest")
+        return self.guest_addr, published
 
     # -- exec -------------------------------------------------------------
 
@@ -467,17 +577,34 @@ class VmEnvironment(Environment):
             self._save_docker_disk()
         t_import = time.monotonic()
         tmpfs = f"{TMP_DIR}:size={int(self.options['tmpfs_mb'])}m" if self.options.get("tmpfs_mb") else TMP_DIR
+        # NAT as on the host's docker-nat: each server port published on the
+        # guest's bridge address only, the guest port chosen by dockerd
+        publish = [a for port, proto in (getattr(self, "_bench_ports", None) or []) if self._tap is not None
+                   for a in ("-p", f"{self.guest_addr}::{port}/{proto}")]
         r = self._docker_cmd(["run", "-d", "--name", self.container_name, "--label", f"{LABEL}=1",
                               "--label", f"{LABEL}.run={self.run_id}", "--tmpfs", tmpfs, "--shm-size", "1g",
-                              tag, "sleep", "infinity"], 300)
+                              *publish, tag, "sleep", "infinity"], 300)
         if not r.ok:
             raise EnvironmentError_(f"{self.name}: cannot start the container in the guest: {r.describe()}")
         self._container = self.container_name
+        if publish:
+            self._read_published()
         t_run = time.monotonic()
         self._boot.update({"guest_dockerd_s": round(t_docker - t0, 3), "guest_image_import_s": round(t_import - t_docker, 3),
                            "guest_container_start_s": round(t_run - t_import, 3)})
         # ready = VM ready + dockerd + container, without the one-off import
         self._boot["ready_s"] = round(self._boot["ready_s"] + (t_docker - t0) + (t_run - t_import), 3)
+
+    def _read_published(self) -> None:
+        r = self._docker_cmd(["inspect", "--format", "{{json .NetworkSettings.Ports}}", self.container_name], 60)
+        try:
+            ports = json.loads(r.stdout) if r.ok else None
+            self._published = {k: int(v[0]["HostPort"]) for k, v in (ports or {}).items() if v}
+        except (ValueError, KeyError, IndexError, TypeError):
+            ports = None
+        if not ports:
+            raise EnvironmentError_(f"{self.name}: cannot read the ports dockerd published: {r.describe()}")
+        self._nic_facts["published"] = dict(self._published)
 
     def _save_docker_disk(self) -> None:
         """Keep the data disk with the imported image for later vm-docker
@@ -506,6 +633,10 @@ class VmEnvironment(Environment):
         stop it: the startup workload's sample."""
         twin = VmEnvironment(name=f"{self.name[:22]}-boot", options=dict(self.options), run_id=self.run_id,
                              host_cores=self.host_cores, host_mem_bytes=self.host_mem_bytes, accel=self.accel)
+        if getattr(self, "_bench_addr", None) is not None:
+            # the twin boots with a NIC too (same device set, comparable boot);
+            # it takes the next free tap of the run, so the next address
+            twin.expose(self._bench_addr, list(getattr(self, "_bench_ports", [])))
         try:
             twin.start()
             return {k: float(v) for k, v in twin._boot.items() if isinstance(v, (int, float))}
@@ -532,6 +663,7 @@ class VmEnvironment(Environment):
                     client.close()
         self._ga = self._qmp = None
         self._container = None
+        self._delete_tap()  # QEMU is gone: nothing holds it any more
         shutil.rmtree(self.sock_dir, ignore_errors=True)
         shutil.rmtree(self.vm_dir, ignore_errors=True)
 
@@ -550,10 +682,38 @@ class VmEnvironment(Environment):
             "boot": dict(self._boot),
             "image": self._image,
         })
+        if self._nic_facts:
+            facts["nic"] = dict(self._nic_facts)
         if self.docker:
             facts["container"] = self.container_name
             facts["guest_docker_bip"] = GUEST_DOCKER_BIP
         return facts
+
+
+def _bridge_of(run_id: str) -> str:
+    from isobench.clienthost import link_names
+    return link_names(run_id)[0]
+
+
+def _net(argv: list[str]) -> subprocess.CompletedProcess:
+    """An `ip` step on the host; never raises (the caller reads returncode)."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=NET_STEP_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(argv, -1, "", str(exc))
+
+
+def _reaches(addr: str) -> bool:
+    """A TCP connection attempt from the host to addr:9 is answered (RST or accept)."""
+    import socket
+    try:
+        socket.create_connection((addr, 9), 0.5).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _arg_after(argv: list[str], flag: str) -> str | None:
