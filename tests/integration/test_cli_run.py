@@ -1,5 +1,6 @@
 """End to end through the CLI against the real Docker Engine and tools."""
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -94,37 +95,48 @@ def test_bad_study_fails_fast_with_one_line(tmp_path):
         sqlite3.connect(tmp_path / "r.sqlite").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
-    study = tmp_path / "long.toml"
-    study.write_text(TINY.replace("repetitions = 2", "repetitions = 50"))
+def ok_samples(store) -> int:
+    try:
+        return sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
+    except sqlite3.OperationalError:  # the run has not created its tables yet
+        return 0
+
+
+@contextlib.contextmanager
+def study_under_way(tmp_path, repetitions: int, samples: int):
+    """Start `isobench run` on the tiny study and yield (process, store, samples
+    stored so far, stderr log) once it has measured at least `samples`; never
+    leaves it running."""
+    study = tmp_path / "study.toml"
+    study.write_text(TINY.replace("repetitions = 2", f"repetitions = {repetitions}"))
     store = tmp_path / "r.sqlite"
-    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    log = tmp_path / "stderr.log"  # a file, not a pipe: per-sample lines would fill a pipe and stall the run
     proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study), "--out",
-                             str(tmp_path / "results")], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(tmp_path / "results")], cwd=tmp_path,
+                            env={**os.environ, "ISOBENCH_STORE": str(store)},
+                            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     try:
         deadline = time.time() + 300
-        done = 0
-        while time.time() < deadline and done < 8:
-            time.sleep(1)
-            if store.exists():
-                try:
-                    done = sqlite3.connect(store).execute(
-                        "SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
-                except sqlite3.OperationalError:
-                    pass
-        assert done >= 8, "the study did not get going"
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
+        while time.time() < deadline and ok_samples(store) < samples and proc.poll() is None:
+            time.sleep(0.5)
+        done = ok_samples(store)
+        assert done >= samples, f"the study did not get going: {log.read_text()[-800:]}"
+        yield proc, store, done, log
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
+    with study_under_way(tmp_path, repetitions=50, samples=8) as (proc, store, done, log):
+        proc.send_signal(sig)
+        proc.wait(120)
+    err = log.read_text()
     assert proc.returncode == 130, err
     assert "interrupted" in err
     db = sqlite3.connect(store)
-    kept = db.execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
-    assert kept >= done
+    assert ok_samples(store) >= done
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
     assert isobench_containers() == []
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
@@ -134,28 +146,9 @@ def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
 
 
 def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
-    study = tmp_path / "resume.toml"
-    study.write_text(TINY.replace("repetitions = 2", "repetitions = 3"))
-    store = tmp_path / "r.sqlite"
-    env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study), "--out",
-                             str(tmp_path / "results")], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 300
-        done = 0
-        while time.time() < deadline and done < 6:
-            time.sleep(0.5)
-            if store.exists():
-                try:
-                    done = sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples").fetchone()[0]
-                except sqlite3.OperationalError:
-                    pass
+    with study_under_way(tmp_path, repetitions=3, samples=6) as (proc, store, _, _log):
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        proc.wait(120)
     assert proc.returncode == 130
     db = sqlite3.connect(store)
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
@@ -171,34 +164,14 @@ def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
 
 
 def test_sigkill_leftovers_are_removed_by_clean(tmp_path):
-    study = tmp_path / "killed.toml"
-    study.write_text(TINY.replace("repetitions = 2", "repetitions = 50"))
-    store = tmp_path / "r.sqlite"
-    env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study)], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 300
-        done = 0
-        while time.time() < deadline and done < 4:
-            time.sleep(0.5)
-            if store.exists():
-                try:
-                    done = sqlite3.connect(store).execute(
-                        "SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
-                except sqlite3.OperationalError:
-                    pass
+    with study_under_way(tmp_path, repetitions=50, samples=4) as (proc, store, done, _log):
         proc.kill()  # SIGKILL: no teardown runs
         proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert isobench_containers(), "a SIGKILLed run leaves its containers; this test checks clean removes them"
     out = isobench("clean", store=store, cwd=tmp_path).stdout
     assert "container isobench-" in out
     assert isobench_containers() == []
-    kept = sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
-    assert kept >= done >= 4
+    assert ok_samples(store) >= done >= 4
     # the kernel released the run lock with the process: a new run may start
     from isobench.lock import RunLock
     lock = RunLock()

@@ -94,3 +94,36 @@ def test_container_has_the_tools(client, tag):
         assert out.strip() == "sleep", out
     finally:
         container.remove(force=True)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupted_build_leaves_no_staging_mount_or_process(tmp_path, sig):
+    """Ctrl-C or SIGTERM in the middle of debootstrap: the staging tree, its
+    mounts and its processes go; the cached image is not touched."""
+    import signal
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"  # its own IMAGE_ROOT, so the real cache is never at risk
+    env = {**os.environ, "ISOBENCH_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "images", "build", "--force"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    images_dir = home / "images"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not any(p.name.startswith(".staging-")
+                                                 for p in images_dir.glob(".staging-*")):
+            time.sleep(0.2)
+        assert any(images_dir.glob(".staging-*")), "the build never started"
+        time.sleep(5)  # well inside debootstrap
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert not list(images_dir.glob(".staging-*"))
+    with open("/proc/mounts") as fh:
+        assert str(home) not in fh.read()
+    ps = subprocess.run(["pgrep", "-af", str(home)], capture_output=True, text=True).stdout
+    assert ps.strip() == "", ps
