@@ -1,6 +1,7 @@
-"""Removes what isobench created: labelled containers and volumes, scratch
-directories. Never touches anything without the isobench label or outside
-isobench's own directories."""
+"""Removes what isobench created: its QEMU guests, servers, client-host
+namespaces, links and iptables rules, labelled containers and volumes, and
+scratch directories. Never touches anything without the isobench label or
+name, or outside isobench's own directories."""
 
 from __future__ import annotations
 

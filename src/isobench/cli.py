@@ -254,9 +254,17 @@ def images_build(force: bool) -> None:
 
 @main.command()
 def clean() -> None:
-    """Remove every container, volume and scratch directory isobench left behind."""
+    """Remove what a crashed run left: QEMU guests, servers, namespaces, links,
+    iptables rules, containers, volumes and scratch files (only isobench's)."""
     from isobench.clean import clean as do_clean
-    removed = do_clean()
+    from isobench.lock import AlreadyRunning, RunLock
+    lock = RunLock()
+    try:
+        lock.acquire("clean")  # never pull environments away from a live run
+    except AlreadyRunning as exc:
+        _fail(f"{exc}; clean would remove its environments: run it once that run has ended")
+    with lock:
+        removed = do_clean()
     for item in removed:
         console.print(f"removed {item}")
     console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
