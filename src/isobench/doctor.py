@@ -138,17 +138,14 @@ def _busy_processes() -> list[tuple[str, float]]:
 
 
 def _kvm_verdict() -> tuple[bool, str] | None:
+    """The VM environment's cached KVM probe for this host, kernel, QEMU and image."""
+    from isobench.envs import kvm_probe
+    from isobench.images import recipe_hash
     try:
-        from isobench.envs.kvm_probe import cached_verdict  # the VM environment's probe, when it exists
-    except ImportError:
-        return None
-    try:
-        v = cached_verdict()
+        v = kvm_probe.load(kvm_probe.host_key(recipe_hash()))
     except Exception:  # noqa: BLE001 - informative only
         return None
-    if v is None:
-        return None
-    return (bool(getattr(v, "usable", False)), str(getattr(v, "reason", "")))
+    return None if v is None else (v.usable, v.reason)
 
 
 def _docker_driver() -> str | None:
