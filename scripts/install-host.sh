@@ -67,5 +67,5 @@ say "tool versions: $(dpkg-query -W -f '${Package}=${Version} ' "${TOOLS[@]}")"
 
 "$HERE/start-dockerd.sh"
 
-[ -e /dev/kvm ] && say "KVM available (/dev/kvm)" || say "no /dev/kvm: VMs will run emulated (TCG)"
+[ -e /dev/kvm ] && say "/dev/kvm present (the first VM run probes whether it can boot a guest; else TCG)" || say "no /dev/kvm: VMs will run emulated (TCG)"
 say "done"
