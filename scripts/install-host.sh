@@ -26,7 +26,7 @@ export NEEDRESTART_SUSPEND=1
 # Python for isobench itself.
 INFRA=(docker.io containerd runc tini iptables debootstrap qemu-system-x86 qemu-utils
        python3 python3-venv python3-pip ca-certificates procps iproute2 util-linux
-       tar e2fsprogs)
+       tar e2fsprogs chromium)
 mapfile -t TOOLS < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$PKGLIST" | grep -v '^$')
 
 # No service starts because of this install (deb-systemd-invoke and

@@ -177,9 +177,13 @@ def runs(store_path: str) -> None:
 @main.command()
 @click.argument("run_id", required=False)
 @STORE_OPTION
-@click.option("--format", "fmt", type=click.Choice(["terminal", "md"]), default="terminal", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
-def report(run_id: str | None, store_path: str, fmt: str, output: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
+              show_default=True, help="html: one self-contained file with the figures (opens offline).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Write to this file instead of stdout (html: default results/RUN_ID.html).")
+@click.option("--figures", "figures_dir", type=click.Path(file_okay=False),
+              help="Also write every figure to this directory, as SVG and PNG.")
+def report(run_id: str | None, store_path: str, fmt: str, output: str | None, figures_dir: str | None) -> None:
     """Report RUN_ID (an id, a unique prefix, or the latest run when omitted),
     computed from the store alone."""
     from isobench.report.markdown import render_markdown
@@ -190,6 +194,22 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None) ->
         run = store.load_run(store.resolve(run_id))
     except StoreError as exc:
         _fail(str(exc))
+    if fmt == "html" or figures_dir:
+        from isobench.report.plots import build_figures, write_figures
+        from isobench.report.table import build_table
+        table = build_table(run)
+        specs = build_figures(table, store.extras(run.run_id))
+        if figures_dir:
+            write_figures(specs, figures_dir)
+            err_console.print(f"{len(specs)} figure(s) written to {figures_dir} as SVG and PNG"
+                              + ("" if specs else ": the run has nothing to draw"), highlight=False)
+    if fmt == "html":
+        from isobench.report.html import render_html
+        path = Path(output) if output else Path("results") / f"{run.run_id}.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_html(run, specs=specs, table=table), encoding="utf-8")
+        console.print(f"HTML report written to {path}", highlight=False)
+        return
     if fmt == "md":
         text = render_markdown(run)
         if output:
@@ -199,6 +219,96 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None) ->
         return
     target = Console(file=open(output, "w"), width=200) if output else console
     render_terminal(run, target)
+
+
+@main.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@STORE_OPTION
+@click.option("--store-b", "store_b_path", type=click.Path(dir_okay=False, exists=True),
+              help="Store holding RUN_B (another host's results file); default: --store.")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=2.0, show_default=True, metavar="PCT",
+              help="Flag cells that changed by more than PCT percent, significantly.")
+@click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+              help="Exit 1 naming every cell of B significantly worse than A by more than PCT percent.")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
+              show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float,
+                fail_pct: float | None, fmt: str, output: str | None) -> None:
+    """Compare RUN_B against RUN_A, cell by cell: ratio B/A with its 95% CI
+    and Welch's t-test, A as the baseline.
+
+    \b
+    Exit status: 0 no regression (or no --fail-on-regression), 1 regression
+    beyond --fail-on-regression, 2 usage error or nothing to compare.
+    """
+    from isobench import compare as cmp
+    from isobench.store import StoreError
+    store_a = _open_store(store_path)
+    store_b = _open_store(store_b_path) if store_b_path else store_a
+    try:
+        a = store_a.load_run(store_a.resolve(run_a))
+        b = store_b.load_run(store_b.resolve(run_b))
+    except StoreError as exc:
+        _fail(str(exc))
+    result = cmp.compare_runs(a, b, tolerance)
+    if not result.cells:
+        _fail(f"runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment) "
+              "measured in both")
+    regressions = result.regressions(fail_pct) if fail_pct is not None else []
+    if fmt == "terminal":
+        target = Console(file=open(output, "w"), width=200) if output else console
+        cmp.render_terminal(result, target, regressions)
+    else:
+        if fmt == "md":
+            text = cmp.render_markdown(result, regressions)
+        else:
+            from isobench.report.html import render_compare_html
+            text = render_compare_html(result, regressions, fail_pct)
+        if output:
+            Path(output).write_text(text, encoding="utf-8")
+        else:
+            click.echo(text)
+    if output:
+        err_console.print(f"comparison written to {output}", highlight=False)
+        err_console.print(result.summary_line(), highlight=False)
+    if regressions:
+        err_console.print(f"[bold red]regression:[/] {len(regressions)} cell(s) significantly worse than "
+                          f"{a.run_id} by more than {fail_pct:g}%:", highlight=False)
+        for c in regressions:
+            err_console.print(f"  {c.name}: {cmp.fmt_pct(c.comparison.pct)} "
+                              f"({cmp.p_phrase(c.comparison.p_value)})", highlight=False)
+        sys.exit(1)
+
+
+@main.command("export")
+@click.argument("run_id", required=False)
+@STORE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("--output", "-o", type=click.Path(),
+              help="csv: a directory for samples.csv and cells.csv (default results/RUN_ID/); "
+                   "json: a file (default results/RUN_ID.json; - for stdout).")
+def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None) -> None:
+    """Export RUN_ID's raw samples and summarised cells (columns: docs/export.md)."""
+    import json as _json
+
+    from isobench import export as exp
+    from isobench.store import StoreError
+    store = _open_store(store_path)
+    try:
+        run = store.load_run(store.resolve(run_id))
+    except StoreError as exc:
+        _fail(str(exc))
+    samples = store.samples(run.run_id)
+    if fmt == "csv":
+        paths = exp.export_csv(run, samples, output or Path("results") / run.run_id)
+        console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False)
+    elif output == "-":
+        click.echo(_json.dumps(exp.export_document(run, samples), indent=1, allow_nan=False, default=str))
+    else:
+        path = exp.export_json(run, samples, output or Path("results") / f"{run.run_id}.json")
+        console.print(f"wrote {path}", highlight=False)
 
 
 @main.command()

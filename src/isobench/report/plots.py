@@ -280,7 +280,7 @@ def normalised_figure(table: Table, workload: str) -> Figure | None:
                   f"{table.baseline}/value); 95% CI; {SIGNIFICANT} significant (Welch, p < 0.05)",
                   fontsize=8)
     ax.set_title(f"{workload}: performance relative to {table.baseline}")
-    ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="x", alpha=0.3)
     _emulated_note(fig, [c for _, c in cols])
     return fig
@@ -395,8 +395,10 @@ def _bar_panels(table: Table, panels: list[tuple[str, list[Row]]], title: str,
     envs = [(i, c) for i, c in enumerate(table.columns)
             if any(r.cells[i].status == OK for _, rows in panels for r in rows)]
     n_env = len(envs)
-    width = 0.8 / n_env
-    fig = _new_figure(min(max(4.8, 1.2 + 0.5 * n_env * max(len(r) for _, r in panels)) * len(panels), 15),
+    # One group per panel (startup): environments side by side, named on the axis.
+    single = all(len(rows) == 1 for _, rows in panels)
+    width = 0.8 if single else 0.8 / n_env
+    fig = _new_figure(min(max(6.0, 1.2 + 0.5 * n_env * max(len(r) for _, r in panels)) * len(panels), 15),
                       4.6)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (name, rows) in zip(axes, panels):
@@ -406,7 +408,7 @@ def _bar_panels(table: Table, panels: list[tuple[str, list[Row]]], title: str,
                 cell = row.cells[i]
                 if cell.status != OK:
                     continue
-                x = gi + (k - (n_env - 1) / 2) * width
+                x = k if single else gi + (k - (n_env - 1) / 2) * width
                 mean = cell.summary.mean
                 half = _ci_half(cell)
                 ax.bar(x, mean, width=width * 0.9, color=colors[col.env],
@@ -418,7 +420,11 @@ def _bar_panels(table: Table, panels: list[tuple[str, list[Row]]], title: str,
                 marker = SIGNIFICANT if cell.comparison is not None and cell.comparison.significant else ""
                 ax.text(x, mean + half, f"{mean:.3g}{marker}", ha="center", va="bottom", fontsize=7)
         key = rows[0].key
-        ax.set_xticks(range(len(rows)), [group_label(r) for r in rows], fontsize=9)
+        if single:
+            ax.set_xticks(range(n_env), [c.env + (f" {EMULATED}" if c.emulated else "") for _, c in envs],
+                          fontsize=9)
+        else:
+            ax.set_xticks(range(len(rows)), [group_label(r) for r in rows], fontsize=9)
         ax.set_ylabel(f"{key.metric} ({key.unit})" if key.unit else key.metric)
         ax.set_title(f"{name} {HIGHER if key.higher_is_better else LOWER}", fontsize=10)
         ax.margins(y=0.15)

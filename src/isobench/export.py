@@ -1,0 +1,151 @@
+"""A run as plain tables for other tools (pandas, R, spreadsheets).
+
+Two tables, their columns documented in docs/export.md and kept stable
+(tests pin them): every raw sample × metric, and the summarised cells of
+Table I with their comparison to the baseline. CSV writes two files into a
+directory; JSON writes one document holding the run's metadata as well.
+New columns may be appended at the end; existing ones are never renamed,
+reordered or removed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from isobench.report.model import RunData
+from isobench.report.table import FAILED, OK, build_table
+
+FORMAT_VERSION = 1
+
+SAMPLE_COLUMNS = ("run_id", "env", "env_kind", "workload", "case", "metric", "unit", "higher_is_better",
+                  "round", "warmup", "status", "value", "started_at", "wall_s")
+CELL_COLUMNS = ("run_id", "workload", "case", "metric", "unit", "higher_is_better", "env", "n", "mean",
+                "median", "sd", "cv", "ci95_low", "ci95_high", "ratio_vs_baseline", "pct_vs_baseline",
+                "pct_ci95_low", "pct_ci95_high", "p_value", "significant", "verdict")
+
+VERDICT_BASELINE = "baseline"
+VERDICT_FAILED = "failed"
+
+
+def _num(x) -> float | None:
+    """Finite numbers as they are; nan and inf become empty (CSV) / null (JSON)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def sample_rows(run: RunData, samples: list[dict]) -> list[dict]:
+    """One row per stored sample and metric, warm-ups and failures included
+    (flagged by ``warmup`` and ``status``); a sample without values (failed)
+    gives one row per metric of its cell with an empty value."""
+    defs: dict[tuple[str, str], list] = {}
+    for k in run.metrics:
+        defs.setdefault((k.workload, k.case), []).append(k)
+    rows = []
+    for s in samples:
+        env, workload, case = s["env"], s["workload"], s["ccase"]
+        vals = json.loads(s["vals"]) if s.get("vals") else {}
+        kind = (run.env_facts.get(env) or {}).get("kind")
+        for k in defs.get((workload, case), []):
+            if k.metric not in vals and s["status"] == "ok":
+                continue  # the tool gave no value for this metric in this sample
+            rows.append({
+                "run_id": run.run_id, "env": env, "env_kind": kind, "workload": workload, "case": case,
+                "metric": k.metric, "unit": k.unit, "higher_is_better": k.higher_is_better,
+                "round": s["round"], "warmup": bool(s["warmup"]), "status": s["status"],
+                "value": _num(vals.get(k.metric)), "started_at": s["started_at"], "wall_s": _num(s["wall_s"]),
+            })
+    return rows
+
+
+def cell_rows(run: RunData) -> list[dict]:
+    """Table I's cells: one row per metric and environment that has values
+    or failed entirely (n = 0, verdict ``failed``); never-measured cells are
+    left out."""
+    table = build_table(run)
+    rows = []
+    for row in table.rows:
+        k = row.key
+        for cell in row.cells:
+            if cell.status not in (OK, FAILED):
+                continue
+            s, c = cell.summary, cell.comparison
+            if cell.status == FAILED:
+                verdict = VERDICT_FAILED
+            elif cell.env == run.baseline:
+                verdict = VERDICT_BASELINE
+            else:
+                verdict = c.verdict if c is not None else None
+            rows.append({
+                "run_id": run.run_id, "workload": k.workload, "case": k.case, "metric": k.metric,
+                "unit": k.unit, "higher_is_better": k.higher_is_better, "env": cell.env,
+                "n": s.n if s else 0, "mean": _num(s.mean) if s else None,
+                "median": _num(s.median) if s else None, "sd": _num(s.sd) if s else None,
+                "cv": _num(s.cv) if s else None, "ci95_low": _num(s.ci95_low) if s else None,
+                "ci95_high": _num(s.ci95_high) if s else None,
+                "ratio_vs_baseline": _num(c.ratio) if c else None,
+                "pct_vs_baseline": _num(c.pct) if c else None,
+                "pct_ci95_low": _num(c.pct_ci95_low) if c else None,
+                "pct_ci95_high": _num(c.pct_ci95_high) if c else None,
+                "p_value": _num(c.p_value) if c else None,
+                "significant": c.significant if c else None,
+                "verdict": verdict,
+            })
+    return rows
+
+
+def _csv_value(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)  # shortest text that reads back to the same float
+    return str(v)
+
+
+def write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_csv_value(r[c]) for c in columns])
+
+
+def export_csv(run: RunData, samples: list[dict], directory: str | Path) -> list[Path]:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = [d / "samples.csv", d / "cells.csv"]
+    write_csv(paths[0], SAMPLE_COLUMNS, sample_rows(run, samples))
+    write_csv(paths[1], CELL_COLUMNS, cell_rows(run))
+    return paths
+
+
+def export_document(run: RunData, samples: list[dict]) -> dict:
+    return {
+        "format": "isobench-export",
+        "version": FORMAT_VERSION,
+        "run": {"run_id": run.run_id, "study_name": run.study_name, "status": run.status,
+                "started_at": run.started_at, "finished_at": run.finished_at, "baseline": run.baseline,
+                "environments": run.environments, "study_hash": run.study_hash,
+                "study_text": run.study_text},
+        "host_facts": run.host_facts,
+        "env_facts": run.env_facts,
+        "sample_columns": list(SAMPLE_COLUMNS),
+        "cell_columns": list(CELL_COLUMNS),
+        "samples": sample_rows(run, samples),
+        "cells": cell_rows(run),
+    }
+
+
+def export_json(run: RunData, samples: list[dict], path: str | Path) -> Path:
+    p = Path(path)
+    if p.parent != Path("."):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    # allow_nan=False: a nan that slipped through must fail here, not in a reader
+    p.write_text(json.dumps(export_document(run, samples), indent=1, allow_nan=False, default=str) + "\n")
+    return p

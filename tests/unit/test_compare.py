@@ -1,0 +1,113 @@
+"""isobench compare: A/A gives no flagged cell, an injected regression is
+flagged and fails the gate, an improvement never does."""
+
+import pytest
+from click.testing import CliRunner
+
+from isobench.cli import main
+from isobench.compare import compare_runs, render_markdown
+from isobench.store import Store
+from synthetic_runs import Synthetic, simple_run, write_run
+
+A_VALUES = [100.0, 101.0, 99.0, 100.5, 99.5]
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    return str(tmp_path / "r.sqlite")
+
+
+def _runs(store_path, b_native, b_docker, metric=("throughput_mbs", "MB/s", True)):
+    s = Store(store_path)
+    simple_run(s, "run-a", {"native": A_VALUES, "docker-nat": A_VALUES}, metric)
+    simple_run(s, "run-b", {"native": b_native, "docker-nat": b_docker}, metric)
+    a, b = s.load_run("run-a"), s.load_run("run-b")
+    s.close()
+    return a, b
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_aa_identical_data_flags_nothing_and_exits_0(store_path):
+    a, b = _runs(store_path, A_VALUES, A_VALUES)
+    result = compare_runs(a, b)
+    assert len(result.cells) == 2 and not result.significant and not result.flagged
+    assert result.summary_line().startswith("0 of 2 cells differ significantly")
+    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
+    assert r.exit_code == 0, r.output
+    assert "0 of 2 cells differ significantly" in r.output
+
+
+def test_injected_20pct_regression_is_flagged_and_fails_the_gate(store_path):
+    slow = [v * 0.8 for v in A_VALUES]
+    a, b = _runs(store_path, A_VALUES, slow)
+    result = compare_runs(a, b)
+    (flagged,) = result.flagged
+    assert flagged.env == "docker-nat" and flagged.comparison.pct == pytest.approx(-20)
+    assert flagged.is_regression(5) and not flagged.is_regression(25)
+    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
+    assert r.exit_code == 1
+    assert "compression throughput_mbs on docker-nat: \u221220.0%" in r.output
+    assert "native" not in r.output.split("regression:")[1]
+
+
+def test_improvement_is_flagged_but_not_a_regression(store_path):
+    fast = [v * 1.2 for v in A_VALUES]
+    a, b = _runs(store_path, A_VALUES, fast)
+    result = compare_runs(a, b)
+    assert [c.env for c in result.flagged] == ["docker-nat"] and result.regressions(5) == []
+    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
+    assert r.exit_code == 0
+
+
+def test_direction_aware_for_lower_is_better(store_path):
+    a, b = _runs(store_path, A_VALUES, [v * 1.2 for v in A_VALUES], metric=("real_s", "s", False))
+    (cell,) = compare_runs(a, b).regressions(5)  # 20% more time is worse
+    assert cell.env == "docker-nat" and cell.worse_pct == pytest.approx(20)
+
+
+def test_within_tolerance_is_not_flagged(store_path):
+    tight = [100.0, 100.1, 99.9, 100.05, 99.95]
+    s = Store(store_path)
+    simple_run(s, "run-a", {"native": tight, "docker-nat": tight})
+    simple_run(s, "run-b", {"native": tight, "docker-nat": [v * 0.99 for v in tight]})
+    a, b = s.load_run("run-a"), s.load_run("run-b")
+    result = compare_runs(a, b, tolerance_pct=2)
+    assert result.significant and not result.flagged  # significant, but only 1%
+
+
+def test_synthetic_aa_and_regression_outputs(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    s = Store(path)
+    write_run(s, Synthetic("a", seed=1))
+    write_run(s, Synthetic("b", seed=1))  # same seed: identical samples
+    write_run(s, Synthetic("c", seed=1, inject={("docker-nat", "fio", "iops"): 0.8}))
+    assert compare_runs(s.load_run("a"), s.load_run("b")).significant == []
+    r = invoke("compare", "a", "c", "--store", path, "--fail-on-regression", "5", "--format", "md")
+    assert r.exit_code == 1 and "fio/randread iops on docker-nat" in r.output
+    out = tmp_path / "c.html"
+    r = invoke("compare", "a", "c", "--store", path, "--format", "html", "-o", str(out))
+    assert r.exit_code == 0
+    html = out.read_text()
+    assert 'id="compare-table"' in html and "WORSE" in html and "<script" not in html
+
+
+def test_cells_in_one_run_only_are_listed(store_path):
+    s = Store(store_path)
+    simple_run(s, "run-a", {"native": A_VALUES, "docker-nat": A_VALUES})
+    simple_run(s, "run-b", {"native": A_VALUES, "docker-host": A_VALUES}, envs=("native", "docker-host"))
+    result = compare_runs(s.load_run("run-a"), s.load_run("run-b"))
+    assert [c.env for c in result.cells] == ["native"]
+    assert result.only_in_a == ["compression throughput_mbs on docker-nat"]
+    assert result.only_in_b == ["compression throughput_mbs on docker-host"]
+    assert "Only in A" in render_markdown(result)
+
+
+def test_nothing_in_common_is_an_error(store_path):
+    s = Store(store_path)
+    simple_run(s, "run-a", {"native": A_VALUES, "docker-nat": A_VALUES})
+    simple_run(s, "run-b", {"native": A_VALUES, "docker-nat": A_VALUES}, workload="fio", case="randread")
+    r = invoke("compare", "run-a", "run-b", "--store", store_path)
+    assert r.exit_code == 2

@@ -1,0 +1,79 @@
+"""isobench export: the documented columns, exactly, readable by pandas."""
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from isobench.cli import main
+from isobench.export import CELL_COLUMNS, SAMPLE_COLUMNS
+from isobench.store import Store
+from synthetic_runs import ENVS, Synthetic, write_run
+
+# Pinned on purpose: these names are a public interface (docs/export.md).
+# Appending is allowed; renaming, reordering or removing breaks users.
+SAMPLES = ["run_id", "env", "env_kind", "workload", "case", "metric", "unit", "higher_is_better", "round",
+           "warmup", "status", "value", "started_at", "wall_s"]
+CELLS = ["run_id", "workload", "case", "metric", "unit", "higher_is_better", "env", "n", "mean", "median",
+         "sd", "cv", "ci95_low", "ci95_high", "ratio_vs_baseline", "pct_vs_baseline", "pct_ci95_low",
+         "pct_ci95_high", "p_value", "significant", "verdict"]
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("export") / "r.sqlite")
+    s = Store(path)
+    write_run(s, Synthetic("run-x", repetitions=3))
+    s.close()
+    return path
+
+
+def test_columns_are_pinned():
+    assert list(SAMPLE_COLUMNS) == SAMPLES
+    assert list(CELL_COLUMNS) == CELLS
+
+
+def test_docs_list_the_same_columns():
+    from pathlib import Path
+    doc = (Path(__file__).parents[2] / "docs" / "export.md").read_text()
+    for name in SAMPLES + CELLS:
+        assert f"| `{name}` |" in doc, name
+
+
+def test_csv_loads_in_pandas_with_the_documented_columns(store_path, tmp_path):
+    out = tmp_path / "exp"
+    r = CliRunner().invoke(main, ["export", "run-x", "--store", store_path, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    samples = pd.read_csv(out / "samples.csv")
+    cells = pd.read_csv(out / "cells.csv")
+    assert list(samples.columns) == SAMPLES and list(cells.columns) == CELLS
+    assert samples["warmup"].dtype == bool and samples["higher_is_better"].dtype == bool
+    assert samples["value"].dtype == float
+    ok = samples[(samples.status == "ok") & ~samples.warmup]
+    # per env: 3 repetitions of every metric; the failed sample has an empty value
+    assert len(ok[(ok.env == "native") & (ok.metric == "throughput_mbs")]) == 3
+    failed = samples[samples.status == "timeout"]
+    assert set(failed.metric) == {"throughput_mbs", "real_s"} and failed.value.isna().all()
+    assert set(samples.env_kind) == {"native", "docker", "vm"}
+
+    tput = cells[(cells.metric == "throughput_mbs") & (cells.workload == "compression")].set_index("env")
+    assert list(tput.index) == list(ENVS)
+    assert tput.loc["native", "verdict"] == "baseline" and pd.isna(tput.loc["native", "ratio_vs_baseline"])
+    assert tput.loc["vm-tcg", "verdict"] == "worse" and tput.loc["vm-tcg", "significant"]
+    assert tput.loc["vm-tcg", "ratio_vs_baseline"] == pytest.approx(0.35, abs=0.03)
+    assert (cells.n > 0).all()
+
+
+def test_json_has_metadata_and_both_tables(store_path, tmp_path):
+    out = tmp_path / "x.json"
+    r = CliRunner().invoke(main, ["export", "run-x", "--store", store_path, "--format", "json", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "isobench-export" and doc["version"] == 1
+    assert doc["run"]["run_id"] == "run-x" and "[study]" in doc["run"]["study_text"]
+    assert doc["host_facts"]["cpu_model"] == "Synthetic CPU @ 2.0GHz"
+    assert doc["env_facts"]["vm-tcg"]["emulated"] is True
+    assert list(doc["samples"][0]) == SAMPLES and list(doc["cells"][0]) == CELLS
+    baseline = next(c for c in doc["cells"] if c["env"] == "native")
+    assert baseline["ratio_vs_baseline"] is None  # null, never NaN
