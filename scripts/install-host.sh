@@ -50,11 +50,11 @@ apt-get install -y -q --no-install-recommends "${TOOLS[@]}" >/dev/null
 
 # Benchmark servers are started by the workloads themselves, on their own
 # ports and data directories: a system instance would collide and use memory.
-say "stopping and disabling system redis-server and mariadb (workloads start their own)"
+say "stopping and disabling system redis-server, mariadb and nutcracker (workloads start their own)"
 if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ]; then
-    systemctl disable --now redis-server.service mariadb.service >/dev/null 2>&1 || true
+    systemctl disable --now redis-server.service mariadb.service nutcracker.service >/dev/null 2>&1 || true
 else
-    for svc in redis-server mariadb; do
+    for svc in redis-server mariadb nutcracker; do
         if [ -x "/etc/init.d/$svc" ]; then
             "/etc/init.d/$svc" status >/dev/null 2>&1 && "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
             update-rc.d "$svc" disable >/dev/null 2>&1 || true

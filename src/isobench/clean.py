@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 
 from isobench.workspace import DATA_ROOT, LABEL, TMP_ROOT
 
@@ -25,6 +26,7 @@ def clean(run_id: str | None = None) -> list[str]:
     """Remove isobench's leftovers (of one run, or all); returns what was removed."""
     removed: list[str] = []
     removed += kill_leftover_vms(run_id)
+    removed += kill_leftover_stressors(run_id)
     from isobench.clienthost import clean_network, kill_leftover_servers
     removed += kill_leftover_servers(TMP_ROOT, run_id)
     removed += clean_network(run_id)
@@ -48,6 +50,19 @@ def clean(run_id: str | None = None) -> list[str]:
     return removed
 
 
+def kill_leftover_stressors(run_id: str | None = None) -> list[str]:
+    """stress-ng of a [noise] step (its process group) that outlived its run."""
+    from isobench.noise import leftover_stressors
+    removed = []
+    for pid in leftover_stressors(run_id):
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+            removed.append(f"stress-ng pid {pid}")
+        except (ProcessLookupError, PermissionError):
+            pass
+    return removed
+
+
 def _isobench_qemu(cmdline: list[str], run_id: str | None) -> bool:
     """Is this argv an isobench guest's QEMU (of run_id, if given)? Only a
     qemu-system binary whose -name is isobench-<run id>-... qualifies."""
@@ -65,7 +80,6 @@ def _isobench_qemu(cmdline: list[str], run_id: str | None) -> bool:
 
 def kill_leftover_vms(run_id: str | None = None) -> list[str]:
     """SIGKILL isobench's QEMU processes (never another QEMU)."""
-    import signal
     import time
 
     killed = []

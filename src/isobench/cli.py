@@ -68,8 +68,13 @@ def validate(study_file: str) -> None:
     except StudyError as exc:
         _fail(str(exc))
     _preflight_or_fail(study)
-    console.print(f"{study_file}: ok — {len(study.environments)} environments, {len(study.workloads)} workloads, "
-                  f"{study.meta.warmup} warm-up + {study.meta.repetitions} repetitions")
+    instances = sum(getattr(spec, "instances", 1) for spec in study.environments.values())
+    console.print(f"{study_file}: ok — {len(study.environments)} environments"
+                  + (f" ({instances} instances)" if instances > len(study.environments) else "")
+                  + f", {len(study.workloads)} workloads, "
+                  f"{study.meta.warmup} warm-up + {study.meta.repetitions} repetitions"
+                  + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
+                     if study.noise else ""))
 
 
 @main.command()
@@ -198,7 +203,7 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
         from isobench.report.plots import build_figures, write_figures
         from isobench.report.table import build_table
         table = build_table(run)
-        specs = build_figures(table, store.extras(run.run_id))
+        specs = build_figures(table, store.extras(run.run_id), run.env_facts)
         if figures_dir:
             write_figures(specs, figures_dir)
             err_console.print(f"{len(specs)} figure(s) written to {figures_dir} as SVG and PNG"

@@ -66,6 +66,7 @@ DEFAULT_BUILD_TIMEOUT_S = 3600.0
 DISABLED_UNITS = [
     "redis-server.service",
     "mariadb.service",
+    "nutcracker.service",
     "docker.service",
     "docker.socket",
     "containerd.service",

@@ -20,6 +20,7 @@ from isobench.doctor import findings_as_facts, judge, read_host
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
 from isobench.facts import host_facts, host_info, tool_versions
+from isobench.noise import Noise, step_case
 from isobench.store import Store, now_iso
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
@@ -43,8 +44,14 @@ class SilentProgress:
 @dataclass(frozen=True)
 class Cell:
     key: str  # the study's workload name
-    case: str
+    case: str  # as stored: the workload's case, plus ",noise=W" under a noise step
     workload: Workload
+    run_case: str = ""  # the workload's own case (what run() is given)
+    noise_step: int | None = None
+
+    @property
+    def workload_case(self) -> str:
+        return self.run_case or self.case
 
 
 def new_run_id(study: Study) -> str:
@@ -59,11 +66,23 @@ def round_order(envs: list[Environment], round_: int, order: str) -> list[Enviro
 
 
 def plan(study: Study, host) -> list[Cell]:
+    """Every cell of the study; with a [noise] table, every cell once per
+    step, steps in order (the runner measures one step's cells together)."""
     cells = []
     for entry in study.workloads:
         workload = WORKLOADS[entry.workload](entry.params, host)
         cells.extend(Cell(entry.key, case, workload) for case in workload.cases())
-    return cells
+    if study.noise is None:
+        return cells
+    return [Cell(c.key, step_case(c.case, w), c.workload, c.case, w) for w in study.noise.steps for c in cells]
+
+
+def by_step(cells: list[Cell]) -> list[tuple[int | None, list[Cell]]]:
+    """Cells grouped by noise step, in plan order."""
+    groups: dict[int | None, list[Cell]] = {}
+    for c in cells:
+        groups.setdefault(c.noise_step, []).append(c)
+    return list(groups.items())
 
 
 def needs_image(study: Study) -> bool:
@@ -92,9 +111,10 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         on_run_id(run_id)
     envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
     for cell in cells:
-        store.define_metrics(run_id, cell.key, cell.case, cell.workload.metrics(cell.case))
+        store.define_metrics(run_id, cell.key, cell.case, cell.workload.metrics(cell.workload_case))
     started: list[Environment] = []
     client = None
+    noise = Noise(study.noise, run_id) if study.noise is not None else None
     status = "failed"
     try:
         # server workloads: the client host exists before environments start,
@@ -110,26 +130,37 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         meta = study.meta
         rounds = meta.warmup + meta.repetitions
         progress.start(rounds * len(cells) * len(envs) - len(done))
-        for round_ in range(rounds):
-            warmup = round_ < meta.warmup
-            for cell in cells:
-                for env in round_order(started, round_, meta.order):
-                    if (env.name, cell.key, cell.case, round_) in done:
-                        continue
-                    label = f"{'warm-up' if warmup else f'round {round_ - meta.warmup + 1}/{meta.repetitions}'}" \
-                            f" {cell.key}/{cell.case} in {env.name}"
-                    progress.step(label)
-                    problem = prepare_failures.get((cell.key, env.name))
-                    if problem is None:
-                        _measure(store, run_id, cell, env, round_, warmup)
-                    else:
-                        _record_failure(store, run_id, cell, env, round_, warmup, problem)
-                    progress.advance()
+        for step, step_cells in by_step(cells):
+            todo = [(r, c, e) for r in range(rounds) for c in step_cells for e in started
+                    if (e.name, c.key, c.case, r) not in done]
+            if not todo:
+                continue
+            noise_facts = None
+            if noise is not None:
+                progress.note(f"noise: {study.noise.stressor} stressor, {step} workers")
+                noise_facts = noise.start_step(step)
+            for round_ in range(rounds):
+                warmup = round_ < meta.warmup
+                for cell in step_cells:
+                    for env in round_order(started, round_, meta.order):
+                        if (env.name, cell.key, cell.case, round_) in done:
+                            continue
+                        label = f"{'warm-up' if warmup else f'round {round_ - meta.warmup + 1}/{meta.repetitions}'}" \
+                                f" {cell.key}/{cell.case} in {env.name}"
+                        progress.step(label)
+                        problem = prepare_failures.get((cell.key, env.name))
+                        if problem is None:
+                            _measure(store, run_id, cell, env, round_, warmup, noise_facts)
+                        else:
+                            _record_failure(store, run_id, cell, env, round_, warmup, problem)
+                        progress.advance()
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
     finally:
+        if noise is not None:
+            noise.stop()
         _cleanup_workloads(cells, started)
         _teardown([*envs, client] if client is not None else envs, run_id)
         store.finish_run(run_id, status)
@@ -151,17 +182,21 @@ def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> 
     return failures
 
 
-def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: int, warmup: bool) -> None:
+def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: int, warmup: bool,
+             noise_facts: dict | None = None) -> None:
     started_at = now_iso()
     t0 = time.perf_counter()
     try:
-        m = cell.workload.run(cell.case, env)
+        m = cell.workload.run(cell.workload_case, env)
+        if noise_facts is not None:
+            m.extra["noise"] = noise_facts
     except Exception as exc:  # noqa: BLE001 - recorded as a failed sample; the study goes on
         result = getattr(exc, "result", None)
         raw = (result.stdout + result.stderr) if result is not None else ""
         status = "timeout" if (result is not None and result.timed_out) else "failed"
         reason = str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}"
-        store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, {}, {}, raw,
+        store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, {},
+                         {"noise": noise_facts} if noise_facts else {}, raw,
                          started_at, time.perf_counter() - t0, error=reason[:500])
         return
     store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", m.values, m.extra,

@@ -211,3 +211,27 @@ def compare(candidate_values: Sequence[float], baseline_values: Sequence[float],
     return Comparison(sc, sb, higher_is_better, ratio, lo, hi, pct,
                       (lo - 1) * 100, (hi - 1) * 100, overhead,
                       p_welch, p_perm, p_welch, significant, verdict, alpha)
+
+
+# -- fairness across instances ------------------------------------------------------
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index of per-instance throughputs: (Σx)² / (n·Σx²),
+    1 when all are equal, 1/n when one instance gets everything."""
+    if len(values) == 0:
+        return float("nan")
+    x = _array(values)
+    if np.any(x < 0):
+        return float("nan")
+    sq = float(np.sum(x * x))
+    return float(np.sum(x)) ** 2 / (x.size * sq) if sq > 0 else float("nan")
+
+
+def max_min_ratio(values: Sequence[float]) -> float:
+    """Largest over smallest per-instance value (1 = balanced)."""
+    if len(values) == 0:
+        return float("nan")
+    x = _array(values)
+    if np.min(x) <= 0:
+        return float("nan")
+    return float(np.max(x) / np.min(x))

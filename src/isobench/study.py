@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from isobench.noise import NoiseSpec
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadParams
 
@@ -28,8 +29,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Every kind can be a group of identical instances (envs/group.py): N
+# processes' worth of the host, N containers or N VMs, started one after
+# another with the host's memory read between them (density). pin = true
+# gives instance i its own core (i mod the host's cores) instead of leaving
+# placement to the scheduler.
+INSTANCES = Field(default=1, ge=1, le=64, description="identical instances (servers, containers, VMs)")
+# true = "core"; "node": instance i gets NUMA node i mod nodes (all its CPUs)
+Pin = Union[bool, Literal["core", "node"]]
+
+
 class NativeSpec(_Strict):
     kind: Literal["native"] = "native"
+    instances: int = INSTANCES
+    pin: Pin = False
 
 
 class DockerSpec(_Strict):
@@ -40,6 +53,14 @@ class DockerSpec(_Strict):
     cpus: float | None = Field(default=None, gt=0, le=1024)
     memory_mb: int | None = Field(default=None, ge=64)
     tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
+    instances: int = INSTANCES
+    pin: Pin = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "DockerSpec":
+        if self.pin and self.cpuset:
+            raise ValueError("pin and cpuset both place the container; set one of them")
+        return self
 
 
 class VmSpec(_Strict):
@@ -55,7 +76,7 @@ class VmSpec(_Strict):
     # "SxCxT" (sockets x cores x threads, product = vcpus), "auto" (one
     # socket of vcpus cores) or "none" (QEMU's default: one socket per vCPU)
     topology: str = Field(default="none", pattern=r"^(none|auto|[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*)$")
-    pin: bool = False
+    pin: Pin = False
     hugepages: Literal["off", "on"] = "off"
     disk_cache: Literal["none", "directsync", "writeback", "writethrough"] = "none"
     disk_aio: Literal["native", "io_uring", "threads"] = "native"
@@ -65,6 +86,7 @@ class VmSpec(_Strict):
     root_bus: Literal["nvme", "virtio"] = "nvme"
     guest_init: Literal["isobench", "systemd"] = "isobench"
     docker: bool = False
+    instances: int = INSTANCES
 
     @model_validator(mode="after")
     def _consistent(self) -> "VmSpec":
@@ -131,6 +153,7 @@ class Study:
     meta: StudyMeta
     environments: dict[str, NativeSpec | DockerSpec | VmSpec]
     workloads: list[WorkloadEntry]
+    noise: NoiseSpec | None = None  # the stepped background load ([noise])
 
     @property
     def hash(self) -> str:
@@ -215,9 +238,10 @@ def parse_study(text: str, path: str = "<study>") -> Study:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
-    unknown = set(raw) - {"study", "environments", "workloads"}
+    unknown = set(raw) - {"study", "environments", "workloads", "noise"}
     if unknown:
-        raise StudyError(f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, workloads")
+        raise StudyError(f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, "
+                         "workloads, noise")
     if not isinstance(raw.get("study"), dict):
         raise StudyError(f"{path}: study: a [study] table with at least name = \"...\" is required")
     envs = _expand_presets(path, raw.get("environments"))
@@ -235,7 +259,13 @@ def parse_study(text: str, path: str = "<study>") -> Study:
     if model.study.baseline not in model.environments:
         raise StudyError(f"{path}: study.baseline: {model.study.baseline!r} is not one of the environments "
                          f"({', '.join(model.environments)})")
-    return Study(path, text, model.study, dict(model.environments), workloads)
+    noise = None
+    if "noise" in raw:
+        try:
+            noise = NoiseSpec.model_validate(raw["noise"])
+        except ValidationError as exc:
+            raise StudyError(_one_line(path, exc, ("noise",), NoiseSpec)) from None
+    return Study(path, text, model.study, dict(model.environments), workloads, noise)
 
 
 def load_study(path: str | Path) -> Study:

@@ -194,6 +194,8 @@ class DockerEnvironment(Environment):
     def facts(self) -> dict:
         facts = super().facts()
         facts.update({"image": self.image, "container": self.container_name})
+        if self.options.get("cpuset"):
+            facts["pinning"] = {"cpuset": self.options["cpuset"], "how": "docker --cpuset-cpus"}
         if self._client is not None:
             info = self._client.info()
             facts.update({"storage_driver": info.get("Driver"), "cgroup_version": info.get("CgroupVersion"),

@@ -54,7 +54,15 @@ class NativeEnvironment(Environment):
         os.makedirs(self._paths.tmp, exist_ok=True)
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
+        if self.options.get("cpu") is not None:  # pinned: everything it runs stays on its core
+            argv = ["taskset", "-c", str(self.options["cpu"]), *argv]
         return run_argv(argv, timeout, cwd)
+
+    def facts(self) -> dict:
+        facts = super().facts()
+        if self.options.get("cpu") is not None:
+            facts["pinning"] = {"host_cpu": self.options["cpu"], "how": "taskset"}
+        return facts
 
     def write_file(self, path: str, content: bytes) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)

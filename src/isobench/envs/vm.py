@@ -99,6 +99,7 @@ class VmEnvironment(Environment):
     _image: str = ""
     _container: str | None = None
     ready_timeout_override: float | None = None  # the KVM probe's short deadline
+    pin_offset: int = 0  # instance i of a group pins its vCPUs from host CPU i*vcpus on
     # the NIC on the client host's bridge (runs with server workloads)
     _tap: str | None = None
     _tap_index: int | None = None
@@ -353,13 +354,14 @@ class VmEnvironment(Environment):
 
     def _pin_vcpus(self) -> None:
         cpus = self._qmp.execute("query-cpus-fast", timeout=10)
+        node = self.options.get("pin_cpus")  # pin = "node": vCPUs float within their node
         host = sorted(os.sched_getaffinity(0))
         mapping = {}
         for entry in cpus:
             idx, tid = int(entry["cpu-index"]), int(entry["thread-id"])
-            target = host[idx % len(host)]
-            os.sched_setaffinity(tid, {target})
-            mapping[f"vcpu{idx}"] = {"thread": tid, "host_cpu": target}
+            target = set(node) if node else {host[(idx + self.pin_offset) % len(host)]}
+            os.sched_setaffinity(tid, target)
+            mapping[f"vcpu{idx}"] = {"thread": tid, "host_cpu": min(target) if len(target) == 1 else sorted(target)}
         self._pinning = mapping
 
     # -- the benchmark network ------------------------------------------------
@@ -642,6 +644,11 @@ class VmEnvironment(Environment):
             return {k: float(v) for k, v in twin._boot.items() if isinstance(v, (int, float))}
         finally:
             twin.stop()
+
+    @property
+    def vmm_pid(self) -> int | None:
+        """QEMU's pid on the host (density reads its PSS)."""
+        return self._proc.pid if self._proc is not None else None
 
     # -- stop and facts -------------------------------------------------------
 

@@ -88,6 +88,10 @@ _CAPTIONS = {
     "cpu-cost": "mean and 95% CI per direction; * differs significantly from the baseline",
     "throughput-cpu": "each point one swept value, mean and 95% CI on both axes",
     "startup": "start request to ready; mean and 95% CI",
+    "scale-out": "aggregate throughput through the proxy and its ratio to the fewest instances; dotted: linear",
+    "per-instance": "each instance's own mean (95% CI): spread between the lines is unfairness",
+    "fairness": "Jain's index (1 = every instance served alike) and slowest/fastest instance",
+    "density": "one reading per run, as the environment's instances start one by one, page cache dropped",
 }
 
 
@@ -136,7 +140,7 @@ def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec
     """The run's report. ``extras`` is ``Store.extras(run_id)`` (latency
     histograms); ``specs``/``table`` may be passed when already built."""
     table = table or build_table(run)
-    specs = build_figures(table, extras) if specs is None else specs
+    specs = build_figures(table, extras, run.env_facts) if specs is None else specs
     notes = []
     if run.status != "complete":
         notes.append(f"This run is {run.status}: the figures use the samples measured so far.")

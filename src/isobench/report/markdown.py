@@ -60,6 +60,26 @@ def _environments_md(run: RunData) -> list[str]:
     return out + [""]
 
 
+def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join([":---"] * 2 + ["---:"] * (len(header) - 2)) + "|",
+            *("| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows)]
+
+
+def _instances_md(run: RunData, table: Table) -> list[str]:
+    """Speedup over the fewest instances, and density, when the run has them."""
+    from isobench.report.instances import density_lines, speedup_lines
+    from isobench.report.plots import sweeps
+    out = []
+    if rows := speedup_lines(table, sweeps(table)):
+        out += ["## Scale-out", "", *_grid(["workload", "environment", "instances", "throughput (mean)",
+                                            "speedup"], rows), ""]
+    if rows := density_lines(run.env_facts, run.environments):
+        out += ["## Density", "", "As each environment's instances started (page cache dropped before "
+                "each reading):", "", *_grid(["environment", "N", "startup of instance N (s)",
+                                              "MiB per instance", "QEMU PSS (MiB)"], rows), ""]
+    return out
+
+
 def render_markdown(run: RunData) -> str:
     table = build_table(run)
     out = [f"# {md_escape(table.title)}", "", "## Run and host", "", *_facts_md(run), ""]
@@ -74,6 +94,7 @@ def render_markdown(run: RunData) -> str:
     if pairs := section_lines(run):  # docker-nat vs docker-host, compared directly
         out += [f"## {md_escape(pairs[0])}", "", md_escape(pairs[1]), ""]
         out += [f"- {md_escape(line)}" for line in pairs[2:]] + [""]
+    out += _instances_md(run, table)
     if table.failures:
         out += ["## Failures", ""]
         for f in table.failures:

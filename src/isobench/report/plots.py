@@ -64,8 +64,12 @@ KIND_CDF = "latency-cdf"
 KIND_CPU_COST = "cpu-cost"
 KIND_TPUT_CPU = "throughput-cpu"
 KIND_STARTUP = "startup"
+KIND_SCALEOUT = "scale-out"
+KIND_INSTANCES = "per-instance"
+KIND_FAIRNESS = "fairness"
+KIND_DENSITY = "density"
 KIND_ORDER = (KIND_NORMALISED, KIND_SWEEP, KIND_TPUT_LAT, KIND_CDF, KIND_CPU_COST, KIND_TPUT_CPU,
-              KIND_STARTUP)
+              KIND_STARTUP, KIND_SCALEOUT, KIND_INSTANCES, KIND_FAIRNESS, KIND_DENSITY)
 KIND_TITLES = {
     KIND_NORMALISED: "Performance relative to the baseline",
     KIND_SWEEP: "Throughput and latency vs concurrency",
@@ -74,6 +78,10 @@ KIND_TITLES = {
     KIND_CPU_COST: "CPU cost per GB",
     KIND_TPUT_CPU: "Throughput vs CPU utilisation",
     KIND_STARTUP: "Startup time",
+    KIND_SCALEOUT: "Scale-out: aggregate throughput and speedup vs instances",
+    KIND_INSTANCES: "Per-instance results vs the swept parameter",
+    KIND_FAIRNESS: "Fairness across instances",
+    KIND_DENSITY: "Density: footprint and startup vs instances",
 }
 
 
@@ -297,7 +305,8 @@ def _value_axis(ax, xs: list[float]) -> None:
 def sweep_figure(table: Table, sweep: Sweep) -> Figure | None:
     """One panel per metric, one line per environment: mean and 95% CI
     against the swept parameter (clients, threads)."""
-    metrics = [m for m, pts in sweep.curves.items() if len({v for v, _ in pts}) >= 2]
+    from isobench.report.instances import is_per_instance  # drawn per instance there
+    metrics = [m for m, pts in sweep.curves.items() if len({v for v, _ in pts}) >= 2 and not is_per_instance(m)]
     if not metrics:
         return None
     colors = env_colors(table.columns)
@@ -536,8 +545,11 @@ def slugify(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "figure"
 
 
-def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] | None = None) -> list[FigureSpec]:
-    """Every figure the run has data for, in report order."""
+def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] | None = None,
+                  env_facts: dict[str, dict] | None = None) -> list[FigureSpec]:
+    """Every figure the run has data for, in report order. ``env_facts``
+    (RunData.env_facts) gives the density figure of instance groups."""
+    from isobench.report import instances as inst
     specs: list[FigureSpec] = []
 
     def add(kind: str, slug: str, title: str, fig: Figure | None) -> None:
@@ -565,6 +577,15 @@ def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] |
         add(KIND_TPUT_CPU, slugify("throughput-cpu", s.workload, s.series, s.param),
             f"{s.label}: throughput vs CPU utilisation", throughput_cpu_figure(table, s))
     add(KIND_STARTUP, "startup", "Startup time per environment", startup_figure(table))
+    for s in found:
+        add(KIND_SCALEOUT, slugify("scale-out", s.workload, s.series), f"{s.label}: scale-out",
+            inst.scaleout_figure(table, s))
+        add(KIND_INSTANCES, slugify("per-instance", s.workload, s.series, s.param),
+            f"{s.label}: per instance vs {s.param}", inst.per_instance_figure(table, s))
+        add(KIND_FAIRNESS, slugify("fairness", s.workload, s.series, s.param),
+            f"{s.label}: fairness vs {s.param}", inst.fairness_figure(table, s))
+    add(KIND_DENSITY, "density", "Density: footprint and startup vs instances",
+        inst.density_figure(table, env_facts or {}))
     # Unique slugs even if two names slugify alike.
     seen: dict[str, int] = {}
     out = []

@@ -16,9 +16,12 @@ from isobench.workloads.netbw import Netbw
 from isobench.workloads.netlat import Netlat
 from isobench.workloads.oltp import Oltp
 from isobench.workloads.redis import Redis
+from isobench.workloads.redis_scaleout import RedisScaleout
+from isobench.workloads.api import Api
 
 WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Compression, Hpcc, Fio, Startup,
-                                                                  Netbw, Netlat, Redis, Oltp)}
+                                                                  Netbw, Netlat, Redis, Oltp,
+                                                                  RedisScaleout, Api)}
 
 
 def get(name: str) -> type[Workload]:

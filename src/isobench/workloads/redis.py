@@ -86,8 +86,9 @@ class Redis(ServerWorkload):
         return Measurement(values=values, extra=extra, raw=result.stdout)
 
 
-def parse_redis_csv(stdout: str) -> tuple[dict[str, float], dict]:
-    """redis-benchmark --csv (Redis 7: test, rps, avg/min/p50/p95/p99/max latency in ms)."""
+def parse_redis_csv_rows(stdout: str) -> dict[str, dict[str, float]]:
+    """redis-benchmark --csv rows by test name (Redis 7: test, rps,
+    avg/min/p50/p95/p99/max latency in ms)."""
     rows = {}
     lines = [ln for ln in stdout.splitlines() if ln.startswith('"')]
     try:
@@ -95,6 +96,12 @@ def parse_redis_csv(stdout: str) -> tuple[dict[str, float], dict]:
             rows[row["test"]] = {k: float(v) for k, v in row.items() if k != "test"}
     except (KeyError, ValueError, TypeError) as exc:
         raise ParseError(f"redis-benchmark CSV does not parse: {exc}") from exc
+    return rows
+
+
+def parse_redis_csv(stdout: str) -> tuple[dict[str, float], dict]:
+    """The IBM mix: SET then GET, combined."""
+    rows = parse_redis_csv_rows(stdout)
     missing = [t for t in ("SET", "GET") if t not in rows]
     if missing:
         raise ParseError(f"redis-benchmark CSV lacks {missing} (needs Redis ≥ 7 --csv with latency columns)")

@@ -1,0 +1,172 @@
+"""N identical instances of one environment: processes on the host, Docker
+containers or VMs (a study's ``instances = N``).
+
+To a single-instance workload a group is its first member: exec, paths,
+endpoint and the rest go there. Multi-instance workloads (workloads/multi.py)
+take ``members`` and drive them all at once.
+
+Starting a group is also the density measurement: members start one after
+another, and before the first and after each one the host's MemAvailable is
+read with the page cache dropped (so only what the instances hold counts),
+with each VM's QEMU proportional set size (PSS) beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from isobench.envs.base import Environment, ExecResult, Paths
+
+
+def read_meminfo(path: str = "/proc/meminfo") -> dict[str, int]:
+    with open(path) as fh:
+        return parse_meminfo(fh.read())
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo as bytes per field."""
+    out = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            out[name.strip()] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    return out
+
+
+def parse_pss(smaps_rollup: str) -> int | None:
+    """The Pss line of /proc/PID/smaps_rollup, in bytes."""
+    for line in smaps_rollup.splitlines():
+        if line.startswith("Pss:"):
+            parts = line.split()
+            return int(parts[1]) * 1024
+    return None
+
+
+def pss_bytes(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return parse_pss(fh.read())
+    except OSError:
+        return None
+
+
+def drop_caches() -> bool:
+    """sync, then drop the page cache, dentries and inodes (root only)."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def available_after_drop() -> tuple[int, bool]:
+    dropped = drop_caches()
+    time.sleep(0.2)  # let reclaim settle before reading
+    return read_meminfo().get("MemAvailable", 0), dropped
+
+
+def density_points(available_before: int, steps: list[dict]) -> list[dict]:
+    """Per started instance N: memory the first N hold (MemAvailable drop),
+    the mean per instance, and that instance's startup time. Pure."""
+    out = []
+    for n, step in enumerate(steps, start=1):
+        used = available_before - step["mem_available"]
+        point = {"n": n, "startup_s": step["startup_s"], "mem_used_bytes": used,
+                 "mem_per_instance_bytes": used / n}
+        if step.get("vmm_pss_bytes") is not None:
+            point["vmm_pss_bytes"] = step["vmm_pss_bytes"]
+        out.append(point)
+    return out
+
+
+@dataclass
+class InstanceGroup(Environment):
+    members: list[Environment] = field(default_factory=list)
+    kind: str = "group"
+    _density: list[dict] = field(default_factory=list)
+    _density_note: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.members:
+            raise ValueError("an instance group needs at least one member")
+        self.kind = self.members[0].kind
+
+    def __getattr__(self, attr: str):
+        # anything else an environment kind offers (accel, measure_startup)
+        # is the first member's; __getattr__ only runs for missing names
+        if attr.startswith("__") or attr == "members":
+            raise AttributeError(attr)
+        return getattr(self.members[0], attr)
+
+    @property
+    def first(self) -> Environment:
+        return self.members[0]
+
+    def start(self) -> None:
+        before, dropped = available_after_drop()
+        steps = []
+        try:
+            for member in self.members:
+                t0 = time.perf_counter()
+                member.start()
+                startup = time.perf_counter() - t0
+                available, _ = available_after_drop()
+                pid = getattr(member, "vmm_pid", None)
+                steps.append({"startup_s": startup, "mem_available": available,
+                              "vmm_pss_bytes": pss_bytes(pid) if pid else None})
+        except BaseException:
+            self.stop()
+            raise
+        self._density = density_points(before, steps)
+        self._density_note = ("page cache dropped before each reading" if dropped
+                              else "page cache NOT dropped (not root): figures include cache growth")
+
+    def stop(self) -> None:
+        for member in reversed(self.members):
+            try:
+                member.stop()
+            except Exception:  # noqa: BLE001 - one failed stop must not keep the others running
+                pass
+
+    def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
+        return self.first.exec(argv, timeout, cwd)
+
+    def write_file(self, path: str, content: bytes) -> None:
+        self.first.write_file(path, content)
+
+    @property
+    def paths(self) -> Paths:
+        return self.first.paths
+
+    def expose(self, host_addr: str, ports: list[tuple[int, str]]) -> None:
+        super().expose(host_addr, ports)
+        for member in self.members:
+            member.expose(host_addr, ports)
+
+    def server_bind_addr(self) -> str:
+        return self.first.server_bind_addr()
+
+    def endpoint(self, port: int, proto: str = "tcp") -> tuple[str, int]:
+        return self.first.endpoint(port, proto)
+
+    def facts(self) -> dict:
+        facts = self.first.facts()
+        facts["instances"] = len(self.members)
+        facts["members"] = [m.name for m in self.members]
+        pinning = [m.facts().get("pinning") for m in self.members]
+        if any(pinning):
+            facts["pinning"] = pinning
+        facts["density"] = list(self._density)
+        facts["density_note"] = self._density_note
+        return facts
+
+
+def members_of(env: Environment) -> list[Environment]:
+    """The instances a multi-instance workload drives: a group's members, or
+    the environment itself."""
+    return list(getattr(env, "members", None) or [env])

@@ -1,0 +1,125 @@
+"""The Korea University study's API servers: N identical HTTP servers, one
+per instance, each answering GET /task with a fixed write task (``writes``
+write() calls of ``chunk_bytes``, ~30 MB in 2 million writes by default,
+to a file in the instance's tmpfs) and the task's own time. The client
+host hits all N at once, ``rounds`` times per sample.
+
+The study used node.js express; Debian's python3 (in the image, standard
+library only: data/api_server.py) plays the server here. What is compared
+is the same task under each isolation, so the language sets the scale,
+not the ratios (see docs/workloads/api.md).
+
+Metrics: the mean task time over instances and rounds, the slowest
+instance's mean, the spread across instances (max/min of per-instance mean
+task times, and Jain's index of per-instance task rates 1/t), the client's
+round-trip, and each instance's mean task time.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import sys
+from importlib import resources
+from typing import ClassVar
+
+from pydantic import Field
+
+from isobench.envs.base import Environment, ExecResult
+from isobench.stats import jain_index, max_min_ratio
+from isobench.workloads.base import Footprint, Measurement, Metric, ParseError, WorkloadError, WorkloadParams
+from isobench.workloads.multi import MultiServerWorkload
+from isobench.workloads.server import bounded_timeout
+
+BASE_PORT = 18080
+SERVER_FILE = "api_server.py"
+
+
+class ApiParams(WorkloadParams):
+    instances: int = Field(4, ge=1, le=64, description="servers driven at once, one per environment instance")
+    writes: int = Field(2_000_000, ge=1, le=100_000_000, description="write() calls per task")
+    chunk_bytes: int = Field(15, ge=1, le=1024 * 1024, description="bytes per write()")
+    rounds: int = Field(5, ge=1, le=10_000, description="rounds of N simultaneous requests per sample")
+
+
+class Api(MultiServerWorkload):
+    name: ClassVar[str] = "api"
+    Params: ClassVar[type[WorkloadParams]] = ApiParams
+    packages: ClassVar[tuple[str, ...]] = ("python3-minimal",)
+    server_exe: ClassVar[str] = "/usr/bin/python3"
+    base_port: ClassVar[int] = BASE_PORT
+    params: ApiParams
+
+    def max_instances(self) -> int:
+        return self.params.instances
+
+    def metrics(self, case: str) -> list[Metric]:
+        n = self.params.instances
+        return [Metric("task_s", "s", False, "mean task time over instances and rounds"),
+                Metric("task_s_slowest", "s", False, "mean task time of the slowest instance"),
+                Metric("imbalance", "x", False, "slowest over fastest instance's mean task time"),
+                Metric("jain", "", True, "Jain's fairness index of per-instance task rates (1 = fair)"),
+                Metric("latency_s", "s", False, "client round-trip per request"),
+                *(Metric(f"instance_{i + 1}_task_s", "s", False, f"instance {i + 1}'s mean task time")
+                  for i in range(n))]
+
+    def footprint(self) -> list[Footprint]:
+        # the task file lives in the instance's tmpfs while it is written
+        return [Footprint("writes", "memory", self.params.writes * self.params.chunk_bytes)]
+
+    def _script(self, env: Environment) -> str:
+        return posixpath.join(env.paths.tmp, SERVER_FILE)
+
+    def prepare(self, env: Environment) -> None:
+        code = resources.files("isobench.data").joinpath(SERVER_FILE).read_bytes()
+        for member in self.instances(env, self.params.instances):
+            member.write_file(self._script(member), code)
+
+    def instance_argv(self, case: str, env: Environment, index: int) -> list[str]:
+        p = self.params
+        return [self._script(env), env.server_bind_addr(), str(BASE_PORT + index),
+                posixpath.join(env.paths.tmp, f"api-{index}"), str(p.writes), str(p.chunk_bytes)]
+
+    def client_timeout(self, case: str) -> float:
+        # a round waits for its slowest task; generous for emulated guests
+        return bounded_timeout(self.params, 60 + self.params.rounds * 120)
+
+    def run(self, case: str, env: Environment) -> Measurement:
+        n = self.params.instances
+        self.start_instances(env, case, n)
+        try:
+            urls = [f"http://{addr}:{port}/task" for addr, port in self.endpoints(env, n)]
+            argv = [sys.executable, "-m", "isobench.drivers.api_client", str(self.params.rounds),
+                    str(self.client_timeout(case)), *urls]
+            run = self._client().run(argv, timeout=self.client_timeout(case) + 30)
+            if not run.result.ok:
+                raise WorkloadError(run.result.describe(), run.result)
+            return self.parse(case, run.result)
+        finally:
+            self.stop_instances(env, n)
+
+    def cleanup(self, env: Environment) -> None:
+        for member in self.instances(env, self.params.instances):
+            member.exec(["rm", "-f", self._script(member)], timeout=30)
+
+    def parse(self, case: str, result: ExecResult) -> Measurement:
+        values, extra = parse_api_rounds(result.stdout, self.params.instances)
+        return Measurement(values=values, extra=extra, raw=result.stdout)
+
+
+def parse_api_rounds(stdout: str, n: int) -> tuple[dict[str, float], dict]:
+    """The api_client's JSON: per round, one {task_s, latency_s} per instance."""
+    try:
+        rounds = json.loads(stdout)["rounds"]
+        per_instance = [[float(r[i]["task_s"]) for r in rounds] for i in range(n)]
+        latency = [float(r[i]["latency_s"]) for r in rounds for i in range(n)]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ParseError(f"api client output does not parse ({type(exc).__name__}: {exc})") from exc
+    if not rounds or any(t <= 0 for ts in per_instance for t in ts):
+        raise ParseError("api client reported no rounds or a non-positive task time")
+    means = [sum(ts) / len(ts) for ts in per_instance]
+    values = {"task_s": sum(means) / n, "task_s_slowest": max(means),
+              "imbalance": max_min_ratio(means), "jain": jain_index([1.0 / m for m in means]),
+              "latency_s": sum(latency) / len(latency)}
+    values.update({f"instance_{i + 1}_task_s": m for i, m in enumerate(means)})
+    return values, {"task_s_per_round": per_instance}

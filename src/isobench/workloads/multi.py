@@ -1,0 +1,98 @@
+"""Multi-instance server workloads: one server per instance of the
+environment (envs/group.py), all driven at once from the client host.
+
+Instance i (0-based) listens on ``base_port + i`` everywhere, so N native
+servers can share the host's address; every instance publishes every
+instance's port (Docker bridge), which costs a few unused proxies but keeps
+the environments ignorant of workloads. Servers start before each measured
+run and stop after it, like single-instance servers.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import ClassVar
+
+from isobench.envs.base import Environment
+from isobench.envs.group import members_of
+from isobench.workloads.base import WorkloadError
+from isobench.workloads.server import ServerWorkload
+
+
+class MultiServerWorkload(ServerWorkload):
+    base_port: ClassVar[int] = 0
+
+    def max_instances(self) -> int:
+        """The most instances any case drives (ports are reserved for them)."""
+        raise NotImplementedError
+
+    def __init__(self, params, host):
+        super().__init__(params, host)
+        self.ports = tuple((self.base_port + i, "tcp") for i in range(self.max_instances()))
+
+    # -- to implement ------------------------------------------------------------
+    def instance_argv(self, case: str, env: Environment, index: int) -> list[str]:
+        """The server's arguments (after server_exe) for instance `index` inside `env`."""
+        raise NotImplementedError
+
+    # -- instances ----------------------------------------------------------------
+    def instances(self, env: Environment, n: int) -> list[Environment]:
+        members = members_of(env)
+        if len(members) < n:
+            raise WorkloadError(f"{self.name} drives {n} instances but environment {env.name} has "
+                                f"{len(members)}: set instances = {n} in [environments.{env.name}]")
+        return members[:n]
+
+    def endpoints(self, env: Environment, n: int) -> list[tuple[str, int]]:
+        return [m.endpoint(self.base_port + i) for i, m in enumerate(self.instances(env, n))]
+
+    def _instance_files(self, member: Environment, index: int) -> tuple[str, str]:
+        d = posixpath.join(member.paths.tmp, "servers")
+        return posixpath.join(d, f"{self.name}-{index}.pid"), posixpath.join(d, f"{self.name}-{index}.log")
+
+    def start_instances(self, env: Environment, case: str, n: int) -> None:
+        """Start instance 0..n-1 and wait until the client host reaches each."""
+        started = []
+        try:
+            for i, member in enumerate(self.instances(env, n)):
+                self._start_one(member, case, i)
+                started.append((member, i))
+        except BaseException:
+            for member, i in started:
+                self._stop_one(member, i)
+            raise
+
+    def stop_instances(self, env: Environment, n: int) -> None:
+        errors = []
+        for i, member in enumerate(self.instances(env, n)):
+            try:
+                self._stop_one(member, i)
+            except WorkloadError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise WorkloadError("; ".join(errors))
+
+    # The single-instance lifecycle (server.py) runs with this instance's
+    # files, argv and port, so its readiness and stop logic is reused as is.
+    def _start_one(self, member: Environment, case: str, index: int) -> None:
+        self._current = index
+        try:
+            self.start_server(member, case)
+        finally:
+            self._current = None
+
+    def _stop_one(self, member: Environment, index: int) -> None:
+        self._current = index
+        try:
+            self.stop_server(member)
+        finally:
+            self._current = None
+
+    def _files(self, env: Environment) -> tuple[str, str]:
+        return self._instance_files(env, self._current or 0)
+
+    def server_argv(self, case: str, env: Environment) -> list[str]:
+        return self.instance_argv(case, env, self._current or 0)
+
+    def server_port(self, case: str) -> tuple[int, str]:
+        return self.base_port + (getattr(self, "_current", None) or 0), "tcp"
