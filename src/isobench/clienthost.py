@@ -369,6 +369,22 @@ def attach(run_id: str, workloads, envs) -> ClientHost | None:
 SERVER_EXES = ("/usr/bin/iperf3", "/usr/bin/sockperf", "/usr/bin/redis-server", "/usr/sbin/mariadbd")
 
 
+def is_server_process(exe: str, argv: list[str]) -> bool:
+    """One of the workloads' servers: a server executable, or python3 running
+    isobench's api server script."""
+    if exe in SERVER_EXES:
+        return True
+    return os.path.basename(exe).startswith("python3") and any(a.endswith("/api_server.py") for a in argv)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
 def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]:
     """SIGKILL servers that native runs started (pidfiles in
     <tmp_root>/<run>-<env>/servers/), only if the pid still runs one of the
@@ -391,7 +407,7 @@ def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]
                 exe = os.readlink(f"/proc/{pid}/exe")
             except (OSError, ValueError, IndexError):
                 continue
-            if exe in SERVER_EXES:
+            if is_server_process(exe, _cmdline(pid)):
                 try:
                     os.kill(pid, signal.SIGKILL)
                     killed.append(f"server process {pid} ({exe})")

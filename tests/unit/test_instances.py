@@ -328,3 +328,10 @@ def test_preflight_counts_every_guest_instance():
                     'instances = 30\nmemory_mb = 1024\n[workloads.compression]\nsize_mb = 8\n', "v.toml")
     assert preflight(s, HOST)[0].startswith("v.toml: environments.vm.memory_mb: ")
     assert preflight(parse_study(s.text.replace("instances = 30", "instances = 2"), "v.toml"), HOST) == []
+
+
+def test_leftover_api_servers_are_recognised_but_not_other_pythons():
+    from isobench.clienthost import is_server_process
+    assert is_server_process("/usr/bin/python3.11", ["/usr/bin/python3", "/t/x/api_server.py", "0.0.0.0"])
+    assert not is_server_process("/usr/bin/python3.11", ["python3", "-m", "http.server"])
+    assert is_server_process("/usr/bin/redis-server", ["redis-server"])
