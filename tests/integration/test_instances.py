@@ -83,7 +83,8 @@ def test_groups_noise_and_multi_instance_workloads(tmp_path):
     subprocess.run([sys.executable, "-m", "isobench.cli", "report", run_id, "--format", "html", "-o", str(html)],
                    cwd=tmp_path, env=env, check=True, capture_output=True, timeout=300)
     text = html.read_text()
-    for slug in ("scale-out-redis-scaleout", "per-instance-api-noise", "fairness-api-noise", "density"):
+    for slug in ("sweep-redis-scaleout-instances-2-noise", "per-instance-api-noise", "fairness-api-noise",
+                 "density"):
         assert f'id="fig-{slug}' in text, slug
     # nothing left: containers, stressors, client host, servers
     client = docker.from_env()

@@ -214,6 +214,7 @@ def test_noise_steps_expand_every_cell_per_step():
     assert [c.workload_case for c in cells[3:]] == ["default", "instances=1", "instances=2"]
     assert [step for step, _ in by_step(cells)] == [0, 2]
     assert plots.sweep_point("noise=2") == plots.SweepPoint("", "noise", 2.0)
+    assert plots.sweep_point("instances=2,noise=4") == plots.SweepPoint("instances=2", "noise", 4.0)
 
 
 def test_noise_spec_errors_are_one_line():

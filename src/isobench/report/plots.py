@@ -50,7 +50,9 @@ from isobench.stats import VERDICT_SMALL_N
 
 # -- conventions -------------------------------------------------------------------
 
-SWEEP_RE = re.compile(r"^(?:(?P<series>[^,=]+),)?(?P<param>[A-Za-z_][A-Za-z0-9_]*)="
+# the series may itself be a point of another sweep ("instances=2,noise=4":
+# a noise curve per instance count)
+SWEEP_RE = re.compile(r"^(?:(?P<series>[^,]+),)?(?P<param>[A-Za-z_][A-Za-z0-9_]*)="
                       r"(?P<value>[0-9]+(?:\.[0-9]+)?)$")
 TIME_UNITS = {"ns", "us", "µs", "\u03bcs", "ms", "s"}
 HIST_SUFFIX = "_hist"
