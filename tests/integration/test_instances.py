@@ -93,3 +93,48 @@ def test_groups_noise_and_multi_instance_workloads(tmp_path):
     assert leftovers(run_id) == ([], [], [])
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "api_server.py" not in ps and "nutcracker -c" not in ps
+
+
+VM_STUDY = """
+[study]
+name = "many-vms"
+baseline = "kvm"
+repetitions = 1
+warmup = 0
+
+[environments.kvm]
+preset = "vm-stock"
+instances = 2
+vcpus = 1
+memory_mb = 512
+data_disk_mb = 256
+pin = "core"
+
+[workloads.api]
+instances = 2
+writes = 2000
+rounds = 1
+"""
+
+
+def test_two_pinned_guests_serve_the_api_and_report_their_footprint(tmp_path):
+    (tmp_path / "vms.toml").write_text(VM_STUDY)
+    store = tmp_path / "r.sqlite"
+    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "vms.toml", "--out", "results"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    db = sqlite3.connect(store)
+    status, vals = db.execute("SELECT status || ' ' || coalesce(error, ''), vals FROM samples").fetchone()
+    assert status.strip() == "ok"
+    assert json.loads(vals)["instance_2_task_s"] > 0
+    facts = json.loads(db.execute("SELECT facts FROM env_facts").fetchone()[0])
+    assert facts["instances"] == 2 and len(facts["members"]) == 2
+    density = facts["density"]
+    assert [p["n"] for p in density] == [1, 2]
+    assert all(p["vmm_pss_bytes"] > 50 * 2**20 for p in density)  # a booted guest's QEMU holds more than this
+    cpus = sorted(os.sched_getaffinity(0))
+    first_vcpu = [p["vcpu0"]["host_cpu"] for p in facts["pinning"]]
+    assert first_vcpu == [cpus[0], cpus[1 % len(cpus)]]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "isobench-" not in " ".join(line for line in ps.splitlines() if "qemu-system" in line)

