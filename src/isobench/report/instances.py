@@ -181,7 +181,9 @@ def density_figure(table: Table, env_facts: dict[str, dict]) -> Figure | None:
     ax_m.set_title("memory footprint vs instances", fontsize=10)
     ax_s.set_ylabel("s to start instance N")
     ax_s.set_title("startup time vs instances", fontsize=10)
+    all_n = sorted({p["n"] for _, pts in series for p in pts})
     for ax in (ax_m, ax_s):
+        ax.set_xticks(all_n)
         ax.set_xlabel("instances started (N)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
