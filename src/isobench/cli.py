@@ -173,8 +173,12 @@ def runs(store_path: str) -> None:
     store = _open_store(store_path)
     table = Table("run", "study", "started", "status", "environments", "samples", "failed")
     table.columns[0].no_wrap = True
+    from isobench.lock import running_run_id
+    live = running_run_id()
     for r in store.list_runs():
-        table.add_row(r.run_id, r.study_name, r.started_at, r.status, ", ".join(r.environments),
+        # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
+        status = "died (killed?)" if r.status == "running" and live not in (r.run_id, "?") else r.status
+        table.add_row(r.run_id, r.study_name, r.started_at, status, ", ".join(r.environments),
                       str(r.samples_ok), str(r.samples_failed))
     console.print(table)
 

@@ -66,6 +66,25 @@ class RunLock:
         self.release()
 
 
+def running_run_id(path: str = LOCK_PATH) -> str | None:
+    """The run id of the study holding the lock now, or None when no study
+    runs (a stored run still "running" then died without finishing)."""
+    try:
+        fh = open(path)
+    except OSError:
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return json.loads(fh.read() or "{}").get("run_id") or "?"
+            except ValueError:
+                return "?"
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return None
+
+
 def _describe(text: str) -> str:
     try:
         info = json.loads(text)

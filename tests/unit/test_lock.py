@@ -34,3 +34,15 @@ def test_a_dead_holder_does_not_keep_the_host_locked(tmp_path):
     lock = RunLock(path)
     lock.acquire("next")
     lock.release()
+
+
+def test_running_run_id_names_the_live_holder_only(tmp_path):
+    from isobench.lock import running_run_id
+    path = str(tmp_path / "run.lock")
+    assert running_run_id(path) is None  # no lock file yet
+    lock = RunLock(path)
+    lock.acquire("quick")
+    lock.set_run_id("20261121-quick-abcd")
+    assert running_run_id(path) == "20261121-quick-abcd"
+    lock.release()
+    assert running_run_id(path) is None  # a "running" run in the store is then a dead one
