@@ -336,3 +336,10 @@ def test_leftover_api_servers_are_recognised_but_not_other_pythons():
     assert is_server_process("/usr/bin/python3.11", ["/usr/bin/python3", "/t/x/api_server.py", "0.0.0.0"])
     assert not is_server_process("/usr/bin/python3.11", ["python3", "-m", "http.server"])
     assert is_server_process("/usr/bin/redis-server", ["redis-server"])
+
+
+def test_fairness_metrics_are_not_taken_for_throughput():
+    table = build_table(_run(_api_values()))
+    sweep = next(s for s in plots.sweeps(table) if s.param == "noise")
+    assert sweep.throughput_metric() is None  # jain is higher-is-better but no throughput
+    assert plots.throughput_latency_figure(table, sweep) is None

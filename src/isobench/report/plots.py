@@ -113,6 +113,11 @@ def is_cpu_util(metric: str) -> bool:
     return metric.lower().startswith("cpu_util")
 
 
+def _is_instance_stat(metric: str) -> bool:
+    """Fairness and per-instance metrics: neither a throughput nor a latency."""
+    return metric in ("jain", "imbalance") or bool(re.match(r"^instance_[0-9]+_", metric))
+
+
 def is_time_unit(unit: str) -> bool:
     return unit.strip() in TIME_UNITS
 
@@ -134,12 +139,13 @@ class Sweep:
 
     def throughput_metric(self) -> str | None:
         return next((m for m, pts in self.curves.items()
-                     if pts[0][1].key.higher_is_better and not is_cpu_util(m)), None)
+                     if pts[0][1].key.higher_is_better and not is_cpu_util(m) and not _is_instance_stat(m)), None)
 
     def latency_metric(self) -> str | None:
         return next((m for m, pts in self.curves.items()
                      if not pts[0][1].key.higher_is_better and is_time_unit(pts[0][1].key.unit)
-                     and not is_cpu_util(m)), None)
+                     and not is_cpu_util(m) and not _is_instance_stat(m)), None)
+
 
     def cpu_metric(self) -> str | None:
         return next((m for m in self.curves if is_cpu_util(m)), None)
