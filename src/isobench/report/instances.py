@@ -66,6 +66,7 @@ def per_instance_figure(table: Table, sweep: Sweep) -> Figure | None:
                             label=f"instance {index}", linestyle="--" if col.emulated else "-")
         key = sweep.metric_rows(metrics[0][1])[0][1].key
         ax.set_title(env_label(col), fontsize=9)
+        _step_ticks(ax, [v for v, _ in sweep.metric_rows(metrics[0][1])])
         ax.set_xlabel(sweep.param)
         ax.grid(alpha=0.3)
         _value_axis(ax, [v for v, _ in sweep.metric_rows(metrics[0][1])])
@@ -75,6 +76,13 @@ def per_instance_figure(table: Table, sweep: Sweep) -> Figure | None:
                  f"({HIGHER if key.higher_is_better else LOWER}; mean, 95% CI)")
     _emulated_note(fig, [c for _, c in cols])
     return fig
+
+
+def _step_ticks(ax, xs: list[float]) -> None:
+    """A few swept values: a tick at each (a noise step of 2 has no 0.5)."""
+    values = sorted(set(xs))
+    if len(values) <= 10 and ax.get_xscale() == "linear":
+        ax.set_xticks(values, [f"{v:g}" for v in values])
 
 
 def _env_lines(ax, table: Table, pts, transform=None) -> None:
@@ -111,6 +119,7 @@ def fairness_figure(table: Table, sweep: Sweep) -> Figure | None:
             ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
             ax.set_ylabel("slowest / fastest instance")
         _value_axis(ax, [v for v, _ in pts])
+        _step_ticks(ax, [v for v, _ in pts])
         ax.set_xlabel(sweep.param)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)

@@ -74,7 +74,7 @@ KIND_ORDER = (KIND_NORMALISED, KIND_SWEEP, KIND_TPUT_LAT, KIND_CDF, KIND_CPU_COS
               KIND_STARTUP, KIND_SCALEOUT, KIND_INSTANCES, KIND_FAIRNESS, KIND_DENSITY)
 KIND_TITLES = {
     KIND_NORMALISED: "Performance relative to the baseline",
-    KIND_SWEEP: "Throughput and latency vs concurrency",
+    KIND_SWEEP: "Curves vs the swept parameter (concurrency, noise step, instances)",
     KIND_TPUT_LAT: "Throughput vs latency",
     KIND_CDF: "Latency CDFs",
     KIND_CPU_COST: "CPU cost per GB",
