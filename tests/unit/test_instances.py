@@ -48,6 +48,7 @@ def test_api_rounds_parse_per_instance_and_fairness():
     assert values["task_s_slowest"] == max(per)
     assert values["imbalance"] == pytest.approx(max(per) / min(per))
     assert 0.25 <= values["jain"] <= 1
+    assert values["task_rate"] == pytest.approx(sum(1 / t for t in per))
     assert len(extra["task_s_per_round"]) == 4
 
 
@@ -67,6 +68,7 @@ def test_scaleout_parse_aggregates_two_streams():
     assert values["rps"] == pytest.approx((doc["get_requests"] + doc["set_requests"]) / doc["wall_s"])
     assert values["get_rps"] > values["set_rps"]  # 75% of the connections do GET
     assert values["jain"] == pytest.approx(jain_index(doc["served"]))
+    assert values["instance_3_rps"] == pytest.approx(doc["served"][2] / doc["wall_s"])
     assert extra["served_per_instance"] == doc["served"]
     with pytest.raises(ParseError):
         parse_scaleout(json.dumps({**doc, "get": ""}))
@@ -76,6 +78,7 @@ def test_scaleout_cases_ports_and_no_password_in_raw():
     w = RedisScaleout(RedisScaleoutParams(instances=(4, 1, 2)), HOST)
     assert w.cases() == ["instances=1", "instances=2", "instances=4"]
     assert [p for p, _ in w.ports] == [16400, 16401, 16402, 16403]
+    assert [m.name for m in w.metrics("instances=2")][-2:] == ["instance_1_rps", "instance_2_rps"]
     doc = (DATA / "redis-mix-3instances.json").read_text()
     m = w.parse("instances=4", ExecResult([], 0, doc.replace("***", w.password), "", 1.0))
     assert w.password not in m.raw

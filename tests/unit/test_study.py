@@ -92,7 +92,10 @@ def test_cpuset_refuses_shell_metacharacters():
 
 
 def test_shipped_studies_validate_quickly():
-    for path in sorted((ROOT / "studies").glob("*.toml")):
+    paths = sorted((ROOT / "studies").rglob("*.toml"))
+    assert {"ku2020-memory-pressure.toml", "vmware-redis-scaleout.toml", "insa2016-pxz.toml",
+            "quick-docker-throttled.toml"} <= {p.name for p in paths}
+    for path in paths:
         t0 = time.perf_counter()
         load_study(path)
         assert time.perf_counter() - t0 < 1.0, path

@@ -60,6 +60,7 @@ class Api(MultiServerWorkload):
                 Metric("imbalance", "x", False, "slowest over fastest instance's mean task time"),
                 Metric("jain", "", True, "Jain's fairness index of per-instance task rates (1 = fair)"),
                 Metric("latency_s", "s", False, "client round-trip per request"),
+                Metric("task_rate", "tasks/s", True, "aggregate: the instances' task rates 1/t summed"),
                 *(Metric(f"instance_{i + 1}_task_s", "s", False, f"instance {i + 1}'s mean task time")
                   for i in range(n))]
 
@@ -120,6 +121,6 @@ def parse_api_rounds(stdout: str, n: int) -> tuple[dict[str, float], dict]:
     means = [sum(ts) / len(ts) for ts in per_instance]
     values = {"task_s": sum(means) / n, "task_s_slowest": max(means),
               "imbalance": max_min_ratio(means), "jain": jain_index([1.0 / m for m in means]),
-              "latency_s": sum(latency) / len(latency)}
+              "latency_s": sum(latency) / len(latency), "task_rate": sum(1.0 / m for m in means)}
     values.update({f"instance_{i + 1}_task_s": m for i, m in enumerate(means)})
     return values, {"task_s_per_round": per_instance}

@@ -77,7 +77,9 @@ class RedisScaleout(MultiServerWorkload):
                 Metric("set_rps", "req/s", True, "SET requests per second"),
                 Metric("p99_ms", "ms", False, "99th percentile latency (max of GET's and SET's)"),
                 Metric("imbalance", "x", False, "most over least commands served by one instance"),
-                Metric("jain", "", True, "Jain's fairness index of commands served per instance")]
+                Metric("jain", "", True, "Jain's fairness index of commands served per instance"),
+                *(Metric(f"instance_{i + 1}_rps", "cmd/s", True, f"commands per second instance {i + 1} served")
+                  for i in range(sweep_value(case, "instances")))]
 
     def instance_argv(self, case: str, env: Environment, index: int) -> list[str]:
         d = posixpath.join(env.paths.data, f"redis-scaleout-{index}")
@@ -138,6 +140,7 @@ def parse_scaleout(stdout: str) -> tuple[dict[str, float], dict]:
         raise ParseError("redis scale-out output has no wall time or no servers")
     values = {"rps": total / wall, "get_rps": get["rps"], "set_rps": set_["rps"],
               "p99_ms": max(get["p99_latency_ms"], set_["p99_latency_ms"])}
+    values.update({f"instance_{i + 1}_rps": n / wall for i, n in enumerate(served)})
     if len(served) > 1:
         values["imbalance"] = max_min_ratio(served)
         values["jain"] = jain_index(served)
