@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from isobench.lifetime import die_with_parent
 from isobench.workspace import DATA_ROOT
 
 MiB = 1024 * 1024
@@ -108,12 +109,11 @@ class Noise:
             self.vm_bytes = derive_vm_bytes(self.spec, before)
         argv = stress_argv(self.spec, workers, self.vm_bytes or 0, temp_path(self.run_id))
         if argv:
-            from isobench.envs.vm import _die_with_parent
             os.makedirs(temp_path(self.run_id), exist_ok=True)
             try:
                 self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                               stderr=subprocess.PIPE, start_new_session=True,
-                                              preexec_fn=_die_with_parent)
+                                              preexec_fn=die_with_parent)
             except FileNotFoundError:
                 raise RuntimeError("stress-ng is not installed (scripts/install-host.sh installs it)") from None
             time.sleep(self.spec.settle_s)

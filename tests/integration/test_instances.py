@@ -47,14 +47,20 @@ settle_s = 0.5
 """
 
 
-def test_groups_noise_and_multi_instance_workloads(tmp_path):
-    (tmp_path / "many.toml").write_text(STUDY)
+def run_study(tmp_path, text: str) -> tuple[sqlite3.Connection, dict]:
+    """`isobench run` of the study text with a store of its own; asserts it
+    succeeded and returns the store and the environment the CLI ran with."""
+    (tmp_path / "study.toml").write_text(text)
     store = tmp_path / "r.sqlite"
     env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "many.toml", "--out", "results"],
+    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "study.toml", "--out", "results"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    db = sqlite3.connect(store)
+    return sqlite3.connect(store), env
+
+
+def test_groups_noise_and_multi_instance_workloads(tmp_path):
+    db, env = run_study(tmp_path, STUDY)
     rows = db.execute("SELECT env, workload, ccase, status, error FROM samples").fetchall()
     assert [r for r in rows if r[3] != "ok"] == []
     cases = {(r[0], r[1], r[2]) for r in rows}
@@ -118,13 +124,7 @@ rounds = 1
 
 
 def test_two_pinned_guests_serve_the_api_and_report_their_footprint(tmp_path):
-    (tmp_path / "vms.toml").write_text(VM_STUDY)
-    store = tmp_path / "r.sqlite"
-    env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "vms.toml", "--out", "results"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    db = sqlite3.connect(store)
+    db, _ = run_study(tmp_path, VM_STUDY)
     status, vals = db.execute("SELECT status || ' ' || coalesce(error, ''), vals FROM samples").fetchone()
     assert status.strip() == "ok"
     assert json.loads(vals)["instance_2_task_s"] > 0

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -35,6 +33,7 @@ from dataclasses import dataclass, field
 from isobench.envs.base import Environment, EnvironmentError_, ExecResult, Paths
 from isobench.envs.qemu_cmdline import MemoryBacking, Nic, QemuConfig, Topology, build_argv
 from isobench.envs.qmp_sync import QmpCommandError, QmpTimeout, SyncQmp
+from isobench.lifetime import die_with_parent
 from isobench.workspace import DATA_ROOT, LABEL
 
 SOCKET_ROOT = "/run/isobench"
@@ -67,13 +66,7 @@ done
 ip link set "$dev" mtu 1500 up && ip addr add "$2" dev "$dev" && echo "$dev"
 """
 
-_PR_SET_PDEATHSIG = 1
 _WARNED: list = []
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _warn(message: str) -> None:
@@ -276,7 +269,7 @@ class VmEnvironment(Environment):
         t_spawn = time.monotonic()
         try:
             self._proc = subprocess.Popen(self._argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                          start_new_session=True, preexec_fn=_die_with_parent)
+                                          start_new_session=True, preexec_fn=die_with_parent)
         except OSError as exc:
             raise EnvironmentError_(f"{self.name}: cannot start {self._argv[0]}: {exc}") from None
         finally:

@@ -26,6 +26,7 @@ from isobench.report.plots import (
     _value_axis,
     env_colors,
     env_label,
+    env_lines,
 )
 from isobench.report.table import HIGHER, LOWER, OK, Table
 
@@ -85,23 +86,6 @@ def _step_ticks(ax, xs: list[float]) -> None:
         ax.set_xticks(values, [f"{v:g}" for v in values])
 
 
-def _env_lines(ax, table: Table, pts, transform=None) -> None:
-    colors = env_colors(table.columns)
-    for i, col in enumerate(table.columns):
-        xs, ys, es = [], [], []
-        for v, row in pts:
-            cell = row.cells[i]
-            if cell.status == OK:
-                xs.append(v)
-                ys.append(cell.summary.mean)
-                es.append(_ci_half(cell))
-        if transform is not None and xs:
-            xs, ys, es = transform(xs, ys, es)
-        if xs:
-            ax.errorbar(xs, ys, yerr=es, marker="o", markersize=4, capsize=2, color=colors[col.env],
-                        linestyle="--" if col.emulated else "-", label=env_label(col))
-
-
 def fairness_figure(table: Table, sweep: Sweep) -> Figure | None:
     """Jain's index and max/min across instances against the sweep."""
     metrics = [m for m in FAIRNESS_METRICS if len({v for v, _ in sweep.metric_rows(m)}) >= 2]
@@ -111,7 +95,7 @@ def fairness_figure(table: Table, sweep: Sweep) -> Figure | None:
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics):
         pts = sweep.metric_rows(metric)
-        _env_lines(ax, table, pts)
+        env_lines(ax, table, pts, env_colors(table.columns))
         if metric == "jain":
             ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
             ax.set_ylabel("Jain's index (1 = fair)")
@@ -147,10 +131,10 @@ def scaleout_figure(table: Table, sweep: Sweep) -> Figure | None:
     key = pts[0][1].key
     fig = _new_figure(10.4, 4.0)
     ax_t, ax_s = fig.subplots(1, 2)
-    _env_lines(ax_t, table, pts)
+    env_lines(ax_t, table, pts, env_colors(table.columns))
     ax_t.set_ylabel(f"{metric} ({key.unit})")
     ax_t.set_title(f"aggregate {metric} {HIGHER}", fontsize=10)
-    _env_lines(ax_s, table, pts, transform=speedup)
+    env_lines(ax_s, table, pts, env_colors(table.columns), transform=speedup)
     ns = sorted({v for v, _ in pts})
     ax_s.plot(ns, [n / ns[0] for n in ns], color="#999999", linestyle=":", label="ideal (linear)")
     ax_s.set_ylabel(f"speedup over {ns[0]:g} instance{'s' if ns[0] != 1 else ''}")

@@ -323,18 +323,7 @@ def sweep_figure(table: Table, sweep: Sweep) -> Figure | None:
     for ax, metric in zip(axes, metrics):
         pts = sweep.metric_rows(metric)
         key = pts[0][1].key
-        for i, col in enumerate(table.columns):
-            xs, ys, es = [], [], []
-            for v, row in pts:
-                cell = row.cells[i]
-                if cell.status == OK:
-                    xs.append(v)
-                    ys.append(cell.summary.mean)
-                    es.append(_ci_half(cell))
-            if len(xs) < 1:
-                continue
-            ax.errorbar(xs, ys, yerr=es, marker="o", markersize=4, capsize=2, color=colors[col.env],
-                        linestyle="--" if col.emulated else "-", label=env_label(col))
+        env_lines(ax, table, pts, colors)
         _value_axis(ax, [v for v, _ in pts])
         ax.set_xlabel(sweep.param)
         ax.set_ylabel(f"{metric} ({key.unit})" if key.unit else metric)
@@ -344,6 +333,22 @@ def sweep_figure(table: Table, sweep: Sweep) -> Figure | None:
     fig.suptitle(f"{sweep.label}: vs {sweep.param} (mean, 95% CI)")
     _emulated_note(fig, table.columns)
     return fig
+
+
+def env_lines(ax, table: Table, pts: list[tuple[float, Row]], colors: dict[str, str],
+              transform=None) -> None:
+    """One line per environment through the rows' means, 95% CI bars;
+    transform(xs, ys, errs) may rescale a line (speedup)."""
+    for i, col in enumerate(table.columns):
+        ok = [(v, row.cells[i]) for v, row in pts if row.cells[i].status == OK]
+        if not ok:
+            continue
+        xs, ys, es = [v for v, _ in ok], [c.summary.mean for _, c in ok], [_ci_half(c) for _, c in ok]
+        if transform is not None:
+            xs, ys, es = transform(xs, ys, es)
+        if xs:
+            ax.errorbar(xs, ys, yerr=es, marker="o", markersize=4, capsize=2, color=colors[col.env],
+                        linestyle="--" if col.emulated else "-", label=env_label(col))
 
 
 def _xy_figure(table: Table, sweep: Sweep, x_metric: str, y_metric: str, title: str) -> Figure | None:

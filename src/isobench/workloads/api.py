@@ -27,7 +27,7 @@ from pydantic import Field
 
 from isobench.envs.base import Environment, ExecResult
 from isobench.stats import jain_index, max_min_ratio
-from isobench.workloads.base import Footprint, Measurement, Metric, ParseError, WorkloadError, WorkloadParams
+from isobench.workloads.base import Footprint, Measurement, Metric, ParseError, WorkloadParams
 from isobench.workloads.multi import MultiServerWorkload
 from isobench.workloads.server import bounded_timeout
 
@@ -85,19 +85,13 @@ class Api(MultiServerWorkload):
         # a round waits for its slowest task; generous for emulated guests
         return bounded_timeout(self.params, 60 + self.params.rounds * 120)
 
-    def run(self, case: str, env: Environment) -> Measurement:
-        n = self.params.instances
-        self.start_instances(env, case, n)
-        try:
-            urls = [f"http://{addr}:{port}/task" for addr, port in self.endpoints(env, n)]
-            argv = [sys.executable, "-m", "isobench.drivers.api_client", str(self.params.rounds),
-                    str(self.client_timeout(case)), *urls]
-            run = self._client().run(argv, timeout=self.client_timeout(case) + 30)
-            if not run.result.ok:
-                raise WorkloadError(run.result.describe(), run.result)
-            return self.parse(case, run.result)
-        finally:
-            self.stop_instances(env, n)
+    def instance_count(self, case: str) -> int:
+        return self.params.instances
+
+    def driver_argv(self, case: str, endpoints: list[tuple[str, int]]) -> list[str]:
+        urls = [f"http://{addr}:{port}/task" for addr, port in endpoints]
+        return [sys.executable, "-m", "isobench.drivers.api_client", str(self.params.rounds),
+                str(self.client_timeout(case)), *urls]
 
     def cleanup(self, env: Environment) -> None:
         for member in self.instances(env, self.params.instances):

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from isobench.envs.base import Environment
 from isobench.envs.group import members_of
-from isobench.workloads.base import WorkloadError
+from isobench.workloads.base import Measurement, WorkloadError
 from isobench.workloads.server import ServerWorkload
 
 
@@ -29,11 +29,35 @@ class MultiServerWorkload(ServerWorkload):
     def __init__(self, params, host):
         super().__init__(params, host)
         self.ports = tuple((self.base_port + i, "tcp") for i in range(self.max_instances()))
+        self._current: int | None = None  # the instance the single-server lifecycle is acting on
 
     # -- to implement ------------------------------------------------------------
     def instance_argv(self, case: str, env: Environment, index: int) -> list[str]:
         """The server's arguments (after server_exe) for instance `index` inside `env`."""
         raise NotImplementedError
+
+    def instance_count(self, case: str) -> int:
+        """How many instances this case drives."""
+        raise NotImplementedError
+
+    def driver_argv(self, case: str, endpoints: list[tuple[str, int]]) -> list[str]:
+        """The client host's load generator against every instance's (address, port)."""
+        raise NotImplementedError
+
+    # -- one measured run ---------------------------------------------------------
+    def run(self, case: str, env: Environment) -> Measurement:
+        """Start the case's instances, run the driver once on the client host
+        against all of them, stop them."""
+        n = self.instance_count(case)
+        self.start_instances(env, case, n)
+        try:
+            argv = self.driver_argv(case, self.endpoints(env, n))
+            run = self._client().run(argv, timeout=self.client_timeout(case) + 30)
+            if not run.result.ok:
+                raise WorkloadError(run.result.describe(), run.result)
+            return self.parse(case, run.result)
+        finally:
+            self.stop_instances(env, n)
 
     # -- instances ----------------------------------------------------------------
     def instances(self, env: Environment, n: int) -> list[Environment]:
@@ -95,4 +119,4 @@ class MultiServerWorkload(ServerWorkload):
         return self.instance_argv(case, env, self._current or 0)
 
     def server_port(self, case: str) -> tuple[int, str]:
-        return self.base_port + (getattr(self, "_current", None) or 0), "tcp"
+        return self.base_port + (self._current or 0), "tcp"

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment, ExecResult
 from isobench.stats import jain_index, max_min_ratio
-from isobench.workloads.base import Measurement, Metric, ParseError, WorkloadError, WorkloadParams
+from isobench.workloads.base import Measurement, Metric, ParseError, WorkloadParams
 from isobench.workloads.multi import MultiServerWorkload
 from isobench.workloads.redis import parse_redis_csv_rows
 from isobench.workloads.server import bounded_timeout, sweep_cases, sweep_value
@@ -101,22 +101,16 @@ class RedisScaleout(MultiServerWorkload):
     def _workdir(self) -> str:
         return os.path.join(DATA_ROOT, f"{self._client().run_id}-client", self.name)
 
-    def run(self, case: str, env: Environment) -> Measurement:
-        n = sweep_value(case, "instances")
-        self.start_instances(env, case, n)
-        try:
-            p = self.params
-            cfg = {"servers": self.endpoints(env, n), "password": self.password, "proxy_port": PROXY_PORT,
-                   "clients": p.clients, "requests": p.requests, "pipeline": p.pipeline,
-                   "get_ratio": p.get_ratio, "value_bytes": p.value_bytes, "keyspace": p.keyspace,
-                   "timeout_s": self.client_timeout(case), "workdir": self._workdir()}
-            argv = [sys.executable, "-m", "isobench.drivers.redis_mix", json.dumps(cfg)]
-            run = self._client().run(argv, timeout=self.client_timeout(case) + 30)
-            if not run.result.ok:
-                raise WorkloadError(run.result.describe(), run.result)
-            return self.parse(case, run.result)
-        finally:
-            self.stop_instances(env, n)
+    def instance_count(self, case: str) -> int:
+        return sweep_value(case, "instances")
+
+    def driver_argv(self, case: str, endpoints: list[tuple[str, int]]) -> list[str]:
+        p = self.params
+        cfg = {"servers": endpoints, "password": self.password, "proxy_port": PROXY_PORT,
+               "clients": p.clients, "requests": p.requests, "pipeline": p.pipeline,
+               "get_ratio": p.get_ratio, "value_bytes": p.value_bytes, "keyspace": p.keyspace,
+               "timeout_s": self.client_timeout(case), "workdir": self._workdir()}
+        return [sys.executable, "-m", "isobench.drivers.redis_mix", json.dumps(cfg)]
 
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_scaleout(result.stdout)
