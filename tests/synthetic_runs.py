@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from isobench.workloads.base import Metric
+from isobench.metric import Metric
 
 ENVS = ("native", "docker-nat", "docker-host", "vm-tcg")
 

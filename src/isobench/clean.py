@@ -9,17 +9,8 @@ import os
 import shutil
 import signal
 
+from isobench.dockerclient import engine_or_none
 from isobench.workspace import DATA_ROOT, LABEL, TMP_ROOT
-
-
-def _docker_client():
-    try:
-        import docker
-        client = docker.from_env(timeout=30)
-        client.ping()
-        return client
-    except Exception:  # noqa: BLE001 - no engine means no containers to clean
-        return None
 
 
 def clean(run_id: str | None = None) -> list[str]:
@@ -30,7 +21,7 @@ def clean(run_id: str | None = None) -> list[str]:
     from isobench.clienthost import clean_network, kill_leftover_servers
     removed += kill_leftover_servers(TMP_ROOT, run_id)
     removed += clean_network(run_id)
-    client = _docker_client()
+    client = engine_or_none()
     if client is not None:
         label = f"{LABEL}.run={run_id}" if run_id else f"{LABEL}=1"
         for container in client.containers.list(all=True, filters={"label": label}):

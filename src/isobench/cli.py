@@ -95,7 +95,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
     end the report is printed and written as Markdown to OUT/RUN_ID.md.
     One study runs at a time per host.
     """
-    from isobench.envs.base import EnvironmentError_
+    from isobench.errors import EnvironmentError_
     from isobench.lock import AlreadyRunning, RunLock
     from isobench.progress import RichProgress
     from isobench.runner import run_study
@@ -140,7 +140,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
 
 
 def _preflight_or_fail(study) -> None:
-    from isobench.facts import host_info
+    from isobench.hostinfo import host_info
     from isobench.preflight import preflight
     problems = preflight(study, host_info())
     if problems:
@@ -149,7 +149,7 @@ def _preflight_or_fail(study) -> None:
 
 def _image_provider(bar):
     def provide() -> str:
-        from isobench.envs.docker import engine
+        from isobench.dockerclient import engine
         from isobench.images import ensure_image
         return ensure_image(engine(), log=bar.note)
     return provide
@@ -361,8 +361,8 @@ def images() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even when the cached image matches the recipe.")
 def images_build(force: bool) -> None:
     """Build (or reuse) the image, cached by a hash of its recipe."""
-    from isobench.envs.base import EnvironmentError_
-    from isobench.envs.docker import engine
+    from isobench.errors import EnvironmentError_
+    from isobench.dockerclient import engine
     from isobench.images import ensure_image
     try:
         tag = ensure_image(engine(), force=force, log=console.print)

@@ -34,8 +34,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from isobench.envs.base import ExecResult
-from isobench.envs.native import _text
+from isobench.proc import ExecResult, as_text
 
 NETNS_PREFIX = "isobench-"
 NETNS_SUFFIX = "-client"
@@ -257,7 +256,7 @@ class ClientHost:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         code = -9 if timed_out else proc.returncode
-        return ClientRun(ExecResult(argv, code, _text(out), _text(err), wall, timed_out=timed_out), cpu)
+        return ClientRun(ExecResult(argv, code, as_text(out), as_text(err), wall, timed_out=timed_out), cpu)
 
     def wait_tcp(self, addr: str, port: int, timeout: float = 30) -> bool:
         """Until a TCP connection from the namespace to addr:port succeeds."""

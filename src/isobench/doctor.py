@@ -10,7 +10,7 @@ import os
 import shutil
 from dataclasses import asdict, dataclass
 
-from isobench.facts import _bracketed, _read, meminfo
+from isobench.hostinfo import bracketed, meminfo, read_text
 
 GiB = 2**30
 
@@ -25,19 +25,19 @@ class Finding:
 
 def read_host() -> dict:
     """Everything doctor judges, read once."""
-    governors = sorted({_read(p) or "" for p in glob.glob("/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")})
-    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
-    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
-    swaps = (_read("/proc/swaps") or "").splitlines()[1:]
+    governors = sorted({read_text(p) or "" for p in glob.glob("/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")})
+    no_turbo = read_text("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    boost = read_text("/sys/devices/system/cpu/cpufreq/boost")
+    swaps = (read_text("/proc/swaps") or "").splitlines()[1:]
     mem = meminfo()
     usage = shutil.disk_usage("/var/lib" if os.path.exists("/var/lib") else "/")
     return {
         "governors": [g for g in governors if g],
         "turbo": "off" if no_turbo == "1" or boost == "0" else ("on" if no_turbo == "0" or boost == "1" else None),
-        "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp": bracketed(read_text("/sys/kernel/mm/transparent_hugepage/enabled")),
         "irqbalance": _process_running("irqbalance"),
         "swap_devices": len(swaps),
-        "loadavg1": float((_read("/proc/loadavg") or "0").split()[0]),
+        "loadavg1": float((read_text("/proc/loadavg") or "0").split()[0]),
         "cores": os.cpu_count() or 1,
         "busy": _busy_processes(),
         "hugepages_total": mem.get("HugePages_Total", 0),
@@ -114,18 +114,18 @@ def findings_as_facts(findings: list[Finding]) -> list[dict]:
 
 def _process_running(name: str) -> bool:
     for comm in glob.glob("/proc/[0-9]*/comm"):
-        if (_read(comm) or "") == name:
+        if (read_text(comm) or "") == name:
             return True
     return False
 
 
 def _busy_processes() -> list[tuple[str, float]]:
     """Processes by CPU share since they started (cheap; no sampling delay)."""
-    uptime = float((_read("/proc/uptime") or "1").split()[0])
+    uptime = float((read_text("/proc/uptime") or "1").split()[0])
     hz = os.sysconf("SC_CLK_TCK")
     out = []
     for stat in glob.glob("/proc/[0-9]*/stat"):
-        text = _read(stat)
+        text = read_text(stat)
         if not text:
             continue
         name = text[text.index("(") + 1:text.rindex(")")]
@@ -150,7 +150,7 @@ def _kvm_verdict() -> tuple[bool, str] | None:
 
 def _docker_driver() -> str | None:
     try:
-        import docker
-        return docker.from_env(timeout=5).info().get("Driver")
+        from isobench.dockerclient import engine
+        return engine(timeout=5).info().get("Driver")
     except Exception:  # noqa: BLE001 - no engine is itself a finding
         return None

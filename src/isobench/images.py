@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from isobench.envs.base import EnvironmentError_
+from isobench.errors import EnvironmentError_
 from isobench.workspace import IMAGE_ROOT, LABEL
 
 # Bump when build_rootfs changes what it produces in a way the recipe dict

@@ -88,8 +88,8 @@ def temp_path(run_id: str) -> str:
 
 
 def _mem_available() -> int:
-    from isobench.envs.group import read_meminfo
-    return read_meminfo().get("MemAvailable", 0)
+    from isobench.hostinfo import meminfo
+    return meminfo().get("MemAvailable", 0)
 
 
 @dataclass

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
-from isobench.workloads.base import HostInfo, WorkloadError
+from isobench.workloads.base import WorkloadError
+from isobench.hostinfo import HostInfo
 
 MEMORY_SHARE = 0.8  # leave the kernel, engine and VMM room to breathe
 DISK_SHARE = 0.9

@@ -19,7 +19,8 @@ from isobench.clean import clean
 from isobench.doctor import findings_as_facts, judge, read_host
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
-from isobench.facts import host_facts, host_info, tool_versions
+from isobench.facts import host_facts
+from isobench.hostinfo import host_info
 from isobench.noise import Noise, step_case
 from isobench.store import Store, now_iso
 from isobench.study import Study
@@ -125,7 +126,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
             env.start()
             started.append(env)
             packages = sorted({p for c in cells for p in c.workload.packages})
-            store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": tool_versions(env, packages)})
+            store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": env.package_versions(packages)})
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
         rounds = meta.warmup + meta.repetitions

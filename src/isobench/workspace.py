@@ -9,3 +9,7 @@ TMP_ROOT = "/dev/shm/isobench"  # RAM-backed inputs (tmpfs)
 IMAGE_ROOT = os.path.join(STATE_ROOT, "images")
 DEFAULT_STORE = os.path.join(STATE_ROOT, "results.sqlite")
 LABEL = "isobench"  # Docker label key on every container, volume and network
+
+# Inside a container or guest: the environment's own storage and its tmpfs.
+GUEST_DATA_DIR = "/isobench/data"
+GUEST_TMP_DIR = "/isobench/tmp"

@@ -13,7 +13,7 @@ import pytest
 
 from isobench.clienthost import ClientHost, clean_network, leftovers, link_names, netns_name
 from isobench.workloads import get
-from isobench.workloads.base import HostInfo
+from isobench.hostinfo import HostInfo
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import pytest
 from isobench.clienthost import ClientHost, leftovers, tag_of
 from isobench.envs.vm import VmEnvironment
 from isobench.workloads import get
-from isobench.workloads.base import HostInfo
+from isobench.hostinfo import HostInfo
 
 from .test_vm import isobench_qemus
 

@@ -7,7 +7,7 @@ import pytest
 
 from isobench.envs.native import NativeEnvironment
 from isobench.workloads import get
-from isobench.workloads.base import HostInfo
+from isobench.hostinfo import HostInfo
 
 pytestmark = pytest.mark.integration
 

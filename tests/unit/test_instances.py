@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from isobench import noise
-from isobench.envs import numa_nodes, parse_cpulist, pinned_cpus
-from isobench.envs.base import Environment, ExecResult, Paths
-from isobench.envs.group import InstanceGroup, density_points, members_of, parse_meminfo, parse_pss
+from isobench.envs import pinned_cpus
+from isobench.hostinfo import numa_nodes, parse_cpulist, parse_meminfo
+from isobench.envs.base import Environment, Paths
+from isobench.proc import ExecResult
+from isobench.envs.group import InstanceGroup, density_points, members_of, parse_pss
 from isobench.report import instances as inst
 from isobench.report import plots
 from isobench.report.model import MetricKey, RunData
@@ -18,7 +20,8 @@ from isobench.runner import by_step, plan
 from isobench.stats import jain_index, max_min_ratio
 from isobench.study import StudyError, parse_study
 from isobench.workloads.api import Api, ApiParams, parse_api_rounds
-from isobench.workloads.base import HostInfo, ParseError, WorkloadError
+from isobench.workloads.base import ParseError, WorkloadError
+from isobench.hostinfo import HostInfo
 from isobench.workloads.redis_scaleout import RedisScaleout, RedisScaleoutParams, parse_scaleout
 
 DATA = Path(__file__).resolve().parent.parent / "data"

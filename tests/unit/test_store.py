@@ -1,6 +1,6 @@
 from isobench.store import Store, StoreError
 from isobench.study import parse_study
-from isobench.workloads.base import Metric
+from isobench.metric import Metric
 
 import pytest
 

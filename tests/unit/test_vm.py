@@ -191,7 +191,7 @@ def test_tap_mac_and_address_naming():
 
 
 def test_vm_endpoint_and_bind_address():
-    from isobench.envs.base import EnvironmentError_
+    from isobench.errors import EnvironmentError_
     from isobench.envs.vm import VmEnvironment
     vm = VmEnvironment(name="vm-stock", options={}, run_id="r1")
     vm.expose("198.19.3.1", [(6379, "tcp")])

@@ -5,8 +5,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from isobench.envs.base import ExecResult, Paths
-from isobench.workloads.base import HostInfo, ParseError
+from isobench.envs.base import Paths
+from isobench.proc import ExecResult
+from isobench.workloads.base import ParseError
+from isobench.hostinfo import HostInfo
 from isobench.workloads.compress import (
     MB,
     Compression,

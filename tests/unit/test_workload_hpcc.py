@@ -3,8 +3,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from isobench.envs.base import ExecResult, Paths
-from isobench.workloads.base import HostInfo, ParseError, WorkloadError
+from isobench.envs.base import Paths
+from isobench.proc import ExecResult
+from isobench.workloads.base import ParseError, WorkloadError
+from isobench.hostinfo import HostInfo
 from isobench.workloads.hpcc import (
     Hpcc,
     HpccParams,

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from isobench.envs.base import Environment
-
-if TYPE_CHECKING:  # workloads.base imports envs.base; avoid the cycle at run time
-    from isobench.workloads.base import HostInfo
+from isobench.hostinfo import HostInfo, numa_nodes, parse_cpulist
 
 
-def make_environment(name: str, spec, run_id: str, host: "HostInfo", image: str | None) -> Environment:
+
+def make_environment(name: str, spec, run_id: str, host: HostInfo, image: str | None) -> Environment:
     """One environment, or a group of ``spec.instances`` identical ones
     (members NAME-1 ... NAME-N)."""
     n = getattr(spec, "instances", 1)
@@ -20,29 +18,6 @@ def make_environment(name: str, spec, run_id: str, host: "HostInfo", image: str 
     from isobench.envs.group import InstanceGroup
     members = [_make_one(f"{name}-{i + 1}", spec, run_id, host, image, i) for i in range(n)]
     return InstanceGroup(name=name, options=spec.model_dump(exclude={"kind"}), members=members)
-
-
-def parse_cpulist(text: str) -> list[int]:
-    """A kernel CPU list ("0-3,8,10-11") as CPU numbers."""
-    cpus = []
-    for part in text.strip().split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
-def numa_nodes(root: str = "/sys/devices/system/node") -> list[list[int]]:
-    """The CPUs of each NUMA node with CPUs ([all CPUs] without NUMA info)."""
-    nodes = []
-    if os.path.isdir(root):
-        for entry in sorted(os.listdir(root)):
-            if entry.startswith("node") and entry[4:].isdigit():
-                with open(os.path.join(root, entry, "cpulist")) as fh:
-                    cpus = parse_cpulist(fh.read())
-                if cpus:
-                    nodes.append(cpus)
-    return nodes or [sorted(os.sched_getaffinity(0))]
 
 
 def pinned_cpus(index: int, mode, cpus: list[int], nodes: list[list[int]]) -> list[int]:
@@ -55,7 +30,7 @@ def pinned_cpus(index: int, mode, cpus: list[int], nodes: list[list[int]]) -> li
     return [cpus[index % len(cpus)]]
 
 
-def _make_one(name: str, spec, run_id: str, host: "HostInfo", image: str | None, index: int) -> Environment:
+def _make_one(name: str, spec, run_id: str, host: HostInfo, image: str | None, index: int) -> Environment:
     options = spec.model_dump(exclude={"kind", "instances"})
     cpus = sorted(os.sched_getaffinity(0))
     pin = options.get("pin")

@@ -10,30 +10,8 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class ExecResult:
-    argv: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-    wall_s: float
-    timed_out: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-    def describe(self) -> str:
-        """One line saying why a command failed, for errors and the store."""
-        if self.timed_out:
-            return f"timed out after {self.wall_s:.0f} s: {' '.join(self.argv)}"
-        tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
-        return f"exit {self.returncode}: {' '.join(self.argv)}: {tail[0]}"
-
-
-class EnvironmentError_(RuntimeError):
-    """An environment could not be started or used."""
+from isobench.errors import EnvironmentError_
+from isobench.proc import ExecResult
 
 
 @dataclass
@@ -101,6 +79,18 @@ class Environment(abc.ABC):
     def facts(self) -> dict:
         """What this environment is, recorded with every result."""
         return {"kind": self.kind, "options": dict(self.options)}
+
+    def package_versions(self, packages: list[str]) -> dict[str, str]:
+        """Versions of Debian packages as installed in the environment itself."""
+        if not packages:
+            return {}
+        result = self.exec(["dpkg-query", "-W", "-f", "${Package}\t${Version}\n", *packages], timeout=30)
+        versions = {}
+        for line in result.stdout.splitlines():
+            name, _, version = line.partition("\t")
+            if name and version:
+                versions[name] = version
+        return {pkg: versions.get(pkg, "not installed") for pkg in packages}
 
     def __enter__(self) -> "Environment":
         self.start()

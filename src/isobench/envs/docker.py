@@ -11,34 +11,15 @@ from dataclasses import dataclass, field
 
 import docker
 import docker.errors
-from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
-from isobench.envs.base import Environment, EnvironmentError_, ExecResult, Paths
-from isobench.workspace import LABEL
+from isobench.envs.base import Environment, Paths
+from isobench.errors import EnvironmentError_
+from isobench.proc import KILL_GRACE_S, ExecResult, bounded
+from isobench.dockerclient import API_TIMEOUT_S, engine
+from isobench.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
-DATA_DIR = "/isobench/data"
-TMP_DIR = "/isobench/tmp"
-API_TIMEOUT_S = 60  # engine calls other than long execs
-KILL_GRACE_S = 5
-
-
-def engine(timeout: float = API_TIMEOUT_S) -> docker.DockerClient:
-    """A client for the local engine, or a one-line error saying how to start it."""
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-        return client
-    except (docker.errors.DockerException, RequestsConnectionError) as exc:
-        raise EnvironmentError_(
-            f"Docker Engine is not reachable ({str(exc).splitlines()[0][:120]}); "
-            "start it with scripts/install-host.sh (it starts dockerd)") from None
-
-
-def bounded(argv: list[str], timeout: float) -> list[str]:
-    """Let coreutils' timeout inside the container bound the command, so a hang
-    ends there and not only in our socket."""
-    return ["timeout", "-k", str(KILL_GRACE_S), f"{max(1, int(timeout))}", *argv]
+DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
 
 
 @dataclass

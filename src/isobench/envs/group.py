@@ -17,23 +17,9 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from isobench.envs.base import Environment, ExecResult, Paths
-
-
-def read_meminfo(path: str = "/proc/meminfo") -> dict[str, int]:
-    with open(path) as fh:
-        return parse_meminfo(fh.read())
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """/proc/meminfo as bytes per field."""
-    out = {}
-    for line in text.splitlines():
-        name, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts and parts[0].isdigit():
-            out[name.strip()] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
-    return out
+from isobench.envs.base import Environment, Paths
+from isobench.hostinfo import meminfo
+from isobench.proc import ExecResult
 
 
 def parse_pss(smaps_rollup: str) -> int | None:
@@ -67,7 +53,7 @@ def drop_caches() -> bool:
 def available_after_drop() -> tuple[int, bool]:
     dropped = drop_caches()
     time.sleep(0.2)  # let reclaim settle before reading
-    return read_meminfo().get("MemAvailable", 0), dropped
+    return meminfo().get("MemAvailable", 0), dropped
 
 
 def density_points(available_before: int, steps: list[dict]) -> list[dict]:

@@ -4,35 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import time
 from dataclasses import dataclass
 
-from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.envs.base import Environment, Paths
+from isobench.proc import ExecResult, run_argv
 from isobench.workspace import DATA_ROOT, TMP_ROOT
-
-
-def run_argv(argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
-    """subprocess.run with the timeout and output capture every step needs."""
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        return ExecResult(argv, -9, _text(exc.stdout), _text(exc.stderr),
-                          time.perf_counter() - start, timed_out=True)
-    except FileNotFoundError as exc:
-        return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
-    return ExecResult(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr),
-                      time.perf_counter() - start)
-
-
-def _text(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    if isinstance(data, str):
-        return data
-    return data.decode("utf-8", errors="replace")
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from isobench.envs.base import EnvironmentError_
+from isobench.errors import EnvironmentError_
 
 
 @dataclass(frozen=True)
@@ -16,13 +16,14 @@ class EnvProbe:
 
 
 def probe_native() -> EnvProbe:
-    from isobench.facts import cpu_model, host_facts
+    from isobench.facts import host_facts
+    from isobench.hostinfo import cpu_model
     facts = host_facts()
     return EnvProbe("native", True, f"{cpu_model()}, {facts['cores']} cores, kernel {facts['kernel']}")
 
 
 def probe_docker() -> EnvProbe:
-    from isobench.envs.docker import engine
+    from isobench.dockerclient import engine
     try:
         client = engine(timeout=10)
     except EnvironmentError_ as exc:
@@ -47,7 +48,7 @@ def probe_vm() -> EnvProbe:
     import shutil
 
     from isobench.envs import kvm_probe
-    from isobench.envs.vm import _hugetlbfs_free_mb, _thp_mode
+    from isobench.hostinfo import hugetlbfs_free_mb, thp_mode
     from isobench.images import kernel_paths, recipe_hash
 
     qemu = kvm_probe.qemu_version()
@@ -64,9 +65,9 @@ def probe_vm() -> EnvProbe:
             kvm = f"KVM: yes ({cached.reason})"
         else:
             kvm = f"KVM: cannot run a guest ({cached.reason}; probed {cached.probed_at}); VMs run under TCG (emulated)"
-    free_mb, mount = _hugetlbfs_free_mb()
+    free_mb, mount = hugetlbfs_free_mb()
     huge = (f"huge pages: {free_mb} MiB reserved free on {mount}" if mount and free_mb
-            else f"huge pages: none reserved, THP {_thp_mode()}")
+            else f"huge pages: none reserved, THP {thp_mode()}")
     vhost = "vhost-net: yes" if os.path.exists("/dev/vhost-net") else "vhost-net: no (/dev/vhost-net missing)"
     kernel = "guest kernel: built" if kernel_paths() else "guest kernel: not built yet (isobench images build)"
     return EnvProbe("vm", True, f"QEMU {qemu}; {kvm}; {huge}; {vhost}; {kernel}")

@@ -30,16 +30,17 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from isobench.envs.base import Environment, EnvironmentError_, ExecResult, Paths
+from isobench.envs.base import Environment, Paths
+from isobench.errors import EnvironmentError_
+from isobench.hostinfo import hugetlbfs_free_mb, thp_mode
+from isobench.proc import KILL_GRACE_S, ExecResult, bounded
 from isobench.envs.qemu_cmdline import MemoryBacking, Nic, QemuConfig, Topology, build_argv
 from isobench.envs.qmp_sync import QmpCommandError, QmpTimeout, SyncQmp
 from isobench.lifetime import die_with_parent
-from isobench.workspace import DATA_ROOT, LABEL
+from isobench.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
 SOCKET_ROOT = "/run/isobench"
-DATA_DIR = "/isobench/data"
-TMP_DIR = "/isobench/tmp"
-KILL_GRACE_S = 5
+DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
 READY_TIMEOUT_TCG_S = 240.0
 READY_TIMEOUT_KVM_S = 120.0
 WRITE_CHUNK = 4 * 1024 * 1024
@@ -222,16 +223,16 @@ class VmEnvironment(Environment):
             topology = Topology(s, c, t)
         memory = MemoryBacking("default")
         mem_mb = int(o.get("memory_mb", 2048))
-        self._memory_note = f"default anonymous memory (host THP: {_thp_mode()})"
+        self._memory_note = f"default anonymous memory (host THP: {thp_mode()})"
         if o.get("hugepages") == "on":
-            free_mb, path = _hugetlbfs_free_mb()
+            free_mb, path = hugetlbfs_free_mb()
             if path and free_mb >= mem_mb:
                 memory = MemoryBacking("hugetlbfs", path)
                 self._memory_note = f"hugetlbfs {path}, preallocated ({free_mb} MiB reserved and free)"
             else:
                 memory = MemoryBacking("thp-prealloc")
                 self._memory_note = (f"THP: anonymous memory, preallocated (no {mem_mb} MiB of reserved huge pages: "
-                                     f"{free_mb} MiB free; host THP: {_thp_mode()})")
+                                     f"{free_mb} MiB free; host THP: {thp_mode()})")
         kargs = ()
         if o.get("tmpfs_mb"):
             kargs = (f"isobench.tmpfs_mb={int(o['tmpfs_mb'])}",)
@@ -499,7 +500,7 @@ class VmEnvironment(Environment):
             self._ga.execute("guest-exec", {"path": "kill", "arg": ["-KILL", str(pid)]}, timeout=10)
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
-        bound = ["timeout", "-k", str(KILL_GRACE_S), f"{max(1, int(timeout))}", *argv]
+        bound = bounded(argv, timeout)
         if self._container is not None:
             full = ["docker", "-H", GUEST_DOCKER_SOCK, "exec", *(["-w", cwd] if cwd else []), self._container, *bound]
         elif cwd:
@@ -748,32 +749,3 @@ def _rootfs_tar() -> str:
     from isobench.images import rootfs_tar
     return rootfs_tar()
 
-
-def _thp_mode() -> str:
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as fh:
-            text = fh.read()
-        return text[text.index("[") + 1:text.index("]")]
-    except (OSError, ValueError):
-        return "unknown"
-
-
-def _hugetlbfs_free_mb() -> tuple[int, str | None]:
-    """Free reserved huge pages (MiB) and a hugetlbfs mount point."""
-    free = size_kb = 0
-    with contextlib.suppress(OSError):
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("HugePages_Free:"):
-                    free = int(line.split()[1])
-                elif line.startswith("Hugepagesize:"):
-                    size_kb = int(line.split()[1])
-    mount = None
-    with contextlib.suppress(OSError):
-        with open("/proc/mounts") as fh:
-            for line in fh:
-                parts = line.split()
-                if len(parts) > 2 and parts[2] == "hugetlbfs":
-                    mount = parts[1]
-                    break
-    return free * size_kb // 1024, mount

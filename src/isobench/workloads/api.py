@@ -25,9 +25,11 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from isobench.envs.base import Environment, ExecResult
+from isobench.envs.base import Environment
+from isobench.proc import ExecResult
 from isobench.stats import jain_index, max_min_ratio
-from isobench.workloads.base import Footprint, Measurement, Metric, ParseError, WorkloadParams
+from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadParams
+from isobench.metric import Metric
 from isobench.workloads.multi import MultiServerWorkload
 from isobench.workloads.server import bounded_timeout
 

@@ -14,7 +14,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.envs.base import Environment, Paths
+from isobench.hostinfo import HostInfo
+from isobench.metric import Metric
+from isobench.proc import ExecResult
 
 
 class ParseError(ValueError):
@@ -29,29 +32,12 @@ class WorkloadError(RuntimeError):
         self.result = result
 
 
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    unit: str
-    higher_is_better: bool
-    description: str = ""
-
-
 @dataclass
 class Measurement:
     values: dict[str, float]
     # JSON-serialisable detail kept beside the values, e.g. a latency histogram.
     extra: dict = field(default_factory=dict)
     raw: str = ""  # the tool's output, kept so a sample can be re-parsed
-
-
-@dataclass(frozen=True)
-class HostInfo:
-    """The host figures parameters are derived from."""
-
-    cores: int
-    mem_bytes: int
-    disk_free_bytes: int
 
 
 @dataclass(frozen=True)

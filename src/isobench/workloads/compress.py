@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.envs.base import Environment, Paths
+from isobench.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,

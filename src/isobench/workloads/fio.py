@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.envs.base import Environment, Paths
+from isobench.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,

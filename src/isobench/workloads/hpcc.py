@@ -36,7 +36,8 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.envs.base import Environment, Paths
+from isobench.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,

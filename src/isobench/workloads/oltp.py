@@ -27,8 +27,10 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from isobench.envs.base import Environment, ExecResult
-from isobench.workloads.base import Measurement, Metric, ParseError, WorkloadError, WorkloadParams, check
+from isobench.envs.base import Environment
+from isobench.proc import ExecResult
+from isobench.workloads.base import Measurement, ParseError, WorkloadError, WorkloadParams, check
+from isobench.metric import Metric
 from isobench.workloads.server import (
     CpuWindow,
     ServerWorkload,

@@ -25,8 +25,10 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from isobench.envs.base import Environment, ExecResult
-from isobench.workloads.base import Measurement, Metric, ParseError, WorkloadParams
+from isobench.envs.base import Environment
+from isobench.proc import ExecResult
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams
+from isobench.metric import Metric
 from isobench.workloads.server import ServerWorkload, bounded_timeout, sweep_cases, sweep_value
 
 PORT = 16379

@@ -22,9 +22,11 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from isobench.envs.base import Environment, ExecResult
+from isobench.envs.base import Environment
+from isobench.proc import ExecResult
 from isobench.stats import jain_index, max_min_ratio
-from isobench.workloads.base import Measurement, Metric, ParseError, WorkloadParams
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams
+from isobench.metric import Metric
 from isobench.workloads.multi import MultiServerWorkload
 from isobench.workloads.redis import parse_redis_csv_rows
 from isobench.workloads.server import bounded_timeout, sweep_cases, sweep_value

@@ -37,7 +37,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from isobench.envs.base import Environment, ExecResult, Paths
+from isobench.envs.base import Environment, Paths
+from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
 
 READY_TIMEOUT_S = 60

@@ -19,8 +19,10 @@ import subprocess
 import time
 from typing import ClassVar
 
-from isobench.envs.base import Environment, ExecResult, Paths
-from isobench.workloads.base import Measurement, Metric, Workload, WorkloadError, WorkloadParams
+from isobench.envs.base import Environment, Paths
+from isobench.proc import ExecResult
+from isobench.workloads.base import Measurement, Workload, WorkloadError, WorkloadParams
+from isobench.metric import Metric
 
 
 class StartupParams(WorkloadParams):
@@ -70,11 +72,10 @@ def native_startup() -> dict[str, float]:
 
 
 def docker_startup(env: Environment, timeout: float) -> dict[str, float]:
-    import docker
-
+    from isobench.dockerclient import engine
     from isobench.workspace import LABEL
 
-    client = docker.from_env(timeout=timeout)
+    client = engine(timeout)
     labels = {LABEL: "1", f"{LABEL}.run": getattr(env, "run_id", "adhoc"), f"{LABEL}.env": env.name}
     opts = env.options
     kwargs = {"network_mode": "host" if opts.get("network") == "host" else "bridge"}

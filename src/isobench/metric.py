@@ -1,0 +1,34 @@
+"""What a workload measures: a metric's name, unit, direction and role.
+
+The role tells reports what a metric is without guessing from its name:
+which figures draw it, which comparisons it enters. Workloads declare it;
+the store keeps it with the run so reports work from the store alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Roles (a metric has at most one; "" = a plain value, drawn only in Table I
+# and the normalised figure).
+THROUGHPUT = "throughput"  # work per unit of time (higher is better)
+LATENCY = "latency"  # time per operation; enters the NAT vs host comparison
+DURATION = "duration"  # time for a whole job (compression, startup)
+PER_INSTANCE = "per-instance"  # one instance's value of a multi-instance run
+FAIRNESS = "fairness"  # balance across instances (Jain's index, max/min)
+CPU_COST = "cpu-cost"  # CPU time per unit of work (per GB ...)
+CPU_UTIL = "cpu-util"  # share of the CPUs busy while measuring
+ROLES = ("", THROUGHPUT, LATENCY, DURATION, PER_INSTANCE, FAIRNESS, CPU_COST, CPU_UTIL)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+    description: str = ""
+    role: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"metric {self.name}: unknown role {self.role!r}; one of {ROLES}")
