@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # Prepare a Debian 12 host for isobench: Docker Engine, debootstrap, QEMU,
-# Python, and the workload tools of src/isobench/data/packages.txt (the same
-# list the image is built from, so native runs use the same versions).
+# Python, and the workload tools (`python3 -m isobench.packages`: each
+# workload module's declared packages plus src/isobench/data/base-packages.txt,
+# the same list the image is built from, so native runs use the same versions).
 #
 # Idempotent; run as root: sudo scripts/install-host.sh
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
-PKGLIST="$ROOT/src/isobench/data/packages.txt"
 
 say() { echo "install-host: $*"; }
 die() { echo "install-host: error: $*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root"
-[ -r "$PKGLIST" ] || die "missing $PKGLIST"
 . /etc/os-release
 [ "${VERSION_CODENAME:-}" = bookworm ] || say "warning: made for Debian 12 (bookworm), this is ${PRETTY_NAME:-unknown}"
 
@@ -27,7 +26,6 @@ export NEEDRESTART_SUSPEND=1
 INFRA=(docker.io containerd runc tini iptables debootstrap qemu-system-x86 qemu-utils
        python3 python3-venv python3-pip ca-certificates procps iproute2 util-linux
        tar e2fsprogs chromium)
-mapfile -t TOOLS < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$PKGLIST" | grep -v '^$')
 
 # No service starts because of this install (deb-systemd-invoke and
 # invoke-rc.d both obey policy-rc.d). Keep an existing policy, else add a
@@ -44,6 +42,12 @@ apt-get update -q >/dev/null
 
 say "installing ${#INFRA[@]} infrastructure packages: ${INFRA[*]}"
 apt-get install -y -q --no-install-recommends "${INFRA[@]}" >/dev/null
+
+# The workload tools, from the workload modules themselves: Debian's python3
+# (just installed) without site packages, since the venv does not exist yet.
+TOOLS_OUT=$(PYTHONPATH="$ROOT/src" /usr/bin/python3 -S -m isobench.packages) || die "cannot list the workload tools"
+mapfile -t TOOLS <<<"$TOOLS_OUT"
+[ "${#TOOLS[@]}" -gt 0 ] && [ -n "${TOOLS[0]}" ] || die "empty workload tool list"
 
 say "installing ${#TOOLS[@]} workload tool packages: ${TOOLS[*]}"
 apt-get install -y -q --no-install-recommends "${TOOLS[@]}" >/dev/null

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from isobench.metric import Metric
+from isobench.store import Sample
 
 ENVS = ("native", "docker-nat", "docker-host", "vm-tcg")
 
@@ -122,11 +123,11 @@ def write_run(store, spec: Synthetic) -> str:
                 extra = {}
                 if w == "fio" and case == "randread":
                     extra["read_clat_hist"] = _hist(rng, vals["read_clat_p50_us"])
-                store.add_sample(run_id, env, w, case, round_, warm, "ok", vals, extra, "raw output",
-                                 f"2026-05-01T10:{round_:02d}:00+0000", 1.5)
+                store.add_sample(Sample(run_id, env, w, case, round_, warm, "ok",
+                                        f"2026-05-01T10:{round_:02d}:00+0000", 1.5, vals, extra, "raw output"))
     # one failed repetition, as real runs have
-    store.add_sample(run_id, spec.envs[-1], "compression", "default", spec.repetitions + 1, False,
-                     "timeout", {}, {}, "", "2026-05-01T11:00:00+0000", 600.0, error="timed out after 600 s")
+    store.add_sample(Sample(run_id, spec.envs[-1], "compression", "default", spec.repetitions + 1, False,
+                            "timeout", "2026-05-01T11:00:00+0000", 600.0, error="timed out after 600 s"))
     store.finish_run(run_id, "complete")
     return run_id
 
@@ -139,7 +140,7 @@ def simple_run(store, run_id: str, values: dict[str, list[float]], metric=("thro
     for env in envs:
         store.set_env_facts(run_id, env, {"kind": env.split("-")[0]})
         for i, v in enumerate(values[env]):
-            store.add_sample(run_id, env, workload, case, i, False, "ok", {metric[0]: v}, {}, "",
-                             "2026-05-01T10:00:00+0000", 1.0)
+            store.add_sample(Sample(run_id, env, workload, case, i, False, "ok", "2026-05-01T10:00:00+0000", 1.0,
+                                    {metric[0]: v}))
     store.finish_run(run_id, "complete")
     return run_id

@@ -68,7 +68,7 @@ def validate(study_file: str) -> None:
     except StudyError as exc:
         _fail(str(exc))
     _preflight_or_fail(study)
-    instances = sum(getattr(spec, "instances", 1) for spec in study.environments.values())
+    instances = sum(spec.instances for spec in study.environments.values())
     console.print(f"{study_file}: ok — {len(study.environments)} environments"
                   + (f" ({instances} instances)" if instances > len(study.environments) else "")
                   + f", {len(study.workloads)} workloads, "
@@ -204,7 +204,7 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
     except StoreError as exc:
         _fail(str(exc))
     if fmt == "html" or figures_dir:
-        from isobench.report.plots import build_figures, write_figures
+        from isobench.report.figures import build_figures, write_figures
         from isobench.report.table import build_table
         table = build_table(run)
         specs = build_figures(table, store.extras(run.run_id), run.env_facts)
@@ -252,7 +252,9 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression
     beyond --fail-on-regression, 2 usage error or nothing to compare.
     """
-    from isobench import compare as cmp
+    from isobench.compare import compare_runs
+    from isobench.report import compare_render as cmp
+    from isobench.report.table import fmt_pct
     from isobench.store import StoreError
     store_a = _open_store(store_path)
     store_b = _open_store(store_b_path) if store_b_path else store_a
@@ -261,7 +263,7 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         b = store_b.load_run(store_b.resolve(run_b))
     except StoreError as exc:
         _fail(str(exc))
-    result = cmp.compare_runs(a, b, tolerance)
+    result = compare_runs(a, b, tolerance)
     if not result.cells:
         _fail(f"runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment) "
               "measured in both")
@@ -286,7 +288,7 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         err_console.print(f"[bold red]regression:[/] {len(regressions)} cell(s) significantly worse than "
                           f"{a.run_id} by more than {fail_pct:g}%:", highlight=False)
         for c in regressions:
-            err_console.print(f"  {c.name}: {cmp.fmt_pct(c.comparison.pct)} "
+            err_console.print(f"  {c.name}: {fmt_pct(c.comparison.pct)} "
                               f"({cmp.p_phrase(c.comparison.p_value)})", highlight=False)
         sys.exit(1)
 
@@ -323,7 +325,7 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None
 @main.command()
 def envs() -> None:
     """What this host can run, and why not."""
-    from isobench.envs.probe import probe_all
+    from isobench.envs.kinds import probe_all
     table = Table("environment", "available", "details")
     for row in probe_all():
         table.add_row(row.name, "[green]yes" if row.available else "[red]no", row.details)

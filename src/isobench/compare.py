@@ -7,6 +7,8 @@ the tolerance AND significantly; a *regression* (for CI gating) is a
 significant change for the worse by more than a given percent, "worse"
 following the metric's direction. The A/A check: comparing two runs of the
 same study, about 5% of cells differ significantly by chance at p < 0.05.
+
+Pure data: the renderers (terminal, Markdown, HTML) are in report/.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import math
 from dataclasses import dataclass, field
 
 from isobench.report.model import MetricKey, RunData
-from isobench.report.table import DASH, MINUS, fmt_num, fmt_pct, is_emulated
-from isobench.stats import ALPHA, VERDICT_BETTER, VERDICT_WORSE, Comparison, compare
+from isobench.report.table import HIGHER, LOWER, fmt_fact, is_emulated
+from isobench.stats import ALPHA, VERDICT_WORSE, Comparison, compare
 
 DEFAULT_TOLERANCE_PCT = 2.0
 
-__all__ = ["CellDiff", "RunComparison", "compare_runs", "fmt_num", "fmt_pct", "fmt_p", "fmt_ratio"]
+__all__ = ["CellDiff", "RunComparison", "compare_runs"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,6 @@ def _cell_name(key: MetricKey, env: str) -> str:
 
 def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     """Host and environment facts that differ: what the two runs compare."""
-    from isobench.report.table import fmt_fact
     out = []
     if a.study_hash != b.study_hash:
         out.append(("study hash", a.study_hash, b.study_hash))
@@ -134,122 +135,8 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float = DEFAULT_TOLERANC
 
 
 def _arrow(k: MetricKey) -> str:
-    return "\u2191" if k.higher_is_better else "\u2193"
+    return HIGHER if k.higher_is_better else LOWER
 
 
 def _finite(x: float) -> bool:
     return x is not None and math.isfinite(x)
-
-
-# -- formatting shared by the renderers -------------------------------------------------
-
-def fmt_p(p: float) -> str:
-    if p is None or math.isnan(p):
-        return DASH
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def p_phrase(p: float) -> str:
-    """``p < 0.001`` or ``p = 0.013``."""
-    text = fmt_p(p)
-    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
-
-
-def fmt_ratio(c: Comparison) -> str:
-    """``0.981 [0.962, 1.001]``"""
-    if not _finite(c.ratio):
-        return DASH
-    if _finite(c.ratio_ci95_low):
-        return f"{c.ratio:.3f} [{c.ratio_ci95_low:.3f}, {c.ratio_ci95_high:.3f}]"
-    return f"{c.ratio:.3f}"
-
-
-def status_text(cell: CellDiff) -> str:
-    c = cell.comparison
-    if not cell.flagged:
-        return "changed (within tolerance)" if c.significant else c.verdict
-    return {VERDICT_WORSE: "WORSE", VERDICT_BETTER: "better"}.get(c.verdict, c.verdict)
-
-
-def _rows(result: RunComparison) -> list[list[str]]:
-    out = []
-    for cell in result.cells:
-        c = cell.comparison
-        metric = cell.key.metric if cell.key.case in ("", "default") else f"{cell.key.case}: {cell.key.metric}"
-        arrow = "\u2191" if cell.key.higher_is_better else "\u2193"
-        env = cell.env + (" \u2020" if cell.emulated else "")
-        out.append([cell.key.workload, f"{metric} ({cell.key.unit}) {arrow}", env,
-                    f"{fmt_num(c.baseline.mean)} [{fmt_num(c.baseline.sd, 2)}] n={c.baseline.n}",
-                    f"{fmt_num(c.candidate.mean)} [{fmt_num(c.candidate.sd, 2)}] n={c.candidate.n}",
-                    fmt_ratio(c), fmt_pct(c.pct), fmt_p(c.p_value), status_text(cell)])
-    return out
-
-
-HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "B/A [95% CI]", "change", "p",
-          "verdict"]
-
-
-def legend(result: RunComparison) -> list[str]:
-    lines = [f"A = {result.run_a.run_id} ({result.run_a.study_name}), B = {result.run_b.run_id} "
-             f"({result.run_b.study_name}); A is the baseline of every cell.",
-             f"change: B's mean vs A's; p: Welch's t-test, two-sided; flagged (WORSE/better): "
-             f"|change| > {result.tolerance_pct:g}% and p < {result.alpha:g}; "
-             f"\u2191 higher is better, \u2193 lower is better ({MINUS}% on \u2191 is worse).",
-             ]
-    if any(c.emulated for c in result.cells):
-        lines.append("\u2020 emulated (TCG), not comparable to KVM.")
-    return lines
-
-
-def render_markdown(result: RunComparison, regressions: list[CellDiff] | None = None) -> str:
-    from isobench.report.markdown import md_escape
-    out = [f"# Compare {md_escape(result.run_a.run_id)} (A) \u2192 {md_escape(result.run_b.run_id)} (B)", "",
-           f"**{md_escape(result.summary_line())}**", ""]
-    if regressions:
-        out += ["## Regressions", ""] + [f"- {md_escape(c.name)}: {fmt_pct(c.comparison.pct)} "
-                                          f"({p_phrase(c.comparison.p_value)})" for c in regressions] + [""]
-    out += ["| " + " | ".join(HEADER) + " |", "|" + "|".join([":---"] * 3 + ["---:"] * 5 + [":---"]) + "|"]
-    for row in _rows(result):
-        out.append("| " + " | ".join(md_escape(x) for x in row) + " |")
-    out += [""] + [f"- {md_escape(line)}" for line in legend(result)] + [""]
-    out += _extras_md(result, md_escape)
-    return "\n".join(out)
-
-
-def _extras_md(result: RunComparison, esc) -> list[str]:
-    out = []
-    if result.facts_diff:
-        out += ["## What differs between the runs", "", "| fact | A | B |", "|:---|:---|:---|"]
-        out += [f"| {esc(k)} | {esc(a)} | {esc(b)} |" for k, a, b in result.facts_diff] + [""]
-    for title, items in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b),
-                         ("Not comparable (unit or direction changed)", result.mismatched)):
-        if items:
-            out += [f"## {title}", ""] + [f"- {esc(i)}" for i in items] + [""]
-    return out
-
-
-def render_terminal(result: RunComparison, console, regressions: list[CellDiff] | None = None) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-    t = Table(*HEADER, box=box.SIMPLE_HEAVY,
-              title=f"{result.run_a.run_id} (A) \u2192 {result.run_b.run_id} (B)")
-    for col in t.columns[3:8]:
-        col.justify = "right"
-    for cell, row in zip(result.cells, _rows(result)):
-        style = ""
-        if cell.flagged:
-            style = "bold red" if cell.comparison.verdict == VERDICT_WORSE else "bold green"
-        t.add_row(*[Text(x) for x in row[:-1]], Text(row[-1], style=style))
-    console.print(t)
-    for line in legend(result):
-        console.print(Text(line, style="dim"))
-    if result.facts_diff:
-        console.print(Text("What differs between the runs:", style="bold"))
-        for k, a, b in result.facts_diff:
-            console.print(Text(f"  {k}: {a[:80]} \u2192 {b[:80]}"))
-    for title, items in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b),
-                         ("Not comparable", result.mismatched)):
-        if items:
-            console.print(Text(f"{title}: " + "; ".join(items), style="yellow"))
-    console.print(Text(result.summary_line(), style="bold"))

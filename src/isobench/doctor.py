@@ -139,7 +139,7 @@ def _busy_processes() -> list[tuple[str, float]]:
 
 def _kvm_verdict() -> tuple[bool, str] | None:
     """The VM environment's cached KVM probe for this host, kernel, QEMU and image."""
-    from isobench.envs import kvm_probe
+    from isobench.envs.vm import kvm_probe
     from isobench.images import recipe_hash
     try:
         v = kvm_probe.load(kvm_probe.host_key(recipe_hash()))

@@ -7,6 +7,7 @@ the store keeps it with the run so reports work from the store alone.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # Roles (a metric has at most one; "" = a plain value, drawn only in Table I
@@ -32,3 +33,20 @@ class Metric:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"metric {self.name}: unknown role {self.role!r}; one of {ROLES}")
+
+
+# One instance's value in a multi-instance run: instance_<i>_<name>, i from 1.
+# Workloads name them with instance_metric, reports read them back with
+# parse_instance_metric; nothing else spells the pattern.
+_INSTANCE_RE = re.compile(r"^instance_(?P<index>[0-9]+)_(?P<name>.+)$")
+
+
+def instance_metric(index: int, name: str) -> str:
+    """The name of instance `index`'s (1-based) value of metric `name`."""
+    return f"instance_{index}_{name}"
+
+
+def parse_instance_metric(metric: str) -> tuple[int, str] | None:
+    """(index, name) of a per-instance metric name, or None for any other metric."""
+    m = _INSTANCE_RE.match(metric)
+    return (int(m["index"]), m["name"]) if m else None

@@ -4,6 +4,7 @@ naming the file and the field."""
 
 from __future__ import annotations
 
+from isobench.envs.kinds import kind_of
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadError
@@ -35,13 +36,12 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
             totals[fp.resource] += need
             if need > biggest.get(fp.resource, ("", -1))[1]:
                 biggest[fp.resource] = (f"workloads.{entry.key}.{fp.field}", need)
-    # guests' RAM, every instance at once (all environments are up together)
+    # what each kind holds of the host itself (a guest's RAM), all instances
     for name, spec in study.environments.items():
-        if spec.kind == "vm":
-            need = spec.memory_mb * 2**20 * getattr(spec, "instances", 1)
-            totals["memory"] += need
-            if need > biggest.get("memory", ("", -1))[1]:
-                biggest["memory"] = (f"environments.{name}.memory_mb", need)
+        for fp in kind_of(spec.kind).footprint(spec):
+            totals[fp.resource] += fp.bytes
+            if fp.bytes > biggest.get(fp.resource, ("", -1))[1]:
+                biggest[fp.resource] = (f"environments.{name}.{fp.field}", fp.bytes)
     limits = {"memory": (host.mem_bytes * MEMORY_SHARE, f"{MEMORY_SHARE:.0%} of this host's "
                          f"{host.mem_bytes / GiB:.1f} GiB of memory"),
               "disk": (host.disk_free_bytes * DISK_SHARE, f"{DISK_SHARE:.0%} of the "

@@ -14,18 +14,20 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from isobench import clienthost
 from isobench.clean import clean
+from isobench.clienthost import ClientHost
 from isobench.doctor import findings_as_facts, judge, read_host
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
+from isobench.envs.kinds import kind_of
 from isobench.facts import host_facts
 from isobench.hostinfo import host_info
 from isobench.noise import Noise, step_case
-from isobench.store import Store, now_iso
+from isobench.store import Sample, Store, now_iso
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import ParseError, Workload, WorkloadError
+from isobench.workloads.server import ServerWorkload
 
 
 class Progress(Protocol):
@@ -87,7 +89,7 @@ def by_step(cells: list[Cell]) -> list[tuple[int | None, list[Cell]]]:
 
 
 def needs_image(study: Study) -> bool:
-    return any(spec.kind == "docker" for spec in study.environments.values())
+    return any(kind_of(spec.kind).needs_image for spec in study.environments.values())
 
 
 def run_study(study: Study, store: Store, progress: Progress | None = None,
@@ -120,12 +122,12 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     try:
         # server workloads: the client host exists before environments start,
         # so Docker bridge environments can publish on its bridge address
-        client = clienthost.attach(run_id, [c.workload for c in cells], envs)
+        client = attach_client_host(run_id, [c.workload for c in cells], envs)
         for env in envs:
             progress.note(f"starting {env.name}")
             env.start()
             started.append(env)
-            packages = sorted({p for c in cells for p in c.workload.packages})
+            packages = sorted({p for c in cells for p in c.workload.versioned_packages()})
             store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": env.package_versions(packages)})
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
@@ -168,6 +170,23 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     return run_id
 
 
+def attach_client_host(run_id: str, workloads: list[Workload], envs: list[Environment]) -> ClientHost | None:
+    """When any workload serves from the environment, create the client
+    host, tell every environment its benchmark address and the ports to
+    expose (before they start), and hand the client host to the workloads.
+    Returns None when no workload needs one."""
+    servers = [w for w in workloads if isinstance(w, ServerWorkload)]
+    if not servers:
+        return None
+    ch = ClientHost(run_id).start()
+    ports = sorted({p for w in servers for p in w.ports})
+    for env in envs:
+        env.expose(ch.host_addr, ports)
+    for w in servers:
+        w.client = ch
+    return ch
+
+
 def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> dict[tuple[str, str], str]:
     """Prepare each workload once per environment. A failure fails that
     workload's cells in that environment only; returns why, per (workload, env)."""
@@ -196,17 +215,17 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
         raw = (result.stdout + result.stderr) if result is not None else ""
         status = "timeout" if (result is not None and result.timed_out) else "failed"
         reason = str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}"
-        store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, {},
-                         {"noise": noise_facts} if noise_facts else {}, raw,
-                         started_at, time.perf_counter() - t0, error=reason[:500])
+        store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, started_at,
+                                time.perf_counter() - t0, extra={"noise": noise_facts} if noise_facts else {},
+                                raw=raw, error=reason[:500]))
         return
-    store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", m.values, m.extra,
-                     m.raw, started_at, time.perf_counter() - t0)
+    store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", started_at,
+                            time.perf_counter() - t0, m.values, m.extra, m.raw))
 
 
 def _record_failure(store, run_id, cell, env, round_, warmup, reason: str) -> None:
-    store.add_sample(run_id, env.name, cell.key, cell.case, round_, warmup, "failed", {}, {}, "",
-                     now_iso(), 0.0, error=reason)
+    store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, "failed", now_iso(), 0.0,
+                            error=reason))
 
 
 def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:

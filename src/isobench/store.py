@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from isobench.report.model import MetricKey, RunData
 
@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS metric_defs (
     unit TEXT NOT NULL,
     higher_is_better INTEGER NOT NULL,
     ordinal INTEGER NOT NULL,
+    role TEXT NOT NULL DEFAULT '',       -- isobench.metric role; '' in runs stored before roles
     PRIMARY KEY (run_id, workload, ccase, metric)
 );
 CREATE TABLE IF NOT EXISTS samples (
@@ -61,8 +62,31 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
 """
 
 
+# Columns added since the first schema: (table, column, definition). A store
+# created before them gets them on open, so old stores keep working.
+ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),)
+
+
 def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured run of a cell (workload case x environment x round)."""
+    run_id: str
+    env: str
+    workload: str
+    case: str
+    round: int
+    warmup: bool
+    status: str  # ok | failed | timeout
+    started_at: str
+    wall_s: float
+    values: dict = field(default_factory=dict)  # metric -> value
+    extra: dict = field(default_factory=dict)  # detail: latency histograms, noise facts ...
+    raw: str = ""  # the tool's output, so the sample can be re-parsed
+    error: str | None = None  # one line, for failed samples
 
 
 @dataclass
@@ -89,9 +113,24 @@ class Store:
         self.db = sqlite3.connect(path, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
+        self._add_missing_columns()
 
     def close(self) -> None:
         self.db.close()
+
+    def _add_missing_columns(self) -> None:
+        for table, column, definition in ADDED_COLUMNS:
+            if column in self._columns(table):
+                continue
+            try:
+                with self.db:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+            except sqlite3.OperationalError:
+                pass  # added by another process meanwhile, or a read-only file: read as before
+        self._role = "role" if "role" in self._columns("metric_defs") else "''"
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
 
     # --- writing -------------------------------------------------------------
 
@@ -114,18 +153,17 @@ class Store:
                 ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
                                           (run_id,)).fetchone()[0]
                 self.db.execute(
-                    "INSERT OR IGNORE INTO metric_defs VALUES (?,?,?,?,?,?,?)",
-                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal))
+                    "INSERT OR IGNORE INTO metric_defs (run_id, workload, ccase, metric, unit, higher_is_better,"
+                    " ordinal, role) VALUES (?,?,?,?,?,?,?,?)",
+                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role))
 
-    def add_sample(self, run_id: str, env: str, workload: str, case: str, round_: int, warmup: bool,
-                   status: str, values: dict, extra: dict, raw: str, started_at: str, wall_s: float,
-                   error: str | None = None) -> None:
+    def add_sample(self, s: Sample) -> None:
         with self.db:  # committed now: a crash after this loses nothing
             self.db.execute(
                 "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, error, vals,"
                 " extra, raw, started_at, wall_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, env, workload, case, round_, int(warmup), status, error, json.dumps(values),
-                 json.dumps(extra), raw, started_at, wall_s))
+                (s.run_id, s.env, s.workload, s.case, s.round, int(s.warmup), s.status, s.error,
+                 json.dumps(s.values), json.dumps(s.extra), s.raw, s.started_at, s.wall_s))
 
     def reopen_run(self, run_id: str) -> None:
         with self.db:
@@ -188,15 +226,15 @@ class Store:
         env_facts = {e: json.loads(f) for e, f in self.db.execute(
             "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
         keys = {}
-        for w, c, m, u, hib in self.db.execute(
-                "SELECT workload, ccase, metric, unit, higher_is_better FROM metric_defs"
+        for w, c, m, u, hib, role in self.db.execute(
+                f"SELECT workload, ccase, metric, unit, higher_is_better, {self._role} FROM metric_defs"
                 " WHERE run_id=? ORDER BY ordinal", (run_id,)):
-            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib))
+            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role)
         run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
                       host_facts=json.loads(r[5]), study_text=r[6], study_hash=r[7], baseline=r[8],
                       environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
-        for env, w, c, status, error, vals in self.db.execute(
-                "SELECT env, workload, ccase, status, error, vals FROM samples"
+        for env, w, c, round_, status, error, vals in self.db.execute(
+                "SELECT env, workload, ccase, round, status, error, vals FROM samples"
                 " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
             if status != "ok":
                 run.failures.setdefault((w, c, env), []).append(error or status)
@@ -205,6 +243,7 @@ class Store:
                 key = keys.get((w, c, metric))
                 if key is not None and value is not None:
                     run.values.setdefault((key, env), []).append(float(value))
+                    run.rounds.setdefault((key, env), []).append(round_)
         return run
 
     def extras(self, run_id: str, workload: str | None = None,

@@ -9,10 +9,11 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from isobench.envs.kinds import EnvSpec, kinds, presets
 from isobench.noise import NoiseSpec
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadParams
@@ -27,98 +28,6 @@ class StudyError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# Every kind can be a group of identical instances (envs/group.py): N
-# processes' worth of the host, N containers or N VMs, started one after
-# another with the host's memory read between them (density). pin = true
-# gives instance i its own core (i mod the host's cores) instead of leaving
-# placement to the scheduler.
-INSTANCES = Field(default=1, ge=1, le=64, description="identical instances (servers, containers, VMs)")
-# true = "core"; "node": instance i gets NUMA node i mod nodes (all its CPUs)
-Pin = Union[bool, Literal["core", "node"]]
-
-
-class NativeSpec(_Strict):
-    kind: Literal["native"] = "native"
-    instances: int = INSTANCES
-    pin: Pin = False
-
-
-class DockerSpec(_Strict):
-    kind: Literal["docker"] = "docker"
-    network: Literal["bridge", "host"] = "bridge"
-    storage: Literal["overlay", "volume"] = "overlay"
-    cpuset: str | None = Field(default=None, pattern=r"^[0-9]+([-,][0-9]+)*$")
-    cpus: float | None = Field(default=None, gt=0, le=1024)
-    memory_mb: int | None = Field(default=None, ge=64)
-    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
-    instances: int = INSTANCES
-    pin: Pin = False
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "DockerSpec":
-        if self.pin and self.cpuset:
-            raise ValueError("pin and cpuset both place the container; set one of them")
-        return self
-
-
-class VmSpec(_Strict):
-    """A QEMU guest (envs/vm.py); docker = true runs the workloads in a
-    container of the same image inside it (vm-docker)."""
-
-    kind: Literal["vm"] = "vm"
-    vcpus: int = Field(default=2, ge=1, le=512)
-    memory_mb: int = Field(default=2048, ge=256, le=4 * 1024 * 1024)
-    # default: QEMU's own CPU model (qemu64), what an untuned VM gets;
-    # host: passthrough (under TCG, where host is impossible, "max")
-    cpu_model: Literal["default", "host"] = "default"
-    # "SxCxT" (sockets x cores x threads, product = vcpus), "auto" (one
-    # socket of vcpus cores) or "none" (QEMU's default: one socket per vCPU)
-    topology: str = Field(default="none", pattern=r"^(none|auto|[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*)$")
-    pin: Pin = False
-    hugepages: Literal["off", "on"] = "off"
-    disk_cache: Literal["none", "directsync", "writeback", "writethrough"] = "none"
-    disk_aio: Literal["native", "io_uring", "threads"] = "native"
-    accel: Literal["auto", "kvm", "tcg"] = "auto"
-    data_disk_mb: int = Field(default=4096, ge=256, le=16 * 1024 * 1024)
-    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
-    root_bus: Literal["nvme", "virtio"] = "nvme"
-    guest_init: Literal["isobench", "systemd"] = "isobench"
-    docker: bool = False
-    instances: int = INSTANCES
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "VmSpec":
-        if self.topology not in ("none", "auto"):
-            s, c, t = (int(x) for x in self.topology.split("x"))
-            if s * c * t != self.vcpus:
-                raise ValueError(f"topology {self.topology} makes {s * c * t} CPUs, vcpus is {self.vcpus}")
-        if self.disk_aio == "native" and self.disk_cache not in ("none", "directsync"):
-            raise ValueError(f"disk_aio native needs disk_cache none or directsync, not {self.disk_cache}")
-        return self
-
-
-EnvSpec = Annotated[Union[NativeSpec, DockerSpec, VmSpec], Field(discriminator="kind")]
-
-# Presets mirror the studies' configurations; a table named after a preset
-# needs no body, and any field given overrides the preset's.
-PRESETS: dict[str, dict[str, Any]] = {
-    "native": {"kind": "native"},
-    "docker-nat": {"kind": "docker", "network": "bridge", "storage": "overlay"},
-    "docker-host": {"kind": "docker", "network": "host", "storage": "volume"},
-    # IBM's KVM configurations: "stock" is a default OpenStack-like guest,
-    # "tuned" passes the host CPU through, exposes a topology, pins vCPUs
-    # and backs memory with huge pages.
-    "vm-stock": {"kind": "vm", "cpu_model": "default", "topology": "none", "pin": False, "hugepages": "off"},
-    "vm-tuned": {"kind": "vm", "cpu_model": "host", "topology": "auto", "pin": True, "hugepages": "on"},
-    "vm-docker": {"kind": "vm", "docker": True},
-}
-ENV_KINDS = ("native", "docker", "vm")
-SPEC_CLASSES: dict[str, type[BaseModel]] = {}
-
-
-SPEC_CLASSES.update({"native": NativeSpec, "docker": DockerSpec, "vm": VmSpec})
 
 
 class StudyMeta(_Strict):
@@ -151,19 +60,13 @@ class Study:
     path: str
     text: str
     meta: StudyMeta
-    environments: dict[str, NativeSpec | DockerSpec | VmSpec]
+    environments: dict[str, EnvSpec]  # each a registered kind's spec model (envs/kinds.py)
     workloads: list[WorkloadEntry]
     noise: NoiseSpec | None = None  # the stepped background load ([noise])
 
     @property
     def hash(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
-
-
-class _StudyFile(_Strict):
-    study: StudyMeta
-    environments: dict[str, EnvSpec]
-    workloads: dict[str, dict[str, Any]]
 
 
 def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseModel] | None) -> str:
@@ -191,6 +94,9 @@ def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
     if not isinstance(raw_envs, dict) or not raw_envs:
         raise StudyError(f"{path}: environments: at least one [environments.NAME] table is required")
     out = {}
+    # Presets mirror the studies' configurations; a table named after a
+    # preset needs no body, and any field given overrides the preset's.
+    known, shorthands = list(kinds()), presets()
     for name, body in raw_envs.items():
         if not NAME_RE.match(name):
             raise StudyError(f"{path}: environments.{name}: bad name; use {NAME_RULE}")
@@ -198,16 +104,16 @@ def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
             raise StudyError(f"{path}: environments.{name}: must be a table")
         body = dict(body)
         preset = body.pop("preset", None)
-        if preset is None and "kind" not in body and name in PRESETS:
+        if preset is None and "kind" not in body and name in shorthands:
             preset = name
         if preset is not None:
-            if preset not in PRESETS:
+            if preset not in shorthands:
                 raise StudyError(f"{path}: environments.{name}.preset: unknown preset {preset!r}; "
-                                 f"allowed: {', '.join(PRESETS)}")
-            body = {**PRESETS[preset], **body}
-        if body.get("kind") not in ENV_KINDS:
-            raise StudyError(f"{path}: environments.{name}.kind: must be one of {', '.join(ENV_KINDS)} "
-                             f"(or name a preset: {', '.join(PRESETS)})")
+                                 f"allowed: {', '.join(shorthands)}")
+            body = {**shorthands[preset], **body}
+        if body.get("kind") not in known:
+            raise StudyError(f"{path}: environments.{name}.kind: must be one of {', '.join(known)} "
+                             f"(or name a preset: {', '.join(shorthands)})")
         out[name] = body
     return out
 
@@ -246,26 +152,27 @@ def parse_study(text: str, path: str = "<study>") -> Study:
         raise StudyError(f"{path}: study: a [study] table with at least name = \"...\" is required")
     envs = _expand_presets(path, raw.get("environments"))
     workloads = _workload_entries(path, raw.get("workloads"))
+    specs: dict[str, EnvSpec] = {}
     for name, body in envs.items():
-        spec_cls = SPEC_CLASSES[body["kind"]]
+        spec_cls = kinds()[body["kind"]].spec
         try:
-            spec_cls.model_validate(body)
+            specs[name] = spec_cls.model_validate(body)
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("environments", name), spec_cls)) from None
     try:
-        model = _StudyFile.model_validate({"study": raw.get("study"), "environments": envs, "workloads": {}})
+        meta = StudyMeta.model_validate(raw["study"])
     except ValidationError as exc:
-        raise StudyError(_one_line(path, exc, (), None)) from None
-    if model.study.baseline not in model.environments:
-        raise StudyError(f"{path}: study.baseline: {model.study.baseline!r} is not one of the environments "
-                         f"({', '.join(model.environments)})")
+        raise StudyError(_one_line(path, exc, ("study",), StudyMeta)) from None
+    if meta.baseline not in specs:
+        raise StudyError(f"{path}: study.baseline: {meta.baseline!r} is not one of the environments "
+                         f"({', '.join(specs)})")
     noise = None
     if "noise" in raw:
         try:
             noise = NoiseSpec.model_validate(raw["noise"])
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("noise",), NoiseSpec)) from None
-    return Study(path, text, model.study, dict(model.environments), workloads, noise)
+    return Study(path, text, meta, specs, workloads, noise)
 
 
 def load_study(path: str | Path) -> Study:

@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from isobench.clean import _isobench_qemu, clean
-from isobench.envs.vm import SOCKET_ROOT, VmEnvironment
+from isobench.clean import clean
+from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
+from isobench.envs.vm.kind import is_isobench_qemu
 from isobench.workspace import DATA_ROOT
 
 pytestmark = pytest.mark.integration
@@ -30,7 +31,7 @@ def isobench_qemus(run_id: str, study: str = "") -> list[str]:
         except OSError:
             continue
         argv = [a.decode() for a in argv if a]
-        if _isobench_qemu(argv, run_id) and study in argv[argv.index("-name") + 1]:
+        if is_isobench_qemu(argv, run_id) and study in argv[argv.index("-name") + 1]:
             found.append(pid)
     return found
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from isobench.clienthost import ClientHost, leftovers, tag_of
-from isobench.envs.vm import VmEnvironment
+from isobench.envs.vm.environment import VmEnvironment
 from isobench.workloads import get
 from isobench.hostinfo import HostInfo
 

@@ -5,10 +5,10 @@ import ipaddress
 from isobench.clienthost import (
     BENCH_NET,
     LINK_RE,
-    _rule_is_ours,
     link_names,
     netns_name,
     pick_subnet,
+    rule_is_ours,
     used_client_subnets,
 )
 
@@ -40,6 +40,6 @@ def test_only_isobench_comments_match():
     ours = '-A FORWARD -i ib-abcd-br -o ib-abcd-br -m comment --comment isobench-run1 -j ACCEPT'
     theirs = '-A FORWARD -i br0 -m comment --comment "my rule" -j ACCEPT'
     plain = "-A FORWARD -o docker0 -j DOCKER"
-    assert _rule_is_ours(ours, None) and _rule_is_ours(ours, "run1")
-    assert not _rule_is_ours(ours, "run2")
-    assert not _rule_is_ours(theirs, None) and not _rule_is_ours(plain, None)
+    assert rule_is_ours(ours, None) and rule_is_ours(ours, "run1")
+    assert not rule_is_ours(ours, "run2")
+    assert not rule_is_ours(theirs, None) and not rule_is_ours(plain, None)

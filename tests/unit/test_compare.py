@@ -5,7 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from isobench.cli import main
-from isobench.compare import compare_runs, render_markdown
+from isobench.compare import compare_runs
+from isobench.report.compare_render import render_markdown
 from isobench.store import Store
 from synthetic_runs import Synthetic, simple_run, write_run
 

@@ -2,7 +2,8 @@
 
 import re
 
-from isobench import images
+from isobench import images, packages
+from isobench.images import definition, rootfs, versions
 
 
 def test_package_list_parsing_skips_comments_and_blanks(tmp_path):
@@ -17,7 +18,7 @@ def test_package_list_parsing_skips_comments_and_blanks(tmp_path):
         "fio\n"  # duplicate
         "redis-server\n"
     )
-    assert images.read_package_list(path) == ["fio", "pixz", "redis-server"]
+    assert packages.read_package_list(path) == ["fio", "pixz", "redis-server"]
 
 
 def test_shipped_package_lists():
@@ -44,28 +45,28 @@ def test_recipe_hash_is_stable():
 def test_recipe_hash_changes_with_package_list(monkeypatch):
     before = images.recipe_hash()
     tools = images.tool_packages()
-    monkeypatch.setattr(images, "tool_packages", lambda: tools + ["htop"])
+    monkeypatch.setattr(packages, "tool_packages", lambda: tools + ["htop"])
     assert images.recipe_hash() != before
     # order in the file does not matter
-    monkeypatch.setattr(images, "tool_packages", lambda: list(reversed(tools)))
+    monkeypatch.setattr(packages, "tool_packages", lambda: list(reversed(tools)))
     assert images.recipe_hash() == before
 
 
 def test_recipe_hash_changes_with_image_only_packages_and_version(monkeypatch):
     before = images.recipe_hash()
     extra = images.image_only_packages()
-    monkeypatch.setattr(images, "image_only_packages", lambda: extra + ["dbus"])
+    monkeypatch.setattr(packages, "image_only_packages", lambda: extra + ["dbus"])
     changed = images.recipe_hash()
     assert changed != before
-    monkeypatch.setattr(images, "RECIPE_VERSION", images.RECIPE_VERSION + 1)
+    monkeypatch.setattr(definition, "RECIPE_VERSION", images.RECIPE_VERSION + 1)
     assert images.recipe_hash() not in (before, changed)
 
 
 def test_recipe_hash_changes_with_package_file(monkeypatch, tmp_path):
     before = images.recipe_hash()
-    path = tmp_path / "packages.txt"
-    path.write_text(images.PACKAGES_FILE.read_text() + "\nhtop\n")
-    monkeypatch.setattr(images, "PACKAGES_FILE", path)
+    path = tmp_path / "base-packages.txt"
+    path.write_text(packages.BASE_PACKAGES_FILE.read_text() + "\nhtop\n")
+    monkeypatch.setattr(packages, "BASE_PACKAGES_FILE", path)
     assert images.recipe_hash() != before
 
 
@@ -83,17 +84,17 @@ def test_paths_under_image_root():
 
 
 def test_tool_versions_from_packages_tsv(monkeypatch, tmp_path):
-    monkeypatch.setattr(images, "IMAGE_ROOT", str(tmp_path))
+    monkeypatch.setattr(definition, "IMAGE_ROOT", str(tmp_path))
     h = images.recipe_hash()
     (tmp_path / h).mkdir()
     (tmp_path / h / "packages.tsv").write_text(
         "package\tversion\tarch\nfio\t3.33-3\tamd64\nlibc6\t2.36-9\tamd64\n")
-    versions = images.tool_versions()
-    assert versions["fio"] == "3.33-3"
-    assert versions["hpcc"] is None
-    assert "libc6" not in versions
+    found = versions.tool_versions()
+    assert found["fio"] == "3.33-3"
+    assert found["hpcc"] is None
+    assert "libc6" not in found
 
 
 def test_mounts_under_parses_mountinfo():
-    assert "/proc" in images._mounts_under("/proc")
-    assert images._mounts_under("/nonexistent-isobench-dir") == []
+    assert "/proc" in rootfs.mounts_under("/proc")
+    assert rootfs.mounts_under("/nonexistent-isobench-dir") == []

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from isobench import noise
-from isobench.envs import pinned_cpus
+from isobench.envs.pinning import pinned_cpus
 from isobench.hostinfo import numa_nodes, parse_cpulist, parse_meminfo
 from isobench.envs.base import Environment, Paths
 from isobench.proc import ExecResult
 from isobench.envs.group import InstanceGroup, density_points, members_of, parse_pss
-from isobench.report import instances as inst
-from isobench.report import plots
+from isobench.report.figures import instances as inst
+from isobench.report import figures as plots
 from isobench.report.model import MetricKey, RunData
 from isobench.report.table import build_table
 from isobench.runner import by_step, plan
@@ -338,7 +338,7 @@ def test_preflight_counts_every_guest_instance():
 
 
 def test_leftover_api_servers_are_recognised_but_not_other_pythons():
-    from isobench.clienthost import is_server_process
+    from isobench.workloads.leftovers import is_server_process
     assert is_server_process("/usr/bin/python3.11", ["/usr/bin/python3", "/t/x/api_server.py", "0.0.0.0"])
     assert not is_server_process("/usr/bin/python3.11", ["python3", "-m", "http.server"])
     assert is_server_process("/usr/bin/redis-server", ["redis-server"])

@@ -5,7 +5,7 @@ import pytest
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
-from isobench.report import plots
+from isobench.report import figures as plots
 from isobench.report.model import MetricKey, RunData
 from isobench.report.table import EMULATED_NOTE, build_table
 from isobench.store import Store

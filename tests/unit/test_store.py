@@ -1,4 +1,7 @@
-from isobench.store import Store, StoreError
+import json
+import sqlite3
+
+from isobench.store import Sample, Store, StoreError
 from isobench.study import parse_study
 from isobench.metric import Metric
 
@@ -28,10 +31,10 @@ def _fill(store, run_id="run-1"):
     store.set_env_facts(run_id, "native", {"kind": "native"})
     for rnd, warm in [(0, True), (1, False), (2, False)]:
         for env, v in [("native", 10.0 + rnd), ("docker-nat", 9.0 + rnd)]:
-            store.add_sample(run_id, env, "compression", "default", rnd, warm, "ok",
-                             {"throughput_mbs": v, "real_s": 1 / v}, {}, "raw", "t", 1.0)
-    store.add_sample(run_id, "docker-nat", "compression", "default", 3, False, "timeout", {}, {}, "partial",
-                     "t", 5.0, error="timed out after 5 s")
+            store.add_sample(Sample(run_id, env, "compression", "default", rnd, warm, "ok", "t", 1.0,
+                                    {"throughput_mbs": v, "real_s": 1 / v}, raw="raw"))
+    store.add_sample(Sample(run_id, "docker-nat", "compression", "default", 3, False, "timeout", "t", 5.0,
+                            raw="partial", error="timed out after 5 s"))
     return study
 
 
@@ -75,3 +78,90 @@ def test_resolve_prefix_latest_and_errors(store):
 def test_empty_store_says_how_to_start(tmp_path):
     with pytest.raises(StoreError, match="isobench run"):
         Store(str(tmp_path / "e.sqlite")).latest_run_id()
+
+
+def test_load_run_keeps_the_round_of_every_value(store):
+    _fill(store)
+    run = store.load_run("run-1")
+    tput = run.metrics[0]
+    assert run.rounds[(tput, "native")] == [1, 2]  # round 0 was the warm-up
+    assert {k: len(v) for k, v in run.rounds.items()} == {k: len(v) for k, v in run.values.items()}
+
+
+def test_define_metrics_keeps_the_role(store):
+    study = parse_study(STUDY, "s.toml")
+    store.create_run("r", study, {})
+    store.define_metrics("r", "compression", "default", [Metric("throughput_mbs", "MB/s", True, role="throughput"),
+                                                         Metric("user_s", "s", False)])
+    assert [m.role for m in store.load_run("r").metrics] == ["throughput", ""]
+
+
+# The schema of stores created before metric roles (metric_defs without role).
+OLD_SCHEMA = """
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, study_name TEXT NOT NULL, study_path TEXT NOT NULL,
+    study_text TEXT NOT NULL, study_hash TEXT NOT NULL, baseline TEXT NOT NULL, environments TEXT NOT NULL,
+    started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, host_facts TEXT NOT NULL);
+CREATE TABLE env_facts (run_id TEXT NOT NULL REFERENCES runs(run_id), env TEXT NOT NULL, facts TEXT NOT NULL,
+    PRIMARY KEY (run_id, env));
+CREATE TABLE metric_defs (run_id TEXT NOT NULL REFERENCES runs(run_id), workload TEXT NOT NULL,
+    ccase TEXT NOT NULL, metric TEXT NOT NULL, unit TEXT NOT NULL, higher_is_better INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL, PRIMARY KEY (run_id, workload, ccase, metric));
+CREATE TABLE samples (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(run_id),
+    env TEXT NOT NULL, workload TEXT NOT NULL, ccase TEXT NOT NULL, round INTEGER NOT NULL,
+    warmup INTEGER NOT NULL, status TEXT NOT NULL, error TEXT, vals TEXT NOT NULL, extra TEXT NOT NULL,
+    raw TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL);
+"""
+NET_ENVS = {"native": {"kind": "native", "options": {}},
+            "docker-nat": {"kind": "docker", "options": {"network": "bridge"}},
+            "docker-host": {"kind": "docker", "options": {"network": "host"}}}
+NET_METRICS = [("netlat", "tcp", "mean_us", "µs", False, "latency"),
+               ("netbw", "tx", "gbps", "Gbit/s", True, "throughput")]
+
+
+def _net_value(env: str, rnd: int) -> float:
+    return {"native": 20.0, "docker-nat": 40.0, "docker-host": 21.0}[env] + rnd
+
+
+def _old_store(path: str) -> None:
+    """A run written as isobench wrote it before roles: no role column."""
+    db = sqlite3.connect(path)
+    db.executescript(OLD_SCHEMA)
+    db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+               ("net", "s", "s.toml", STUDY, "h", "native", json.dumps(list(NET_ENVS)), "t0", "t1", "complete",
+                "{}"))
+    for env, facts in NET_ENVS.items():
+        db.execute("INSERT INTO env_facts VALUES (?,?,?)", ("net", env, json.dumps(facts)))
+    for i, (w, c, m, u, hib, _role) in enumerate(NET_METRICS):
+        db.execute("INSERT INTO metric_defs VALUES (?,?,?,?,?,?,?)", ("net", w, c, m, u, int(hib), i))
+        for env in NET_ENVS:
+            for rnd in (1, 2, 3):
+                db.execute("INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra,"
+                           " raw, started_at, wall_s) VALUES (?,?,?,?,?,0,'ok',?,'{}','','t',1.0)",
+                           ("net", env, w, c, rnd, json.dumps({m: _net_value(env, rnd)})))
+    db.commit()
+    db.close()
+
+
+def test_a_store_from_before_roles_gets_the_column_and_reports_the_same(tmp_path):
+    from isobench.report.markdown import render_markdown
+    old_path, new_path = str(tmp_path / "old.sqlite"), str(tmp_path / "new.sqlite")
+    _old_store(old_path)
+    old = Store(old_path)
+    assert "role" in {row[1] for row in old.db.execute("PRAGMA table_info(metric_defs)")}
+    Store(old_path).close()  # a second open finds the column there and leaves it
+
+    new = Store(new_path)  # the same run as written today, roles declared
+    new.db.execute("ATTACH DATABASE ? AS old", (old_path,))
+    with new.db:
+        for table in ("runs", "env_facts", "samples"):
+            new.db.execute(f"INSERT INTO {table} SELECT * FROM old.{table}")
+    for w, c, m, u, hib, role in NET_METRICS:
+        new.define_metrics("net", w, c, [Metric(m, u, hib, role=role)])
+
+    old_run, new_run = old.load_run("net"), new.load_run("net")
+    assert [m.role for m in old_run.metrics] == ["", ""]
+    assert [(m.workload, m.metric, m.unit) for m in old_run.metrics] == \
+        [(m.workload, m.metric, m.unit) for m in new_run.metrics]
+    old_md = render_markdown(old_run)
+    assert old_md == render_markdown(new_run)
+    assert "## Docker NAT vs host networking" in old_md and "docker-nat 42 vs docker-host 23" in old_md

@@ -3,7 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from isobench.study import DockerSpec, NativeSpec, StudyError, load_study, parse_study
+from isobench.envs.docker import DockerSpec
+from isobench.envs.native import NativeSpec
+from isobench.study import StudyError, load_study, parse_study
 
 GOOD = """
 [study]

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from isobench.clean import _isobench_qemu
-from isobench.envs import kvm_probe
-from isobench.envs.qemu_cmdline import MemoryBacking, QemuConfig, Topology, build_argv, kernel_cmdline
+from isobench.envs.vm import kvm_probe
+from isobench.envs.vm.kind import is_isobench_qemu
+from isobench.envs.vm.qemu_cmdline import MemoryBacking, QemuConfig, Topology, build_argv, kernel_cmdline
 from isobench.study import StudyError, parse_study
 
 
@@ -141,12 +141,12 @@ def test_vm_spec_errors_are_one_line(body, field):
 
 
 def test_leftover_matcher_only_takes_isobench_qemu():
-    assert _isobench_qemu(["qemu-system-x86_64", "-name", "isobench-r1-vm,debug-threads=on"], "r1")
-    assert _isobench_qemu(["/usr/bin/qemu-system-x86_64", "-name", "isobench-r1-vm"], None)
-    assert not _isobench_qemu(["/usr/bin/qemu-system-x86_64", "-name", "isobench-r2-vm"], "r1")
-    assert not _isobench_qemu(["qemu-system-x86_64", "-name", "webserver"], None)
-    assert not _isobench_qemu(["python", "-name", "isobench-r1-vm"], None)
-    assert not _isobench_qemu(["qemu-system-x86_64"], None)
+    assert is_isobench_qemu(["qemu-system-x86_64", "-name", "isobench-r1-vm,debug-threads=on"], "r1")
+    assert is_isobench_qemu(["/usr/bin/qemu-system-x86_64", "-name", "isobench-r1-vm"], None)
+    assert not is_isobench_qemu(["/usr/bin/qemu-system-x86_64", "-name", "isobench-r2-vm"], "r1")
+    assert not is_isobench_qemu(["qemu-system-x86_64", "-name", "webserver"], None)
+    assert not is_isobench_qemu(["python", "-name", "isobench-r1-vm"], None)
+    assert not is_isobench_qemu(["qemu-system-x86_64"], None)
 
 
 # -- the NIC on the client host's bridge ---------------------------------------------
@@ -157,7 +157,7 @@ def test_argv_without_nic_has_no_network():
 
 
 def test_argv_with_nic_tap_and_vhost():
-    from isobench.envs.qemu_cmdline import Nic
+    from isobench.envs.vm.qemu_cmdline import Nic
     argv = build_argv(cfg(nic=Nic(tap="ib-ab12-t0", mac="52:54:00:ab:12:00")))
     assert "-nic" not in argv
     assert after(argv, "-netdev") == ["tap,id=n0,ifname=ib-ab12-t0,script=no,downscript=no"]
@@ -192,7 +192,7 @@ def test_tap_mac_and_address_naming():
 
 def test_vm_endpoint_and_bind_address():
     from isobench.errors import EnvironmentError_
-    from isobench.envs.vm import VmEnvironment
+    from isobench.envs.vm.environment import VmEnvironment
     vm = VmEnvironment(name="vm-stock", options={}, run_id="r1")
     vm.expose("198.19.3.1", [(6379, "tcp")])
     with pytest.raises(EnvironmentError_):

@@ -32,6 +32,9 @@ class Environment(abc.ABC):
     options: dict = field(default_factory=dict)
 
     kind: str = "abstract"
+    # set by expose(): the client host's bridge address and the servers' ports
+    _bench_addr: str | None = field(default=None, init=False, repr=False, compare=False)
+    _bench_ports: list[tuple[int, str]] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @abc.abstractmethod
     def start(self) -> None: ...
@@ -51,6 +54,28 @@ class Environment(abc.ABC):
     @abc.abstractmethod
     def paths(self) -> Paths: ...
 
+    # -- capabilities: every kind answers; the defaults say "not here" -------
+    def pre_start(self) -> None:
+        """One-off work before start() that is not startup (a VM's disk, the
+        KVM probe), so a group's density timing counts start() alone."""
+
+    @property
+    def vmm_pid(self) -> int | None:
+        """The host process holding a guest's memory (a group reads its PSS
+        for density); None when there is none."""
+        return None
+
+    def instances(self) -> list["Environment"]:
+        """What a multi-instance workload drives: a group's members, or the
+        environment itself."""
+        return [self]
+
+    def measure_startup(self, timeout: float) -> dict[str, float] | None:
+        """Start a fresh instance configured like this one, to ready, and
+        remove it: {"ready_s": ...} plus kind-specific timings (the startup
+        workload's sample). None: this kind cannot measure it."""
+        return None
+
     # -- the benchmark network (client host); see clienthost.py -----------------
     def expose(self, host_addr: str, ports: list[tuple[int, str]]) -> None:
         """Before start(): the host's address on the client host's bridge and
@@ -60,11 +85,20 @@ class Environment(abc.ABC):
         self._bench_ports = list(ports)
 
     @property
+    def attached(self) -> bool:
+        """Is a client host attached (expose() called)?"""
+        return self._bench_addr is not None
+
+    @property
     def bench_addr(self) -> str:
-        addr = getattr(self, "_bench_addr", None)
-        if addr is None:
+        if self._bench_addr is None:
             raise EnvironmentError_(f"{self.name}: no client host attached (expose() not called)")
-        return addr
+        return self._bench_addr
+
+    @property
+    def bench_ports(self) -> list[tuple[int, str]]:
+        """The (port, proto) servers will listen on; empty when not attached."""
+        return list(self._bench_ports)
 
     def server_bind_addr(self) -> str:
         """The address a server inside binds to. Default: the environment

@@ -13,13 +13,88 @@ import docker
 import docker.errors
 from requests.exceptions import ReadTimeout
 
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from isobench.dockerclient import engine, engine_or_none
 from isobench.envs.base import Environment, Paths
+from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
+from isobench.envs.pinning import placement
 from isobench.errors import EnvironmentError_
 from isobench.proc import KILL_GRACE_S, ExecResult, bounded
-from isobench.dockerclient import API_TIMEOUT_S, engine
 from isobench.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
+
+
+class DockerSpec(EnvSpec):
+    kind: Literal["docker"] = "docker"
+    network: Literal["bridge", "host"] = "bridge"
+    storage: Literal["overlay", "volume"] = "overlay"
+    cpuset: str | None = Field(default=None, pattern=r"^[0-9]+([-,][0-9]+)*$")
+    cpus: float | None = Field(default=None, gt=0, le=1024)
+    memory_mb: int | None = Field(default=None, ge=64)
+    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
+    instances: int = INSTANCES
+    pin: Pin = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "DockerSpec":
+        if self.pin and self.cpuset:
+            raise ValueError("pin and cpuset both place the container; set one of them")
+        return self
+
+
+class DockerKind(EnvKind):
+    name = "docker"
+    spec = DockerSpec
+    presets = {
+        "docker-nat": {"network": "bridge", "storage": "overlay"},
+        "docker-host": {"network": "host", "storage": "volume"},
+    }
+    rank = 10
+    needs_image = True
+
+    def make(self, name, spec, *, run_id, host, image, index) -> Environment:
+        options = spec.model_dump(exclude={"kind", "instances"})
+        if options.pop("pin", False):
+            options["cpuset"] = placement(spec.pin, index)
+        return DockerEnvironment(name=name, options=options, run_id=run_id, image=image or "",
+                                 host_cores=host.cores, host_mem_bytes=host.mem_bytes)
+
+    def probe(self) -> EnvProbe:
+        try:
+            client = engine(timeout=10)
+        except EnvironmentError_ as exc:
+            return EnvProbe("docker", False, str(exc))
+        info = client.info()
+        bridge = "?"
+        try:
+            bridge = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Subnet"]
+        except Exception:  # noqa: BLE001 - informative only
+            pass
+        from isobench.images import image_tag
+        tag = image_tag()
+        have = bool(client.images.list(name=tag))
+        return EnvProbe("docker", True,
+                        f"Docker {info.get('ServerVersion')}, storage {info.get('Driver')}, bridge {bridge}, "
+                        f"image {tag} {'built' if have else 'not built yet (isobench images build)'}")
+
+    def clean(self, run_id: str | None) -> list[str]:
+        """Containers and volumes labelled isobench (with this run's id)."""
+        removed: list[str] = []
+        client = engine_or_none()
+        if client is None:
+            return removed
+        label = f"{LABEL}.run={run_id}" if run_id else f"{LABEL}=1"
+        for container in client.containers.list(all=True, filters={"label": label}):
+            container.remove(force=True, v=True)
+            removed.append(f"container {container.name}")
+        for volume in client.volumes.list(filters={"label": label}):
+            volume.remove(force=True)
+            removed.append(f"volume {volume.name}")
+        return removed
 
 
 @dataclass
@@ -32,6 +107,7 @@ class DockerEnvironment(Environment):
     _container: object = None
     _volume: object = None
     _client: docker.DockerClient | None = None
+    _published: dict = field(default_factory=dict)  # "port/proto" -> host port (bridge)
 
     @property
     def container_name(self) -> str:
@@ -61,11 +137,11 @@ class DockerEnvironment(Environment):
             "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
         }
         bridge = kwargs["network_mode"] == "bridge"
-        if bridge and getattr(self, "_bench_ports", None):
+        if bridge and self.bench_ports:
             # NAT, as a remote client reaches a container: each server port
             # published on the benchmark address only, host port chosen by
             # Docker (the host's own servers may use the same port number)
-            kwargs["ports"] = {f"{port}/{proto}": (self.bench_addr,) for port, proto in self._bench_ports}
+            kwargs["ports"] = {f"{port}/{proto}": (self.bench_addr,) for port, proto in self.bench_ports}
         if opts.get("storage") == "volume":
             self._volume = self._client.volumes.create(name=f"{self.container_name}-data", labels=self._labels())
             kwargs["volumes"] = {self._volume.name: {"bind": DATA_DIR, "mode": "rw"}}
@@ -92,7 +168,7 @@ class DockerEnvironment(Environment):
     def endpoint(self, port: int, proto: str = "tcp") -> tuple[str, int]:
         if self.options.get("network") == "host":
             return super().endpoint(port, proto)
-        published = getattr(self, "_published", {}).get(f"{port}/{proto}")
+        published = self._published.get(f"{port}/{proto}")
         if published is None:
             raise EnvironmentError_(f"{self.name}: port {port}/{proto} was not published")
         return self.bench_addr, published
@@ -157,6 +233,23 @@ class DockerEnvironment(Environment):
                 return info["ExitCode"]
             time.sleep(0.05)
         return None
+
+    def measure_startup(self, timeout: float) -> dict[str, float]:
+        """Creating and starting a container of this environment's image, on
+        its network mode, until its process runs (the engine answers the
+        start request once it does); removed at once."""
+        client = engine(timeout)
+        kwargs = {"network_mode": "host" if self.options.get("network") == "host" else "bridge"}
+        container = None
+        try:
+            t0 = time.perf_counter()
+            container = client.containers.run(self.image, ["sleep", "infinity"], detach=True,
+                                              labels=self._labels(), **kwargs)
+            return {"ready_s": time.perf_counter() - t0}
+        finally:
+            if container is not None:
+                container.remove(force=True)
+            client.close()
 
     def stop(self) -> None:
         if self._container is not None:

@@ -2,8 +2,8 @@
 containers or VMs (a study's ``instances = N``).
 
 To a single-instance workload a group is its first member: exec, paths,
-endpoint and the rest go there. Multi-instance workloads (workloads/multi.py)
-take ``members`` and drive them all at once.
+endpoint, startup measurement and the rest go there. Multi-instance workloads
+(workloads/multi.py) take ``instances()`` (the members) and drive them all at once.
 
 Starting a group is also the density measurement: members start one after
 another, and before the first and after each one the host's MemAvailable is
@@ -82,13 +82,6 @@ class InstanceGroup(Environment):
             raise ValueError("an instance group needs at least one member")
         self.kind = self.members[0].kind
 
-    def __getattr__(self, attr: str):
-        # anything else an environment kind offers (accel, measure_startup)
-        # is the first member's; __getattr__ only runs for missing names
-        if attr.startswith("__") or attr == "members":
-            raise AttributeError(attr)
-        return getattr(self.members[0], attr)
-
     @property
     def first(self) -> Environment:
         return self.members[0]
@@ -98,13 +91,12 @@ class InstanceGroup(Environment):
         steps = []
         try:
             for member in self.members:
-                if hasattr(member, "pre_start"):  # one-off work (disk, KVM probe) is not startup
-                    member.pre_start()
+                member.pre_start()  # one-off work (disk, KVM probe) is not startup
                 t0 = time.perf_counter()
                 member.start()
                 startup = time.perf_counter() - t0
                 available, _ = available_after_drop()
-                pid = getattr(member, "vmm_pid", None)
+                pid = member.vmm_pid
                 steps.append({"startup_s": startup, "mem_available": available,
                               "vmm_pss_bytes": pss_bytes(pid) if pid else None})
         except BaseException:
@@ -130,6 +122,12 @@ class InstanceGroup(Environment):
     @property
     def paths(self) -> Paths:
         return self.first.paths
+
+    def instances(self) -> list[Environment]:
+        return list(self.members)
+
+    def measure_startup(self, timeout: float) -> dict[str, float] | None:
+        return self.first.measure_startup(timeout)
 
     def expose(self, host_addr: str, ports: list[tuple[int, str]]) -> None:
         super().expose(host_addr, ports)
@@ -157,4 +155,4 @@ class InstanceGroup(Environment):
 def members_of(env: Environment) -> list[Environment]:
     """The instances a multi-instance workload drives: a group's members, or
     the environment itself."""
-    return list(getattr(env, "members", None) or [env])
+    return env.instances()

@@ -4,11 +4,42 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 from dataclasses import dataclass
+from typing import Literal
 
 from isobench.envs.base import Environment, Paths
+from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
+from isobench.envs.pinning import placement
 from isobench.proc import ExecResult, run_argv
 from isobench.workspace import DATA_ROOT, TMP_ROOT
+
+
+class NativeSpec(EnvSpec):
+    kind: Literal["native"] = "native"
+    instances: int = INSTANCES
+    pin: Pin = False
+
+
+class NativeKind(EnvKind):
+    name = "native"
+    spec = NativeSpec
+    presets = {"native": {}}
+    rank = 0
+
+    def make(self, name, spec, *, run_id, host, image, index) -> Environment:
+        options = spec.model_dump(exclude={"kind", "instances"})
+        placed = placement(spec.pin, index)
+        if placed:  # taskset -c: everything it runs stays on its CPUs
+            options["cpu"] = placed
+        return NativeEnvironment(name=name, options=options, run_id=run_id)
+
+    def probe(self) -> EnvProbe:
+        from isobench.facts import host_facts
+        from isobench.hostinfo import cpu_model
+        facts = host_facts()
+        return EnvProbe("native", True, f"{cpu_model()}, {facts['cores']} cores, kernel {facts['kernel']}")
 
 
 @dataclass
@@ -44,6 +75,12 @@ class NativeEnvironment(Environment):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as fh:
             fh.write(content)
+
+    def measure_startup(self, timeout: float) -> dict[str, float]:
+        """Spawning a process (``true``) until it has exited."""
+        t0 = time.perf_counter()
+        subprocess.run(["true"], check=True, timeout=30, stdin=subprocess.DEVNULL)
+        return {"ready_s": time.perf_counter() - t0}
 
     def stop(self) -> None:
         shutil.rmtree(self._paths.data, ignore_errors=True)

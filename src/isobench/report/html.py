@@ -11,8 +11,9 @@ from importlib.metadata import PackageNotFoundError, version
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from isobench.report import compare_render as cmp
+from isobench.report.figures import KIND_ORDER, KIND_TITLES, FigureSpec, build_figures, to_svg
 from isobench.report.model import RunData
-from isobench.report.plots import KIND_ORDER, KIND_TITLES, FigureSpec, build_figures, to_svg
 from isobench.report.table import (
     EMULATED_NOTE,
     FAILED,
@@ -21,6 +22,8 @@ from isobench.report.table import (
     Table,
     build_table,
     fmt_fact,
+    fmt_num,
+    fmt_pct,
     host_facts,
     is_emulated,
     run_facts,
@@ -152,8 +155,7 @@ def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec
 
 def render_compare_html(result, regressions=None, fail_pct: float | None = None) -> str:
     """``isobench compare`` as a page (result: compare.RunComparison)."""
-    from isobench import compare as cmp
     return _env.get_template("compare.html.j2").render(
         r=result, regressions=regressions or [], fail_pct=fail_pct, legend=cmp.legend(result),
-        status=cmp.status_text, version=_version(), fmt_num=cmp.fmt_num, fmt_pct=cmp.fmt_pct,
+        status=cmp.status_text, version=_version(), fmt_num=fmt_num, fmt_pct=fmt_pct,
         fmt_p=cmp.fmt_p, p_phrase=cmp.p_phrase, fmt_ratio=cmp.fmt_ratio, emulated_note=EMULATED_NOTE)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
+from isobench.report.instances import density_lines, speedup_lines
 from isobench.report.model import RunData
 from isobench.report.netpairs import section_lines
+from isobench.report.sweeps import sweeps
 from isobench.report.table import doctor_warnings, Table, build_table, host_facts, run_facts
 
 # Markup GFM would act on: emphasis (our "*" marker, snake_case names), code,
@@ -67,8 +69,6 @@ def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def _instances_md(run: RunData, table: Table) -> list[str]:
     """Speedup over the fewest instances, and density, when the run has them."""
-    from isobench.report.instances import density_lines, speedup_lines
-    from isobench.report.plots import sweeps
     out = []
     if rows := speedup_lines(table, sweeps(table)):
         out += ["## Scale-out", "", *_grid(["workload", "environment", "instances", "throughput (mean)",

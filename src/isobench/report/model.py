@@ -12,6 +12,7 @@ class MetricKey:
     metric: str
     unit: str
     higher_is_better: bool
+    role: str = ""  # isobench.metric role; read it through report.roles.role_of
 
 
 @dataclass
@@ -32,3 +33,7 @@ class RunData:
     values: dict[tuple[MetricKey, str], list[float]] = field(default_factory=dict)
     # (workload, case, environment) -> one-line reasons of failed samples
     failures: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    # the round of each value in ``values``: same keys, same order, so values of
+    # one round can be paired across environments; filled by Store.load_run
+    # (empty for runs built in memory)
+    rounds: dict[tuple[MetricKey, str], list[int]] = field(default_factory=dict)

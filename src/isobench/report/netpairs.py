@@ -1,24 +1,21 @@
 """Docker NAT vs host networking, compared directly (not via the baseline):
 the IBM and VMware studies' point that Docker's NAT, not the container,
-costs latency. For every pair (bridge-network Docker environment, host-
-network Docker environment) in a run, the latency metrics of the network
-and server workloads are compared with the same Welch test as Table I,
-host networking as the reference."""
+costs latency. For every pair (environment with option network = "bridge",
+environment with network = "host", whatever their kind) in a run, the
+metrics whose role is latency are compared with the same Welch test as
+Table I, host networking as the reference."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isobench.metric import LATENCY
 from isobench.report.model import MetricKey, RunData
+from isobench.report.roles import role_of
 from isobench.report.table import fmt_num, fmt_pct, row_label
 from isobench.stats import Comparison, compare
 
 TITLE = "Docker NAT vs host networking"
-
-# (workload key, metric) pairs worth the direct comparison; None = every metric
-LATENCY_METRICS: dict[str, tuple[str, ...] | None] = {
-    "netlat": None, "redis": ("mean_ms", "p99_ms"), "oltp": ("p95_ms",),
-}
 
 
 @dataclass(frozen=True)
@@ -38,10 +35,8 @@ class PairLine:
 
 
 def _network(run: RunData, env: str) -> str | None:
-    facts = run.env_facts.get(env) or {}
-    if facts.get("kind") != "docker":
-        return None
-    return (facts.get("options") or {}).get("network")
+    """The environment's network option (bridge: NAT, host), if it has one."""
+    return ((run.env_facts.get(env) or {}).get("options") or {}).get("network")
 
 
 def nat_vs_host(run: RunData) -> list[PairLine]:
@@ -49,8 +44,7 @@ def nat_vs_host(run: RunData) -> list[PairLine]:
     hosts = [e for e in run.environments if _network(run, e) == "host"]
     lines = []
     for key in run.metrics:
-        wanted = LATENCY_METRICS.get(key.workload, ())
-        if wanted is not None and key.metric not in wanted:
+        if role_of(key) != LATENCY:
             continue
         for nat in nats:
             for host in hosts:

@@ -18,6 +18,7 @@ round-trip, and each instance's mean task time.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import sys
 from importlib import resources
@@ -29,8 +30,8 @@ from isobench.envs.base import Environment
 from isobench.proc import ExecResult
 from isobench.stats import jain_index, max_min_ratio
 from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadParams
-from isobench.metric import Metric
-from isobench.workloads.multi import MultiServerWorkload
+from isobench.metric import DURATION, FAIRNESS, THROUGHPUT, Metric
+from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
 from isobench.workloads.server import bounded_timeout
 
 BASE_PORT = 18080
@@ -57,14 +58,22 @@ class Api(MultiServerWorkload):
 
     def metrics(self, case: str) -> list[Metric]:
         n = self.params.instances
-        return [Metric("task_s", "s", False, "mean task time over instances and rounds"),
-                Metric("task_s_slowest", "s", False, "mean task time of the slowest instance"),
-                Metric("imbalance", "x", False, "slowest over fastest instance's mean task time"),
-                Metric("jain", "", True, "Jain's fairness index of per-instance task rates (1 = fair)"),
+        return [Metric("task_s", "s", False, "mean task time over instances and rounds", role=DURATION),
+                Metric("task_s_slowest", "s", False, "mean task time of the slowest instance", role=DURATION),
+                Metric("imbalance", "x", False, "slowest over fastest instance's mean task time",
+                       role=FAIRNESS),
+                Metric("jain", "", True, "Jain's fairness index of per-instance task rates (1 = fair)",
+                       role=FAIRNESS),
+                # a latency, but not one the NAT vs host comparison takes (LATENCY's meaning)
                 Metric("latency_s", "s", False, "client round-trip per request"),
-                Metric("task_rate", "tasks/s", True, "aggregate: the instances' task rates 1/t summed"),
-                *(Metric(f"instance_{i + 1}_task_s", "s", False, f"instance {i + 1}'s mean task time")
-                  for i in range(n))]
+                Metric("task_rate", "tasks/s", True, "aggregate: the instances' task rates 1/t summed",
+                       role=THROUGHPUT),
+                *per_instance_metrics("task_s", "s", False, n, lambda i: f"instance {i}'s mean task time")]
+
+    @classmethod
+    def owns_process(cls, exe: str, argv: list[str]) -> bool:
+        # every Python is /usr/bin/python3: the server script tells ours from the others
+        return os.path.basename(exe).startswith("python3") and any(a.endswith(f"/{SERVER_FILE}") for a in argv)
 
     def footprint(self) -> list[Footprint]:
         # the task file lives in the instance's tmpfs while it is written
@@ -118,5 +127,5 @@ def parse_api_rounds(stdout: str, n: int) -> tuple[dict[str, float], dict]:
     values = {"task_s": sum(means) / n, "task_s_slowest": max(means),
               "imbalance": max_min_ratio(means), "jain": jain_index([1.0 / m for m in means]),
               "latency_s": sum(latency) / len(latency), "task_rate": sum(1.0 / m for m in means)}
-    values.update({f"instance_{i + 1}_task_s": m for i, m in enumerate(means)})
+    values.update(per_instance_values("task_s", means))
     return values, {"task_s_per_round": per_instance}

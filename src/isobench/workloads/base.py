@@ -60,12 +60,22 @@ class WorkloadParams(BaseModel):
 class Workload(abc.ABC):
     name: ClassVar[str]
     Params: ClassVar[type[WorkloadParams]] = WorkloadParams
-    # Debian packages whose versions are recorded with results.
+    # Debian packages the workload runs: installed on the host and in the
+    # image (isobench/packages.py reads this literal tuple from the source),
+    # their versions recorded with results.
     packages: ClassVar[tuple[str, ...]] = ()
+    # Libraries those tools load whose versions matter too: recorded with
+    # results, never installed by name (apt picks them as dependencies).
+    libraries: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params
         self.host = host
+
+    @classmethod
+    def versioned_packages(cls) -> tuple[str, ...]:
+        """The packages whose versions each environment records for this workload."""
+        return cls.packages + cls.libraries
 
     def cases(self) -> list[str]:
         """Sub-benchmarks; each is its own cell in the study matrix."""

@@ -27,11 +27,11 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from isobench.envs.base import Environment, Paths
+from isobench.metric import DURATION, THROUGHPUT, Metric
 from isobench.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,
-    Metric,
     ParseError,
     Workload,
     WorkloadError,
@@ -91,10 +91,10 @@ class Compression(Workload):
 
     def metrics(self, case: str) -> list[Metric]:
         return [
-            Metric("throughput_mbs", "MB/s", True, "input megabytes (10^6 B) per real second"),
-            Metric("real_s", "s", False, "wall-clock time of pixz"),
-            Metric("user_s", "s", False, "CPU time in user mode, all threads"),
-            Metric("sys_s", "s", False, "CPU time in the kernel, all threads"),
+            Metric("throughput_mbs", "MB/s", True, "input megabytes (10^6 B) per real second", role=THROUGHPUT),
+            Metric("real_s", "s", False, "wall-clock time of pixz", role=DURATION),
+            Metric("user_s", "s", False, "CPU time in user mode, all threads", role=DURATION),
+            Metric("sys_s", "s", False, "CPU time in the kernel, all threads", role=DURATION),
         ]
 
     def argv(self, case: str, paths: Paths) -> list[str]:

@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from isobench.envs.base import Environment, Paths
+from isobench.metric import THROUGHPUT, Metric
 from isobench.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,
-    Metric,
     ParseError,
     Workload,
     WorkloadError,
@@ -152,13 +152,14 @@ def case_metrics(case: str) -> list[Metric]:
     _, _, sequential = CASES[case]
     metrics: list[Metric] = []
     if sequential:
-        metrics.append(Metric("bandwidth_mbs", "MB/s", True, "10^6 bytes per second"))
+        metrics.append(Metric("bandwidth_mbs", "MB/s", True, "10^6 bytes per second", role=THROUGHPUT))
     else:
-        metrics.append(Metric("iops", "IO/s", True, "completed I/Os per second"))
+        metrics.append(Metric("iops", "IO/s", True, "completed I/Os per second", role=THROUGHPUT))
         if case == "randrw70":
-            metrics += [Metric("read_iops", "IO/s", True, "reads of the 70/30 mix"),
-                        Metric("write_iops", "IO/s", True, "writes of the 70/30 mix")]
+            metrics += [Metric("read_iops", "IO/s", True, "reads of the 70/30 mix", role=THROUGHPUT),
+                        Metric("write_iops", "IO/s", True, "writes of the 70/30 mix", role=THROUGHPUT)]
     if case in READ_CASES:
+        # no role: a storage latency stays out of the NAT vs host comparison (LATENCY's meaning)
         metrics += [Metric(f"read_clat_{name}_us", "µs", False,
                            f"read completion latency, {q:g}th percentile")
                     for name, q in PERCENTILES]

@@ -37,11 +37,11 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from isobench.envs.base import Environment, Paths
+from isobench.metric import THROUGHPUT, Metric
 from isobench.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,
-    Metric,
     ParseError,
     Workload,
     WorkloadError,
@@ -125,9 +125,10 @@ class HpccParams(WorkloadParams):
 class Hpcc(Workload):
     name: ClassVar[str] = "hpcc"
     Params: ClassVar[type[WorkloadParams]] = HpccParams
+    packages: ClassVar[tuple[str, ...]] = ("hpcc", "openmpi-bin")
     # The BLAS decides HPL and DGEMM figures: Debian links hpcc against the
     # libblas.so.3 alternative (reference BLAS unless OpenBLAS/BLIS is installed).
-    packages: ClassVar[tuple[str, ...]] = ("hpcc", "openmpi-bin", "libopenmpi3", "libblas3")
+    libraries: ClassVar[tuple[str, ...]] = ("libopenmpi3", "libblas3")
     params: HpccParams
 
     def procs(self) -> int:
@@ -143,16 +144,16 @@ class Hpcc(Workload):
 
     def metrics(self, case: str) -> list[Metric]:
         return [
-            Metric("hpl_gflops", "GFLOPS", True, "HPL (Linpack), all processes"),
-            Metric("stream_copy_gbs", "GB/s", True, "StarSTREAM copy x processes"),
-            Metric("stream_scale_gbs", "GB/s", True, "StarSTREAM scale x processes"),
-            Metric("stream_add_gbs", "GB/s", True, "StarSTREAM add x processes"),
-            Metric("stream_triad_gbs", "GB/s", True, "StarSTREAM triad x processes"),
-            Metric("random_access_gups", "GUP/s", True, "StarRandomAccess x processes"),
-            Metric("mpi_random_access_gups", "GUP/s", True, "MPIRandomAccess, one global table"),
-            Metric("dgemm_gflops", "GFLOPS", True, "StarDGEMM x processes"),
-            Metric("fft_gflops", "GFLOPS", True, "MPIFFT, all processes"),
-            Metric("ptrans_gbs", "GB/s", True, "PTRANS matrix transpose"),
+            Metric("hpl_gflops", "GFLOPS", True, "HPL (Linpack), all processes", role=THROUGHPUT),
+            Metric("stream_copy_gbs", "GB/s", True, "StarSTREAM copy x processes", role=THROUGHPUT),
+            Metric("stream_scale_gbs", "GB/s", True, "StarSTREAM scale x processes", role=THROUGHPUT),
+            Metric("stream_add_gbs", "GB/s", True, "StarSTREAM add x processes", role=THROUGHPUT),
+            Metric("stream_triad_gbs", "GB/s", True, "StarSTREAM triad x processes", role=THROUGHPUT),
+            Metric("random_access_gups", "GUP/s", True, "StarRandomAccess x processes", role=THROUGHPUT),
+            Metric("mpi_random_access_gups", "GUP/s", True, "MPIRandomAccess, one global table", role=THROUGHPUT),
+            Metric("dgemm_gflops", "GFLOPS", True, "StarDGEMM x processes", role=THROUGHPUT),
+            Metric("fft_gflops", "GFLOPS", True, "MPIFFT, all processes", role=THROUGHPUT),
+            Metric("ptrans_gbs", "GB/s", True, "PTRANS matrix transpose", role=THROUGHPUT),
         ]
 
     def input_text(self) -> str:

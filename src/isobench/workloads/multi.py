@@ -11,12 +11,26 @@ run and stop after it, like single-instance servers.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from typing import ClassVar
 
 from isobench.envs.base import Environment
 from isobench.envs.group import members_of
+from isobench.metric import PER_INSTANCE, Metric, instance_metric
 from isobench.workloads.base import Measurement, WorkloadError
-from isobench.workloads.server import ServerWorkload
+from isobench.workloads.server import ServerWorkload, servers_dir
+
+
+def per_instance_metrics(name: str, unit: str, higher_is_better: bool, n: int,
+                         describe: Callable[[int], str]) -> list[Metric]:
+    """Instance 1..n's own value of metric `name` (describe(i) says what it is)."""
+    return [Metric(instance_metric(i, name), unit, higher_is_better, describe(i), role=PER_INSTANCE)
+            for i in range(1, n + 1)]
+
+
+def per_instance_values(name: str, values: list[float]) -> dict[str, float]:
+    """The values of per_instance_metrics, in instance order."""
+    return {instance_metric(i, name): v for i, v in enumerate(values, start=1)}
 
 
 class MultiServerWorkload(ServerWorkload):
@@ -71,7 +85,7 @@ class MultiServerWorkload(ServerWorkload):
         return [m.endpoint(self.base_port + i) for i, m in enumerate(self.instances(env, n))]
 
     def _instance_files(self, member: Environment, index: int) -> tuple[str, str]:
-        d = posixpath.join(member.paths.tmp, "servers")
+        d = servers_dir(member)
         return posixpath.join(d, f"{self.name}-{index}.pid"), posixpath.join(d, f"{self.name}-{index}.log")
 
     def start_instances(self, env: Environment, case: str, n: int) -> None:

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.metric import Metric
+from isobench.metric import CPU_COST, THROUGHPUT, Metric
 from isobench.workloads.server import CpuWindow, ServerWorkload, bounded_timeout, known_cases, per_gb
 
 PORT = 15201
@@ -51,11 +51,11 @@ class Netbw(ServerWorkload):
     def metrics(self, case: str) -> list[Metric]:
         who = "environment transmits" if case == "tx" else "environment receives"
         return [
-            Metric("gbps", "Gbit/s", True, f"one TCP stream, {who}"),
+            Metric("gbps", "Gbit/s", True, f"one TCP stream, {who}", role=THROUGHPUT),
             Metric("cpu_s_per_gb", "CPU-s/GB", False,
-                   "host CPU-seconds per 10^9 bytes, minus the client's own process"),
+                   "host CPU-seconds per 10^9 bytes, minus the client's own process", role=CPU_COST),
             Metric("server_cpu_s_per_gb", "CPU-s/GB", False,
-                   "the iperf3 server process's own CPU-seconds per 10^9 bytes"),
+                   "the iperf3 server process's own CPU-seconds per 10^9 bytes", role=CPU_COST),
         ]
 
     def client_timeout(self, case: str) -> float:

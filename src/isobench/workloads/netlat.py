@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.metric import Metric
+from isobench.metric import LATENCY, Metric
 from isobench.workloads.server import ServerWorkload, bounded_timeout, known_cases
 
 PORT = 11111
@@ -57,9 +57,9 @@ class Netlat(ServerWorkload):
 
     def metrics(self, case: str) -> list[Metric]:
         proto = case.upper()
-        return [Metric("mean_us", "µs", False, f"{proto} round trip, mean"),
-                Metric("p50_us", "µs", False, f"{proto} round trip, median"),
-                Metric("p99_us", "µs", False, f"{proto} round trip, 99th percentile")]
+        return [Metric("mean_us", "µs", False, f"{proto} round trip, mean", role=LATENCY),
+                Metric("p50_us", "µs", False, f"{proto} round trip, median", role=LATENCY),
+                Metric("p99_us", "µs", False, f"{proto} round trip, 99th percentile", role=LATENCY)]
 
     def server_port(self, case: str) -> tuple[int, str]:
         return PORT, case

@@ -30,11 +30,12 @@ from pydantic import Field, field_validator
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadError, WorkloadParams, check
-from isobench.metric import Metric
+from isobench.metric import LATENCY, THROUGHPUT, Metric
 from isobench.workloads.server import (
     CpuWindow,
     ServerWorkload,
     bounded_timeout,
+    servers_dir,
     sweep_cases,
     sweep_value,
 )
@@ -84,8 +85,10 @@ class Oltp(ServerWorkload):
         return sweep_cases("threads", self.params.threads)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("tps", "tx/s", True, "sysbench oltp_read_write transactions per second"),
-                Metric("p95_ms", "ms", False, "95th percentile transaction latency"),
+        return [Metric("tps", "tx/s", True, "sysbench oltp_read_write transactions per second", role=THROUGHPUT),
+                Metric("p95_ms", "ms", False, "95th percentile transaction latency", role=LATENCY),
+                # no role (not CPU_UTIL): the report has never drawn these against
+                # throughput, its cpu_util* naming rule did not match them
                 Metric("cpu_pct", "% host CPU", False,
                        "host CPU busy minus sysbench's own, as % of all host CPUs"),
                 Metric("server_cpu_pct", "% host CPU", False,
@@ -104,11 +107,11 @@ class Oltp(ServerWorkload):
 
     @staticmethod
     def socket(env: Environment) -> str:
-        return posixpath.join(env.paths.tmp, "servers", "oltp.sock")
+        return posixpath.join(servers_dir(env), "oltp.sock")
 
     # -- server ------------------------------------------------------------------------
     def server_argv(self, case: str, env: Environment) -> list[str]:
-        tmp = posixpath.join(env.paths.tmp, "servers")
+        tmp = servers_dir(env)
         return ["--no-defaults", "--user=root", f"--datadir={self.datadir(env)}",
                 f"--socket={self.socket(env)}", f"--pid-file={tmp}/mariadbd.pid",
                 f"--port={PORT}", f"--bind-address={env.server_bind_addr()}",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import posixpath
 import secrets
 from typing import ClassVar
 
@@ -28,8 +27,8 @@ from pydantic import Field, field_validator
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.metric import Metric
-from isobench.workloads.server import ServerWorkload, bounded_timeout, sweep_cases, sweep_value
+from isobench.metric import LATENCY, THROUGHPUT, Metric
+from isobench.workloads.server import ServerWorkload, bounded_timeout, servers_dir, sweep_cases, sweep_value
 
 PORT = 16379
 
@@ -65,9 +64,9 @@ class Redis(ServerWorkload):
         return sweep_cases("clients", self.params.clients)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("rps", "req/s", True, "requests per second, SET and GET together"),
-                Metric("mean_ms", "ms", False, "mean request latency (mean of SET's and GET's)"),
-                Metric("p99_ms", "ms", False, "99th percentile latency (max of SET's and GET's)")]
+        return [Metric("rps", "req/s", True, "requests per second, SET and GET together", role=THROUGHPUT),
+                Metric("mean_ms", "ms", False, "mean request latency (mean of SET's and GET's)", role=LATENCY),
+                Metric("p99_ms", "ms", False, "99th percentile latency (max of SET's and GET's)", role=LATENCY)]
 
     def client_timeout(self, case: str) -> float:
         return bounded_timeout(self.params, 120)
@@ -75,7 +74,7 @@ class Redis(ServerWorkload):
     def server_argv(self, case: str, env: Environment) -> list[str]:
         return ["--bind", env.server_bind_addr(), "--port", str(PORT), "--protected-mode", "no",
                 "--save", "", "--appendonly", "no", "--requirepass", self.password,
-                "--daemonize", "no", "--dir", posixpath.join(env.paths.tmp, "servers")]
+                "--daemonize", "no", "--dir", servers_dir(env)]
 
     def client_argv(self, case: str, addr: str, port: int) -> list[str]:
         p = self.params

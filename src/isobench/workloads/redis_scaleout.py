@@ -26,8 +26,8 @@ from isobench.envs.base import Environment
 from isobench.proc import ExecResult
 from isobench.stats import jain_index, max_min_ratio
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.metric import Metric
-from isobench.workloads.multi import MultiServerWorkload
+from isobench.metric import FAIRNESS, THROUGHPUT, Metric
+from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
 from isobench.workloads.redis import parse_redis_csv_rows
 from isobench.workloads.server import bounded_timeout, sweep_cases, sweep_value
 from isobench.workspace import DATA_ROOT
@@ -74,14 +74,18 @@ class RedisScaleout(MultiServerWorkload):
         return sweep_cases("instances", self.params.instances)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("rps", "req/s", True, "aggregate GET+SET requests per second through the proxy"),
-                Metric("get_rps", "req/s", True, "GET requests per second"),
-                Metric("set_rps", "req/s", True, "SET requests per second"),
+        return [Metric("rps", "req/s", True, "aggregate GET+SET requests per second through the proxy",
+                       role=THROUGHPUT),
+                Metric("get_rps", "req/s", True, "GET requests per second", role=THROUGHPUT),
+                Metric("set_rps", "req/s", True, "SET requests per second", role=THROUGHPUT),
+                # through the proxy: not in the NAT vs host comparison (LATENCY's meaning)
                 Metric("p99_ms", "ms", False, "99th percentile latency (max of GET's and SET's)"),
-                Metric("imbalance", "x", False, "most over least commands served by one instance"),
-                Metric("jain", "", True, "Jain's fairness index of commands served per instance"),
-                *(Metric(f"instance_{i + 1}_rps", "cmd/s", True, f"commands per second instance {i + 1} served")
-                  for i in range(sweep_value(case, "instances")))]
+                Metric("imbalance", "x", False, "most over least commands served by one instance",
+                       role=FAIRNESS),
+                Metric("jain", "", True, "Jain's fairness index of commands served per instance",
+                       role=FAIRNESS),
+                *per_instance_metrics("rps", "cmd/s", True, sweep_value(case, "instances"),
+                                      lambda i: f"commands per second instance {i} served")]
 
     def instance_argv(self, case: str, env: Environment, index: int) -> list[str]:
         d = posixpath.join(env.paths.data, f"redis-scaleout-{index}")
@@ -136,7 +140,7 @@ def parse_scaleout(stdout: str) -> tuple[dict[str, float], dict]:
         raise ParseError("redis scale-out output has no wall time or no servers")
     values = {"rps": total / wall, "get_rps": get["rps"], "set_rps": set_["rps"],
               "p99_ms": max(get["p99_latency_ms"], set_["p99_latency_ms"])}
-    values.update({f"instance_{i + 1}_rps": n / wall for i, n in enumerate(served)})
+    values.update(per_instance_values("rps", [n / wall for n in served]))
     if len(served) > 1:
         values["imbalance"] = max_min_ratio(served)
         values["jain"] = jain_index(served)

@@ -1,5 +1,5 @@
 """Client/server workloads: the server runs inside the environment under
-test, the load generator on the client host (clienthost.py).
+test, the load generator on the client host (clienthost/).
 
 A ServerWorkload adds to Workload:
 
@@ -42,6 +42,13 @@ from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
 
 READY_TIMEOUT_S = 60
+# In an environment's tmp directory: the servers' pidfiles, logs and sockets
+# (leftovers.py finds the pidfiles of a killed run here).
+SERVERS_DIR = "servers"
+
+
+def servers_dir(env: Environment) -> str:
+    return posixpath.join(env.paths.tmp, SERVERS_DIR)
 
 
 # -- host CPU accounting -----------------------------------------------------------
@@ -125,8 +132,17 @@ def sweep_value(case: str, param: str) -> int:
 
 class ServerWorkload(Workload):
     ports: ClassVar[tuple[tuple[int, str], ...]] = ()
-    server_exe: ClassVar[str] = ""  # absolute path, for start-stop-daemon --exec
-    client = None  # the ClientHost, set by clienthost.attach()
+    # Absolute path, for start-stop-daemon --exec; `isobench clean` kills a
+    # leftover native server only if its pid still runs this executable.
+    server_exe: ClassVar[str] = ""
+    client = None  # the ClientHost, set by the runner (runner.attach_client_host)
+
+    @classmethod
+    def owns_process(cls, exe: str, argv: list[str]) -> bool:
+        """Whether a process (its /proc/PID/exe target and argv) is this
+        workload's server. The executable may be a symlink (redis-server ->
+        redis-check-rdb), so its target counts too."""
+        return bool(cls.server_exe) and exe in (cls.server_exe, os.path.realpath(cls.server_exe))
 
     # -- to implement --------------------------------------------------------------
     def server_argv(self, case: str, env: Environment) -> list[str]:
@@ -148,7 +164,7 @@ class ServerWorkload(Workload):
         raise WorkloadError(f"{self.name} runs its load generator on the client host, not in the environment")
 
     def _files(self, env: Environment) -> tuple[str, str]:
-        d = posixpath.join(env.paths.tmp, "servers")
+        d = servers_dir(env)
         return posixpath.join(d, f"{self.name}.pid"), posixpath.join(d, f"{self.name}.log")
 
     def start_server(self, env: Environment, case: str) -> None:

@@ -1,4 +1,5 @@
-"""Startup time: from the start request to ready, for every environment kind.
+"""Startup time: from the start request to ready, for every environment kind
+that can measure it (``Environment.measure_startup``; each kind measures its own):
 
 - native: spawning a process (``true``) until it has exited;
 - docker: creating and starting a container of the environment's image
@@ -15,14 +16,12 @@ IBM reported "containers start in < 1 s, the VM in 11 s".
 
 from __future__ import annotations
 
-import subprocess
-import time
 from typing import ClassVar
 
 from isobench.envs.base import Environment, Paths
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, Workload, WorkloadError, WorkloadParams
-from isobench.metric import Metric
+from isobench.metric import DURATION, Metric
 
 
 class StartupParams(WorkloadParams):
@@ -35,9 +34,10 @@ class Startup(Workload):
 
     def metrics(self, case: str) -> list[Metric]:
         return [
-            Metric("ready_s", "s", False, "start request to ready (process running / guest agent answering)"),
-            Metric("guest_kernel_s", "s", False, "guest kernel boot: guest uptime when init started"),
-            Metric("guest_agent_start_s", "s", False, "guest uptime when the guest agent started"),
+            Metric("ready_s", "s", False, "start request to ready (process running / guest agent answering)",
+                   role=DURATION),
+            Metric("guest_kernel_s", "s", False, "guest kernel boot: guest uptime when init started", role=DURATION),
+            Metric("guest_agent_start_s", "s", False, "guest uptime when the guest agent started", role=DURATION),
         ]
 
     def argv(self, case: str, paths: Paths) -> list[str]:
@@ -48,45 +48,11 @@ class Startup(Workload):
 
     def run(self, case: str, env: Environment) -> Measurement:
         try:
-            if env.kind == "native":
-                values = native_startup()
-            elif env.kind == "docker":
-                values = docker_startup(env, self.params.timeout_s)
-            elif hasattr(env, "measure_startup"):
-                values = env.measure_startup()
-            else:
-                raise WorkloadError(f"startup is not measurable in {env.kind} environments")
-        except WorkloadError:
-            raise
+            values = env.measure_startup(self.params.timeout_s)
         except Exception as exc:  # noqa: BLE001 - a failed start is a failed sample
             raise WorkloadError(f"start failed: {exc}") from None
+        if values is None:
+            raise WorkloadError(f"startup is not measurable in {env.kind} environments")
         keep = {m.name for m in self.metrics(case)}
         return Measurement(values={k: v for k, v in values.items() if k in keep},
                            extra={k: v for k, v in values.items() if k not in keep})
-
-
-def native_startup() -> dict[str, float]:
-    t0 = time.perf_counter()
-    subprocess.run(["true"], check=True, timeout=30, stdin=subprocess.DEVNULL)
-    return {"ready_s": time.perf_counter() - t0}
-
-
-def docker_startup(env: Environment, timeout: float) -> dict[str, float]:
-    from isobench.dockerclient import engine
-    from isobench.workspace import LABEL
-
-    client = engine(timeout)
-    labels = {LABEL: "1", f"{LABEL}.run": getattr(env, "run_id", "adhoc"), f"{LABEL}.env": env.name}
-    opts = env.options
-    kwargs = {"network_mode": "host" if opts.get("network") == "host" else "bridge"}
-    container = None
-    try:
-        t0 = time.perf_counter()
-        container = client.containers.run(getattr(env, "image"), ["sleep", "infinity"], detach=True,
-                                          labels=labels, **kwargs)
-        ready = time.perf_counter() - t0
-        return {"ready_s": ready}
-    finally:
-        if container is not None:
-            container.remove(force=True)
-        client.close()

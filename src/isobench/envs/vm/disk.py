@@ -119,7 +119,7 @@ def ensure_vm_disk(log=print, timeout_s: float = 900) -> str:
     path = vm_disk_path()
     if os.path.isfile(path):
         return path
-    with images._build_lock():  # noqa: SLF001 - one image build at a time per host
+    with images.build_lock():  # one image build at a time per host
         if os.path.isfile(path):
             return path
         _build(path, log, timeout_s)

@@ -10,7 +10,7 @@ time under TCG). ``root_bus="virtio"`` boots through Debian's initramfs
 instead. The root disk is a throwaway qcow2 overlay and holds only the
 system; workloads write to the data disk, which is virtio-blk on a raw file
 with the configured cache and aio modes, as in the studies. PID 1 is
-isobench's guest init (a short shell script, see envs/vmdisk.py) unless
+isobench's guest init (a short shell script, see envs/vm/disk.py) unless
 ``guest_init="systemd"``.
 
 With a ``nic`` (runs that have a client host), the guest gets one

@@ -1,0 +1,158 @@
+"""The registry of environment kinds.
+
+A kind is one module of the envs package (or one package, like vm/) that
+subclasses EnvKind: its name, its study-file model, its presets, how to
+build an environment from a spec, whether this host can run it, what it
+leaves behind and what it takes from the host. Subclassing registers it;
+every module of the envs package is imported the first time the registry
+is read, so the study model, the runner, preflight, clean and
+`isobench envs` loop over the kinds and never name one.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from isobench.envs.base import Environment
+from isobench.hostinfo import HostInfo
+
+
+class EnvSpec(BaseModel):
+    """Base of every kind's study-file model. Each subclass declares
+    ``kind: Literal["<name>"] = "<name>"`` and ``instances: int = INSTANCES``
+    itself (field order is the order of the stored options)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# Every kind can be a group of identical instances (envs/group.py): N
+# processes' worth of the host, N containers or N VMs, started one after
+# another with the host's memory read between them (density). pin = true
+# gives instance i its own core (i mod the host's cores) instead of leaving
+# placement to the scheduler.
+INSTANCES = Field(default=1, ge=1, le=64, description="identical instances (servers, containers, VMs)")
+# true = "core"; "node": instance i gets NUMA node i mod nodes (all its CPUs)
+Pin = Union[bool, Literal["core", "node"]]
+
+
+@dataclass(frozen=True)
+class EnvProbe:
+    """One row of `isobench envs`: can this host run the kind, and why not."""
+
+    name: str
+    available: bool
+    details: str
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one environment of a study takes from the host while all are up
+    (preflight adds it to the workloads' needs)."""
+
+    field: str  # the spec field that sets it, named in the error
+    resource: str  # "memory" | "disk"
+    bytes: int
+
+
+class EnvKind(abc.ABC):
+    """What every environment kind answers. Subclassing registers the kind
+    (an abstract intermediate class, without a name, does not)."""
+
+    name: ClassVar[str] = ""
+    spec: ClassVar[type[EnvSpec]]
+    # study-file shorthands: a table named after a preset needs no body
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    # where the kind is listed (study errors, presets, `isobench envs`)
+    rank: ClassVar[int] = 100
+    # the runner builds or reuses the Docker image before anything starts
+    needs_image: ClassVar[bool] = False
+    # directories whose entries named "<run id>-..." are this kind's scratch
+    scratch_roots: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            _register(cls())
+
+    @abc.abstractmethod
+    def make(self, name: str, spec: EnvSpec, *, run_id: str, host: HostInfo, image: str | None,
+             index: int) -> Environment:
+        """One environment (instance `index` of its group) from a validated spec."""
+
+    def probe(self) -> EnvProbe:
+        """Whether this host can run the kind; `isobench envs` prints it."""
+        return EnvProbe(self.name, True, "")
+
+    def clean(self, run_id: str | None) -> list[str]:
+        """Remove this kind's leftovers (of one run, or all) other than its
+        scratch_roots entries: processes, containers, volumes. Returns what
+        was removed, one line each."""
+        return []
+
+    def footprint(self, spec: EnvSpec) -> list[Footprint]:
+        """What the environment holds of the host besides the workloads'
+        inputs, for all its instances (a VM's guest memory)."""
+        return []
+
+
+_REGISTRY: dict[str, EnvKind] = {}
+_DISCOVERED: list[tuple[str, ...]] = []  # the envs package paths already imported
+
+
+def _register(kind: EnvKind) -> None:
+    fields = kind.spec.model_fields
+    if "kind" not in fields or fields["kind"].default != kind.name or "instances" not in fields:
+        raise TypeError(f"{type(kind).__name__}.spec must declare kind = {kind.name!r} and instances")
+    taken = {p for other in _REGISTRY.values() if other.name != kind.name for p in other.presets}
+    clash = taken & set(kind.presets)
+    if clash:
+        raise TypeError(f"environment kind {kind.name!r}: preset {sorted(clash)[0]!r} is another kind's")
+    _REGISTRY[kind.name] = kind
+
+
+def unregister(name: str) -> None:
+    """Forget a kind (tests that register a throwaway one); the next read
+    of the registry imports the envs package's modules afresh."""
+    _REGISTRY.pop(name, None)
+    _DISCOVERED.clear()
+
+
+def discover() -> None:
+    """Import every module of the envs package (once per package path), so
+    every kind has registered itself."""
+    import isobench.envs as package
+    paths = tuple(package.__path__)
+    if _DISCOVERED and _DISCOVERED[-1] == paths:
+        return
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        importlib.import_module(info.name)
+    _DISCOVERED.append(paths)
+
+
+def kinds() -> dict[str, EnvKind]:
+    """Every registered kind by name, in rank order."""
+    discover()
+    return dict(sorted(_REGISTRY.items(), key=lambda item: item[1].rank))
+
+
+def kind_of(name: str) -> EnvKind:
+    try:
+        return kinds()[name]
+    except KeyError:
+        raise ValueError(f"unknown environment kind {name!r}") from None
+
+
+def presets() -> dict[str, dict[str, Any]]:
+    """Every kind's presets, kinds in rank order; each names its kind."""
+    return {preset: {"kind": kind.name, **body} for kind in kinds().values()
+            for preset, body in kind.presets.items()}
+
+
+def probe_all() -> list[EnvProbe]:
+    return [kind.probe() for kind in kinds().values()]

@@ -1,0 +1,151 @@
+"""The vm kind as the registry sees it: the study-file model, the presets
+(IBM's KVM configurations), the factory, the host probe for `isobench
+envs`, the cleaner of leftover QEMU processes and the guests' memory for
+preflight."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from isobench.envs.base import Environment
+from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Footprint, Pin
+from isobench.envs.pinning import placement
+from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
+from isobench.hostinfo import parse_cpulist
+
+
+class VmSpec(EnvSpec):
+    """A QEMU guest (envs/vm/); docker = true runs the workloads in a
+    container of the same image inside it (vm-docker)."""
+
+    kind: Literal["vm"] = "vm"
+    vcpus: int = Field(default=2, ge=1, le=512)
+    memory_mb: int = Field(default=2048, ge=256, le=4 * 1024 * 1024)
+    # default: QEMU's own CPU model (qemu64), what an untuned VM gets;
+    # host: passthrough (under TCG, where host is impossible, "max")
+    cpu_model: Literal["default", "host"] = "default"
+    # "SxCxT" (sockets x cores x threads, product = vcpus), "auto" (one
+    # socket of vcpus cores) or "none" (QEMU's default: one socket per vCPU)
+    topology: str = Field(default="none", pattern=r"^(none|auto|[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*)$")
+    pin: Pin = False
+    hugepages: Literal["off", "on"] = "off"
+    disk_cache: Literal["none", "directsync", "writeback", "writethrough"] = "none"
+    disk_aio: Literal["native", "io_uring", "threads"] = "native"
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    data_disk_mb: int = Field(default=4096, ge=256, le=16 * 1024 * 1024)
+    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
+    root_bus: Literal["nvme", "virtio"] = "nvme"
+    guest_init: Literal["isobench", "systemd"] = "isobench"
+    docker: bool = False
+    instances: int = INSTANCES
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "VmSpec":
+        if self.topology not in ("none", "auto"):
+            s, c, t = (int(x) for x in self.topology.split("x"))
+            if s * c * t != self.vcpus:
+                raise ValueError(f"topology {self.topology} makes {s * c * t} CPUs, vcpus is {self.vcpus}")
+        if self.disk_aio == "native" and self.disk_cache not in ("none", "directsync"):
+            raise ValueError(f"disk_aio native needs disk_cache none or directsync, not {self.disk_cache}")
+        return self
+
+
+class VmKind(EnvKind):
+    name = "vm"
+    spec = VmSpec
+    # IBM's KVM configurations: "stock" is a default OpenStack-like guest,
+    # "tuned" passes the host CPU through, exposes a topology, pins vCPUs
+    # and backs memory with huge pages.
+    presets = {
+        "vm-stock": {"cpu_model": "default", "topology": "none", "pin": False, "hugepages": "off"},
+        "vm-tuned": {"cpu_model": "host", "topology": "auto", "pin": True, "hugepages": "on"},
+        "vm-docker": {"docker": True},
+    }
+    rank = 20
+    scratch_roots = (SOCKET_ROOT,)
+
+    def make(self, name, spec, *, run_id, host, image, index) -> Environment:
+        options = spec.model_dump(exclude={"kind", "instances"})
+        if spec.pin == "node":
+            options["pin_cpus"] = parse_cpulist(placement(spec.pin, index))
+        # "core": instance i's vCPUs start where instance i-1's ended
+        return VmEnvironment(name=name, options=options, run_id=run_id, host_cores=host.cores,
+                             host_mem_bytes=host.mem_bytes, pin_offset=index * spec.vcpus)
+
+    def footprint(self, spec: VmSpec) -> list[Footprint]:
+        # guests' RAM, every instance at once (all environments are up together)
+        return [Footprint("memory_mb", "memory", spec.memory_mb * 2**20 * spec.instances)]
+
+    def probe(self) -> EnvProbe:
+        """QEMU, whether KVM can run a guest (the cached verdict of the boot
+        probe; none yet means the first vm run will probe), huge pages, vhost."""
+        from isobench.envs.vm import kvm_probe
+        from isobench.hostinfo import hugetlbfs_free_mb, thp_mode
+        from isobench.images import kernel_paths, recipe_hash
+
+        qemu = kvm_probe.qemu_version()
+        if shutil.which("qemu-system-x86_64") is None:
+            return EnvProbe("vm", False, "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)")
+        problem = kvm_probe.kvm_device_problem()
+        if problem is not None:
+            kvm = f"KVM: no ({problem}); VMs run under TCG (emulated)"
+        else:
+            cached = kvm_probe.load(kvm_probe.host_key(recipe_hash()))
+            if cached is None:
+                kvm = "KVM: /dev/kvm present, not probed yet (the first vm run boots a guest to find out, <30 s)"
+            elif cached.usable:
+                kvm = f"KVM: yes ({cached.reason})"
+            else:
+                kvm = (f"KVM: cannot run a guest ({cached.reason}; probed {cached.probed_at}); "
+                       "VMs run under TCG (emulated)")
+        free_mb, mount = hugetlbfs_free_mb()
+        huge = (f"huge pages: {free_mb} MiB reserved free on {mount}" if mount and free_mb
+                else f"huge pages: none reserved, THP {thp_mode()}")
+        vhost = "vhost-net: yes" if os.path.exists("/dev/vhost-net") else "vhost-net: no (/dev/vhost-net missing)"
+        kernel = "guest kernel: built" if kernel_paths() else "guest kernel: not built yet (isobench images build)"
+        return EnvProbe("vm", True, f"QEMU {qemu}; {kvm}; {huge}; {vhost}; {kernel}")
+
+    def clean(self, run_id: str | None) -> list[str]:
+        return kill_leftover_vms(run_id)
+
+
+def is_isobench_qemu(cmdline: list[str], run_id: str | None) -> bool:
+    """Is this argv an isobench guest's QEMU (of run_id, if given)? Only a
+    qemu-system binary whose -name is isobench-<run id>-... qualifies."""
+    if not cmdline or not os.path.basename(cmdline[0]).startswith("qemu-system"):
+        return False
+    try:
+        name = cmdline[cmdline.index("-name") + 1].split(",")[0]
+    except (ValueError, IndexError):
+        return False
+    if name.startswith("guest="):
+        name = name[len("guest="):]
+    prefix = f"isobench-{run_id}-" if run_id else "isobench-"
+    return name.startswith(prefix)
+
+
+def kill_leftover_vms(run_id: str | None = None) -> list[str]:
+    """SIGKILL isobench's QEMU processes (never another QEMU)."""
+    killed = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if is_isobench_qemu(argv, run_id):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                continue
+    deadline = time.monotonic() + 10
+    while killed and time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in killed):
+        time.sleep(0.05)
+    return [f"qemu process {p}" for p in killed]

@@ -1,0 +1,164 @@
+"""A new environment kind is one module: a throwaway kind ("fake", in
+envkinds/fake.py) put on the envs package's path is found by the registry,
+accepted by the study model with its presets, listed by `isobench envs`,
+started and used by the runner, footprinted by preflight and swept by clean.
+Also: the shipped kinds answer the interface, and the core names none."""
+
+import json
+import pathlib
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+import isobench.envs
+from isobench.envs import kinds as registry
+from isobench.hostinfo import HostInfo
+
+HERE = pathlib.Path(__file__).resolve().parent
+SRC = HERE.parent.parent / "src" / "isobench"
+HOST = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """The fake kind's module discovered from its own directory; forgotten
+    afterwards so no other test sees a fourth kind."""
+    monkeypatch.setattr(isobench.envs, "__path__", [*isobench.envs.__path__, str(HERE / "envkinds")])
+    kinds = registry.kinds()
+    assert "fake" in kinds, "the registry did not find envkinds/fake.py"
+    module = sys.modules["isobench.envs.fake"]
+    monkeypatch.setattr(type(kinds["fake"]), "scratch_roots", (str(tmp_path / "fake-root"),))
+    module.EVENTS.clear()
+    yield module
+    registry.unregister("fake")
+    sys.modules.pop("isobench.envs.fake", None)
+
+
+def study_text(body: str) -> str:
+    return '[study]\nname = "fakerun"\nrepetitions = 1\nwarmup = 0\nbaseline = "fake"\n' + body
+
+
+def test_shipped_kinds_in_order_with_presets():
+    kinds = registry.kinds()
+    assert list(kinds)[:3] == ["native", "docker", "vm"]
+    assert list(registry.presets())[:6] == ["native", "docker-nat", "docker-host", "vm-stock", "vm-tuned",
+                                             "vm-docker"]
+    assert [k.name for k in kinds.values() if k.needs_image] == ["docker"]
+    assert all(p.startswith("/") for k in kinds.values() for p in k.scratch_roots)
+
+
+def test_fake_kind_in_the_study_model(fake):
+    from isobench.study import StudyError, parse_study
+    s = parse_study(study_text("[environments.fake]\n[environments.big]\npreset = \"fake-big\"\ninstances = 2\n"
+                               "[environments.native]\n[workloads.startup]\n"), "f.toml")
+    assert type(s.environments["fake"]).__name__ == "FakeSpec"
+    assert s.environments["big"].reserve_mb == 4096 and s.environments["big"].instances == 2
+    with pytest.raises(StudyError) as err:
+        parse_study(study_text('[environments.fake]\n[environments.x]\nkind = "nope"\n[workloads.startup]\n'))
+    assert "must be one of native, docker, vm, fake (or name a preset: native, docker-nat, docker-host, " \
+           "vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
+    with pytest.raises(StudyError, match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, reserve_mb"):
+        parse_study(study_text("[environments.fake]\ncpus = 2\n[workloads.startup]\n"))
+
+
+def test_fake_kind_listed_by_isobench_envs(fake):
+    from isobench.cli import main
+    result = CliRunner().invoke(main, ["envs"])
+    assert result.exit_code == 0, result.output
+    row = [line for line in result.output.splitlines() if " fake " in line]
+    assert row and "host commands" in row[0], result.output
+
+
+def test_preflight_counts_the_fake_kinds_footprint(fake):
+    from isobench.preflight import preflight
+    from isobench.study import parse_study
+    s = parse_study(study_text("[environments.fake]\nreserve_mb = 4096\ninstances = 2\n[workloads.startup]\n"),
+                    "f.toml")
+    (problem,) = preflight(s, HOST)  # 2 × 4 GiB > 80% of 8 GiB
+    assert problem.startswith("f.toml: environments.fake.reserve_mb: 1 environments need 8.0 GiB of memory")
+    assert preflight(parse_study(s.text.replace("instances = 2", "instances = 1"), "f.toml"), HOST) == []
+
+
+def test_runner_starts_and_uses_the_fake_kind_and_clean_sweeps_it(fake, tmp_path):
+    from isobench.clean import clean
+    from isobench.runner import run_study
+    from isobench.store import Store
+    from isobench.study import parse_study
+    study = parse_study(study_text("[environments.fake]\n[workloads.startup]\n"
+                                   "[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n"), "f.toml")
+    store = Store(str(tmp_path / "r.sqlite"))
+    run_id = run_study(study, store)
+    rows = {r["workload"]: r for r in store.samples(run_id)}
+    assert set(rows) == {"startup", "compression"}
+    assert all(r["env"] == "fake" and r["status"] == "ok" for r in rows.values()), rows
+    assert json.loads(rows["startup"]["vals"])["ready_s"] > 0
+    assert json.loads(rows["compression"]["vals"])["real_s"] > 0
+    assert store.load_run(run_id).env_facts["fake"]["kind"] == "fake"
+    events = [e[0] for e in fake.EVENTS]
+    assert events.index("start") < events.index("exec") < events.index("stop")
+    assert ("startup", "fake") in fake.EVENTS and ("clean", run_id) in fake.EVENTS  # the runner's teardown
+    # clean sweeps the kind's leftovers and its scratch root
+    left = tmp_path / "fake-root" / "r0-gone"
+    left.mkdir(parents=True)
+    removed = clean("r0")
+    assert "fake leftovers of r0" in removed and f"directory {left}" in removed and not left.exists()
+
+
+def test_the_core_names_no_kind():
+    """study, runner, preflight, clean and the CLI loop over the registry."""
+    for name in ("study.py", "runner.py", "preflight.py", "clean.py", "cli.py"):
+        text = (SRC / name).read_text()
+        for kind in ('"native"', '"docker"', '"vm"', "envs.vm", "envs.docker", "envs.native"):
+            if name == "study.py" and kind == '"native"':
+                text = text.replace('baseline: str = "native"', "")  # the default baseline's name
+            assert kind not in text, f"{name} names {kind}"
+
+
+def test_no_duck_typing_in_the_envs_package():
+    for path in (SRC / "envs").rglob("*.py"):
+        text = path.read_text()
+        assert "hasattr(" not in text and "getattr(" not in text, path
+    assert "hasattr(" not in (SRC / "workloads" / "startup.py").read_text()
+
+
+def test_environment_capabilities_have_defaults():
+    from isobench.envs.base import Environment, Paths
+    from isobench.proc import ExecResult
+
+    class Bare(Environment):
+        def start(self): ...
+        def exec(self, argv, timeout, cwd=None): return ExecResult(argv, 0, "", "", 0.0)
+        def write_file(self, path, content): ...
+        def stop(self): ...
+        @property
+        def paths(self): return Paths("/d", "/t")
+
+    env = Bare(name="bare")
+    assert env.instances() == [env] and env.vmm_pid is None and env.measure_startup(5) is None
+    assert not env.attached and env.bench_ports == []
+    env.pre_start()
+    env.expose("198.19.0.1", [(80, "tcp")])
+    assert env.attached and env.bench_addr == "198.19.0.1" and env.bench_ports == [(80, "tcp")]
+
+
+def test_no_env_module_over_450_lines():
+    sizes = {p.relative_to(SRC): len(p.read_text().splitlines()) for p in (SRC / "envs").rglob("*.py")}
+    assert max(sizes.values()) <= 450, sizes
+
+
+def test_a_kind_must_declare_its_name_on_its_spec():
+    from typing import Literal
+    from isobench.envs.kinds import EnvKind, EnvSpec
+
+    class WrongSpec(EnvSpec):
+        kind: Literal["other"] = "other"
+        instances: int = 1
+
+    with pytest.raises(TypeError, match="must declare kind = 'wrong'"):
+        class Wrong(EnvKind):  # noqa: F841 - registering is the test
+            name = "wrong"
+            spec = WrongSpec
+
+            def make(self, *a, **k): ...
+    assert "wrong" not in registry.kinds()
