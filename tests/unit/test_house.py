@@ -1,0 +1,142 @@
+"""The structure of the package: imports form no circle (so every module
+sits on a floor above everything it imports, and imports only go down), and
+no module imports another module's private (_underscore) names.
+
+Read from the source with ast, every import statement counted, including
+imports inside functions: a deferred import is still a dependency."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
+PACKAGE = "isobench"
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, pathlib.Path]:
+    return {module_name(p): p for p in (SRC / PACKAGE).rglob("*.py")}
+
+
+def resolve(target: str, known: dict[str, pathlib.Path]) -> str | None:
+    """The module a dotted name lives in (a name imported from a package
+    may be a submodule or an attribute of the package)."""
+    while target and target not in known:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def imports(name: str, path: pathlib.Path, known: dict[str, pathlib.Path]):
+    """(imported module, imported names) for each isobench import of a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    is_pkg = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE:
+                    yield resolve(alias.name, known), []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != PACKAGE:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                if sub in known:  # `from pkg import submodule`
+                    yield sub, []
+                else:
+                    yield resolve(target, known), [alias.name]
+
+
+def graph() -> tuple[dict[str, set[str]], list[str]]:
+    known = modules()
+    edges: dict[str, set[str]] = {m: set() for m in known}
+    private: list[str] = []
+    for name, path in known.items():
+        for target, names in imports(name, path, known):
+            if target is None or target == name:
+                continue
+            edges[name].add(target)
+            private += [f"{name} imports {target}.{n}" for n in names
+                        if n.startswith("_") and not n.startswith("__")]
+    return edges, private
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def is_ancestor(package: str, module: str) -> bool:
+    return module.startswith(package + ".")
+
+
+def test_no_import_circles():
+    edges, _ = graph()
+    # A package's __init__ importing its own submodules is its face, not a
+    # circle: leave those arrows out, as a submodule importing its package
+    # means the package's other submodules.
+    trimmed = {m: {t for t in ts if not is_ancestor(m, t)} for m, ts in edges.items()}
+    assert cycles(trimmed) == []
+
+
+def test_no_private_names_across_modules():
+    _, private = graph()
+    assert private == []
+
+
+def test_the_checks_can_fail():
+    # The detectors themselves: a planted circle and a planted private import.
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    known = {"isobench.x": pathlib.Path("x.py"), "isobench.y": pathlib.Path("y.py")}
+    assert resolve("isobench.y.helper", known) == "isobench.y"
+
+
+@pytest.mark.parametrize("limit", [450])
+def test_no_room_is_too_large(limit):
+    big = {name: n for name, path in modules().items()
+           if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit + 100}
+    assert big == {}, f"modules far over ~{limit} lines: {big}"
