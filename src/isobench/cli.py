@@ -236,17 +236,21 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
 @STORE_OPTION
 @click.option("--store-b", "store_b_path", type=click.Path(dir_okay=False, exists=True),
               help="Store holding RUN_B (another host's results file); default: --store.")
-@click.option("--tolerance", type=click.FloatRange(min=0), default=2.0, show_default=True, metavar="PCT",
-              help="Flag cells that changed by more than PCT percent, significantly.")
+@click.option("--tolerance", type=click.FloatRange(min=0, max=99), default=None, metavar="PCT",
+              help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
+                   "(default: the study's tolerance_pct, else 5).")
 @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
-              help="Exit 1 naming every cell of B significantly worse than A by more than PCT percent.")
+              help="Exit 1 naming every cell of B changed for the worse (significant after "
+                   "Benjamini-Hochberg correction) by more than PCT percent.")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
               show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
-def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float,
+def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float | None,
                 fail_pct: float | None, fmt: str, output: str | None) -> None:
-    """Compare RUN_B against RUN_A, cell by cell: ratio B/A with its 95% CI
-    and Welch's t-test, A as the baseline.
+    """Compare RUN_B against RUN_A, cell by cell: the ratio of B's geometric
+    mean to A's with its interval (Welch's t on logs), Benjamini-Hochberg over
+    all cells, and a verdict per cell: changed, equivalent within ±tolerance,
+    or inconclusive at this n (docs/statistics.md).
 
     \b
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression
@@ -254,7 +258,6 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     """
     from isobench.compare import compare_runs
     from isobench.report import compare_render as cmp
-    from isobench.report.table import fmt_pct
     from isobench.store import StoreError
     store_a = _open_store(store_path)
     store_b = _open_store(store_b_path) if store_b_path else store_a
@@ -282,14 +285,13 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         else:
             click.echo(text)
     if output:
-        err_console.print(f"comparison written to {output}", highlight=False)
-        err_console.print(result.summary_line(), highlight=False)
+        err_console.print(f"comparison written to {output}", markup=False, highlight=False)
+        err_console.print(result.summary_line(), markup=False, highlight=False)
     if regressions:
-        err_console.print(f"[bold red]regression:[/] {len(regressions)} cell(s) significantly worse than "
-                          f"{a.run_id} by more than {fail_pct:g}%:", highlight=False)
+        err_console.print(f"regression: {len(regressions)} cell(s) changed for the worse vs {a.run_id} "
+                          f"by more than {fail_pct:g}%:", style="bold red", markup=False, highlight=False)
         for c in regressions:
-            err_console.print(f"  {c.name}: {fmt_pct(c.comparison.pct)} "
-                              f"({cmp.p_phrase(c.comparison.p_value)})", highlight=False)
+            err_console.print(f"  {cmp.regression_line(c)}", markup=False, highlight=False)
         sys.exit(1)
 
 

@@ -1,26 +1,26 @@
-"""Two runs side by side: did anything change, significantly, beyond a tolerance?
+"""Two runs side by side: did anything change, by how much, and can we tell?
 
 Every cell (workload, case, metric, environment) present in both runs is
-compared with ``stats.compare``, run A as the baseline: ratio B/A with its
-95% CI and Welch's t-test. A cell is *flagged* when it changed by more than
-the tolerance AND significantly; a *regression* (for CI gating) is a
-significant change for the worse by more than a given percent, "worse"
-following the metric's direction. The A/A check: comparing two runs of the
-same study, about 5% of cells differ significantly by chance at p < 0.05.
+compared with the same statistics as Table I (report/analysis.py), run A as
+the reference: the ratio of B's geometric mean to A's from Welch's t-test on
+log values (two runs cannot be paired round by round), Benjamini-Hochberg
+over all compared cells, and one of three verdicts per cell: changed,
+equivalent within ±tolerance, or inconclusive at this n. A *regression*
+(the CI gate) is a cell *changed* for the worse by more than a given
+percent. The A/A check: two runs of an unchanged study exit 0 from
+``--fail-on-regression`` in at least 95% of cases (docs/statistics.md).
 
 Pure data: the renderers (terminal, Markdown, HTML) are in report/.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from isobench.report.analysis import Question, judge_cells, settings_of
 from isobench.report.model import MetricKey, RunData
 from isobench.report.table import HIGHER, LOWER, fmt_fact, is_emulated
-from isobench.stats import ALPHA, VERDICT_WORSE, Comparison, compare
-
-DEFAULT_TOLERANCE_PCT = 2.0
+from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, regressions
 
 __all__ = ["CellDiff", "RunComparison", "compare_runs"]
 
@@ -29,8 +29,7 @@ __all__ = ["CellDiff", "RunComparison", "compare_runs"]
 class CellDiff:
     key: MetricKey  # as in run B
     env: str
-    comparison: Comparison  # B (candidate) vs A (baseline)
-    flagged: bool  # |change| > tolerance and significant
+    verdict: Verdict  # B (candidate) vs A (reference)
     emulated: bool  # emulated (TCG) in either run
 
     @property
@@ -39,44 +38,46 @@ class CellDiff:
         return f"{self.key.workload}{case} {self.key.metric} on {self.env}"
 
     @property
+    def flagged(self) -> bool:
+        """Changed, significantly after correction (and beyond any noise floor)."""
+        return self.verdict.changed
+
+    @property
     def worse_pct(self) -> float:
         """How much worse B is than A in percent of A (negative: better)."""
-        return self.comparison.overhead_pct
-
-    def is_regression(self, pct: float) -> bool:
-        c = self.comparison
-        return c.significant and c.verdict == VERDICT_WORSE and self.worse_pct > pct
+        return self.verdict.overhead_pct
 
 
 @dataclass
 class RunComparison:
     run_a: RunData
     run_b: RunData
-    tolerance_pct: float
+    tolerance_pct: float  # equivalence margin
     cells: list[CellDiff]
     only_in_a: list[str] = field(default_factory=list)  # cells measured in one run only
     only_in_b: list[str] = field(default_factory=list)
     mismatched: list[str] = field(default_factory=list)  # same metric, different unit or direction
     facts_diff: list[tuple[str, str, str]] = field(default_factory=list)  # (fact, A, B)
-    alpha: float = ALPHA
 
-    @property
-    def significant(self) -> list[CellDiff]:
-        return [c for c in self.cells if c.comparison.significant]
+    def count(self, verdict: str) -> int:
+        return sum(1 for c in self.cells if c.verdict.verdict == verdict)
 
     @property
     def flagged(self) -> list[CellDiff]:
         return [c for c in self.cells if c.flagged]
 
     def regressions(self, pct: float) -> list[CellDiff]:
-        return [c for c in self.cells if c.is_regression(pct)]
+        """The gate: cells changed for the worse by more than ``pct`` percent."""
+        worse = {id(v) for v in regressions([c.verdict for c in self.cells], pct)}
+        return [c for c in self.cells if id(c.verdict) in worse]
 
     def summary_line(self) -> str:
-        n, k = len(self.cells), len(self.significant)
-        expected = n * self.alpha
-        return (f"{k} of {n} cells differ significantly (Welch, p < {self.alpha:g}; about "
-                f"{expected:.1f} expected by chance if nothing changed); {len(self.flagged)} flagged: "
-                f"changed by more than {self.tolerance_pct:g}% and significantly")
+        n = len(self.cells)
+        level = next((c.verdict.level for c in self.cells if c.verdict.effect.tested), float("nan"))
+        return (f"{self.count(CHANGED)} of {n} cells changed (significant after Benjamini-Hochberg "
+                f"correction: false discoveries <= 5%; intervals at {level * 100:.4g}%), "
+                f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}%, "
+                f"{self.count(INCONCLUSIVE)} inconclusive at this n")
 
 
 def _cell_name(key: MetricKey, env: str) -> str:
@@ -114,10 +115,12 @@ def _measured(run: RunData) -> dict[tuple[str, str, str, str], tuple[MetricKey, 
     return out
 
 
-def compare_runs(a: RunData, b: RunData, tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
-                 alpha: float = ALPHA) -> RunComparison:
+def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> RunComparison:
+    """B against A. ``tolerance_pct`` (the equivalence margin) defaults to
+    B's study file's; noise floors come from B's study file; the level
+    accounts for both runs' planned looks when they were adaptive."""
     ma, mb = _measured(a), _measured(b)
-    cells, mismatched = [], []
+    asked, mismatched = [], []
     for ident, (kb, vb) in mb.items():  # B's order: the newer study's
         if ident not in ma:
             continue
@@ -126,17 +129,16 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float = DEFAULT_TOLERANC
         if ka.unit != kb.unit or ka.higher_is_better != kb.higher_is_better:
             mismatched.append(f"{_cell_name(kb, env)}: {ka.unit} {_arrow(ka)} vs {kb.unit} {_arrow(kb)}")
             continue
-        c = compare(vb, va, kb.higher_is_better, alpha)
-        flagged = c.significant and _finite(c.pct) and abs(c.pct) > tolerance_pct
-        cells.append(CellDiff(kb, env, c, flagged, is_emulated(a, env) or is_emulated(b, env)))
+        asked.append((kb, env, Question(kb, vb, va)))
+    sa, sb = settings_of(a), settings_of(b)
+    settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
+    verdicts = judge_cells([q for *_, q in asked], settings, looks=sa.looks * sb.looks)
+    cells = [CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env))
+             for (k, env, _), v in zip(asked, verdicts)]
     only_a = [_cell_name(k, i[3]) for i, (k, _) in ma.items() if i not in mb]
     only_b = [_cell_name(k, i[3]) for i, (k, _) in mb.items() if i not in ma]
-    return RunComparison(a, b, tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b), alpha)
+    return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b))
 
 
 def _arrow(k: MetricKey) -> str:
     return HIGHER if k.higher_is_better else LOWER
-
-
-def _finite(x: float) -> bool:
-    return x is not None and math.isfinite(x)

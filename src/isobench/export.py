@@ -2,7 +2,8 @@
 
 Two tables, their columns documented in docs/export.md and kept stable
 (tests pin them): every raw sample × metric, and the summarised cells of
-Table I with their comparison to the baseline. CSV writes two files into a
+Table I with their verdict against the baseline (the same tests, correction
+and intervals as the table: docs/statistics.md). CSV writes two files into a
 directory; JSON writes one document holding the run's metadata as well.
 New columns may be appended at the end; existing ones are never renamed,
 reordered or removed.
@@ -18,13 +19,18 @@ from pathlib import Path
 from isobench.report.model import RunData
 from isobench.report.table import FAILED, OK, build_table
 
-FORMAT_VERSION = 1
+# 2: cells carry the log-scale, BH-corrected verdicts; ``verdict`` is
+# changed | equivalent | inconclusive | baseline | failed (was worse/better/...)
+FORMAT_VERSION = 2
 
 SAMPLE_COLUMNS = ("run_id", "env", "env_kind", "workload", "case", "metric", "unit", "higher_is_better",
                   "round", "warmup", "status", "value", "started_at", "wall_s")
 CELL_COLUMNS = ("run_id", "workload", "case", "metric", "unit", "higher_is_better", "env", "n", "mean",
                 "median", "sd", "cv", "ci95_low", "ci95_high", "ratio_vs_baseline", "pct_vs_baseline",
-                "pct_ci95_low", "pct_ci95_high", "p_value", "significant", "verdict")
+                "pct_ci95_low", "pct_ci95_high", "p_value", "significant", "verdict",
+                # since version 2
+                "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed",
+                "warnings")
 
 VERDICT_BASELINE = "baseline"
 VERDICT_FAILED = "failed"
@@ -73,13 +79,14 @@ def cell_rows(run: RunData) -> list[dict]:
         for cell in row.cells:
             if cell.status not in (OK, FAILED):
                 continue
-            s, c = cell.summary, cell.comparison
+            s, v = cell.summary, cell.verdict
             if cell.status == FAILED:
                 verdict = VERDICT_FAILED
             elif cell.env == run.baseline:
                 verdict = VERDICT_BASELINE
             else:
-                verdict = c.verdict if c is not None else None
+                verdict = v.verdict if v is not None else None
+            e = v.effect if v is not None else None
             rows.append({
                 "run_id": run.run_id, "workload": k.workload, "case": k.case, "metric": k.metric,
                 "unit": k.unit, "higher_is_better": k.higher_is_better, "env": cell.env,
@@ -87,13 +94,21 @@ def cell_rows(run: RunData) -> list[dict]:
                 "median": _num(s.median) if s else None, "sd": _num(s.sd) if s else None,
                 "cv": _num(s.cv) if s else None, "ci95_low": _num(s.ci95_low) if s else None,
                 "ci95_high": _num(s.ci95_high) if s else None,
-                "ratio_vs_baseline": _num(c.ratio) if c else None,
-                "pct_vs_baseline": _num(c.pct) if c else None,
-                "pct_ci95_low": _num(c.pct_ci95_low) if c else None,
-                "pct_ci95_high": _num(c.pct_ci95_high) if c else None,
-                "p_value": _num(c.p_value) if c else None,
-                "significant": c.significant if c else None,
+                "ratio_vs_baseline": _num(e.ratio) if e else None,
+                "pct_vs_baseline": _num(e.pct) if e else None,
+                # the corrected interval (level in interval_level), despite the historical name
+                "pct_ci95_low": _num(v.pct_low) if v else None,
+                "pct_ci95_high": _num(v.pct_high) if v else None,
+                "p_value": _num(e.p) if e else None,
+                "significant": v.changed if v else None,
                 "verdict": verdict,
+                "min": _num(s.min) if s else None, "max": _num(s.max) if s else None,
+                "test": e.test if e else None,
+                "p_adjusted": _num(v.p_adjusted) if v else None,
+                "interval_level": _num(v.level) if v else None,
+                "direction": (v.direction or None) if v else None,
+                "rounds_needed": v.rounds_needed if v else None,
+                "warnings": "; ".join(cell.warnings) or None,
             })
     return rows
 

@@ -233,12 +233,15 @@ class Store:
         run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
                       host_facts=json.loads(r[5]), study_text=r[6], study_hash=r[7], baseline=r[8],
                       environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
-        for env, w, c, round_, status, error, vals in self.db.execute(
-                "SELECT env, workload, ccase, round, status, error, vals FROM samples"
+        for env, w, c, round_, status, error, vals, extra in self.db.execute(
+                "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
                 " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
             if status != "ok":
                 run.failures.setdefault((w, c, env), []).append(error or status)
                 continue
+            if '"validity"' in extra:  # cheap test first: most samples have none
+                notes = run.validity.setdefault((w, c, env), [])
+                notes += [n for n in json.loads(extra).get("validity", []) if n not in notes]
             for metric, value in json.loads(vals).items():
                 key = keys.get((w, c, metric))
                 if key is not None and value is not None:

@@ -1,5 +1,6 @@
-"""isobench compare: A/A gives no flagged cell, an injected regression is
-flagged and fails the gate, an improvement never does."""
+"""isobench compare: A/A gives no changed cell, an injected regression is
+changed and fails the gate, an improvement never does, a tiny real change is
+equivalent within the tolerance, a noisy one is inconclusive."""
 
 import pytest
 from click.testing import CliRunner
@@ -34,11 +35,12 @@ def invoke(*args):
 def test_aa_identical_data_flags_nothing_and_exits_0(store_path):
     a, b = _runs(store_path, A_VALUES, A_VALUES)
     result = compare_runs(a, b)
-    assert len(result.cells) == 2 and not result.significant and not result.flagged
-    assert result.summary_line().startswith("0 of 2 cells differ significantly")
+    assert len(result.cells) == 2 and not result.flagged
+    assert result.summary_line().startswith("0 of 2 cells changed")
+    assert "2 equivalent within \u00b15%" in result.summary_line()
     r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
     assert r.exit_code == 0, r.output
-    assert "0 of 2 cells differ significantly" in r.output
+    assert "0 of 2 cells changed" in r.output and "equivalent" in r.output
 
 
 def test_injected_20pct_regression_is_flagged_and_fails_the_gate(store_path):
@@ -46,11 +48,11 @@ def test_injected_20pct_regression_is_flagged_and_fails_the_gate(store_path):
     a, b = _runs(store_path, A_VALUES, slow)
     result = compare_runs(a, b)
     (flagged,) = result.flagged
-    assert flagged.env == "docker-nat" and flagged.comparison.pct == pytest.approx(-20)
-    assert flagged.is_regression(5) and not flagged.is_regression(25)
+    assert flagged.env == "docker-nat" and flagged.verdict.pct == pytest.approx(-20)
+    assert result.regressions(5) == [flagged] and result.regressions(25) == []
     r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
     assert r.exit_code == 1
-    assert "compression throughput_mbs on docker-nat: \u221220.0%" in r.output
+    assert "compression throughput_mbs on docker-nat: worse: -20.0% [" in r.output
     assert "native" not in r.output.split("regression:")[1]
 
 
@@ -69,14 +71,41 @@ def test_direction_aware_for_lower_is_better(store_path):
     assert cell.env == "docker-nat" and cell.worse_pct == pytest.approx(20)
 
 
-def test_within_tolerance_is_not_flagged(store_path):
+def test_a_real_but_tiny_change_is_changed_and_below_the_gate(store_path):
     tight = [100.0, 100.1, 99.9, 100.05, 99.95]
     s = Store(store_path)
     simple_run(s, "run-a", {"native": tight, "docker-nat": tight})
     simple_run(s, "run-b", {"native": tight, "docker-nat": [v * 0.99 for v in tight]})
     a, b = s.load_run("run-a"), s.load_run("run-b")
     result = compare_runs(a, b, tolerance_pct=2)
-    assert result.significant and not result.flagged  # significant, but only 1%
+    (changed,) = result.flagged  # real: 1% is far beyond this noise ...
+    assert changed.verdict.pct == pytest.approx(-1)
+    assert result.regressions(5) == []  # ... but not beyond the gate's 5%
+
+
+def test_a_noise_floor_from_the_study_holds_back_a_tiny_change(store_path):
+    tight = [100.0, 100.1, 99.9, 100.05, 99.95]
+    s = Store(store_path)
+    simple_run(s, "run-a", {"native": tight, "docker-nat": tight})
+    simple_run(s, "run-b", {"native": tight, "docker-nat": [v * 0.99 for v in tight]})
+    s.db.execute("UPDATE runs SET study_text=? WHERE run_id='run-b'",
+                 ('[study]\nname = "x"\nnoise_floor_pct = { compression = 3 }\n',))
+    s.db.commit()
+    result = compare_runs(s.load_run("run-a"), s.load_run("run-b"))
+    assert result.flagged == []
+    cell = next(c for c in result.cells if c.env == "docker-nat")
+    assert cell.verdict.verdict == "equivalent" and "noise floor" in cell.verdict.reason
+
+
+def test_noisy_runs_are_inconclusive_with_rounds_needed(store_path):
+    noisy_a, noisy_b = [100.0, 70.0, 130.0], [95.0, 65.0, 125.0]
+    s = Store(store_path)
+    simple_run(s, "run-a", {"native": noisy_a, "docker-nat": noisy_a})
+    simple_run(s, "run-b", {"native": noisy_b, "docker-nat": noisy_b})
+    result = compare_runs(s.load_run("run-a"), s.load_run("run-b"))
+    assert {c.verdict.verdict for c in result.cells} == {"inconclusive"}
+    assert all(c.verdict.rounds_needed > 3 for c in result.cells)
+    assert "inconclusive" in render_markdown(result)
 
 
 def test_synthetic_aa_and_regression_outputs(tmp_path):
@@ -85,7 +114,7 @@ def test_synthetic_aa_and_regression_outputs(tmp_path):
     write_run(s, Synthetic("a", seed=1))
     write_run(s, Synthetic("b", seed=1))  # same seed: identical samples
     write_run(s, Synthetic("c", seed=1, inject={("docker-nat", "fio", "iops"): 0.8}))
-    assert compare_runs(s.load_run("a"), s.load_run("b")).significant == []
+    assert compare_runs(s.load_run("a"), s.load_run("b")).flagged == []
     r = invoke("compare", "a", "c", "--store", path, "--fail-on-regression", "5", "--format", "md")
     assert r.exit_code == 1 and "fio/randread iops on docker-nat" in r.output
     out = tmp_path / "c.html"

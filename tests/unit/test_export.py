@@ -17,7 +17,9 @@ SAMPLES = ["run_id", "env", "env_kind", "workload", "case", "metric", "unit", "h
            "warmup", "status", "value", "started_at", "wall_s"]
 CELLS = ["run_id", "workload", "case", "metric", "unit", "higher_is_better", "env", "n", "mean", "median",
          "sd", "cv", "ci95_low", "ci95_high", "ratio_vs_baseline", "pct_vs_baseline", "pct_ci95_low",
-         "pct_ci95_high", "p_value", "significant", "verdict"]
+         "pct_ci95_high", "p_value", "significant", "verdict",
+         # version 2
+         "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed", "warnings"]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,9 @@ def test_csv_loads_in_pandas_with_the_documented_columns(store_path, tmp_path):
     tput = cells[(cells.metric == "throughput_mbs") & (cells.workload == "compression")].set_index("env")
     assert list(tput.index) == list(ENVS)
     assert tput.loc["native", "verdict"] == "baseline" and pd.isna(tput.loc["native", "ratio_vs_baseline"])
-    assert tput.loc["vm-tcg", "verdict"] == "worse" and tput.loc["vm-tcg", "significant"]
+    assert tput.loc["vm-tcg", "verdict"] == "changed" and tput.loc["vm-tcg", "significant"]
+    assert tput.loc["vm-tcg", "direction"] == "worse"
+    assert 0 < tput.loc["vm-tcg", "p_adjusted"] <= 0.05 and tput.loc["vm-tcg", "interval_level"] > 0.95
     assert tput.loc["vm-tcg", "ratio_vs_baseline"] == pytest.approx(0.35, abs=0.03)
     assert (cells.n > 0).all()
 
@@ -70,7 +74,7 @@ def test_json_has_metadata_and_both_tables(store_path, tmp_path):
     r = CliRunner().invoke(main, ["export", "run-x", "--store", store_path, "--format", "json", "-o", str(out)])
     assert r.exit_code == 0, r.output
     doc = json.loads(out.read_text())
-    assert doc["format"] == "isobench-export" and doc["version"] == 1
+    assert doc["format"] == "isobench-export" and doc["version"] == 2
     assert doc["run"]["run_id"] == "run-x" and "[study]" in doc["run"]["study_text"]
     assert doc["host_facts"]["cpu_model"] == "Synthetic CPU @ 2.0GHz"
     assert doc["env_facts"]["vm-tcg"]["emulated"] is True

@@ -1,5 +1,7 @@
 """Docker NAT vs host networking, compared directly in the reports."""
 
+import pytest
+
 from isobench.report.markdown import render_markdown
 from isobench.report.model import MetricKey, RunData
 from isobench.report.netpairs import nat_vs_host, section_lines
@@ -22,13 +24,14 @@ def test_significant_nat_penalty_is_reported_as_worse():
     assert len(lines) == 1  # latency metrics only, not bandwidth
     line = lines[0]
     assert (line.nat_env, line.host_env) == ("docker-nat", "docker-host")
-    assert line.comparison.significant and line.comparison.pct == 100.0
-    assert "worse, significant" in line.text()
+    assert line.verdict.changed and line.verdict.pct == pytest.approx(100.0, abs=0.2)
+    assert "worse: +100.1% [" in line.text() and "significant after correction" in line.text()
 
 
-def test_no_difference_is_said():
+def test_no_difference_is_never_said_alone():
     text = section_lines(run_with([20.0, 25.0, 15.0], [21.0, 16.0, 24.0]))[2]
-    assert "no significant difference" in text
+    assert "inconclusive at n = 3" in text and "rounds per side would resolve" in text
+    assert "no significant difference" not in text
 
 
 def test_section_in_markdown_and_absent_without_a_pair():

@@ -17,7 +17,7 @@ ENVS = ["native", "docker-nat", "docker-host"]
 
 def spread(mean: float, step: float) -> list[float]:
     """Five values around mean: sd = step * sqrt(2.5)."""
-    return [mean + k * step for k in (-2, -1, 0, 1, 2)]
+    return [mean + k * step for k in (-2, 1, 0, -1, 2)]  # not monotonic: no drift warning
 
 
 @pytest.fixture
@@ -96,24 +96,26 @@ def test_rows_follow_metric_order_with_direction_in_label(run):
 
 def test_baseline_cell_has_value_and_sd_but_no_comparison(run):
     c = cell(build_table(run), THROUGHPUT, "native")
-    assert c.comparison is None
+    assert c.verdict is None
     assert c.summary.mean == pytest.approx(1043)
     assert c.text == "1043 [16]"
 
 
-def test_not_significant_cell_shows_signed_change_without_marker(run):
+def test_unchanged_cell_shows_its_interval_and_is_equivalent(run):
     c = cell(build_table(run), THROUGHPUT, "docker-nat")
-    assert c.text == "1034 (\u22120.9%) [16]"
-    assert not c.comparison.significant
-    assert c.comparison.verdict == "no significant difference"
-    assert c.comparison.overhead_pct == pytest.approx(9 / 1043 * 100)  # lower throughput: worse
+    # 2 cells tested, 1 changed: the interval is at 1 - 1 * 0.05 / 2 = 97.5%
+    assert c.text == "1034 (\u22120.9% [\u22123.5%, +1.8%]) [16] \u2248"
+    assert not c.verdict.changed and c.verdict.verdict == "equivalent"
+    assert c.verdict.level == pytest.approx(0.975)
+    # ratio of geometric means; lower throughput is worse
+    assert c.verdict.overhead_pct == pytest.approx(0.86, abs=0.01)
 
 
 def test_significant_latency_increase_is_marked_and_worse(run):
     c = cell(build_table(run), LATENCY, "docker-nat")
-    assert c.text == "162 (+97.6%) [1.6] *"
-    assert c.comparison.significant and c.comparison.verdict == "worse"
-    assert c.comparison.overhead_pct == pytest.approx(80 / 82 * 100)
+    assert c.text == "162 (+97.6% [+92.0%, +103%]) [1.6] *"
+    assert c.verdict.changed and c.verdict.direction == "worse"
+    assert c.verdict.overhead_pct == pytest.approx(97.6, abs=0.1)
 
 
 def test_failed_and_missing_cells(run):
@@ -128,10 +130,12 @@ def test_failed_and_missing_cells(run):
     assert f.reasons == (("timed out after 600 s: pxz", 2),)
 
 
-def test_legend_states_the_significance_rule_and_only_relevant_markers(run):
+def test_legend_states_the_tests_correction_verdicts_and_only_relevant_markers(run):
     legend = "\n".join(build_table(run).legend)
-    assert "Welch's t-test" in legend and "p < 0.05" in legend
-    assert "no significant difference" in legend
+    assert "Welch's t-test on log values (rounds could not be paired): 2 cells" in legend
+    assert "97.5% interval" in legend and "Benjamini-Hochberg" in legend
+    assert "equivalent" in legend and "inconclusive" in legend
+    assert "no significant difference" not in legend
     assert "failed (k)" in legend and "not measured" in legend
     assert "n=k" not in legend  # n is uniform per column, shown in the headers
     assert "\u00b0" not in legend  # no untested comparison in this run
@@ -143,8 +147,8 @@ def test_partial_failures_small_n_and_per_cell_n(run):
     t = build_table(run)
     one = cell(t, THROUGHPUT, "docker-host")
     assert one.text == "1040 (\u22120.3%) [\u2014] n=1 \u00b0!"
-    assert one.comparison.verdict == "n too small"
-    assert cell(t, LATENCY, "docker-host").text == "81 (\u22121.2%) [1] n=3"
+    assert not one.verdict.effect.tested and one.verdict.verdict == "inconclusive"
+    assert cell(t, LATENCY, "docker-host").text.startswith("81 (\u22121.2% [")
     legend = "\n".join(t.legend)
     assert "n=k" in legend and "fewer than 2" in legend and "some repetitions failed" in legend
 
@@ -154,7 +158,7 @@ def test_no_baseline_values_means_no_comparison(run):
     t = build_table(run)
     assert cell(t, LATENCY, "native").text == "\u2014"
     c = cell(t, LATENCY, "docker-nat")
-    assert c.comparison is None and c.text == "162 [1.6]"
+    assert c.verdict is None and c.text == "162 [1.6]"
 
 
 def test_emulated_environment_is_flagged(run):
@@ -166,7 +170,8 @@ def test_emulated_environment_is_flagged(run):
     assert col.emulated and col.header == "vm-tcg \u2020, n=5"
     assert not any(c.emulated for c in t.columns[:-1])
     assert t.footnotes == ("\u2020 vm-tcg: emulated (TCG), not comparable to KVM.",)
-    assert cell(t, THROUGHPUT, "vm-tcg").text == "100 (\u221290.4%) [1.6] *"
+    assert cell(t, THROUGHPUT, "vm-tcg").text.startswith("100 (\u221290.4% [")
+    assert cell(t, THROUGHPUT, "vm-tcg").text.endswith("[1.6] *")
 
 
 # -- markdown -----------------------------------------------------------------------
@@ -178,9 +183,9 @@ def test_markdown_has_a_gfm_table_with_every_environment(run):
     i = lines.index(header)
     assert lines[i + 1] == "|:---|:---|---:|---:|---:|"
     assert lines[i + 2] == ("| compress | throughput\\_mbs (MB/s) \u2191 | 1043 [16] | "
-                            "1034 (\u22120.9%) [16] | failed (2) |")
+                            "1034 (\u22120.9% [\u22123.5%, +1.8%]) [16] \u2248 | failed (2) |")
     assert lines[i + 3] == ("| fio | randread: read\\_lat\\_us (µs) \u2193 | 82 [1.6] | "
-                            "162 (+97.6%) [1.6] \\* | \u2014 |")
+                            "162 (+97.6% [+92.0%, +103%]) [1.6] \\* | \u2014 |")
     assert all(line.count("|") == 6 for line in lines[i:i + 4])
 
 
@@ -191,7 +196,7 @@ def test_markdown_has_facts_legend_failures_and_study(run):
     assert "- **Memory**: 256.0 GiB" in md
     assert "- **Study hash**: 0123456789ab" in md
     assert '- **packages**: {"fio":"3.33","xz-utils":"5.4.1"}' in md
-    assert "- \\* significantly different from native" in md
+    assert "- \\* changed: significant after Benjamini-Hochberg correction" in md
     assert "## Failures" in md
     assert "on **docker-host**: 2 failed" in md
     assert "timed out after 600 s: pxz (\u00d72)" in md
@@ -208,7 +213,7 @@ def test_markdown_escapes_pipes_and_tags_but_not_comparisons(run):
     run.failures[("compress", "default", "docker-host")] = ["exit 1: sh -c a|b <script>"]
     md = render_markdown(run)
     assert "exit 1: sh -c a\\|b \\<script>" in md
-    assert "p < 0.05" in md
+    assert "false discoveries <= 5%" in md  # "<" before a digit or space is no tag: kept
 
 
 # -- terminal ------------------------------------------------------------------------
@@ -225,10 +230,10 @@ def test_terminal_shows_facts_table_legend_and_failures(run):
                  "24.0.7", "accelerator", "kvm", "0123456789ab", "r-0001", "complete"):
         assert text in out, text
     assert "native (baseline), n=5" in out and "docker-nat, n=5" in out
-    assert "1034 (\u22120.9%) [16]" in out
-    assert "162 (+97.6%) [1.6] *" in out
+    assert "1034 (\u22120.9% [\u22123.5%, +1.8%]) [16] \u2248" in out
+    assert "162 (+97.6% [+92.0%, +103%]) [1.6] *" in out
     assert "failed (2)" in out
-    assert "Welch's t-test" in out
+    assert "Welch's t-test on log values" in out
     assert "compress/default on docker-host: 2 failed: timed out after 600 s: pxz (\u00d72)" in out
     # Grouped by workload: compress's row comes before fio's.
     assert out.index("throughput_mbs") < out.index("read_lat_us")

@@ -29,7 +29,7 @@ def test_an_oddly_named_latency_enters_the_nat_vs_host_comparison():
     run = _run([odd, plain], {"native": [10.0, 10.5, 9.5], "nat": [20.0, 21.0, 19.0], "host": [10.0, 11.0, 9.0]})
     lines = nat_vs_host(run)
     assert [(ln.key.metric, ln.nat_env, ln.host_env) for ln in lines] == [("roundtrip_hops", "nat", "host")]
-    assert lines[0].comparison.significant
+    assert lines[0].verdict.changed
 
 
 def test_a_declared_role_wins_over_the_old_names():

@@ -23,12 +23,11 @@ from isobench.report.table import (
     build_table,
     fmt_fact,
     fmt_num,
-    fmt_pct,
     host_facts,
+    inconclusive_lines,
     is_emulated,
     run_facts,
 )
-from isobench.stats import VERDICT_BETTER, VERDICT_WORSE
 
 
 def _version() -> str:
@@ -47,10 +46,10 @@ def cell_class(cell: Cell) -> str:
         return "failed"
     if cell.status == MISSING:
         return "missing"
-    c = cell.comparison
-    if c is None:
+    v = cell.verdict
+    if v is None or not v.changed:
         return ""
-    return {VERDICT_WORSE: "worse sig", VERDICT_BETTER: "better sig"}.get(c.verdict, "")
+    return {"worse": "worse sig", "better": "better sig"}.get(v.direction, "")
 
 
 # -- inline SVG -----------------------------------------------------------------------
@@ -83,8 +82,9 @@ class _ShownFigure:
 
 
 _CAPTIONS = {
-    "normalised": "bars: candidate vs baseline, >1 is better for every metric (latency-like metrics "
-                  "inverted), whiskers: 95% CI of the ratio, * significant (Welch's t, p < 0.05)",
+    "normalised": "bars: candidate vs baseline on a log axis, >1 is better for every metric (latency-like "
+                  "metrics inverted), whiskers: the table's corrected interval (an arrow where it runs off "
+                  "the axis), * changed after Benjamini-Hochberg correction",
     "sweep": "mean and 95% CI at each swept value",
     "throughput-latency": "each point one swept value, mean and 95% CI on both axes",
     "latency-cdf": "histograms of every repetition pooled",
@@ -150,12 +150,12 @@ def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec
     return _env.get_template("report.html.j2").render(
         run=run, table=table, figure_groups=figure_groups(specs), run_facts=run_facts(run),
         host_facts=host_facts(run), env_rows=env_rows(run, table), emulated_note=EMULATED_NOTE,
-        cell_class=cell_class, notes=notes, version=_version())
+        cell_class=cell_class, notes=notes, inconclusive=inconclusive_lines(table), version=_version())
 
 
 def render_compare_html(result, regressions=None, fail_pct: float | None = None) -> str:
     """``isobench compare`` as a page (result: compare.RunComparison)."""
     return _env.get_template("compare.html.j2").render(
         r=result, regressions=regressions or [], fail_pct=fail_pct, legend=cmp.legend(result),
-        status=cmp.status_text, version=_version(), fmt_num=fmt_num, fmt_pct=fmt_pct,
-        fmt_p=cmp.fmt_p, p_phrase=cmp.p_phrase, fmt_ratio=cmp.fmt_ratio, emulated_note=EMULATED_NOTE)
+        status=cmp.status_text, version=_version(), fmt_num=fmt_num, fmt_p=cmp.fmt_p,
+        interval=cmp.interval_text, regression_line=cmp.regression_line, emulated_note=EMULATED_NOTE)

@@ -8,7 +8,14 @@ from isobench.report.instances import density_lines, speedup_lines
 from isobench.report.model import RunData
 from isobench.report.netpairs import section_lines
 from isobench.report.sweeps import sweeps
-from isobench.report.table import doctor_warnings, Table, build_table, host_facts, run_facts
+from isobench.report.table import (
+    Table,
+    build_table,
+    doctor_warnings,
+    host_facts,
+    inconclusive_lines,
+    run_facts,
+)
 
 # Markup GFM would act on: emphasis (our "*" marker, snake_case names), code,
 # cell separators, and "<" only where it could open an HTML tag ("p < 0.05" stays).
@@ -91,6 +98,9 @@ def render_markdown(run: RunData) -> str:
     if table.footnotes:
         out += [md_escape(n) + "  " for n in table.footnotes] + [""]  # "  ": line break
     out += [f"- {md_escape(line)}" for line in table.legend] + [""]
+    for title, lines in (("Warnings", table.warnings), ("Inconclusive", inconclusive_lines(table))):
+        if lines:
+            out += [f"## {title}", "", *(f"- {md_escape(line)}" for line in lines), ""]
     if pairs := section_lines(run):  # docker-nat vs docker-host, compared directly
         out += [f"## {md_escape(pairs[0])}", "", md_escape(pairs[1]), ""]
         out += [f"- {md_escape(line)}" for line in pairs[2:]] + [""]

@@ -37,3 +37,6 @@ class RunData:
     # one round can be paired across environments; filled by Store.load_run
     # (empty for runs built in memory)
     rounds: dict[tuple[MetricKey, str], list[int]] = field(default_factory=dict)
+    # (workload, case, environment) -> what the workload said its figures do
+    # not mean there (Workload.validity), distinct texts in order
+    validity: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)

@@ -2,18 +2,20 @@
 the IBM and VMware studies' point that Docker's NAT, not the container,
 costs latency. For every pair (environment with option network = "bridge",
 environment with network = "host", whatever their kind) in a run, the
-metrics whose role is latency are compared with the same Welch test as
-Table I, host networking as the reference."""
+metrics whose role is latency are compared with the same tests and
+corrections as Table I (report/analysis.py), host networking as the
+reference, rounds paired."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from isobench.metric import LATENCY
+from isobench.report.analysis import Question, judge_cells, pairs, settings_of
 from isobench.report.model import MetricKey, RunData
 from isobench.report.roles import role_of
-from isobench.report.table import fmt_num, fmt_pct, row_label
-from isobench.stats import Comparison, compare
+from isobench.report.table import fmt_num, row_label
+from isobench.verdicts import Verdict
 
 TITLE = "Docker NAT vs host networking"
 
@@ -23,15 +25,12 @@ class PairLine:
     key: MetricKey
     nat_env: str
     host_env: str
-    comparison: Comparison
+    verdict: Verdict
 
     def text(self) -> str:
-        c = self.comparison
-        verdict = f"{c.verdict}, significant" if c.significant else c.verdict
-        if c.p_value == c.p_value:  # not nan
-            verdict += f" (p={c.p_value:.2g})"
-        return (f"{self.key.workload} {row_label(self.key)}: {self.nat_env} {fmt_num(c.candidate.mean)} vs "
-                f"{self.host_env} {fmt_num(c.baseline.mean)}: {fmt_pct(c.pct)}, {verdict}")
+        e = self.verdict.effect
+        return (f"{self.key.workload} {row_label(self.key)}: {self.nat_env} {fmt_num(e.candidate.mean)} vs "
+                f"{self.host_env} {fmt_num(e.baseline.mean)}: {self.verdict.text}")
 
 
 def _network(run: RunData, env: str) -> str | None:
@@ -42,7 +41,7 @@ def _network(run: RunData, env: str) -> str | None:
 def nat_vs_host(run: RunData) -> list[PairLine]:
     nats = [e for e in run.environments if _network(run, e) == "bridge"]
     hosts = [e for e in run.environments if _network(run, e) == "host"]
-    lines = []
+    asked = []
     for key in run.metrics:
         if role_of(key) != LATENCY:
             continue
@@ -50,8 +49,9 @@ def nat_vs_host(run: RunData) -> list[PairLine]:
             for host in hosts:
                 a, b = run.values.get((key, nat)), run.values.get((key, host))
                 if a and b:
-                    lines.append(PairLine(key, nat, host, compare(a, b, key.higher_is_better)))
-    return lines
+                    asked.append((key, nat, host, Question(key, a, b, pairs(run, key, nat, host))))
+    verdicts = judge_cells([q for *_, q in asked], settings_of(run))
+    return [PairLine(key, nat, host, v) for (key, nat, host, _), v in zip(asked, verdicts)]
 
 
 def section_lines(run: RunData) -> list[str]:
@@ -60,5 +60,6 @@ def section_lines(run: RunData) -> list[str]:
     lines = nat_vs_host(run)
     if not lines:
         return []
-    return [TITLE, "Compared directly, host networking as the reference (Welch's t-test, two-sided, "
-                   "p < 0.05; % is the NAT mean's change):", *[ln.text() for ln in lines]]
+    return [TITLE, "Compared directly, host networking as the reference (paired or Welch test on logs, "
+                   "Benjamini-Hochberg over these lines; % is the NAT side's change):",
+            *[ln.text() for ln in lines]]

@@ -1,8 +1,11 @@
 """The IBM paper's "Table I", as plain data every renderer shares.
 
 One row per metric (study order), one column per environment with the
-baseline first. Each cell carries its Summary, its Comparison with the
-baseline and the text the paper would print: ``value (−x.x%) [sd]``.
+baseline first. Each cell carries its Summary, its final Verdict against
+the baseline (report/analysis.py: paired per-round or Welch test on logs,
+Benjamini-Hochberg over the whole table, changed / equivalent /
+inconclusive) and the text the paper would print,
+``mean (change [interval]) [sd] marker``, plus warnings about its samples.
 Computing texts here, once, keeps terminal, Markdown and HTML identical.
 """
 
@@ -13,18 +16,28 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+from isobench.anomalies import drift, outliers, slow_first_round
+from isobench.metric import DURATION, LATENCY
+from isobench.report.analysis import Question, Settings, interval_text, judge_cells, pairs, settings_of
 from isobench.report.model import MetricKey, RunData
-from isobench.stats import ALPHA, VERDICT_SMALL_N, Comparison, Summary, compare, summarize
+from isobench.report.numbers import DASH, MINUS, fmt_num, fmt_pct
+from isobench.report.roles import role_of
+from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
+from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict
 
-MINUS = "\u2212"  # typographic minus, as in the paper
-DASH = "\u2014"
-SIGNIFICANT = "*"
+__all__ = ["DASH", "MINUS", "fmt_num", "fmt_pct"]  # re-exported: renderers format through the table
+
+MARKS = {CHANGED: "*", EQUIVALENT: "\u2248", INCONCLUSIVE: "?"}  # *, ≈, ?
+SIGNIFICANT = MARKS[CHANGED]
 UNTESTED = "\u00b0"  # degree sign
 SOME_FAILED = "!"
+WARNED = "\u26a0"  # warning sign: see the cell's warnings below the table
 EMULATED = "\u2020"  # dagger
 EMULATED_NOTE = "emulated (TCG), not comparable to KVM"
 HIGHER = "\u2191"
 LOWER = "\u2193"
+# Metrics whose spread is shown as median and min..max beside the mean: times.
+SPREAD_ROLES = (LATENCY, DURATION)
 
 OK, FAILED, MISSING = "ok", "failed", "missing"
 
@@ -43,9 +56,10 @@ class Cell:
     env: str
     status: str  # ok | failed | missing
     summary: Summary | None
-    comparison: Comparison | None  # None for the baseline and when either side is empty
+    verdict: Verdict | None  # None for the baseline and when either side is empty
     text: str
     failures: int = 0  # failed repetitions of this workload case in this environment
+    warnings: tuple[str, ...] = ()  # anomalies in its samples, the workload's validity notes
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,8 @@ class Table:
     legend: tuple[str, ...]
     footnotes: tuple[str, ...]  # per-column notes (emulated environments)
     failures: tuple[Failure, ...]
+    warnings: tuple[str, ...] = ()  # "workload case metric on env: text", one per warning
+
 
     def groups(self) -> list[tuple[str, list[Row]]]:
         """Rows grouped by workload, workloads in order of first appearance."""
@@ -82,53 +98,31 @@ class Table:
         return list(out.items())
 
 
-# -- number formatting ---------------------------------------------------------
+# -- cells ---------------------------------------------------------------------
 
-def fmt_num(x: float, sig: int = 4) -> str:
-    """``sig`` significant figures, but never scientific notation for large
-    numbers: 110234 req/s stays 110234, 31.457 s is 31.46, 0.012634 is 0.01263."""
-    if x is None or math.isnan(x):
-        return DASH
-    if math.isinf(x):
-        return "\u221e" if x > 0 else MINUS + "\u221e"
-    if x == 0:
-        return "0"
-    if abs(x) >= 10 ** (sig - 1):
-        text = f"{x:.0f}"
-    else:
-        text = f"{x:.{sig}g}"
-    return text.replace("-", MINUS)
-
-
-def fmt_pct(pct: float) -> str:
-    """Signed change: one decimal below 100%, whole percent above."""
-    if math.isnan(pct):
-        return DASH
-    text = f"{abs(pct):.1f}" if abs(pct) < 100 else f"{abs(pct):.0f}"
-    if float(text) == 0:
-        return "\u00b1" + text + "%"
-    return ("+" if pct > 0 else MINUS) + text + "%"
-
-
-def cell_text(summary: Summary, comparison: Comparison | None, show_n: bool,
-              failures: int = 0) -> str:
-    """``1043 (−0.9%) [16] *`` — mean, change vs baseline, sd, markers."""
+def cell_text(summary: Summary, verdict: Verdict | None, show_n: bool, failures: int = 0,
+              spread: bool = False, warned: bool = False) -> str:
+    """``1043 (−0.9% [−3.1%, +1.4%]) [16] ≈``: mean, change vs baseline with
+    its interval, sd, markers; for times also ``median 1040 (1020..1070)``."""
     parts = [fmt_num(summary.mean)]
-    if comparison is not None:
-        parts.append(f"({fmt_pct(comparison.pct)})")
+    if verdict is not None:
+        parts.append(f"({interval_text(verdict)})")
     parts.append(f"[{fmt_num(summary.sd, 2)}]")
     if show_n:
         parts.append(f"n={summary.n}")
     markers = ""
-    if comparison is not None and comparison.significant:
-        markers += SIGNIFICANT
-    if comparison is not None and comparison.verdict == VERDICT_SMALL_N:
-        markers += UNTESTED
+    if verdict is not None:
+        markers += MARKS[verdict.verdict] if verdict.effect.tested else UNTESTED
     if failures:
         markers += SOME_FAILED
+    if warned:
+        markers += WARNED
     if markers:
         parts.append(markers)
-    return " ".join(parts)
+    text = " ".join(parts)
+    if spread and summary.n > 1:
+        text += f"; median {fmt_num(summary.median)} ({fmt_num(summary.min)}..{fmt_num(summary.max)})"
+    return text
 
 
 # -- building --------------------------------------------------------------------
@@ -163,7 +157,30 @@ def _uniform_n(run: RunData, env: str) -> int | None:
     return ns.pop() if len(ns) == 1 else None
 
 
-def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool) -> Cell:
+def cell_warnings(run: RunData, key: MetricKey, env: str) -> tuple[str, ...]:
+    """Outliers, a slow first round and drift in the cell's samples, and what
+    the workload said about the validity of its figure (never a changed value)."""
+    vals = _values(run, key, env)
+    by_round = [v for _, v in sorted(zip(run.rounds.get((key, env), range(len(vals))), vals))]
+    found = [outliers(vals), slow_first_round(by_round, key.higher_is_better), drift(by_round)]
+    texts = [f.text for f in found if f.flagged]
+    return tuple(texts) + tuple(run.validity.get((key.workload, key.case, env), ()))
+
+
+def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKey, str], Question]:
+    """Every non-baseline cell with values on both sides, paired by round."""
+    out = {}
+    for key in run.metrics:
+        base = _values(run, key, run.baseline)
+        for col in columns:
+            vals = _values(run, key, col.env)
+            if col.is_baseline or not vals or not base:
+                continue
+            out[(key, col.env)] = Question(key, vals, base, pairs(run, key, col.env, run.baseline))
+    return out
+
+
+def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Verdict | None) -> Cell:
     vals = _values(run, key, env)
     failed = _failure_count(run, key, env)
     if not vals:
@@ -171,12 +188,10 @@ def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool) -> Cell:
             return Cell(env, FAILED, None, None, f"failed ({failed})", failed)
         return Cell(env, MISSING, None, None, DASH)
     summary = summarize(vals)
-    base = _values(run, key, run.baseline)
-    comparison = None
-    if env != run.baseline and base:
-        comparison = compare(vals, base, key.higher_is_better)
-    return Cell(env, OK, summary, comparison,
-                cell_text(summary, comparison, show_n, failed), failed)
+    warnings = cell_warnings(run, key, env)
+    text = cell_text(summary, verdict, show_n, failed, spread=role_of(key) in SPREAD_ROLES,
+                     warned=bool(warnings))
+    return Cell(env, OK, summary, verdict, text, failed, warnings)
 
 
 def build_columns(run: RunData) -> tuple[Column, ...]:
@@ -204,24 +219,42 @@ def build_failures(run: RunData) -> tuple[Failure, ...]:
     return tuple(out)
 
 
-def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...]) -> tuple[str, ...]:
+def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...],
+                 settings: Settings) -> tuple[str, ...]:
     cells = [c for r in rows for c in r.cells]
+    judged = [c.verdict for c in cells if c.verdict is not None and c.verdict.effect.tested]
+    tests = Counter(v.effect.test for v in judged)
     legend = [
-        f"Cell: mean (change of the mean vs {run.baseline}) [sample standard deviation].",
+        f"Cell: mean (change vs {run.baseline} [interval]) [sample standard deviation] verdict; "
+        f"for times also the median (min..max).",
         f"{HIGHER} higher is better, {LOWER} lower is better: for {HIGHER} a {MINUS}% is worse, "
         f"for {LOWER} a +% is worse.",
-        f"{SIGNIFICANT} significantly different from {run.baseline}: Welch's t-test, two-sided, "
-        f"p < {ALPHA:g}. Without {SIGNIFICANT}: no significant difference "
-        f"(the runs cannot tell the two apart, whatever the % says).",
     ]
+    if judged:
+        level = judged[0].level
+        how = {TEST_PAIRED: "paired t-test on the per-round log ratios (same round, interleaved)",
+               TEST_WELCH_LOG: "Welch's t-test on log values (rounds could not be paired)"}
+        used = "; ".join(f"{how.get(t, t)}: {k} cell{'s' if k > 1 else ''}" for t, k in tests.most_common())
+        legend += [
+            f"Change: ratio of geometric means, with its {_pct(level)} interval (corrected for the "
+            f"{judged[0].m} cells compared; it excludes 0% exactly when the verdict is 'changed'). "
+            f"Tests: {used}.",
+            f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction over the table "
+            f"(false discoveries <= 5%). {MARKS[EQUIVALENT]} equivalent: the interval lies within "
+            f"\u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). {MARKS[INCONCLUSIVE]} "
+            f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.",
+        ]
     per_cell_n = any(cell.status == OK and col.n is None
                      for r in rows for col, cell in zip(columns, r.cells))
     if per_cell_n:
         legend.append("n=k: repetitions of that cell (not the same for every cell of its column).")
-    if any(c.comparison and c.comparison.verdict == VERDICT_SMALL_N for c in cells):
-        legend.append(f"{UNTESTED} not tested: fewer than 2 repetitions on one side.")
+    if any(c.verdict is not None and not c.verdict.effect.tested for c in cells):
+        legend.append(f"{UNTESTED} not tested (fewer than 2 repetitions on a side, or values <= 0).")
     if any(c.status == OK and c.failures for c in cells):
         legend.append(f"{SOME_FAILED} some repetitions failed (see failures); the figures use the others.")
+    if any(c.warnings for c in cells):
+        legend.append(f"{WARNED} see the warnings below the table (outliers, slow first round, drift, "
+                      f"validity); no value was dropped.")
     if any(c.status == FAILED for c in cells):
         legend.append("failed (k): all k repetitions failed (see failures).")
     if any(c.status == MISSING for c in cells):
@@ -229,17 +262,35 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
     return tuple(legend)
 
 
+def _pct(level: float) -> str:
+    return f"{level * 100:.4g}%"
+
+
+def inconclusive_lines(table: "Table") -> list[str]:
+    """One line per inconclusive cell: what the data allow, and the rounds
+    per side that would settle it at the observed noise."""
+    return [f"{row.key.workload} {row.label} on {cell.env}: {cell.verdict.text}"
+            for row in table.rows for cell in row.cells
+            if cell.verdict is not None and cell.verdict.verdict == INCONCLUSIVE]
+
+
 def build_table(run: RunData) -> Table:
+    settings = settings_of(run)
     columns = build_columns(run)
+    questions = _questions(run, columns)
+    verdicts = dict(zip(questions, judge_cells(list(questions.values()), settings)))
     rows = []
     for key in run.metrics:
-        cells = tuple(build_cell(run, key, col.env, show_n=col.n is None) for col in columns)
+        cells = tuple(build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)))
+                      for col in columns)
         rows.append(Row(key, row_label(key), cells))
     rows_t = tuple(rows)
     footnotes = tuple(f"{EMULATED} {c.env}: {EMULATED_NOTE}." for c in columns if c.emulated)
+    warnings = tuple(f"{row.key.workload} {row.label} on {cell.env}: {w}"
+                     for row in rows_t for cell in row.cells for w in cell.warnings)
     return Table(title=f"{run.study_name}: run {run.run_id}", baseline=run.baseline,
-                 columns=columns, rows=rows_t, legend=build_legend(run, rows_t, columns),
-                 footnotes=footnotes, failures=build_failures(run))
+                 columns=columns, rows=rows_t, legend=build_legend(run, rows_t, columns, settings),
+                 footnotes=footnotes, failures=build_failures(run), warnings=warnings)
 
 
 # -- facts shared by the renderers ---------------------------------------------------

@@ -9,8 +9,17 @@ from rich.text import Text
 
 from isobench.report.model import RunData
 from isobench.report.netpairs import section_lines
-from isobench.report.table import doctor_warnings, FAILED, MISSING, Cell, Table, build_table, host_facts, run_facts
-from isobench.stats import VERDICT_BETTER, VERDICT_WORSE
+from isobench.report.table import (
+    FAILED,
+    MISSING,
+    Cell,
+    Table,
+    build_table,
+    doctor_warnings,
+    host_facts,
+    inconclusive_lines,
+    run_facts,
+)
 
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
 MAX_FACT_CHARS = 100
@@ -39,8 +48,10 @@ def _cell_style(cell: Cell) -> str:
         return "red"
     if cell.status == MISSING:
         return "dim"
-    verdict = cell.comparison.verdict if cell.comparison else None
-    return {VERDICT_WORSE: "red", VERDICT_BETTER: "green"}.get(verdict, "")
+    v = cell.verdict
+    if v is None or not v.changed:
+        return ""
+    return {"worse": "red", "better": "green"}.get(v.direction, "")
 
 
 def _results_table(table: Table) -> RichTable:
@@ -69,6 +80,8 @@ def render_terminal(run: RunData, console: Console) -> None:
         console.print(Text(note))
     for line in table.legend:
         console.print(Text(line, style="dim"))
+    _section(console, "Warnings", table.warnings, "yellow")
+    _section(console, "Inconclusive", inconclusive_lines(table), "")
     for i, line in enumerate(section_lines(run)):  # docker-nat vs docker-host, compared directly
         console.print(Text(("\n" if i == 0 else "" if i == 1 else "  ") + line,
                            style="bold" if i == 0 else "dim" if i == 1 else ""))
@@ -78,3 +91,12 @@ def render_terminal(run: RunData, console: Console) -> None:
         for f in table.failures:
             reasons = "; ".join(r if k == 1 else f"{r} (\u00d7{k})" for r, k in f.reasons)
             console.print(Text(f"  {f.workload}/{f.case} on {f.env}: {f.count} failed: {reasons}"))
+
+
+def _section(console: Console, title: str, lines, style: str) -> None:
+    if not lines:
+        return
+    console.print()
+    console.print(Text(title, style="bold"))
+    for line in lines:
+        console.print(Text(f"  {line}", style=style))

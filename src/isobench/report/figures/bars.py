@@ -46,7 +46,7 @@ def bar_panels(table: Table, panels: list[tuple[str, list[Row]]], title: str,
                        yerr=half if half else None, capsize=2,
                        label=env_label(col) if col.env not in drawn else None)
                 drawn.add(col.env)
-                marker = SIGNIFICANT if cell.comparison is not None and cell.comparison.significant else ""
+                marker = SIGNIFICANT if cell.verdict is not None and cell.verdict.changed else ""
                 ax.text(x, mean + half, f"{mean:.3g}{marker}", ha="center", va="bottom", fontsize=7)
         key = rows[0].key
         if single:

@@ -1,5 +1,8 @@
 """Performance normalised to the baseline: one bar per metric and
-environment, >1 better for every metric, 95% CI whiskers of the ratio."""
+environment, >1 better for every metric, whiskers the table's corrected
+interval, on a log axis so that a ratio of 2 and of 1/2 look alike. The axis
+is bounded (AXIS_LIMIT) so one wild interval cannot squash the others: a
+whisker that runs off the axis ends in an arrow."""
 
 from __future__ import annotations
 
@@ -9,26 +12,38 @@ from matplotlib.figure import Figure
 
 from isobench.report.style import BASELINE_COLOR, emulated_note, env_colors, env_label, finite, new_figure
 from isobench.report.sweeps import swept_rows
-from isobench.report.table import SIGNIFICANT, UNTESTED, Table
-from isobench.stats import VERDICT_SMALL_N
+from isobench.report.table import MARKS, UNTESTED, Table
+
+# Ratios shown between 1/AXIS_LIMIT and AXIS_LIMIT at most; bars and whiskers
+# beyond are clipped at the edge with an arrow.
+AXIS_LIMIT = 8.0
 
 
 def performance(cell, higher_is_better: bool) -> tuple[float, float, float] | None:
     """(value, low, high) with >1 better: latency-like ratios are inverted so
-    every bar reads the same way; the inverted CI is the inverse interval."""
-    c = cell.comparison
-    if c is None or not finite(c.ratio) or c.ratio <= 0:
+    every bar reads the same way; the inverted interval is the inverse one."""
+    v = cell.verdict
+    if v is None or not finite(v.effect.ratio) or v.effect.ratio <= 0:
         return None
+    r, lo, hi = v.effect.ratio, v.low, v.high
     if higher_is_better:
-        return c.ratio, c.ratio_ci95_low, c.ratio_ci95_high
-    lo = 1 / c.ratio_ci95_high if finite(c.ratio_ci95_high) and c.ratio_ci95_high > 0 else math.nan
-    hi = 1 / c.ratio_ci95_low if finite(c.ratio_ci95_low) and c.ratio_ci95_low > 0 else math.nan
-    return 1 / c.ratio, lo, hi
+        return r, lo, hi
+    inv = (lambda x: 1 / x if finite(x) and x > 0 else math.nan)
+    return 1 / r, inv(hi), inv(lo)
+
+
+def axis_limits(points: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """A log axis around 1 that holds every bar and, where they are not
+    wild, every whisker; never wider than 1/AXIS_LIMIT..AXIS_LIMIT."""
+    reach = [x for value, lo, hi in points for x in (value, lo, hi) if finite(x) and x > 0]
+    low = max(min(reach + [1.0]) / 1.15, 1 / AXIS_LIMIT)
+    high = min(max(reach + [1.0]) * 1.15, AXIS_LIMIT)
+    return low, high
 
 
 def normalised_figure(table: Table, workload: str) -> Figure | None:
     """One bar per metric and environment: performance relative to the
-    baseline with its 95% CI; ``*`` marks a significant difference."""
+    baseline with the table's interval and its verdict marker."""
     skip = swept_rows(table)
     rows = [r for r in table.rows if r.key.workload == workload and r not in skip]
     cols = [(i, c) for i, c in enumerate(table.columns) if not c.is_baseline]
@@ -39,11 +54,8 @@ def normalised_figure(table: Table, workload: str) -> Figure | None:
             perf = performance(cell, row.key.higher_is_better)
             if perf is None:
                 continue
-            marker = ""
-            if cell.comparison.significant:
-                marker = SIGNIFICANT
-            elif cell.comparison.verdict == VERDICT_SMALL_N:
-                marker = UNTESTED
+            v = cell.verdict
+            marker = MARKS[v.verdict] if v.effect.tested else UNTESTED
             points.append((ri, ci, *perf, marker))
     if not points:
         return None
@@ -57,31 +69,36 @@ def normalised_figure(table: Table, workload: str) -> Figure | None:
     colors = env_colors(table.columns)
     fig = new_figure(9, 1.4 + 0.28 * len(used_rows) * n_bars + 0.25 * len(used_rows))
     ax = fig.add_subplot()
-    xmax = 1.0
+    ax.set_xscale("log")
+    left, right_edge = axis_limits([p[2:5] for p in points])
     drawn_labels = set()
     for ri, ci, value, lo, hi, marker in points:
         col = cols[ci][1]
         y = row_pos[ri] + (col_pos[ci] - (n_bars - 1) / 2) * bar_h
         label = env_label(col) if col.env not in drawn_labels else None
         drawn_labels.add(col.env)
-        ax.barh(y, value, height=bar_h * 0.9, color=colors[col.env], label=label,
+        shown = min(max(value, left), right_edge)
+        # bars grow from 1 (no change) towards the ratio, left for worse
+        ax.barh(y, shown - 1, left=1, height=bar_h * 0.9, color=colors[col.env], label=label,
                 hatch="//" if col.emulated else None, edgecolor="white" if not col.emulated else "black",
                 linewidth=0.5)
-        err_lo = value - lo if finite(lo) else 0.0
-        err_hi = hi - value if finite(hi) else 0.0
+        lo_c = min(max(lo, left), right_edge) if finite(lo) else shown
+        hi_c = min(max(hi, left), right_edge) if finite(hi) else shown
         if finite(lo) or finite(hi):
-            ax.errorbar(value, y, xerr=[[max(err_lo, 0.0)], [max(err_hi, 0.0)]], fmt="none",
+            ax.errorbar(shown, y, xerr=[[max(shown - lo_c, 0.0)], [max(hi_c - shown, 0.0)]], fmt="none",
                         ecolor="black", elinewidth=1, capsize=2)
-        right = hi if finite(hi) else value
-        xmax = max(xmax, right, value)
-        ax.text(right, y, f" {value:.3g}{marker}", va="center", fontsize=8)
+        for beyond, edge, arrow in ((lo < left, left, "<"), (hi > right_edge, right_edge, ">")):
+            if beyond:  # nan compares False: no interval, no arrow
+                ax.plot(edge, y, marker=arrow, color="black", markersize=5, clip_on=False)
+        ax.text(hi_c if hi_c < right_edge else shown, y, f" {value:.3g}{marker}", va="center", fontsize=8)
     ax.axvline(1.0, color=BASELINE_COLOR, linewidth=1, linestyle="--")
-    ax.set_xlim(0, xmax * 1.18)
+    ax.set_xlim(left, right_edge)
     ax.set_yticks(range(len(used_rows)), [rows[ri].label for ri in used_rows], fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlabel(f"performance relative to {table.baseline} (>1 better; \u2193 metrics inverted: "
-                  f"{table.baseline}/value); 95% CI; {SIGNIFICANT} significant (Welch, p < 0.05)",
-                  fontsize=8)
+    ax.set_xlabel(f"performance relative to {table.baseline}, log scale (>1 better; \u2193 metrics inverted: "
+                  f"{table.baseline}/value); the table's interval, \u25b6 where it runs off the axis; "
+                  f"{MARKS['changed']} changed, {MARKS['equivalent']} equivalent, {MARKS['inconclusive']} "
+                  f"inconclusive", fontsize=8)
     ax.set_title(f"{workload}: performance relative to {table.baseline}")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="x", alpha=0.3)

@@ -1,0 +1,116 @@
+"""How a stored run is analysed: the settings its study file gave the
+analysis, rounds paired across environments, and one call that turns a set
+of (candidate, reference) cells into final verdicts (docs/statistics.md).
+
+Table I, the NAT-vs-host section, compare and attribution all go through
+``judge_cells``, so every verdict isobench prints comes from the same
+tests, the same correction and the same interval."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from isobench.report.model import MetricKey, RunData
+from isobench.report.numbers import fmt_pct
+from isobench.repetitions import Schedule, sequential_alpha
+from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
+from isobench.verdicts import Verdict, adjust
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the study file says about its analysis ([study] fields)."""
+
+    tolerance_pct: float = DEFAULT_TOL_PCT  # equivalence margin
+    # noise floors, "workload" or "workload.metric" -> % (the more specific wins)
+    noise_floor_pct: dict[str, float] = field(default_factory=dict)
+    paired: bool = True  # rounds interleaved: same-round samples can be paired
+    looks: int = 1  # planned looks of an adaptive run (1 for a fixed run)
+
+    def noise_pct(self, key: MetricKey) -> float:
+        floors = self.noise_floor_pct
+        return float(floors.get(f"{key.workload}.{key.metric}", floors.get(key.workload, 0.0)))
+
+
+def settings_of(run: RunData) -> Settings:
+    """The run's analysis settings, read from the study text it stored (a
+    study stored before these fields existed gets the defaults)."""
+    try:
+        meta = tomllib.loads(run.study_text or "").get("study", {})
+    except tomllib.TOMLDecodeError:
+        meta = {}
+    if not isinstance(meta, dict):
+        meta = {}
+    floors = meta.get("noise_floor_pct", {})
+    return Settings(
+        tolerance_pct=float(meta.get("tolerance_pct", DEFAULT_TOL_PCT)),
+        noise_floor_pct={str(k): float(v) for k, v in floors.items()} if isinstance(floors, dict) else {},
+        paired=meta.get("order", "interleaved") != "blocked",
+        looks=_looks(meta))
+
+
+def _looks(meta: dict) -> int:
+    if meta.get("repetitions") != "auto":
+        return 1
+    try:
+        return schedule_of(meta).looks
+    except (TypeError, ValueError):
+        return 1
+
+
+def schedule_of(meta: dict) -> Schedule:
+    """The adaptive schedule of a study's [study] table (see study.py for the
+    validated fields and their defaults)."""
+    minimum = int(meta.get("min_repetitions", AUTO_MIN))
+    return Schedule(minimum, int(meta.get("block", minimum)),
+                    int(meta.get("max_repetitions", AUTO_CAP_FACTOR * minimum)))
+
+
+# repetitions = "auto": start at AUTO_MIN rounds, add blocks of as many, stop
+# at AUTO_CAP_FACTOR times the minimum (PTS's cap) unless the study says otherwise
+AUTO_MIN = 3
+AUTO_CAP_FACTOR = 4
+
+
+def pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float]] | None:
+    """(env value, ref value) of every round both measured; None when the
+    run kept no rounds (built in memory), so nothing can be paired."""
+    if not run.rounds.get((key, env)) or not run.rounds.get((key, ref_env)):
+        return None
+    ref = dict(zip(run.rounds.get((key, ref_env), []), run.values.get((key, ref_env), [])))
+    return [(v, ref[r]) for r, v in zip(run.rounds.get((key, env), []), run.values.get((key, env), []))
+            if r in ref]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One cell to judge: candidate values against reference values."""
+
+    key: MetricKey
+    candidate: Sequence[float]
+    reference: Sequence[float]
+    pairs: Sequence[tuple[float, float]] | None = None  # same-round values; None: unpaired
+
+
+def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | None = None) -> list[Verdict]:
+    """Final verdicts of a set of cells asked together (one table, one
+    compare): per-cell log-scale tests, then Benjamini-Hochberg over all of
+    them at the alpha the design allows (an adaptive run's looks)."""
+    alpha = sequential_alpha(settings.looks if looks is None else looks, alpha=ALPHA)
+    effects: list[Effect] = [
+        compare_cell(q.candidate, q.reference, q.key.higher_is_better,
+                     pairs=q.pairs if settings.paired else None,
+                     tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
+        for q in questions]
+    return adjust(effects, alpha)
+
+
+def interval_text(v: Verdict) -> str:
+    """The change with its interval: "−3.1% [−5.0%, −1.2%]"; the point alone
+    when the cell could not be tested."""
+    if math.isnan(v.low):
+        return fmt_pct(v.pct)
+    return f"{fmt_pct(v.pct)} [{fmt_pct(v.pct_low)}, {fmt_pct(v.pct_high)}]"
