@@ -16,6 +16,7 @@ class HostInfo:
     cores: int
     mem_bytes: int
     disk_free_bytes: int
+    llc_bytes: int = 0  # all last-level caches together; 0 when unknown
 
 
 def read_text(path: str) -> str | None:
@@ -94,7 +95,38 @@ def numa_nodes(root: str = "/sys/devices/system/node") -> list[list[int]]:
     return nodes or [sorted(os.sched_getaffinity(0))]
 
 
+def parse_cache_size(text: str) -> int:
+    """sysfs cache sizes read like "32768K" or "1M"."""
+    text = text.strip().upper()
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+    digits = text.rstrip("KMG")
+    return int(digits) * scale if digits.isdigit() else 0
+
+
+def llc_bytes(root: str = "/sys/devices/system/cpu") -> int:
+    """The total of the last-level caches: the highest cache level's size
+    once per distinct set of CPUs sharing it (STREAM's rule sizes arrays
+    against the sum of all last-level caches)."""
+    level_of: dict[tuple[int, str], int] = {}  # (level, shared CPUs) -> size
+    for cpu in (e for e in os.listdir(root) if e.startswith("cpu") and e[3:].isdigit()) \
+            if os.path.isdir(root) else ():
+        cache = os.path.join(root, cpu, "cache")
+        for index in (os.listdir(cache) if os.path.isdir(cache) else ()):
+            d = os.path.join(cache, index)
+            if (read_text(os.path.join(d, "type")) or "").strip() == "Instruction":
+                continue
+            level = (read_text(os.path.join(d, "level")) or "0").strip()
+            shared = (read_text(os.path.join(d, "shared_cpu_list")) or cpu).strip()
+            size = parse_cache_size(read_text(os.path.join(d, "size")) or "")
+            if level.isdigit() and size:
+                level_of[(int(level), shared)] = size
+    if not level_of:
+        return 0
+    top = max(level for level, _ in level_of)
+    return sum(size for (level, _), size in level_of.items() if level == top)
+
+
 def host_info(path: str = "/var/lib") -> HostInfo:
     usage = shutil.disk_usage(path if os.path.exists(path) else "/")
     return HostInfo(cores=os.cpu_count() or 1, mem_bytes=meminfo().get("MemTotal", 0),
-                    disk_free_bytes=usage.free)
+                    disk_free_bytes=usage.free, llc_bytes=llc_bytes())

@@ -210,6 +210,9 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
         m = cell.workload.run(cell.workload_case, env)
         if noise_facts is not None:
             m.extra["noise"] = noise_facts
+        notes = cell.workload.validity(cell.workload_case, m)
+        if notes:
+            m.extra["validity"] = notes
     except Exception as exc:  # noqa: BLE001 - recorded as a failed sample; the study goes on
         result = getattr(exc, "result", None)
         raw = (result.stdout + result.stderr) if result is not None else ""

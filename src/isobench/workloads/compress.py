@@ -40,6 +40,11 @@ from isobench.workloads.base import (
 )
 
 MB = 1_000_000
+# GNU time prints seconds with two decimals: a run shorter than
+# TIMER_RESOLUTION_S / TIMER_SHARE cannot be timed to better than TIMER_SHARE.
+TIMER_RESOLUTION_S = 0.01
+TIMER_SHARE_PCT = 2.0
+TIMER_SHARE = TIMER_SHARE_PCT / 100
 # Bump when the generator changes: the digest of every corpus changes with it.
 CORPUS_VERSION = 1
 # Pieces copied into the environment at a time: bounds the runner's memory
@@ -132,6 +137,13 @@ class Compression(Workload):
         values = {"throughput_mbs": self.params.size_mb / times["real_s"], **times}
         return Measurement(values=values, extra={"input_bytes": self.params.size_mb * MB},
                            raw=result.stderr)
+
+    def validity(self, case: str, m: Measurement) -> list[str]:
+        real = m.values.get("real_s", 0.0)
+        if real * TIMER_SHARE >= TIMER_RESOLUTION_S:
+            return []
+        return [f"a {real:.2f} s run is within {TIMER_SHARE_PCT:g}% of GNU time's "
+                f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: use a larger size_mb"]
 
     def cleanup(self, env: Environment) -> None:
         path = corpus_path(env.paths, self.params.size_mb)

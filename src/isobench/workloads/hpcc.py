@@ -208,6 +208,9 @@ class Hpcc(Workload):
         return Measurement(values=summary_metrics(summary), extra={"summary": summary},
                            raw=result.stdout)
 
+    def validity(self, case: str, m: Measurement) -> list[str]:
+        return stream_validity(m.extra.get("summary", {}), self.host.llc_bytes)
+
     def cleanup(self, env: Environment) -> None:
         wd, shm = self.work_dir(env.paths), self.shm_dir(env.paths)
         env.exec(["rm", "-rf", wd, shm], timeout=60)
@@ -319,3 +322,20 @@ def _require(summary: dict[str, float], key: str) -> float:
     if value is None or value < 0 or math.isnan(value):
         raise ParseError(f"{key} missing or negative ({value}) in the hpcc summary")
     return value
+
+
+# STREAM's rule: each array at least 4x the size of all last-level caches together.
+STREAM_CACHE_FACTOR = 4
+
+
+def stream_validity(summary: dict, llc_bytes: int) -> list[str]:
+    """"measures cache, not memory" when hpcc's STREAM arrays (8-byte
+    elements, STREAM_VectorSize of them per process) break STREAM's rule."""
+    try:
+        array = float(summary["STREAM_VectorSize"]) * 8
+    except (KeyError, TypeError, ValueError):
+        return []
+    if llc_bytes <= 0 or array >= STREAM_CACHE_FACTOR * llc_bytes:
+        return []
+    return [f"STREAM measures cache, not memory: each array is {array / 2**20:.1f} MiB, under "
+            f"{STREAM_CACHE_FACTOR}x the {llc_bytes / 2**20:.0f} MiB last-level cache (raise mem_fraction or n)"]
