@@ -72,9 +72,17 @@ def validate(study_file: str) -> None:
     console.print(f"{study_file}: ok — {len(study.environments)} environments"
                   + (f" ({instances} instances)" if instances > len(study.environments) else "")
                   + f", {len(study.workloads)} workloads, "
-                  f"{study.meta.warmup} warm-up + {study.meta.repetitions} repetitions"
+                  f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta)}"
                   + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
                      if study.noise else ""))
+
+
+def _repetitions_text(meta) -> str:
+    if not meta.adaptive:
+        return f"{meta.repetitions} repetitions"
+    s = meta.schedule
+    return (f"auto repetitions ({s.min_rounds} to {s.max_rounds} rounds in blocks of {s.block}, "
+            f"until every cell's 95% CI is within \u00b1{meta.target_ci_pct:g}%)")
 
 
 @main.command()

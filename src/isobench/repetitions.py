@@ -39,6 +39,13 @@ import numpy as np
 from isobench.stats import ALPHA, ci_halfwidth_pct, summarize
 
 
+# repetitions = "auto" without further settings: start at AUTO_MIN rounds, add
+# blocks of as many, stop at AUTO_CAP_FACTOR times the minimum (PTS's cap)
+AUTO_MIN = 3
+AUTO_CAP_FACTOR = 4
+AUTO_TARGET_CI_PCT = 5.0
+
+
 @dataclass(frozen=True)
 class Schedule:
     """When the run may look at its data: after min_rounds, then after every
@@ -61,6 +68,14 @@ class Schedule:
     @property
     def looks(self) -> int:
         return len(self.points)
+
+
+def schedule_of(meta: dict) -> Schedule:
+    """The schedule a study's [study] table asks for (min_repetitions, block,
+    max_repetitions, with the defaults above); validated by the study model."""
+    minimum = int(meta.get("min_repetitions") or AUTO_MIN)
+    return Schedule(minimum, int(meta.get("block") or minimum),
+                    int(meta.get("max_repetitions") or AUTO_CAP_FACTOR * minimum))
 
 
 def sequential_alpha(*looks: int, alpha: float = ALPHA) -> float:

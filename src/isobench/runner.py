@@ -23,6 +23,7 @@ from isobench.envs.kinds import kind_of
 from isobench.facts import host_facts
 from isobench.hostinfo import host_info
 from isobench.noise import Noise, step_case
+from isobench.repetitions import NextBlock, next_block
 from isobench.store import Sample, Store, now_iso
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
@@ -131,32 +132,37 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
             store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": env.package_versions(packages)})
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
-        rounds = meta.warmup + meta.repetitions
-        progress.start(rounds * len(cells) * len(envs) - len(done))
+        progress.start((meta.warmup + meta.planned_rounds) * len(cells) * len(envs) - len(done))
         for step, step_cells in by_step(cells):
-            todo = [(r, c, e) for r in range(rounds) for c in step_cells for e in started
-                    if (e.name, c.key, c.case, r) not in done]
-            if not todo:
-                continue
             noise_facts = None
-            if noise is not None:
+            if noise is not None and any((e.name, c.key, c.case, r) not in done for r in
+                                         range(meta.warmup + meta.schedule.min_rounds)
+                                         for c in step_cells for e in started):
                 progress.note(f"noise: {study.noise.stressor} stressor, {step} workers")
                 noise_facts = noise.start_step(step)
-            for round_ in range(rounds):
-                warmup = round_ < meta.warmup
-                for cell in step_cells:
-                    for env in round_order(started, round_, meta.order):
-                        if (env.name, cell.key, cell.case, round_) in done:
-                            continue
-                        label = f"{'warm-up' if warmup else f'round {round_ - meta.warmup + 1}/{meta.repetitions}'}" \
-                                f" {cell.key}/{cell.case} in {env.name}"
-                        progress.step(label)
-                        problem = prepare_failures.get((cell.key, env.name))
-                        if problem is None:
-                            _measure(store, run_id, cell, env, round_, warmup, noise_facts)
-                        else:
-                            _record_failure(store, run_id, cell, env, round_, warmup, problem)
-                        progress.advance()
+            rounds, first = meta.warmup + (meta.schedule.min_rounds if meta.adaptive else meta.repetitions), 0
+            while True:
+                for round_ in range(first, rounds):
+                    for cell in step_cells:
+                        for env in round_order(started, round_, meta.order):
+                            if (env.name, cell.key, cell.case, round_) in done:
+                                continue
+                            warmup = round_ < meta.warmup
+                            progress.step(f"{_round_label(meta, round_)} {cell.key}/{cell.case} in {env.name}")
+                            problem = prepare_failures.get((cell.key, env.name))
+                            if problem is None:
+                                _measure(store, run_id, cell, env, round_, warmup, noise_facts)
+                            else:
+                                _record_failure(store, run_id, cell, env, round_, warmup, problem)
+                            progress.advance()
+                if not meta.adaptive:
+                    break
+                decision = _next_block(store, run_id, step_cells, rounds - meta.warmup, meta)
+                progress.note(f"adaptive repetitions: {decision.text}")
+                _record_adaptive(store, run_id, step, rounds - meta.warmup, decision)
+                if decision.stop:
+                    break
+                first, rounds = rounds, rounds + decision.more
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -168,6 +174,31 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         _teardown([*envs, client] if client is not None else envs, run_id)
         store.finish_run(run_id, status)
     return run_id
+
+
+def _round_label(meta, round_: int) -> str:
+    if round_ < meta.warmup:
+        return "warm-up"
+    of = f"/{meta.repetitions}" if not meta.adaptive else f" (up to {meta.schedule.max_rounds})"
+    return f"round {round_ - meta.warmup + 1}{of}"
+
+
+def _next_block(store: Store, run_id: str, cells: list[Cell], measured: int, meta) -> NextBlock:
+    """The adaptive rule at a planned look: every (metric, environment) cell
+    of this step's workload cases, from what the store holds."""
+    run = store.load_run(run_id)
+    ours = {(c.key, c.case) for c in cells}
+    values = [v for (key, _env), v in run.values.items() if (key.workload, key.case) in ours]
+    return next_block(values, measured, meta.schedule, meta.target_ci_pct)
+
+
+def _record_adaptive(store: Store, run_id: str, step, measured: int, d: NextBlock) -> None:
+    """Kept with the run's facts so the report can say how the run stopped."""
+    facts = store.run_facts(run_id)
+    looks = facts.setdefault("adaptive", {}).setdefault("all" if step is None else str(step), [])
+    looks.append({"rounds": measured, "look": d.look, "converged": sum(d.converged),
+                  "cells": len(d.converged), "stop": d.stop, "text": d.text})
+    store.set_run_facts(run_id, facts)
 
 
 def attach_client_host(run_id: str, workloads: list[Workload], envs: list[Environment]) -> ClientHost | None:

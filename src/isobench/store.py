@@ -181,6 +181,16 @@ class Store:
             raise StoreError(f"{self.path}: no run {run_id!r}; `isobench runs` lists them")
         return row[0], row[1]
 
+    def run_facts(self, run_id: str) -> dict:
+        """The run's host facts (and what the run added to them)."""
+        row = self.db.execute("SELECT host_facts FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def set_run_facts(self, run_id: str, facts: dict) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET host_facts=? WHERE run_id=?",
+                            (json.dumps(facts, sort_keys=True), run_id))
+
     def finish_run(self, run_id: str, status: str) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?",

@@ -9,12 +9,14 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from isobench.envs.kinds import EnvSpec, kinds, presets
 from isobench.noise import NoiseSpec
+from isobench.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
+from isobench.stats import DEFAULT_TOL_PCT
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadParams
 
@@ -33,12 +35,64 @@ class _Strict(BaseModel):
 class StudyMeta(_Strict):
     name: str
     description: str = ""
-    repetitions: int = Field(default=5, ge=1, le=1000)
+    # measured rounds, or "auto": blocks of rounds until every cell's 95% CI
+    # half-width is within target_ci_pct, or max_repetitions (docs/statistics.md)
+    repetitions: Union[int, Literal["auto"]] = Field(default=5)
+    target_ci_pct: float = Field(default=AUTO_TARGET_CI_PCT, gt=0, lt=100)
+    min_repetitions: int = Field(default=AUTO_MIN, ge=2, le=1000)
+    block: int | None = Field(default=None, ge=1, le=1000)  # default: min_repetitions
+    max_repetitions: int | None = Field(default=None, ge=2, le=1000)  # default: 4 x min_repetitions
     warmup: int = Field(default=1, ge=0, le=100)
     baseline: str = "native"
     # interleaved: A B A B per cell, rotating who goes first each round, so
     # drift does not masquerade as overhead; blocked: all of A then all of B.
     order: Literal["interleaved", "blocked"] = "interleaved"
+    # a cell whose interval lies within ±tolerance_pct is "equivalent"
+    tolerance_pct: float = Field(default=DEFAULT_TOL_PCT, gt=0, lt=100)
+    # changes within ±pct of a workload ("fio") or one metric ("fio.iops") are
+    # never "changed": the metric moves that much between runs anyway
+    noise_floor_pct: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("repetitions")
+    @classmethod
+    def _repetitions(cls, v):
+        if isinstance(v, int) and not 1 <= v <= 1000:
+            raise ValueError("must be 1 to 1000, or \"auto\"")
+        return v
+
+    @field_validator("noise_floor_pct")
+    @classmethod
+    def _floors(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, pct in v.items() if not 0 <= pct < 100]
+        if bad:
+            raise ValueError(f"{bad[0]}: a noise floor is a percentage in [0, 100)")
+        return v
+
+    @model_validator(mode="after")
+    def _schedule(self) -> "StudyMeta":
+        if self.adaptive:
+            try:
+                self.schedule
+            except ValueError:
+                raise ValueError(f"max_repetitions ({self.max_repetitions}) must be at least "
+                                 f"min_repetitions ({self.min_repetitions})") from None
+        return self
+
+    @property
+    def adaptive(self) -> bool:
+        return self.repetitions == "auto"
+
+    @property
+    def schedule(self) -> Schedule:
+        """The adaptive schedule (a fixed run: one look at its repetitions)."""
+        if not self.adaptive:
+            return Schedule(max(self.repetitions, 2), 1, max(self.repetitions, 2))
+        return schedule_of(self.model_dump())
+
+    @property
+    def planned_rounds(self) -> int:
+        """Measured rounds a fixed run makes, the most an adaptive one may."""
+        return self.schedule.max_rounds if self.adaptive else self.repetitions
 
     @field_validator("name")
     @classmethod
@@ -163,6 +217,11 @@ def parse_study(text: str, path: str = "<study>") -> Study:
         meta = StudyMeta.model_validate(raw["study"])
     except ValidationError as exc:
         raise StudyError(_one_line(path, exc, ("study",), StudyMeta)) from None
+    workload_keys = {e.key for e in workloads}
+    unknown_floor = [k for k in meta.noise_floor_pct if k.split(".", 1)[0] not in workload_keys]
+    if unknown_floor:
+        raise StudyError(f"{path}: study.noise_floor_pct.{unknown_floor[0]}: no such workload in this study "
+                         f"({', '.join(sorted(workload_keys))}); write WORKLOAD or WORKLOAD.METRIC")
     if meta.baseline not in specs:
         raise StudyError(f"{path}: study.baseline: {meta.baseline!r} is not one of the environments "
                          f"({', '.join(specs)})")

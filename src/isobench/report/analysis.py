@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from isobench.report.model import MetricKey, RunData
 from isobench.report.numbers import fmt_pct
-from isobench.repetitions import Schedule, sequential_alpha
+from isobench.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
 from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
 from isobench.verdicts import Verdict, adjust
 
@@ -29,6 +29,7 @@ class Settings:
     noise_floor_pct: dict[str, float] = field(default_factory=dict)
     paired: bool = True  # rounds interleaved: same-round samples can be paired
     looks: int = 1  # planned looks of an adaptive run (1 for a fixed run)
+    target_ci_pct: float | None = None  # an adaptive run's target half-width; None for a fixed run
 
     def noise_pct(self, key: MetricKey) -> float:
         floors = self.noise_floor_pct
@@ -49,7 +50,9 @@ def settings_of(run: RunData) -> Settings:
         tolerance_pct=float(meta.get("tolerance_pct", DEFAULT_TOL_PCT)),
         noise_floor_pct={str(k): float(v) for k, v in floors.items()} if isinstance(floors, dict) else {},
         paired=meta.get("order", "interleaved") != "blocked",
-        looks=_looks(meta))
+        looks=_looks(meta),
+        target_ci_pct=float(meta.get("target_ci_pct", AUTO_TARGET_CI_PCT)) if meta.get("repetitions") == "auto"
+        else None)
 
 
 def _looks(meta: dict) -> int:
@@ -59,20 +62,6 @@ def _looks(meta: dict) -> int:
         return schedule_of(meta).looks
     except (TypeError, ValueError):
         return 1
-
-
-def schedule_of(meta: dict) -> Schedule:
-    """The adaptive schedule of a study's [study] table (see study.py for the
-    validated fields and their defaults)."""
-    minimum = int(meta.get("min_repetitions", AUTO_MIN))
-    return Schedule(minimum, int(meta.get("block", minimum)),
-                    int(meta.get("max_repetitions", AUTO_CAP_FACTOR * minimum)))
-
-
-# repetitions = "auto": start at AUTO_MIN rounds, add blocks of as many, stop
-# at AUTO_CAP_FACTOR times the minimum (PTS's cap) unless the study says otherwise
-AUTO_MIN = 3
-AUTO_CAP_FACTOR = 4
 
 
 def pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float]] | None:

@@ -22,6 +22,7 @@ from isobench.report.analysis import Question, Settings, interval_text, judge_ce
 from isobench.report.model import MetricKey, RunData
 from isobench.report.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.report.roles import role_of
+from isobench.repetitions import converged
 from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
 from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict
 
@@ -157,13 +158,16 @@ def _uniform_n(run: RunData, env: str) -> int | None:
     return ns.pop() if len(ns) == 1 else None
 
 
-def cell_warnings(run: RunData, key: MetricKey, env: str) -> tuple[str, ...]:
-    """Outliers, a slow first round and drift in the cell's samples, and what
-    the workload said about the validity of its figure (never a changed value)."""
+def cell_warnings(run: RunData, key: MetricKey, env: str, target_ci_pct: float | None = None) -> tuple[str, ...]:
+    """Outliers, a slow first round and drift in the cell's samples, what the
+    workload said about the validity of its figure, and for an adaptive run a
+    cell that did not converge (never a changed value)."""
     vals = _values(run, key, env)
     by_round = [v for _, v in sorted(zip(run.rounds.get((key, env), range(len(vals))), vals))]
     found = [outliers(vals), slow_first_round(by_round, key.higher_is_better), drift(by_round)]
     texts = [f.text for f in found if f.flagged]
+    if target_ci_pct is not None and not converged(vals, target_ci_pct):
+        texts.append(f"not converged: the 95% CI is wider than \u00b1{target_ci_pct:g}% after {len(vals)} rounds")
     return tuple(texts) + tuple(run.validity.get((key.workload, key.case, env), ()))
 
 
@@ -180,7 +184,8 @@ def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKe
     return out
 
 
-def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Verdict | None) -> Cell:
+def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Verdict | None,
+               settings: Settings) -> Cell:
     vals = _values(run, key, env)
     failed = _failure_count(run, key, env)
     if not vals:
@@ -188,7 +193,7 @@ def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Ve
             return Cell(env, FAILED, None, None, f"failed ({failed})", failed)
         return Cell(env, MISSING, None, None, DASH)
     summary = summarize(vals)
-    warnings = cell_warnings(run, key, env)
+    warnings = cell_warnings(run, key, env, settings.target_ci_pct)
     text = cell_text(summary, verdict, show_n, failed, spread=role_of(key) in SPREAD_ROLES,
                      warned=bool(warnings))
     return Cell(env, OK, summary, verdict, text, failed, warnings)
@@ -244,6 +249,7 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
             f"\u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). {MARKS[INCONCLUSIVE]} "
             f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.",
         ]
+    legend += adaptive_lines(run, settings)
     per_cell_n = any(cell.status == OK and col.n is None
                      for r in rows for col, cell in zip(columns, r.cells))
     if per_cell_n:
@@ -260,6 +266,22 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
     if any(c.status == MISSING for c in cells):
         legend.append(f"{DASH}: not measured.")
     return tuple(legend)
+
+
+def adaptive_lines(run: RunData, settings: Settings) -> list[str]:
+    """How an adaptive run stopped (the looks it recorded), and the level its
+    tests used because of them."""
+    if settings.target_ci_pct is None:
+        return []
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    out = [f"Adaptive repetitions: rounds added in blocks until every cell's 95% CI was within "
+           f"\u00b1{settings.target_ci_pct:g}%; tests at alpha = 0.05/{settings.looks} for the "
+           f"{settings.looks} planned looks."]
+    for step, looks in sorted((facts.get("adaptive") or {}).items()):
+        if looks:
+            where = "" if step == "all" else f" (noise step {step})"
+            out.append(f"Stopped{where} after {looks[-1]['rounds']} rounds: {looks[-1]['text']}.")
+    return out
 
 
 def _pct(level: float) -> str:
@@ -281,7 +303,7 @@ def build_table(run: RunData) -> Table:
     verdicts = dict(zip(questions, judge_cells(list(questions.values()), settings)))
     rows = []
     for key in run.metrics:
-        cells = tuple(build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)))
+        cells = tuple(build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)), settings)
                       for col in columns)
         rows.append(Row(key, row_label(key), cells))
     rows_t = tuple(rows)
@@ -330,7 +352,7 @@ def host_facts(run: RunData) -> list[tuple[str, str]]:
         if key in facts:
             v = facts[key]
             out.append((label, fmt_bytes(v) if key == "mem_bytes" else fmt_fact(v)))
-    out += [(k, fmt_fact(v)) for k, v in facts.items() if k not in known and k != "doctor"]
+    out += [(k, fmt_fact(v)) for k, v in facts.items() if k not in known and k not in ("doctor", "adaptive")]
     return out
 
 
