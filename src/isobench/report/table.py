@@ -12,7 +12,6 @@ Computing texts here, once, keeps terminal, Markdown and HTML identical.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass
 
