@@ -97,9 +97,15 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
     return adjust(effects, alpha)
 
 
+# An interval bound beyond this is printed as ">+999%": at a few rounds and a
+# strict corrected level the exact bound (+4.5e12%) only says "unbounded".
+SHOWN_PCT_MAX = 999.0
+
+
 def interval_text(v: Verdict) -> str:
     """The change with its interval: "−3.1% [−5.0%, −1.2%]"; the point alone
     when the cell could not be tested."""
     if math.isnan(v.low):
         return fmt_pct(v.pct)
-    return f"{fmt_pct(v.pct)} [{fmt_pct(v.pct_low)}, {fmt_pct(v.pct_high)}]"
+    high = f">+{SHOWN_PCT_MAX:.0f}%" if v.pct_high > SHOWN_PCT_MAX else fmt_pct(v.pct_high)
+    return f"{fmt_pct(v.pct)} [{fmt_pct(v.pct_low)}, {high}]"
