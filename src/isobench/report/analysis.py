@@ -97,9 +97,11 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
     return adjust(effects, alpha)
 
 
-# An interval bound beyond this is printed as ">+999%": at a few rounds and a
-# strict corrected level the exact bound (+4.5e12%) only says "unbounded".
+# An upper bound beyond both +999% and ten times the estimated ratio is
+# printed as ">" that much: at a few rounds and a strict corrected level the
+# exact bound (+4.5e12%) only says "unbounded".
 SHOWN_PCT_MAX = 999.0
+SHOWN_RATIO_SPAN = 10.0
 
 
 def interval_text(v: Verdict) -> str:
@@ -107,5 +109,6 @@ def interval_text(v: Verdict) -> str:
     when the cell could not be tested."""
     if math.isnan(v.low):
         return fmt_pct(v.pct)
-    high = f">+{SHOWN_PCT_MAX:.0f}%" if v.pct_high > SHOWN_PCT_MAX else fmt_pct(v.pct_high)
+    cap = max(SHOWN_PCT_MAX, (SHOWN_RATIO_SPAN * v.effect.ratio - 1) * 100)
+    high = f">{fmt_pct(cap)}" if v.pct_high > cap else fmt_pct(v.pct_high)
     return f"{fmt_pct(v.pct)} [{fmt_pct(v.pct_low)}, {high}]"
