@@ -12,7 +12,7 @@ from isobench.anomalies import drift, outliers, slow_first_round
 # -- outliers -------------------------------------------------------------------------
 
 def test_outlier_by_hand():
-    o = outliers([10.0, 10.2, 9.9, 10.1, 15.0])
+    o = outliers([10.0, 10.2, 9.9, 10.1, 15.0], threshold=3.5, min_n=5)
     # median 10.1; |deviations| 0.1 0.1 0.2 0 4.9 -> MAD 0.1
     assert o.scores == pytest.approx([-0.6745, 0.6745, -1.349, 0.0, 33.0505])
     assert o.indices == (4,) and o.values == (15.0,) and o.flagged
@@ -22,29 +22,37 @@ def test_outlier_by_hand():
 def test_just_below_and_above_the_threshold():
     # median 0, MAD 1: z = 0.6745 x, so 3.5 is crossed at x = 5.189
     base = [-1.0, -1.0, 0.0, 1.0, 1.0, 0.0]
-    assert not outliers([*base, 5.18]).flagged
-    assert outliers([*base, 5.2]).indices == (6,)
-    assert outliers([*base, -5.2]).indices == (6,)
+    assert not outliers([*base, 5.18], threshold=3.5, min_n=5).flagged
+    assert outliers([*base, 5.2], threshold=3.5, min_n=5).indices == (6,)
+    assert outliers([*base, -5.2], threshold=3.5, min_n=5).indices == (6,)
 
 
 def test_mad_zero_falls_back_to_mean_absolute_deviation():
-    o = outliers([5.0, 5.0, 5.0, 5.0, 9.0])  # MAD 0, MeanAD 0.8
+    o = outliers([5.0, 5.0, 5.0, 5.0, 9.0], threshold=3.5, min_n=5)  # MAD 0, MeanAD 0.8
     assert o.scores[4] == pytest.approx(4 / (1.253314 * 0.8))
     assert o.indices == (4,)
-    p = outliers([5.0, 5.0, 5.0, 6.0, 9.0])  # MAD 0, MeanAD 1: z(9) = 3.19
+    p = outliers([5.0, 5.0, 5.0, 6.0, 9.0], threshold=3.5, min_n=5)  # MAD 0, MeanAD 1: z(9) = 3.19
     assert p.scores[4] == pytest.approx(4 / 1.253314) and not p.flagged
 
 
 def test_identical_values_have_no_outlier():
-    o = outliers([3.0] * 6)
-    assert not o.flagged and o.scores == (0.0,) * 6
-    assert o.text == "no outlier (modified z <= 3.5)"
+    o = outliers([3.0] * 8)
+    assert not o.flagged and o.scores == (0.0,) * 8
+    assert o.text == "no outlier (modified z <= 7)"
 
 
 def test_too_few_values_are_not_judged():
     o = outliers([76.8, 77.1, 92.0])
     assert not o.flagged and o.scores == ()
-    assert o.text == "too few values (3 < 5) to look for outliers"
+    assert o.text == "too few values (3 < 8) to look for outliers"
+
+
+def test_defaults_stay_quiet_on_pure_noise():
+    # 2000 cells of 10 normal values: the default rule flags ~1% of them
+    rng = np.random.default_rng(7)
+    flagged = sum(outliers(rng.normal(100, 5, 10)).flagged for _ in range(2000))
+    assert flagged < 2000 * 0.03
+    assert outliers([100, 101, 99, 100, 100.5, 99.5, 100.2, 160]).indices == (7,)
 
 
 def test_two_outliers_and_a_custom_threshold():
