@@ -93,8 +93,9 @@ def _repetitions_text(meta) -> str:
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
 @click.option("--resume", "resume_id", metavar="RUN",
               help="Continue an interrupted run from its stored study, skipping cells already measured.")
+@click.option("--run-id", "new_id", metavar="ID", help="Id for the new run (a fleet controller chooses it).")
 def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | None,
-        resume_id: str | None) -> None:
+        resume_id: str | None, new_id: str | None) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
     Each sample is committed to the store as soon as it is measured; Ctrl-C
@@ -113,6 +114,9 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
     if (study_file is None) == (resume_id is None):
         _fail("give a study file to start a run, or --resume RUN to continue one (not both)")
     store = _open_store(store_path)
+    if new_id is not None and (resume_id is not None or store.db.execute(
+            "SELECT 1 FROM runs WHERE run_id=?", (new_id,)).fetchone()):
+        _fail(f"--run-id {new_id}: that run already exists (or --resume was given); choose another id")
     try:
         if resume_id is not None:
             resume_id = store.resolve(resume_id)
@@ -135,7 +139,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
     try:
         with lock, bar:
             run_id = run_study(study, store, bar, image_provider=_image_provider(bar), resume=resume_id,
-                               on_run_id=lock.set_run_id)
+                               on_run_id=lock.set_run_id, run_id=new_id)
     except KeyboardInterrupt:
         latest = resume_id or store.latest_run_id()
         err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
@@ -207,6 +211,11 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
     from isobench.report.terminal import render_terminal
     from isobench.store import StoreError
     store = _open_store(store_path)
+    from isobench.fleet.commands import is_fleet_id
+    if is_fleet_id(store, run_id):
+        from isobench.fleet.commands import fleet_report
+        fleet_report(store, run_id, fmt, output)
+        return
     try:
         run = store.load_run(store.resolve(run_id))
     except StoreError as exc:
@@ -269,6 +278,8 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     from isobench.store import StoreError
     store_a = _open_store(store_path)
     store_b = _open_store(store_b_path) if store_b_path else store_a
+    from isobench.fleet.commands import resolve_host_run  # FLEET_ID/HOST names that host's run
+    run_a, run_b = resolve_host_run(store_a, run_a), resolve_host_run(store_b, run_b)
     try:
         a = store_a.load_run(store_a.resolve(run_a))
         b = store_b.load_run(store_b.resolve(run_b))
@@ -330,6 +341,38 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None
     else:
         path = exp.export_json(run, samples, output or Path("results") / f"{run.run_id}.json")
         console.print(f"wrote {path}", highlight=False)
+
+
+@main.command("export-run")
+@click.argument("run_id", required=False)
+@STORE_OPTION
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Default results/RUN_ID.run.json.")
+def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
+    """Export every stored row of RUN_ID, for `isobench import` on another host."""
+    from isobench.store import StoreError
+    from isobench.transfer import TransferError, write_export
+    store = _open_store(store_path)
+    try:
+        run_id = store.resolve(run_id)
+        path = write_export(store, run_id, output or Path("results") / f"{run_id}.run.json")
+    except (StoreError, TransferError) as exc:
+        _fail(str(exc))
+    console.print(f"wrote {path}", highlight=False)
+
+
+@main.command("import")
+@click.argument("export_file", type=click.Path(dir_okay=False))
+@STORE_OPTION
+@click.option("--rename", metavar="NEWID", help="Import under this run id (when the original id is taken).")
+def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
+    """Import a run written by `isobench export-run` (on this or another host)."""
+    from isobench.transfer import TransferError, import_run, read_export
+    store = _open_store(store_path)
+    try:
+        run_id = import_run(store, read_export(export_file), rename=rename)
+    except TransferError as exc:
+        _fail(str(exc))
+    console.print(f"imported run {run_id}", highlight=False)
 
 
 @main.command()
@@ -400,6 +443,10 @@ def clean() -> None:
         console.print(f"removed {item}")
     console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
 
+
+from isobench.fleet.commands import fleet  # noqa: E402  (the fleet's commands live beside it)
+
+main.add_command(fleet)
 
 if __name__ == "__main__":
     main()

@@ -95,7 +95,7 @@ def needs_image(study: Study) -> bool:
 
 def run_study(study: Study, store: Store, progress: Progress | None = None,
               image_provider: Callable[[], str] | None = None, resume: str | None = None,
-              on_run_id: Callable[[str], None] | None = None) -> str:
+              on_run_id: Callable[[str], None] | None = None, run_id: str | None = None) -> str:
     """Run the study to the end (or to Ctrl-C); returns the run id. Whatever
     happens, everything started here is stopped before returning. With
     resume=RUN_ID, continue that run: cells already measured are skipped."""
@@ -104,7 +104,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     cells = plan(study, host)
     image = image_provider() if (image_provider and needs_image(study)) else None
     if resume is None:
-        run_id = new_run_id(study)
+        run_id = run_id or new_run_id(study)  # a fleet controller chooses the id
         store.create_run(run_id, study, {**host_facts(), "doctor": findings_as_facts(judge(read_host()))})
         done: set[tuple] = set()
     else:

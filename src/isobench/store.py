@@ -59,6 +59,17 @@ CREATE TABLE IF NOT EXISTS samples (
     wall_s REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
+CREATE TABLE IF NOT EXISTS fleet_hosts (   -- isobench/fleet/record.py
+    fleet_id TEXT NOT NULL,
+    host TEXT NOT NULL,                  -- inventory name
+    run_id TEXT NOT NULL,                -- chosen by the controller
+    status TEXT NOT NULL,                -- pending | complete | failed | unreachable
+    detail TEXT NOT NULL DEFAULT '',     -- one line: why not complete
+    study_path TEXT NOT NULL,
+    inventory TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (fleet_id, host)
+);
 """
 
 

@@ -1,0 +1,171 @@
+"""Run one study on many hosts through Ansible (ansible-runner and the
+playbook shipped in isobench/fleet/playbooks), then import every host's run
+into the local store. Ansible runs the hosts in parallel (forks) and drops a
+failed or unreachable host from the play without stopping the others."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import isobench
+from isobench.fleet import record
+from isobench.fleet.inventory import ansible_bin
+from isobench.transfer import TransferError, import_run, read_export
+
+PLAYBOOKS = Path(__file__).parent / "playbooks"
+WHEEL_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "isobench" / "fleet-wheels"
+
+
+class FleetError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Outcome:
+    host: str
+    run_id: str
+    status: str  # record.COMPLETE | FAILED | UNREACHABLE
+    detail: str
+
+
+def new_fleet_id(study_name: str) -> str:
+    return f"fleet-{time.strftime('%Y%m%d-%H%M%S')}-{study_name}-{secrets.token_hex(2)}"
+
+
+def project_root() -> Path:
+    """The source tree of the running isobench (pyproject.toml, the lock)."""
+    root = Path(isobench.__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").exists() or not (root / "requirements.lock").exists():
+        raise FleetError(f"{root}: the fleet deploys isobench from its source tree (pyproject.toml, "
+                         "requirements.lock); run it from a clone")
+    return root
+
+
+def _run(argv: list[str], timeout: float, what: str) -> None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise FleetError(f"{what}: no result after {timeout:.0f}s") from None
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise FleetError(f"{what} failed: {last}")
+
+
+def dependency_wheels(lock: Path, log) -> Path:
+    """Wheels of every locked dependency, built once per lock file on the
+    controller so targets install without reaching PyPI (same Python)."""
+    given = os.environ.get("ISOBENCH_FLEET_WHEELS")
+    if given:
+        return Path(given)
+    d = WHEEL_CACHE / hashlib.sha256(lock.read_bytes()).hexdigest()[:12]
+    if not (d / ".complete").exists():
+        log(f"building dependency wheels into {d} (once per lock file)")
+        d.mkdir(parents=True, exist_ok=True)
+        _run([sys.executable, "-m", "pip", "wheel", "-q", "-r", str(lock), "-w", str(d)], 1800, "pip wheel")
+        (d / ".complete").touch()
+    return d
+
+
+def make_bundle(study_path: str, dest: Path, log) -> Path:
+    root = project_root()
+    dest.mkdir(parents=True, exist_ok=True)
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dest),
+          str(root)], 300, "building the isobench wheel")
+    shutil.copy(root / "requirements.lock", dest / "requirements.lock")
+    shutil.copy(root / "scripts" / "install-host.sh", dest / "install-host.sh")
+    shutil.copy(study_path, dest / "study.toml")
+    wheels = dependency_wheels(root / "requirements.lock", log)
+    shutil.copytree(wheels, dest / "wheels", ignore=shutil.ignore_patterns(".complete"))
+    return dest
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else "no message")[:300]
+
+
+def host_problems(events) -> dict[str, tuple[str, str]]:
+    """host -> (status, first failure message) from ansible-runner events."""
+    out: dict[str, tuple[str, str]] = {}
+    for ev in events:
+        kind = ev.get("event")
+        data = ev.get("event_data", {})
+        host = data.get("host")
+        if host is None or host in out or data.get("ignore_errors"):
+            continue
+        res = data.get("res", {}) or {}
+        if kind == "runner_on_unreachable":
+            out[host] = (record.UNREACHABLE, _one_line(res.get("msg", "unreachable")))
+        elif kind == "runner_on_failed":
+            msg = res.get("msg") or ""
+            if res.get("stderr"):
+                msg = f"{msg}: {_one_line(res['stderr'])}" if msg else res["stderr"]
+            if res.get("attempts") and data.get("task", "").startswith("wait for"):
+                msg = f"still running after the per-host timeout ({res['attempts']} polls)"
+            out[host] = (record.FAILED, f"{data.get('task', 'task')}: {_one_line(msg)}")
+    return out
+
+
+def run_fleet(store, fleet_id: str, study_path: str, inventory: str, hosts: list[str], runs: dict[str, str],
+              forks: int, setup: bool, timeout: float, poll: float, log) -> list[Outcome]:
+    """Run the playbook on HOSTS (their run ids in RUNS), import what came
+    back, record every host's outcome."""
+    import ansible_runner
+    with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp:
+        tmp = Path(tmp)
+        bundle = make_bundle(study_path, tmp / "bundle", log)
+        fetch = tmp / "fetch"
+        fetch.mkdir()
+        log(f"running the playbook on {len(hosts)} host(s), {forks} at a time")
+        env = {"PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
+               "ANSIBLE_TIMEOUT": "15", "ANSIBLE_RETRY_FILES_ENABLED": "False",
+               "ANSIBLE_LOCALHOST_WARNING": "False"}
+        result = ansible_runner.run(
+            private_data_dir=str(tmp / "runner"), playbook=str(PLAYBOOKS / "run.yml"),
+            inventory=str(Path(inventory).resolve()), limit=",".join(hosts), forks=forks, quiet=True,
+            envvars=env, timeout=int(timeout + 3600),
+            extravars={"ib_bundle": str(bundle), "ib_fetch": str(fetch), "ib_runs": runs,
+                       "ib_setup": setup, "ib_timeout": int(timeout), "ib_poll": int(poll)})
+        problems = host_problems(result.events)
+        outcomes = []
+        for host in hosts:
+            outcome = _collect(store, fleet_id, host, runs[host], fetch / host, problems.get(host))
+            record.save(store, record.HostRecord(fleet_id, host, runs[host], outcome.status, outcome.detail,
+                                                 str(study_path), str(inventory)))
+            outcomes.append(outcome)
+        return outcomes
+
+
+def _collect(store, fleet_id: str, host: str, run_id: str, fetched: Path, problem) -> Outcome:
+    export = fetched / "run.json"
+    if not export.exists():
+        status, detail = problem or (record.FAILED, "no run came back (the playbook ended early)")
+        return Outcome(host, run_id, status, detail)
+    facts = json.loads((fetched / "facts.json").read_text()) if (fetched / "facts.json").exists() else {}
+    try:
+        import_run(store, read_export(export), tag={"fleet_id": fleet_id, "host": host, "ansible_facts": facts})
+    except TransferError as exc:
+        return Outcome(host, run_id, record.FAILED, f"import: {exc}")
+    return Outcome(host, run_id, record.COMPLETE, "")
+
+
+def clean_fleet(inventory: str, hosts: list[str], forks: int) -> dict[str, tuple[str, str]]:
+    """The clean playbook on HOSTS; host -> (status, cause) for those that failed."""
+    import ansible_runner
+    with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp:
+        env = {"PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
+               "ANSIBLE_TIMEOUT": "15", "ANSIBLE_RETRY_FILES_ENABLED": "False"}
+        result = ansible_runner.run(private_data_dir=tmp, playbook=str(PLAYBOOKS / "clean.yml"),
+                                    inventory=str(Path(inventory).resolve()), limit=",".join(hosts), forks=forks,
+                                    quiet=True, envvars=env, timeout=900)
+        return host_problems(result.events)

@@ -1,0 +1,163 @@
+"""Fleet: inventory parsing (real ansible-inventory on INI and YAML files),
+run transfer round trip, cross-host summary."""
+
+import json
+import math
+
+import pytest
+
+from isobench.fleet import record
+from isobench.fleet.controller import host_problems
+from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
+from isobench.report.fleet import build_fleet, cross_cell
+from isobench.report.fleet_render import render_html, render_markdown
+from isobench.store import Store
+from isobench.transfer import TABLES, TransferError, export_run, import_run, read_export, write_export
+from tests.synthetic_runs import simple_run
+
+INI = """
+[lab]
+h1 ansible_host=198.18.200.11
+h2 ansible_host=198.18.200.12
+
+[cloud]
+c1 ansible_host=198.18.200.21 ansible_user=debian
+
+[all:vars]
+ansible_user=root
+"""
+
+YAML = """
+all:
+  children:
+    lab:
+      hosts:
+        h1: {ansible_host: 198.18.200.11}
+        h2: {ansible_host: 198.18.200.12}
+    cloud:
+      hosts:
+        c1: {ansible_host: 198.18.200.21}
+"""
+
+
+@pytest.mark.parametrize("name,text", [("inv.ini", INI), ("inv.yml", YAML)])
+def test_inventory_hosts_and_limit(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    inv = inventory_json(str(p))
+    assert hosts_of(inv) == ["h1", "h2", "c1"]
+    assert hosts_of(inv, "lab") == ["h1", "h2"]
+    assert hosts_of(inv, "h*,c1") == ["h1", "h2", "c1"]
+    assert hosts_of(inv, "!lab") == ["c1"]
+    assert hosts_of(inv, "lab,!h2") == ["h1"]
+    assert hosts_of(inv, "nomatch") == []
+    assert inv["_meta"]["hostvars"]["h1"]["ansible_host"] == "198.18.200.11"
+
+
+def test_inventory_with_no_hosts_and_missing_file(tmp_path):
+    p = tmp_path / "empty.ini"
+    p.write_text("[lab]\n")
+    assert hosts_of(inventory_json(str(p))) == []
+    with pytest.raises(InventoryError, match="no such inventory"):
+        inventory_json(str(tmp_path / "absent.ini"))
+
+
+def _store(tmp_path, name):
+    return Store(str(tmp_path / name))
+
+
+def test_transfer_round_trip_is_exact(tmp_path):
+    a = _store(tmp_path, "a.sqlite")
+    simple_run(a, "run-1", {"native": [10.0, 10.5, 9.5], "docker-nat": [9.0, 9.1, 8.9]})
+    path = write_export(a, "run-1", tmp_path / "run.json")
+    b = _store(tmp_path, "b.sqlite")
+    assert import_run(b, read_export(path)) == "run-1"
+    assert export_run(b, "run-1") == export_run(a, "run-1")
+    for table in TABLES:  # every column of every row, samples in order
+        assert export_run(b, "run-1")[table] == export_run(a, "run-1")[table]
+    assert b.load_run("run-1").values == a.load_run("run-1").values
+
+
+def test_import_refuses_existing_id_unless_renamed(tmp_path):
+    a = _store(tmp_path, "a.sqlite")
+    simple_run(a, "run-1", {"native": [10.0, 11.0], "docker-nat": [9.0, 9.5]})
+    doc = export_run(a, "run-1")
+    with pytest.raises(TransferError, match="already exists.*--rename"):
+        import_run(a, doc)
+    assert import_run(a, doc, rename="run-2") == "run-2"
+    assert a.load_run("run-2").values == a.load_run("run-1").values
+    assert len(a.samples("run-2")) == len(a.samples("run-1"))
+
+
+def test_import_rejects_foreign_columns_and_files(tmp_path):
+    a = _store(tmp_path, "a.sqlite")
+    simple_run(a, "run-1", {"native": [10.0, 11.0], "docker-nat": [9.0, 9.5]})
+    doc = export_run(a, "run-1")
+    doc["runs"][0]["x; DROP TABLE runs"] = 1
+    with pytest.raises(TransferError, match="unknown column"):
+        import_run(_store(tmp_path, "b.sqlite"), {**doc, "run_id": "z"}, rename="z")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(TransferError, match="not an isobench run export"):
+        read_export(bad)
+
+
+def test_import_tags_the_host(tmp_path):
+    a = _store(tmp_path, "a.sqlite")
+    simple_run(a, "run-1", {"native": [10.0, 11.0], "docker-nat": [9.0, 9.5]})
+    b = _store(tmp_path, "b.sqlite")
+    import_run(b, export_run(a, "run-1"), tag={"host": "h1", "fleet_id": "f"})
+    assert b.load_run("run-1").host_facts["fleet"] == {"host": "h1", "fleet_id": "f"}
+
+
+def test_cross_cell_spread_and_outlier():
+    c = cross_cell("w", "m", "docker-nat", False, [("h1", "a", 2.0), ("h2", "b", 3.0), ("h3", "c", 12.0)])
+    assert c.spread_pp == pytest.approx(10.0)
+    assert c.median_pct == pytest.approx(3.0)
+    assert c.outlier == "h3"
+    base = cross_cell("w", "m", "native", True, [("h1", "a", 100.0), ("h2", "b", 80.0), ("h3", "c", 101.0)])
+    assert [round(v.pct, 3) for v in base.values] == [0.0, -20.0, 1.0]
+    assert base.outlier == "h2"
+    two = cross_cell("w", "m", "docker-nat", False, [("h1", "a", 2.0), ("h2", "b", math.nan)])
+    assert math.isnan(two.spread_pp) and two.outlier == ""
+
+
+def test_build_fleet_from_three_runs(tmp_path):
+    s = _store(tmp_path, "a.sqlite")
+    runs = []
+    for host, nat in [("h1", 9.0), ("h2", 9.2), ("h3", 5.0)]:
+        rid = simple_run(s, f"run-{host}", {"native": [10.0, 10.1, 9.9, 10.05], "docker-nat": [nat, nat * 1.01,
+                                                                                                nat * 0.99, nat]})
+        runs.append((host, s.load_run(rid)))
+    rep = build_fleet("fleet-x", runs)
+    assert rep.hosts == ("h1", "h2", "h3")
+    nat = next(c for c in rep.cells if c.env == "docker-nat")
+    assert nat.outlier == "h3"
+    assert nat.spread_pp > 40
+    md = render_markdown(rep)
+    assert "| h1 | h2 | h3 |" in md.replace(" | spread | outlier |", " |")
+    assert "<h1>Fleet fleet-x</h1>" in render_html(rep, None)
+
+
+def test_record_and_host_run(tmp_path):
+    s = _store(tmp_path, "a.sqlite")
+    record.save(s, record.HostRecord("f1", "h1", "r1", record.PENDING, "", "s.toml", "inv"))
+    record.save(s, record.HostRecord("f1", "h1", "r1", record.COMPLETE, "", "s.toml", "inv"))
+    assert [r.status for r in record.hosts(s, "f1")] == [record.COMPLETE]
+    assert record.is_fleet(s, "f1") and not record.is_fleet(s, "f2")
+    assert record.host_run(s, "f1/h1") == "r1" and record.host_run(s, "r1") is None
+
+
+def test_host_problems_one_line_per_host():
+    events = [
+        {"event": "runner_on_unreachable", "event_data": {"host": "h1", "res": {
+            "msg": "Failed to connect to the host via ssh: ssh: connect to host 198.18.200.11 port 22: No route"}}},
+        {"event": "runner_on_failed", "event_data": {"host": "h2", "task": "host is Debian-like",
+                                                     "res": {"msg": "not Debian-like (os_family RedHat)"}}},
+        {"event": "runner_on_failed", "event_data": {"host": "h2", "task": "later", "res": {"msg": "x"}}},
+        {"event": "runner_on_failed", "event_data": {"host": "h3", "ignore_errors": True, "res": {"msg": "x"}}},
+    ]
+    out = host_problems(events)
+    assert out["h1"][0] == record.UNREACHABLE and "No route" in out["h1"][1]
+    assert out["h2"] == (record.FAILED, "host is Debian-like: not Debian-like (os_family RedHat)")
+    assert "h3" not in out
