@@ -77,16 +77,18 @@ def dependency_wheels(lock: Path, log) -> Path:
 
 
 def make_bundle(study_path: str, dest: Path, log) -> Path:
+    """DEST.tar: the isobench wheel, the lock file, dependency wheels, install-host.sh, the study."""
     root = project_root()
     dest.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dest),
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest),
           str(root)], 300, "building the isobench wheel")
     shutil.copy(root / "requirements.lock", dest / "requirements.lock")
     shutil.copy(root / "scripts" / "install-host.sh", dest / "install-host.sh")
     shutil.copy(study_path, dest / "study.toml")
     wheels = dependency_wheels(root / "requirements.lock", log)
     shutil.copytree(wheels, dest / "wheels", ignore=shutil.ignore_patterns(".complete"))
-    return dest
+    # one archive: a single transfer per host instead of one per file
+    return Path(shutil.make_archive(str(dest), "tar", root_dir=dest))
 
 
 def _one_line(text: str) -> str:

@@ -1,0 +1,251 @@
+"""A fleet of three "hosts" on this machine: privileged containers from the
+isobench image plus openssh-server, on an isobench-made bridge in
+198.18.200.0/24, reached with a throwaway key. Real Ansible, real sshd, real
+isobench runs on each. Run under the heavy lock:
+  flock /tmp/isobench-heavy.lock env PYTHONPATH=$PWD/src python -m pytest tests/integration/test_fleet.py -q -s
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+LABEL = "isobench.fleet-test=1"
+NET, SUBNET = "isobench-fleet-test", "198.18.200.0/24"
+HOSTS = {"h1": "198.18.200.11", "h2": "198.18.200.12", "h3": "198.18.200.13"}
+ROOT = Path(__file__).resolve().parents[2]
+WHEELS = Path(os.environ.get("ISOBENCH_FLEET_WHEELS", "/tmp/fleet/wheels"))
+
+TINY = """
+[study]
+name = "fleet-tiny"
+description = "native only, compression on a small input"
+repetitions = 2
+warmup = 0
+baseline = "native"
+
+[environments.native]
+
+[workloads.compression]
+size_mb = 4
+threads = 0
+level = 2
+"""
+# long enough (several rounds) to kill one host in the middle of it
+LONGER = TINY.replace('name = "fleet-tiny"', 'name = "fleet-longer"').replace("repetitions = 2", "repetitions = 12") \
+    .replace("size_mb = 4", "size_mb = 24")
+
+
+def sh(*argv, timeout=600, check=True, **kw):
+    out = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, **kw)
+    if check and out.returncode != 0:
+        raise AssertionError(f"{argv}: {out.returncode}\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+def base_image() -> str:
+    tags = sh("docker", "images", "isobench/debian", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    if not tags:
+        pytest.skip("no isobench/debian image; `isobench images build` first")
+    return tags[0]
+
+
+def sshd_image() -> str:
+    base = base_image()
+    tag = f"isobench/fleet-sshd:{base.split(':')[1]}"
+    if not sh("docker", "images", "-q", tag).stdout.strip():
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "Dockerfile").write_text(
+                f"FROM {base}\n"
+                "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends"
+                " openssh-server python3-venv && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd\n"
+                f"LABEL {LABEL}\n"
+                'CMD ["/usr/sbin/sshd", "-D", "-e"]\n')
+            sh("docker", "build", "-q", "-t", tag, d, timeout=900)
+    return tag
+
+
+def wait_ssh(ip: str, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection((ip, 22), timeout=2) as s:
+                if s.recv(4).startswith(b"SSH"):
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"sshd on {ip} did not answer in {timeout}s")
+
+
+def isobench(*args, store, timeout=1800, check=False):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "ISOBENCH_FLEET_WHEELS": str(WHEELS)}
+    return sh(sys.executable, "-m", "isobench.cli", *args, "--store", store, timeout=timeout, check=check, env=env)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root and Docker Engine")
+    if not (WHEELS / "numpy-2.4.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl").exists() and \
+            not any(WHEELS.glob("numpy-*.whl")):
+        WHEELS.mkdir(parents=True, exist_ok=True)
+        sh(sys.executable, "-m", "pip", "wheel", "-q", "-r", str(ROOT / "requirements.lock"), "-w", str(WHEELS),
+           timeout=1800)
+    image = sshd_image()
+    d = tmp_path_factory.mktemp("fleet")
+    key = d / "id_ed25519"
+    sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
+    wrong = d / "wrong_ed25519"
+    sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong))
+    sh("docker", "network", "create", "--label", LABEL, "--subnet", SUBNET, NET)
+    names = []
+    try:
+        for h, ip in HOSTS.items():
+            name = f"isobench-fleet-{h}"
+            sh("docker", "run", "-d", "--privileged", "--shm-size", "512m", "--label", LABEL, "--name", name, "--hostname", h,
+               "--network", NET, "--ip", ip, "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", image)
+            names.append(name)
+        for ip in HOSTS.values():
+            wait_ssh(ip)
+        common = ("ansible_user=root ansible_python_interpreter=/usr/bin/python3 "
+                  "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'")
+        inv = d / "hosts.ini"
+        inv.write_text("[lab]\n" + "".join(f"{h} ansible_host={ip}\n" for h, ip in HOSTS.items())
+                       + f"\n[lab:vars]\nansible_ssh_private_key_file={key}\n{common}\n")
+        bad = d / "bad.ini"
+        bad.write_text(f"[lab]\nh1 ansible_host={HOSTS['h1']} ansible_ssh_private_key_file={key}\n"
+                       f"gone ansible_host=198.18.200.99 ansible_ssh_private_key_file={key}\n"
+                       f"wrongkey ansible_host={HOSTS['h2']} ansible_ssh_private_key_file={wrong}\n"
+                       f"busy ansible_host={HOSTS['h3']} ansible_ssh_private_key_file={key}\n"
+                       f"\n[lab:vars]\n{common}\n")
+        (d / "tiny.toml").write_text(TINY)
+        (d / "longer.toml").write_text(LONGER)
+        yield {"dir": d, "inv": str(inv), "bad": str(bad), "store": str(d / "results.sqlite"), "names": names}
+    finally:
+        for name in names:
+            sh("docker", "rm", "-f", name, check=False)
+        sh("docker", "network", "rm", NET, check=False)
+        shutil.rmtree(d, ignore_errors=True)
+        assert not sh("docker", "ps", "-aq", "--filter", f"label={LABEL}").stdout.strip()
+        assert NET not in sh("docker", "network", "ls", "--format", "{{.Name}}").stdout.split()
+        assert not d.exists()
+
+
+def test_three_hosts_then_report(fleet):
+    t0 = time.monotonic()
+    out = isobench("fleet", "run", str(fleet["dir"] / "tiny.toml"), "-i", fleet["inv"], "--no-setup",
+                   "--forks", "3", "--poll", "2", "--timeout", "600", store=fleet["store"])
+    fleet_s = time.monotonic() - t0
+    print(out.stdout, out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
+    fleet_id = out.stdout.strip().splitlines()[-1].split()[1].rstrip(":")
+    assert "3 of 3 host(s) complete" in out.stdout
+    rep = isobench("report", fleet_id, store=fleet["store"], check=True)
+    print(rep.stdout)
+    for h in HOSTS:
+        assert h in rep.stdout
+    assert "Cross-host summary" in rep.stdout and "spread" in rep.stdout
+    html = fleet["dir"] / "fleet.html"
+    isobench("report", fleet_id, "--format", "html", "-o", str(html), store=fleet["store"], check=True)
+    assert "<svg" in html.read_text()
+    keep = Path("/tmp/fleet/report.html")
+    keep.parent.mkdir(exist_ok=True)
+    shutil.copy(html, keep)
+    cmp = isobench("compare", f"{fleet_id}/h1", f"{fleet_id}/h2", store=fleet["store"])
+    assert cmp.returncode in (0, 1), cmp.stderr
+    assert "h1" not in cmp.stderr.lower() or "error" not in cmp.stderr.lower()
+    runs = isobench("runs", store=fleet["store"], check=True).stdout
+    assert runs.count("fleet-tiny") >= 3
+    # the same study once, locally: the fleet's own overhead is the difference
+    t0 = time.monotonic()
+    isobench("run", str(fleet["dir"] / "tiny.toml"), "--no-progress", "--out", str(fleet["dir"] / "local"),
+             store=str(fleet["dir"] / "local.sqlite"), check=True)
+    local_s = time.monotonic() - t0
+    print(f"TIMING three-host fleet {fleet_s:.1f}s vs local run {local_s:.1f}s")
+
+
+def test_bad_hosts_one_line_each(fleet):
+    # h3 holds isobench's run lock: a study is "already running" there
+    hold = subprocess.Popen(["docker", "exec", fleet["names"][2], "python3", "-c",
+                             "import fcntl,os,time; os.makedirs('/var/lib/isobench',exist_ok=True);"
+                             "f=open('/var/lib/isobench/run.lock','a+'); fcntl.flock(f,fcntl.LOCK_EX);"
+                             "f.write('{\"pid\": 1, \"study\": \"other\"}'); f.flush(); time.sleep(300)"])
+    try:
+        time.sleep(2)
+        out = isobench("fleet", "run", str(fleet["dir"] / "tiny.toml"), "-i", fleet["bad"], "--no-setup",
+                       "--forks", "4", "--poll", "2", "--timeout", "300", store=fleet["store"])
+    finally:
+        hold.kill()
+        sh("docker", "exec", fleet["names"][2], "pkill", "-f", "fcntl.flock", check=False)
+    print(out.stdout, out.stderr)
+    assert out.returncode == 1
+    lines = {ln.split(":")[0]: ln for ln in out.stdout.splitlines() if ":" in ln}
+    assert "ok" in lines["h1"]
+    assert "unreachable" in lines["gone"]
+    assert "unreachable" in lines["wrongkey"] and "ermission denied" in lines["wrongkey"]
+    assert "failed" in lines["busy"] and "another isobench run is in progress" in lines["busy"]
+    assert "Traceback" not in out.stdout + out.stderr
+    empty = fleet["dir"] / "empty.ini"
+    empty.write_text("[lab]\n")
+    out = isobench("fleet", "run", str(fleet["dir"] / "tiny.toml"), "-i", str(empty), store=fleet["store"])
+    assert out.returncode == 2 and "no hosts" in out.stderr
+
+
+def test_host_killed_mid_run_then_resume_then_clean(fleet):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "ISOBENCH_FLEET_WHEELS": str(WHEELS)}
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "fleet", "run", str(fleet["dir"] / "longer.toml"),
+                             "-i", fleet["inv"], "--no-setup", "--forks", "3", "--poll", "2", "--timeout", "900",
+                             "--store", fleet["store"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    victim = fleet["names"][2]
+    end = time.monotonic() + 600
+    while time.monotonic() < end:  # wait until h3's study is measuring
+        if sh("docker", "exec", victim, "pgrep", "-f", "isobench run", check=False).returncode == 0:
+            break
+        time.sleep(1)
+    else:
+        proc.kill()
+        raise AssertionError("h3 never started its study")
+    time.sleep(8)
+    sh("docker", "kill", victim)
+    stdout, stderr = proc.communicate(timeout=1800)
+    print(stdout, stderr)
+    assert proc.returncode == 1
+    fleet_id = stdout.strip().splitlines()[-1].split()[1].rstrip(":")
+    lines = {ln.split(":")[0]: ln for ln in stdout.splitlines() if ":" in ln}
+    assert "ok" in lines["h1"] and "ok" in lines["h2"]
+    assert "unreachable" in lines["h3"] or "failed" in lines["h3"]
+    sh("docker", "start", victim)
+    wait_ssh(HOSTS["h3"])
+    out = isobench("fleet", "run", "--resume", fleet_id, "--no-setup", "--poll", "2", "--timeout", "900",
+                   store=fleet["store"])
+    print(out.stdout, out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "h3: ok" in out.stdout and "h1" not in out.stdout.split("\n", 1)[0]
+    rep = isobench("report", fleet_id, store=fleet["store"], check=True)
+    assert all(h in rep.stdout for h in HOSTS)
+    # the resumed run kept the samples measured before the kill: 12 rounds, each once
+    import sqlite3
+    db = sqlite3.connect(fleet["store"])
+    run_id = db.execute("SELECT run_id FROM fleet_hosts WHERE fleet_id=? AND host='h3'", (fleet_id,)).fetchone()[0]
+    rounds = [r for (r,) in db.execute("SELECT round FROM samples WHERE run_id=? AND warmup=0", (run_id,))]
+    db.close()
+    assert sorted(rounds) == list(range(12)), rounds
+    clean = sh(sys.executable, "-m", "isobench.cli", "fleet", "clean", "-i", fleet["inv"], env=env, check=False)
+    print(clean.stdout, clean.stderr)
+    assert clean.returncode == 0
+    for name in fleet["names"]:
+        left = sh("docker", "exec", name, "sh", "-c",
+                  "ls -d /opt/isobench-fleet /var/lib/isobench-fleet 2>/dev/null; pgrep -f 'isobench run'",
+                  check=False).stdout.strip()
+        assert left == "", f"{name}: {left}"
