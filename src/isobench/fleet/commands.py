@@ -4,6 +4,7 @@ controller.py (Ansible) and record.py (the store)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -74,9 +75,10 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
                       + "; list hosts in the inventory (docs/fleet.md has examples)")
             fleet_id = new_fleet_id(study.meta.name)
             runs = {h: f"{new_run_id(study)}-{h}" for h in hosts}
+            study_file, inventory = str(Path(study_file).resolve()), str(Path(inventory).resolve())
             for h in hosts:  # recorded before anything runs: --resume works even after a controller crash
-                record.save(store, record.HostRecord(fleet_id, h, runs[h], record.PENDING, "", str(study_file),
-                                                     str(inventory)))
+                record.save(store, record.HostRecord(fleet_id, h, runs[h], record.PENDING, "", study_file,
+                                                     inventory))
         _note(f"fleet {fleet_id}: {study.meta.name} on {len(hosts)} host(s): {', '.join(hosts)}")
         outcomes = run_fleet(store, fleet_id, study_file, inventory, hosts, runs, forks, setup, timeout, poll, _note)
     except (StudyError, InventoryError, FleetError) as exc:
