@@ -118,6 +118,13 @@ def host_problems(events) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _runner(ansible_runner, **kw):
+    try:
+        return ansible_runner.run(**kw)
+    except (ValueError, RuntimeError, OSError) as exc:  # its configuration errors: one line, not a traceback
+        raise FleetError(f"ansible-runner: {exc}") from None
+
+
 def run_fleet(store, fleet_id: str, study_path: str, inventory: str, hosts: list[str], runs: dict[str, str],
               forks: int, setup: bool, timeout: float, poll: float, log) -> list[Outcome]:
     """Run the playbook on HOSTS (their run ids in RUNS), import what came
@@ -132,8 +139,9 @@ def run_fleet(store, fleet_id: str, study_path: str, inventory: str, hosts: list
         env = {"PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
                "ANSIBLE_TIMEOUT": "15", "ANSIBLE_RETRY_FILES_ENABLED": "False",
                "ANSIBLE_LOCALHOST_WARNING": "False"}
-        result = ansible_runner.run(
-            private_data_dir=str(tmp / "runner"), playbook=str(PLAYBOOKS / "run.yml"),
+        (tmp / "runner").mkdir()
+        result = _runner(
+            ansible_runner, private_data_dir=str(tmp / "runner"), playbook=str(PLAYBOOKS / "run.yml"),
             inventory=str(Path(inventory).resolve()), limit=",".join(hosts), forks=forks, quiet=True,
             envvars=env, timeout=int(timeout + 3600),
             extravars={"ib_bundle": str(bundle), "ib_fetch": str(fetch), "ib_runs": runs,
@@ -167,7 +175,7 @@ def clean_fleet(inventory: str, hosts: list[str], forks: int) -> dict[str, tuple
     with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp:
         env = {"PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
                "ANSIBLE_TIMEOUT": "15", "ANSIBLE_RETRY_FILES_ENABLED": "False"}
-        result = ansible_runner.run(private_data_dir=tmp, playbook=str(PLAYBOOKS / "clean.yml"),
+        result = _runner(ansible_runner, private_data_dir=tmp, playbook=str(PLAYBOOKS / "clean.yml"),
                                     inventory=str(Path(inventory).resolve()), limit=",".join(hosts), forks=forks,
                                     quiet=True, envvars=env, timeout=900)
         return host_problems(result.events)
