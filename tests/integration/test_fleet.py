@@ -162,8 +162,8 @@ def test_three_hosts_then_report(fleet):
     keep.parent.mkdir(exist_ok=True)
     shutil.copy(html, keep)
     cmp = isobench("compare", f"{fleet_id}/h1", f"{fleet_id}/h2", store=fleet["store"])
-    assert cmp.returncode in (0, 1), cmp.stderr
-    assert "h1" not in cmp.stderr.lower() or "error" not in cmp.stderr.lower()
+    assert cmp.returncode == 0 and "error" not in cmp.stderr, cmp.stderr  # FLEET/HOST resolves to its run
+    assert "A = " in cmp.stdout
     runs = isobench("runs", store=fleet["store"], check=True).stdout
     assert runs.count("fleet-tiny") >= 3
     # the same study once, locally: the fleet's own overhead is the difference
