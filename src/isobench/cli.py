@@ -343,38 +343,6 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None
         console.print(f"wrote {path}", highlight=False)
 
 
-@main.command("export-run")
-@click.argument("run_id", required=False)
-@STORE_OPTION
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Default results/RUN_ID.run.json.")
-def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
-    """Export every stored row of RUN_ID, for `isobench import` on another host."""
-    from isobench.store import StoreError
-    from isobench.transfer import TransferError, write_export
-    store = _open_store(store_path)
-    try:
-        run_id = store.resolve(run_id)
-        path = write_export(store, run_id, output or Path("results") / f"{run_id}.run.json")
-    except (StoreError, TransferError) as exc:
-        _fail(str(exc))
-    console.print(f"wrote {path}", highlight=False)
-
-
-@main.command("import")
-@click.argument("export_file", type=click.Path(dir_okay=False))
-@STORE_OPTION
-@click.option("--rename", metavar="NEWID", help="Import under this run id (when the original id is taken).")
-def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
-    """Import a run written by `isobench export-run` (on this or another host)."""
-    from isobench.transfer import TransferError, import_run, read_export
-    store = _open_store(store_path)
-    try:
-        run_id = import_run(store, read_export(export_file), rename=rename)
-    except TransferError as exc:
-        _fail(str(exc))
-    console.print(f"imported run {run_id}", highlight=False)
-
-
 @main.command()
 def envs() -> None:
     """What this host can run, and why not."""
@@ -444,9 +412,12 @@ def clean() -> None:
     console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
 
 
-from isobench.fleet.commands import fleet  # noqa: E402  (the fleet's commands live beside it)
+# commands that live in their own modules (fleet; moving runs between stores)
+from isobench.fleet.commands import fleet  # noqa: E402
+from isobench.transfer_cli import export_run_cmd, import_cmd  # noqa: E402
 
-main.add_command(fleet)
+for _command in (fleet, export_run_cmd, import_cmd):
+    main.add_command(_command)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,62 @@
+"""`isobench export-run` and `isobench import`: a whole run between stores
+(hosts), through isobench/transfer.py, the fleet's own code path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from isobench.workspace import DEFAULT_STORE
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+STORE_OPTION = click.option(
+    "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True,
+    help="SQLite file holding every run (env: ISOBENCH_STORE).")
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+def _open_store(path: str):
+    from isobench.store import Store
+    return Store(path)
+
+
+@click.command("export-run")
+@click.argument("run_id", required=False)
+@STORE_OPTION
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Default results/RUN_ID.run.json.")
+def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
+    """Export every stored row of RUN_ID, for `isobench import` on another host."""
+    from isobench.store import StoreError
+    from isobench.transfer import TransferError, write_export
+    store = _open_store(store_path)
+    try:
+        run_id = store.resolve(run_id)
+        path = write_export(store, run_id, output or Path("results") / f"{run_id}.run.json")
+    except (StoreError, TransferError) as exc:
+        _fail(str(exc))
+    console.print(escape(f"wrote {path}"), highlight=False)
+
+
+@click.command("import")
+@click.argument("export_file", type=click.Path(dir_okay=False))
+@STORE_OPTION
+@click.option("--rename", metavar="NEWID", help="Import under this run id (when the original id is taken).")
+def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
+    """Import a run written by `isobench export-run` (on this or another host)."""
+    from isobench.transfer import TransferError, import_run, read_export
+    store = _open_store(store_path)
+    try:
+        run_id = import_run(store, read_export(export_file), rename=rename)
+    except TransferError as exc:
+        _fail(str(exc))
+    console.print(escape(f"imported run {run_id}"), highlight=False)
