@@ -22,7 +22,7 @@ def _fail(message: str) -> None:
 
 
 def _note(message: str) -> None:
-    err_console.print(escape(message), highlight=False)
+    err_console.print(escape(message), highlight=False, soft_wrap=True)  # one line per host, unwrapped
 
 
 @click.group()
@@ -86,11 +86,11 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
     for o in outcomes:
         mark = "[green]ok[/]" if o.status == record.COMPLETE else f"[red]{o.status}[/]"
         console.print(f"{escape(o.host)}: {mark} run {escape(o.run_id)}"
-                      + (f": {escape(o.detail)}" if o.detail else ""), highlight=False)
+                      + (f": {escape(o.detail)}" if o.detail else ""), highlight=False, soft_wrap=True)
     bad = [o for o in outcomes if o.status != record.COMPLETE]
     console.print(f"fleet {fleet_id}: {len(outcomes) - len(bad)} of {len(outcomes)} host(s) complete"
                   + (f"; `isobench fleet run --resume {fleet_id}` retries the rest" if bad else
-                     f"; `isobench report {fleet_id}`"), highlight=False)
+                     f"; `isobench report {fleet_id}`"), highlight=False, soft_wrap=True)
     sys.exit(1 if bad else 0)
 
 
@@ -122,7 +122,7 @@ def fleet_clean(inventory, limit, forks) -> None:
     problems = clean_fleet(inventory, hosts, forks)
     for h in hosts:
         console.print(escape(f"{h}: " + (f"{problems[h][0]}: {problems[h][1]}" if h in problems else "clean")),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
     sys.exit(1 if problems else 0)
 
 
