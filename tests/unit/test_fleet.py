@@ -161,3 +161,17 @@ def test_host_problems_one_line_per_host():
     assert out["h1"][0] == record.UNREACHABLE and "No route" in out["h1"][1]
     assert out["h2"] == (record.FAILED, "host is Debian-like: not Debian-like (os_family RedHat)")
     assert "h3" not in out
+
+
+def test_terminal_report_prints_host_names_literally(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from isobench.report.fleet_render import render_terminal
+    s = _store(tmp_path, "a.sqlite")
+    runs = [(h, s.load_run(simple_run(s, f"r{i}", {"native": [10.0, 10.1, 9.9], "docker-nat": [9.0, 9.1, 8.9]})))
+            for i, h in enumerate(["[red]evil[/red]", "h2"])]
+    buf = io.StringIO()
+    render_terminal(build_fleet("f", runs), Console(file=buf, width=300))
+    assert "[red]evil[/red]" in buf.getvalue()
