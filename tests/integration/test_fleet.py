@@ -18,7 +18,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# Three containers, each installing isobench and running a study: minutes of
+# a 2-core host. Opt-in until it has run green here (ISOBENCH_FLEET_TEST=1).
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(os.environ.get("ISOBENCH_FLEET_TEST") != "1",
+                                 reason="three-host fleet test: set ISOBENCH_FLEET_TEST=1 to run it")]
 
 LABEL = "isobench.fleet-test=1"
 NET, SUBNET = "isobench-fleet-test", "198.18.200.0/24"
