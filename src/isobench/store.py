@@ -9,7 +9,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
-from isobench.report.model import MetricKey, RunData
+from isobench.report.model import ALL_METRICS, MetricKey, RunData
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -261,8 +261,13 @@ class Store:
                 run.failures.setdefault((w, c, env), []).append(error or status)
                 continue
             if '"validity"' in extra:  # cheap test first: most samples have none
-                notes = run.validity.setdefault((w, c, env), [])
-                notes += [n for n in json.loads(extra).get("validity", []) if n not in notes]
+                notes_of = json.loads(extra).get("validity", {})
+                if isinstance(notes_of, list):  # stored by the first version: the whole case
+                    notes_of = {ALL_METRICS: "; ".join(notes_of)}
+                for metric, note in notes_of.items():
+                    notes = run.validity.setdefault((w, c, env, metric), [])
+                    if note not in notes:
+                        notes.append(note)
             for metric, value in json.loads(vals).items():
                 key = keys.get((w, c, metric))
                 if key is not None and value is not None:

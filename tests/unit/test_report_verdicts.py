@@ -14,7 +14,7 @@ from isobench.report.model import MetricKey, RunData
 from isobench.report.table import WARNED, build_table
 from isobench.study import StudyError, parse_study
 from isobench.workloads.compress import Compression
-from isobench.workloads.hpcc import stream_validity
+from isobench.workloads.hpcc import Hpcc, stream_validity
 from isobench.workloads.base import Measurement
 from isobench.hostinfo import HostInfo, parse_cache_size
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
@@ -70,7 +70,7 @@ def test_tolerance_from_the_study_decides_equivalence():
 def test_drift_and_validity_warnings_beside_the_cell():
     rising = [100.0, 101.0, 102.0, 103.0, 104.0, 105.0]
     run = run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): rising})
-    run.validity[("compress", "default", "docker")] = ["a 0.05 s run is too short"]
+    run.validity[("compress", "default", "docker", "throughput_mbs")] = ["a 0.05 s run is too short"]
     t = build_table(run)
     c = cell(t, TPUT, "docker")
     assert c.text.endswith(WARNED) and any("Spearman" in w for w in c.warnings)
@@ -101,13 +101,16 @@ def test_a_wild_interval_cannot_squash_the_figure():
 
 
 def test_stream_in_cache_and_too_short_runs_are_declared_invalid():
-    assert stream_validity({"STREAM_VectorSize": 666666}, 32 * 2**20)[0].startswith(
+    assert stream_validity({"STREAM_VectorSize": 666666}, 32 * 2**20).startswith(
         "STREAM measures cache, not memory")
-    assert stream_validity({"STREAM_VectorSize": 20_000_000}, 32 * 2**20) == []
-    assert stream_validity({}, 32 * 2**20) == [] and stream_validity({"STREAM_VectorSize": 1}, 0) == []
+    assert stream_validity({"STREAM_VectorSize": 20_000_000}, 32 * 2**20) == ""
+    assert stream_validity({}, 32 * 2**20) == "" and stream_validity({"STREAM_VectorSize": 1}, 0) == ""
+    hpcc = Hpcc(Hpcc.Params(), HostInfo(2, 2**30, 2**30, llc_bytes=32 * 2**20))
+    notes = hpcc.validity("default", Measurement({}, extra={"summary": {"STREAM_VectorSize": 666666}}))
+    assert sorted(notes) == ["stream_add_gbs", "stream_copy_gbs", "stream_scale_gbs", "stream_triad_gbs"]
     w = Compression(Compression.Params(size_mb=1), HostInfo(2, 2**30, 2**30))
-    assert w.validity("default", Measurement({"real_s": 0.2}))
-    assert w.validity("default", Measurement({"real_s": 3.0})) == []
+    assert set(w.validity("default", Measurement({"real_s": 0.2}))) == {"throughput_mbs", "real_s"}
+    assert w.validity("default", Measurement({"real_s": 3.0})) == {}
     assert parse_cache_size("32768K") == 32 * 2**20 and parse_cache_size("1M") == 2**20
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+ALL_METRICS = "*"  # a validity note about every metric of a case
+
 
 @dataclass(frozen=True)
 class MetricKey:
@@ -37,6 +39,6 @@ class RunData:
     # one round can be paired across environments; filled by Store.load_run
     # (empty for runs built in memory)
     rounds: dict[tuple[MetricKey, str], list[int]] = field(default_factory=dict)
-    # (workload, case, environment) -> what the workload said its figures do
-    # not mean there (Workload.validity), distinct texts in order
-    validity: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    # (workload, case, environment, metric) -> what the workload said that
+    # figure does not mean there (Workload.validity), distinct texts in order
+    validity: dict[tuple[str, str, str, str], list[str]] = field(default_factory=dict)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from isobench.anomalies import drift, outliers, slow_first_round
 from isobench.metric import DURATION, LATENCY
 from isobench.report.analysis import Question, Settings, interval_text, judge_cells, pairs, settings_of
-from isobench.report.model import MetricKey, RunData
+from isobench.report.model import ALL_METRICS, MetricKey, RunData
 from isobench.report.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.report.roles import role_of
 from isobench.repetitions import converged
@@ -167,7 +167,9 @@ def cell_warnings(run: RunData, key: MetricKey, env: str, target_ci_pct: float |
     texts = [f.text for f in found if f.flagged]
     if target_ci_pct is not None and not converged(vals, target_ci_pct):
         texts.append(f"not converged: the 95% CI is wider than \u00b1{target_ci_pct:g}% after {len(vals)} rounds")
-    return tuple(texts) + tuple(run.validity.get((key.workload, key.case, env), ()))
+    where = (key.workload, key.case, env)
+    return tuple(texts) + tuple(run.validity.get((*where, key.metric), ())) \
+        + tuple(run.validity.get((*where, ALL_METRICS), ()))
 
 
 def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKey, str], Question]:

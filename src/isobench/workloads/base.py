@@ -112,11 +112,12 @@ class Workload(abc.ABC):
     def cleanup(self, env: Environment) -> None:
         """Remove what prepare() wrote; the environment's stop() is the backstop."""
 
-    def validity(self, case: str, m: Measurement) -> list[str]:
+    def validity(self, case: str, m: Measurement) -> dict[str, str]:
         """What this sample's figures do not mean although their names say so
-        (STREAM arrays that fit in the cache, a run too short for its timer),
-        one short line each; the reports print them next to the cell. Pure."""
-        return []
+        (STREAM arrays that fit in the cache, a run too short for its timer):
+        metric name -> one short line; the reports print it next to that
+        metric's cell. Pure."""
+        return {}
 
 
 def check(result: ExecResult) -> ExecResult:

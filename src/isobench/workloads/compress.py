@@ -138,12 +138,13 @@ class Compression(Workload):
         return Measurement(values=values, extra={"input_bytes": self.params.size_mb * MB},
                            raw=result.stderr)
 
-    def validity(self, case: str, m: Measurement) -> list[str]:
+    def validity(self, case: str, m: Measurement) -> dict[str, str]:
         real = m.values.get("real_s", 0.0)
         if real * TIMER_SHARE >= TIMER_RESOLUTION_S:
-            return []
-        return [f"a {real:.2f} s run is within {TIMER_SHARE_PCT:g}% of GNU time's "
-                f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: use a larger size_mb"]
+            return {}
+        note = (f"a {real:.2f} s run is within {TIMER_SHARE_PCT:g}% of GNU time's "
+                f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: use a larger size_mb")
+        return dict.fromkeys(("throughput_mbs", "real_s"), note)
 
     def cleanup(self, env: Environment) -> None:
         path = corpus_path(env.paths, self.params.size_mb)

@@ -208,8 +208,10 @@ class Hpcc(Workload):
         return Measurement(values=summary_metrics(summary), extra={"summary": summary},
                            raw=result.stdout)
 
-    def validity(self, case: str, m: Measurement) -> list[str]:
-        return stream_validity(m.extra.get("summary", {}), self.host.llc_bytes)
+    def validity(self, case: str, m: Measurement) -> dict[str, str]:
+        note = stream_validity(m.extra.get("summary", {}), self.host.llc_bytes)
+        return dict.fromkeys((name for name, key, _ in _METRIC_KEYS if key.startswith("StarSTREAM")), note) \
+            if note else {}
 
     def cleanup(self, env: Environment) -> None:
         wd, shm = self.work_dir(env.paths), self.shm_dir(env.paths)
@@ -328,14 +330,15 @@ def _require(summary: dict[str, float], key: str) -> float:
 STREAM_CACHE_FACTOR = 4
 
 
-def stream_validity(summary: dict, llc_bytes: int) -> list[str]:
+def stream_validity(summary: dict, llc_bytes: int) -> str:
     """"measures cache, not memory" when hpcc's STREAM arrays (8-byte
-    elements, STREAM_VectorSize of them per process) break STREAM's rule."""
+    elements, STREAM_VectorSize of them per process) break STREAM's rule;
+    "" when they do not, or when it cannot tell."""
     try:
         array = float(summary["STREAM_VectorSize"]) * 8
     except (KeyError, TypeError, ValueError):
-        return []
+        return ""
     if llc_bytes <= 0 or array >= STREAM_CACHE_FACTOR * llc_bytes:
-        return []
-    return [f"STREAM measures cache, not memory: each array is {array / 2**20:.1f} MiB, under "
-            f"{STREAM_CACHE_FACTOR}x the {llc_bytes / 2**20:.0f} MiB last-level cache (raise mem_fraction or n)"]
+        return ""
+    return (f"STREAM measures cache, not memory: each array is {array / 2**20:.1f} MiB, under "
+            f"{STREAM_CACHE_FACTOR}x the {llc_bytes / 2**20:.0f} MiB last-level cache (raise mem_fraction or n)")
