@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from isobench import counters
 from isobench.clean import clean
 from isobench.clienthost import ClientHost
 from isobench.doctor import findings_as_facts, judge, read_host
@@ -238,7 +239,10 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
     started_at = now_iso()
     t0 = time.perf_counter()
     try:
-        m = cell.workload.run(cell.workload_case, env)
+        with counters.around(env.counters) as box:  # host + environment deltas -> extra["counters"]
+            m = cell.workload.run(cell.workload_case, env)
+            box["extra"] = m.extra
+        m.extra["units"] = cell.workload.units(cell.workload_case, m)
         if noise_facts is not None:
             m.extra["noise"] = noise_facts
         notes = cell.workload.validity(cell.workload_case, m)

@@ -65,6 +65,12 @@ class Environment(abc.ABC):
         for density); None when there is none."""
         return None
 
+    def counters(self) -> dict[str, float]:
+        """This environment's own cumulative counters (isobench.counters
+        names: cgroup.*, vmm.*), read before and after every sample; empty
+        when the kind has nothing beyond the host's (native)."""
+        return {}
+
     def instances(self) -> list["Environment"]:
         """What a multi-instance workload drives: a group's members, or the
         environment itself."""

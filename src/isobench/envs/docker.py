@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from isobench.counters import cgroup_cpu
 from isobench.dockerclient import engine, engine_or_none
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
@@ -233,6 +234,10 @@ class DockerEnvironment(Environment):
                 return info["ExitCode"]
             time.sleep(0.05)
         return None
+
+    def counters(self) -> dict[str, float]:
+        """The container's own CPU time from its cgroup (cpuacct on v1)."""
+        return cgroup_cpu(self._container.id) if self._container is not None else {}
 
     def measure_startup(self, timeout: float) -> dict[str, float]:
         """Creating and starting a container of this environment's image, on

@@ -106,6 +106,14 @@ class InstanceGroup(Environment):
         self._density_note = ("page cache dropped before each reading" if dropped
                               else "page cache NOT dropped (not root): figures include cache growth")
 
+    def counters(self) -> dict[str, float]:
+        """The members' own counters, summed (same names)."""
+        out: dict[str, float] = {}
+        for member in self.members:
+            for k, v in member.counters().items():
+                out[k] = out.get(k, 0.0) + v
+        return out
+
     def stop(self) -> None:
         for member in reversed(self.members):
             try:

@@ -108,6 +108,9 @@ class Api(MultiServerWorkload):
         for member in self.instances(env, self.params.instances):
             member.exec(["rm", "-f", self._script(member)], timeout=30)
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["task", float(self.params.instances * self.params.rounds)]
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_api_rounds(result.stdout, self.params.instances)
         return Measurement(values=values, extra=extra, raw=result.stdout)

@@ -109,6 +109,12 @@ class Workload(abc.ABC):
             raise WorkloadError(result.describe(), result)
         return self.parse(case, result)
 
+    def units(self, case: str, m: Measurement) -> list:
+        """The units of work one run did, from its own values: [name, count]
+        (e.g. ["round trip", 48210]); every counter delta divided by the
+        count is a per-unit cost (docs/attribution.md). Default: the run."""
+        return ["run", 1.0]
+
     def cleanup(self, env: Environment) -> None:
         """Remove what prepare() wrote; the environment's stop() is the backstop."""
 

@@ -129,6 +129,9 @@ class Compression(Workload):
             raise WorkloadError(f"corpus in {env.name} differs from the generated one: "
                                 f"{got} != {digest.hexdigest()}")
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["MB", float(self.params.size_mb)]  # input megabytes compressed
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         times = parse_time(result.stderr)
         if times["real_s"] <= 0:

@@ -123,6 +123,13 @@ class Fio(Workload):
         timeout = 300 + self.params.size_mb / 10  # down to ~10 MB/s storage
         check(env.exec(layout_argv(path, size), timeout=timeout))
 
+    def units(self, case: str, m: Measurement) -> list:
+        """Completed I/Os over the measured runtime (ramp excluded), or MB
+        when the case reports bandwidth only."""
+        if "iops" in m.values:
+            return ["I/O", m.values["iops"] * self.params.runtime_s]
+        return ["MB", m.values.get("bandwidth_mbs", 0.0) * self.params.runtime_s]
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         job = parse_job(result.stdout)
         values, extra = job_values(case, job)

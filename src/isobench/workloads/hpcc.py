@@ -201,6 +201,9 @@ class Hpcc(Workload):
         return self.parse(case, ExecResult(result.argv, result.returncode, text,
                                            result.stderr, result.wall_s))
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["run", 1.0]  # one HPCC pass; its kernels share the run
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         """result.stdout is the content of hpccoutf.txt, result.stderr mpirun's (see run())."""
         check_mpi_stderr(result.stderr)

@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Callable
 from typing import ClassVar
 
+from isobench import counters
 from isobench.envs.base import Environment
 from isobench.envs.group import members_of
 from isobench.metric import PER_INSTANCE, Metric, instance_metric
@@ -66,10 +67,15 @@ class MultiServerWorkload(ServerWorkload):
         self.start_instances(env, case, n)
         try:
             argv = self.driver_argv(case, self.endpoints(env, n))
-            run = self._client().run(argv, timeout=self.client_timeout(case) + 30)
+            with counters.around(env.counters) as box:  # the driver's window only
+                run = self._client().run(argv, timeout=self.client_timeout(case) + 30)
+                box["extra"] = window = {"cpu_window": {"client_cpu_s": run.cpu_s}}
             if not run.result.ok:
                 raise WorkloadError(run.result.describe(), run.result)
-            return self.parse(case, run.result)
+            m = self.parse(case, run.result)
+            if counters.EXTRA_KEY in window:
+                m.extra[counters.EXTRA_KEY] = window[counters.EXTRA_KEY]
+            return m
         finally:
             self.stop_instances(env, n)
 

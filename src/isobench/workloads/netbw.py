@@ -71,6 +71,9 @@ class Netbw(ServerWorkload):
             argv.append("--reverse")  # the server (environment) sends
         return argv
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["MB", float(m.extra.get("bytes", 0.0)) / 1e6]  # received, as iperf3 counts it
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_iperf3(result.stdout, reverse=(case == "tx"))
         return Measurement(values=values, extra=extra, raw=result.stdout)

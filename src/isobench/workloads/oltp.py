@@ -165,6 +165,9 @@ class Oltp(ServerWorkload):
         if not run.result.ok:
             raise WorkloadError(f"sysbench warm-up: {run.result.describe()}", run.result)
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["transaction", m.values.get("tps", 0.0) * self.params.time_s]
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_sysbench(result.stdout)
         return Measurement(values=values, extra=extra, raw=result.stdout)

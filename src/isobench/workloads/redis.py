@@ -82,6 +82,9 @@ class Redis(ServerWorkload):
                 "-t", "set,get", "-c", str(sweep_value(case, "clients")), "-n", str(p.requests),
                 "-P", str(p.pipeline), "-d", str(p.value_bytes), "-r", str(p.keyspace), "--csv"]
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["request", 2.0 * self.params.requests]  # N SETs then N GETs
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_redis_csv(result.stdout)
         return Measurement(values=values, extra=extra, raw=result.stdout)

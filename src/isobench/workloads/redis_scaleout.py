@@ -118,6 +118,9 @@ class RedisScaleout(MultiServerWorkload):
                "timeout_s": self.client_timeout(case), "workdir": self._workdir()}
         return [sys.executable, "-m", "isobench.drivers.redis_mix", json.dumps(cfg)]
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["request", float(self.params.requests)]
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_scaleout(result.stdout)
         # the run's password must not reach the store

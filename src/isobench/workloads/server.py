@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from isobench import counters
 from isobench.envs.base import Environment, Paths
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
@@ -255,15 +256,19 @@ class ServerWorkload(Workload):
         addr, eport = env.endpoint(port, proto)
         argv = self.client_argv(case, addr, eport)
         server_before = self._server_ticks(env)
-        before = read_proc_stat()
-        t0 = time.perf_counter()
-        run = self._client().run(argv, timeout=self.client_timeout(case))
-        wall = time.perf_counter() - t0
-        after = read_proc_stat()
+        with counters.around(env.counters) as box:  # the load generator's window only
+            before = read_proc_stat()
+            t0 = time.perf_counter()
+            run = self._client().run(argv, timeout=self.client_timeout(case))
+            wall = time.perf_counter() - t0
+            after = read_proc_stat()
+            box["extra"] = window_extra = {"cpu_window": {"client_cpu_s": run.cpu_s}}
         server_after = self._server_ticks(env)
         if not run.result.ok:
             raise WorkloadError(run.result.describe(), run.result)
         m = self.parse(case, run.result)
+        if counters.EXTRA_KEY in window_extra:
+            m.extra[counters.EXTRA_KEY] = window_extra[counters.EXTRA_KEY]
         window = cpu_window(before, after, wall, run.cpu_s)
         if server_before is not None and server_after is not None:
             window = replace(window, server_cpu_s=(server_after - server_before) / clk_tck())

@@ -43,6 +43,9 @@ class Startup(Workload):
     def argv(self, case: str, paths: Paths) -> list[str]:
         return ["true"]
 
+    def units(self, case: str, m: Measurement) -> list:
+        return ["start", 1.0]
+
     def parse(self, case: str, result: ExecResult) -> Measurement:
         return Measurement(values={"ready_s": result.wall_s})
 

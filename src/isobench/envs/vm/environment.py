@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from isobench.counters import vmm_threads
 from isobench.envs.base import Environment, Paths
 from isobench.envs.vm import guestnet
 from isobench.envs.vm.guestagent import GuestAgent
@@ -291,6 +292,12 @@ class VmEnvironment(Environment):
     def vmm_pid(self) -> int | None:
         """QEMU's pid on the host (density reads its PSS)."""
         return self._qemu.pid if self._qemu is not None else None
+
+    def counters(self) -> dict[str, float]:
+        """QEMU's CPU time by thread role (vCPU / main loop / I/O), from the
+        debug-threads=on thread names."""
+        pid = self.vmm_pid
+        return vmm_threads(pid) if pid else {}
 
     # -- stop and facts -------------------------------------------------------
 
