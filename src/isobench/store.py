@@ -273,7 +273,18 @@ class Store:
                 if key is not None and value is not None:
                     run.values.setdefault((key, env), []).append(float(value))
                     run.rounds.setdefault((key, env), []).append(round_)
+        self._load_counters(run)
         return run
+
+    def _load_counters(self, run: RunData) -> None:
+        """Per-sample counter deltas and units (extra["counters"], extra["units"])."""
+        for env, w, c, round_, extra in self.db.execute(
+                "SELECT env, workload, ccase, round, extra FROM samples"
+                " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id", (run.run_id,)):
+            detail = json.loads(extra) if extra else {}
+            deltas, units = detail.get("counters"), detail.get("units")
+            if isinstance(deltas, dict) and deltas:
+                run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
 
     def extras(self, run_id: str, workload: str | None = None,
                case: str | None = None) -> dict[tuple[str, str, str], list[dict]]:

@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from isobench.report.attribution import section_lines as attribution_lines
 from isobench.report import compare_render as cmp
 from isobench.report.figures import KIND_ORDER, KIND_TITLES, FigureSpec, build_figures, to_svg
 from isobench.report.model import RunData
@@ -82,6 +83,8 @@ class _ShownFigure:
 
 
 _CAPTIONS = {
+    "attribution": "stacked: host CPU µs per unit of work by category, client host's share removed; "
+                   "QEMU's threads taken out of user/system (docs/attribution.md)",
     "normalised": "bars: candidate vs baseline on a log axis, >1 is better for every metric (latency-like "
                   "metrics inverted), whiskers: the table's corrected interval (an arrow where it runs off "
                   "the axis), * changed after Benjamini-Hochberg correction",
@@ -150,7 +153,8 @@ def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec
     return _env.get_template("report.html.j2").render(
         run=run, table=table, figure_groups=figure_groups(specs), run_facts=run_facts(run),
         host_facts=host_facts(run), env_rows=env_rows(run, table), emulated_note=EMULATED_NOTE,
-        cell_class=cell_class, notes=notes, inconclusive=inconclusive_lines(table), version=_version())
+        cell_class=cell_class, notes=notes, inconclusive=inconclusive_lines(table), version=_version(),
+        attribution=attribution_lines(run))
 
 
 def render_compare_html(result, regressions=None, fail_pct: float | None = None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from isobench.report.attribution import section_lines as attribution_lines
 from isobench.report.instances import density_lines, speedup_lines
 from isobench.report.model import RunData
 from isobench.report.netpairs import section_lines
@@ -104,6 +105,9 @@ def render_markdown(run: RunData) -> str:
     if pairs := section_lines(run):  # docker-nat vs docker-host, compared directly
         out += [f"## {md_escape(pairs[0])}", "", md_escape(pairs[1]), ""]
         out += [f"- {md_escape(line)}" for line in pairs[2:]] + [""]
+    if attr := attribution_lines(run):  # where the overhead comes from (counters)
+        out += [f"## {md_escape(attr[0])}", "", md_escape(attr[1]), ""]
+        out += [("  - " if line.startswith("  ") else "- ") + md_escape(line.strip()) for line in attr[2:]] + [""]
     out += _instances_md(run, table)
     if table.failures:
         out += ["## Failures", ""]

@@ -42,3 +42,7 @@ class RunData:
     # (workload, case, environment, metric) -> what the workload said that
     # figure does not mean there (Workload.validity), distinct texts in order
     validity: dict[tuple[str, str, str, str], list[str]] = field(default_factory=dict)
+    # (workload, case, environment) -> [(round, counter deltas, [unit, count])] of
+    # the measured samples that carry counters (isobench.counters); filled by
+    # Store.load_run, read by report.attribution
+    counters: dict[tuple[str, str, str], list[tuple[int, dict, list]]] = field(default_factory=dict)

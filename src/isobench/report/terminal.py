@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from isobench.report.attribution import section_lines as attribution_lines
 from isobench.report.model import RunData
 from isobench.report.netpairs import section_lines
 from isobench.report.table import (
@@ -84,6 +85,9 @@ def render_terminal(run: RunData, console: Console) -> None:
     _section(console, "Inconclusive", inconclusive_lines(table), "")
     for i, line in enumerate(section_lines(run)):  # docker-nat vs docker-host, compared directly
         console.print(Text(("\n" if i == 0 else "" if i == 1 else "  ") + line,
+                           style="bold" if i == 0 else "dim" if i == 1 else ""))
+    for i, line in enumerate(attribution_lines(run)):  # where the overhead comes from (counters)
+        console.print(Text(("\n" if i == 0 else "") + line,
                            style="bold" if i == 0 else "dim" if i == 1 else ""))
     if table.failures:
         console.print()

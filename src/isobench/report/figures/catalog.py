@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
+from isobench.report.attribution import counters_of, cpu_per_unit
+from isobench.report.figures.attribution import cpu_per_unit_figure
 from isobench.report.figures.bars import cpu_cost_figure, startup_figure
 from isobench.report.figures.cdf import HIST_SUFFIX, histograms, latency_cdf_figure
 from isobench.report.figures.curves import sweep_figure, throughput_cpu_figure, throughput_latency_figure
@@ -28,8 +30,9 @@ KIND_SCALEOUT = "scale-out"
 KIND_INSTANCES = "per-instance"
 KIND_FAIRNESS = "fairness"
 KIND_DENSITY = "density"
+KIND_ATTRIBUTION = "attribution"
 KIND_ORDER = (KIND_NORMALISED, KIND_SWEEP, KIND_TPUT_LAT, KIND_CDF, KIND_CPU_COST, KIND_TPUT_CPU,
-              KIND_STARTUP, KIND_SCALEOUT, KIND_INSTANCES, KIND_FAIRNESS, KIND_DENSITY)
+              KIND_STARTUP, KIND_SCALEOUT, KIND_INSTANCES, KIND_FAIRNESS, KIND_DENSITY, KIND_ATTRIBUTION)
 KIND_TITLES = {
     KIND_NORMALISED: "Performance relative to the baseline",
     KIND_SWEEP: "Curves vs the swept parameter (concurrency, noise step, instances)",
@@ -42,6 +45,7 @@ KIND_TITLES = {
     KIND_INSTANCES: "Per-instance results vs the swept parameter",
     KIND_FAIRNESS: "Fairness across instances",
     KIND_DENSITY: "Density: footprint and startup vs instances",
+    KIND_ATTRIBUTION: "Where the overhead comes from: CPU per unit of work",
 }
 
 
@@ -99,6 +103,8 @@ def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] |
             f"{s.label}: fairness vs {s.param}", fairness_figure(table, s))
     add(KIND_DENSITY, "density", "Density: footprint and startup vs instances",
         density_figure(table, env_facts or {}))
+    add(KIND_ATTRIBUTION, "attribution-cpu-per-unit", "CPU per unit of work by category",
+        cpu_per_unit_figure(cpu_per_unit(counters_of(extras or {})), [c.env for c in table.columns]))
     # Unique slugs even if two names slugify alike.
     seen: dict[str, int] = {}
     out = []
