@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -313,3 +315,31 @@ def parse_cpu_stat_v2(text: str) -> dict[str, float]:
         if len(parts) == 2 and parts[0] in names:
             out[names[parts[0]]] = int(parts[1]) / 1e6
     return out
+
+
+# -- hardware events: only where the host exposes a PMU ---------------------------------
+
+def parse_perf_probe(stderr: str) -> str:
+    """The verdict of ``perf stat -e instructions true`` from its output:
+    "available", or why not (virtual machines without a virtual PMU print
+    "<not supported>")."""
+    for line in stderr.splitlines():
+        if "instructions" in line:
+            if "<not supported>" in line or "<not counted>" in line:
+                return "no PMU: perf stat reports instructions <not supported>"
+            if re.match(r"^\s*[\d,.]+\s+instructions", line):
+                return "available"
+    return "no PMU: perf stat gave no instructions count"
+
+
+def probe_pmu(timeout: float = 10.0) -> str:
+    """Once per run: can ``perf stat`` count hardware events on this host?"""
+    perf = shutil.which("perf")
+    if perf is None:
+        return "no PMU probe: perf not installed (Debian package linux-perf)"
+    try:
+        r = subprocess.run([perf, "stat", "-e", "instructions", "true"], capture_output=True, text=True,
+                           timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"no PMU probe: perf failed ({type(exc).__name__})"
+    return parse_perf_probe(r.stderr + r.stdout)

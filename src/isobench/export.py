@@ -16,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+from isobench.report.attribution import derived
 from isobench.report.model import RunData
 from isobench.report.table import FAILED, OK, build_table
 
@@ -31,6 +32,11 @@ CELL_COLUMNS = ("run_id", "workload", "case", "metric", "unit", "higher_is_bette
                 # since version 2
                 "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed",
                 "warnings")
+
+# Per-sample counters (docs/attribution.md): one row per measured sample and
+# counter, its delta over the sample and the delta per unit of work.
+COUNTER_COLUMNS = ("run_id", "env", "workload", "case", "round", "warmup", "counter", "delta",
+                   "unit_name", "units", "per_unit")
 
 VERDICT_BASELINE = "baseline"
 VERDICT_FAILED = "failed"
@@ -113,6 +119,29 @@ def cell_rows(run: RunData) -> list[dict]:
     return rows
 
 
+def counter_rows(run: RunData, samples: list[dict]) -> list[dict]:
+    """One row per successful sample (warm-ups included, flagged) and counter
+    in its extra["counters"] (derived ones such as cpu.sut_s included);
+    per_unit = delta / units, empty when the sample did no units."""
+    rows = []
+    for s in samples:
+        if s["status"] != "ok" or not s.get("extra"):
+            continue
+        extra = json.loads(s["extra"])
+        deltas = extra.get("counters")
+        if not isinstance(deltas, dict):
+            continue
+        unit_name, units = (extra.get("units") or ["run", 1.0])[:2]
+        units = _num(units)
+        for name, value in sorted(derived(deltas).items()):
+            value = _num(value)
+            rows.append({"run_id": run.run_id, "env": s["env"], "workload": s["workload"], "case": s["ccase"],
+                         "round": s["round"], "warmup": bool(s["warmup"]), "counter": name, "delta": value,
+                         "unit_name": unit_name, "units": units,
+                         "per_unit": value / units if value is not None and units else None})
+    return rows
+
+
 def _csv_value(v) -> str:
     if v is None:
         return ""
@@ -134,9 +163,10 @@ def write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:
 def export_csv(run: RunData, samples: list[dict], directory: str | Path) -> list[Path]:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    paths = [d / "samples.csv", d / "cells.csv"]
+    paths = [d / "samples.csv", d / "cells.csv", d / "counters.csv"]
     write_csv(paths[0], SAMPLE_COLUMNS, sample_rows(run, samples))
     write_csv(paths[1], CELL_COLUMNS, cell_rows(run))
+    write_csv(paths[2], COUNTER_COLUMNS, counter_rows(run, samples))
     return paths
 
 
@@ -154,6 +184,8 @@ def export_document(run: RunData, samples: list[dict]) -> dict:
         "cell_columns": list(CELL_COLUMNS),
         "samples": sample_rows(run, samples),
         "cells": cell_rows(run),
+        "counter_columns": list(COUNTER_COLUMNS),
+        "counters": counter_rows(run, samples),
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 
+from isobench.counters import probe_pmu
 from isobench import __version__
 from isobench.hostinfo import bracketed, cpu_model, meminfo, read_text
 
@@ -27,6 +28,7 @@ def host_facts() -> dict:
         "docker_version": docker_version(),
         "isobench_version": __version__,
         "python": platform.python_version(),
+        "hardware_events": probe_pmu(),  # perf stat -e instructions: a PMU or not (docs/attribution.md)
     }
 
 

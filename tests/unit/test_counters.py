@@ -136,3 +136,12 @@ def test_cgroup_cpu_missing_container_is_empty(tmp_path):
 def test_counters_module_is_ground_floor():
     src = Path(c.__file__).read_text()
     assert "\nfrom isobench" not in src and "\nimport isobench" not in src
+
+
+def test_perf_probe_on_this_hosts_real_output():
+    assert c.parse_perf_probe(text("perf-stat-no-pmu.txt")).startswith("no PMU")
+
+
+def test_perf_probe_with_a_pmu():
+    out = "\n Performance counter stats for 'true':\n\n           512,340      instructions\n"
+    assert c.parse_perf_probe(out) == "available"

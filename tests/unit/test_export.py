@@ -81,3 +81,34 @@ def test_json_has_metadata_and_both_tables(store_path, tmp_path):
     assert list(doc["samples"][0]) == SAMPLES and list(doc["cells"][0]) == CELLS
     baseline = next(c for c in doc["cells"] if c["env"] == "native")
     assert baseline["ratio_vs_baseline"] is None  # null, never NaN
+
+
+COUNTERS = ["run_id", "env", "workload", "case", "round", "warmup", "counter", "delta", "unit_name", "units",
+            "per_unit"]
+
+
+def test_counter_columns_pinned_and_documented():
+    from pathlib import Path
+    from isobench.export import COUNTER_COLUMNS
+    assert list(COUNTER_COLUMNS) == COUNTERS
+    doc = (Path(__file__).parents[2] / "docs" / "attribution.md").read_text()
+    for name in COUNTERS:
+        assert f"| `{name}` |" in doc, name
+
+
+def test_counters_csv_per_unit(tmp_path):
+    from isobench.export import COUNTER_COLUMNS, counter_rows
+    from isobench.store import Sample
+    path = str(tmp_path / "c.sqlite")
+    s = Store(path)
+    write_run(s, Synthetic("run-c", repetitions=2))
+    s.add_sample(Sample("run-c", "native", "compression", "default", 9, False, "ok", "t", 1.0,
+                        {"throughput_mbs": 1.0}, {"counters": {"cpu.system_s": 0.5, "ctxt": 100.0},
+                                                   "units": ["MB", 50.0]}))
+    run = s.load_run("run-c")
+    rows = counter_rows(run, s.samples("run-c"))
+    by = {r["counter"]: r for r in rows}
+    assert by["ctxt"]["per_unit"] == 2.0 and by["cpu.system_s"]["per_unit"] == 0.01
+    assert by["ctxt"]["unit_name"] == "MB" and by["ctxt"]["round"] == 9
+    assert all(list(r) == list(COUNTER_COLUMNS) for r in rows)
+    assert run.counters[("compression", "default", "native")][0][2] == ["MB", 50.0]
