@@ -1,0 +1,136 @@
+"""Known answers for the counters on the real system (run under the heavy lock):
+(a) docker-nat costs more system/softirq CPU per round trip than docker-host;
+(b) a few thousand non-matching iptables rules on the forward path raise
+docker-nat's per-round-trip kernel cost; (c) a TCG VM's compression shows
+its CPU in QEMU's threads."""
+
+import os
+import subprocess
+
+import pytest
+
+from isobench.report.attribution import build_rows, per_unit
+from isobench.runner import run_study
+from isobench.stats import compare_cell
+from isobench.store import Store
+from isobench.study import parse_study
+
+pytestmark = pytest.mark.integration
+
+CHAIN = f"ISOBENCH-ATTR-{os.getpid()}"
+KERNEL = ("cpu.sut_s", "cpu.system_s", "cpu.softirq_s")
+
+
+def image() -> str:
+    from isobench.dockerclient import engine
+    from isobench.images import ensure_image  # the built isobench/debian image
+    return ensure_image(engine(), log=lambda *a, **k: None)
+
+
+def run(tmp_path, text: str, name: str) -> tuple[Store, str]:
+    store = Store(str(tmp_path / f"{name}.sqlite"))
+    rid = run_study(parse_study(text, name), store, image_provider=image)
+    return store, rid
+
+
+NETLAT = """
+[study]
+name = "attr-netlat"
+repetitions = 5
+warmup = 1
+baseline = "docker-host"
+[environments.docker-host]
+[environments.docker-nat]
+[workloads.netlat]
+duration_s = 2
+cases = ["tcp"]
+"""
+
+
+def test_a_nat_costs_kernel_cpu_per_round_trip(tmp_path):
+    store, rid = run(tmp_path, NETLAT, "a")
+    run_ = store.load_run(rid)
+    assert run_.counters, "no counters stored with the samples"
+    rows = [r for r in build_rows(run_) if r.env == "docker-nat"]
+    kernel = {r.counter: r for r in rows if r.counter in KERNEL}
+    print({k: (r.baseline_mean, r.env_mean, r.verdict.verdict) for k, r in kernel.items()})
+    assert kernel["cpu.sut_s"].delta > 0 and kernel["cpu.sut_s"].verdict.changed
+    assert any(kernel[k].delta > 0 and kernel[k].verdict.changed for k in ("cpu.system_s", "cpu.softirq_s"))
+
+
+NAT_ONLY = NETLAT.replace('baseline = "docker-host"', 'baseline = "docker-nat"').replace(
+    "[environments.docker-host]\n", "")
+
+
+def iptables(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["iptables", "-w", "5", *args], capture_output=True, text=True, timeout=60)
+
+
+def add_rules(n: int) -> None:
+    """A dedicated chain of n rules that never match (sources in 198.18.255.0/24,
+    which nothing uses), jumped to first from DOCKER-USER (forwarded, NAT path)
+    and INPUT (the userland proxy's path)."""
+    lines = ["*filter", f":{CHAIN} - [0:0]"]
+    lines += [f"-A {CHAIN} -s 198.18.255.{i % 250 + 1}/32 -p tcp --dport {1024 + i} -j DROP" for i in range(n)]
+    lines += [f"-I DOCKER-USER 1 -j {CHAIN}", f"-I INPUT 1 -j {CHAIN}", "COMMIT", ""]
+    r = subprocess.run(["iptables-restore", "-w", "5", "--noflush"], input="\n".join(lines),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def remove_rules() -> None:
+    for parent in ("DOCKER-USER", "INPUT"):
+        while iptables("-D", parent, "-j", CHAIN).returncode == 0:
+            pass
+    iptables("-F", CHAIN)
+    iptables("-X", CHAIN)
+
+
+def kernel_per_rtt(store: Store, rid: str) -> dict[str, list[float]]:
+    run_ = store.load_run(rid)
+    _unit, pu = per_unit(run_.counters[("netlat", "tcp", "docker-nat")])
+    return {k: list(pu[k].values()) for k in KERNEL}
+
+
+def test_b_iptables_rules_land_in_kernel_cost(tmp_path):
+    s0, r0 = run(tmp_path, NAT_ONLY, "b0")
+    try:
+        add_rules(3000)
+        s1, r1 = run(tmp_path, NAT_ONLY, "b1")
+    finally:
+        remove_rules()
+    assert CHAIN not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+    before, after = kernel_per_rtt(s0, r0), kernel_per_rtt(s1, r1)
+    print({k: (sum(before[k]) / len(before[k]), sum(after[k]) / len(after[k])) for k in KERNEL})
+    effect = compare_cell(after["cpu.sut_s"], before["cpu.sut_s"], False)
+    assert effect.ratio > 1 and effect.p < 0.05
+
+
+VM = """
+[study]
+name = "attr-vm"
+repetitions = 2
+warmup = 0
+baseline = "native"
+[environments.native]
+[environments.vm-stock]
+vcpus = 2
+memory_mb = 1024
+data_disk_mb = 1024
+[workloads.compression]
+size_mb = 4
+threads = 0
+level = 2
+"""
+
+
+def test_c_tcg_compression_cpu_is_in_qemu_threads(tmp_path):
+    store, rid = run(tmp_path, VM, "c")
+    run_ = store.load_run(rid)
+    samples = run_.counters[("compression", "default", "vm-stock")]
+    for _round, d, units in samples:
+        vmm = d["vmm.vcpu_user_s"] + d["vmm.vcpu_sys_s"] + d.get("cpu.guest_s", 0.0)
+        busy = d["cpu.user_s"] + d["cpu.system_s"]
+        assert units[0] == "MB" and vmm > 0.5 * busy, (vmm, busy)
+    assert not any(k.startswith("vmm.") for _r, d, _u in run_.counters[("compression", "default", "native")]
+                   for k in d)
