@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from isobench.workspace import DEFAULT_STORE
 
@@ -303,6 +304,10 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
             Path(output).write_text(text, encoding="utf-8")
         else:
             click.echo(text)
+    if fmt == "terminal" and not output:  # where the change comes from (counters), when both runs have them
+        from isobench.report.attribution import compare_section_lines
+        for i, line in enumerate(compare_section_lines(a, b)):
+            console.print(Text(("\n" if i == 0 else "") + line, style="bold" if i == 0 else ""))
     if output:
         err_console.print(f"comparison written to {output}", markup=False, highlight=False)
         err_console.print(result.summary_line(), markup=False, highlight=False)

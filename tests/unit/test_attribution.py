@@ -67,3 +67,13 @@ def test_figure_from_counters():
     assert unit == "round trip" and per_env["docker-nat"]["system"] > per_env["docker-host"]["system"]
     assert cpu_per_unit_figure(cells, ["docker-host", "docker-nat"]) is not None
     assert cpu_per_unit_figure({}, []) is None
+
+
+def test_compare_two_runs_finds_the_changed_counter():
+    from isobench.report.attribution import compare_rows, compare_section_lines
+    a, b = run_with(0.0), run_with(0.5)
+    b.run_id = "r2"
+    rows = [r for r in compare_rows(a, b) if r.env == "docker-nat" and r.verdict.changed]
+    assert {"cpu.system_s", "cpu.sut_s"} <= {r.counter for r in rows}
+    assert all(r.env == "docker-nat" for r in rows)  # docker-host did not change between the runs
+    assert compare_section_lines(a, b)[0] == "Where the change comes from"

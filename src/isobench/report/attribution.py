@@ -221,3 +221,40 @@ def cpu_per_unit(counters: dict[tuple[str, str, str], list]) -> dict[tuple[str, 
         if n:
             out.setdefault((w, c), (unit, {}))[1][env] = {k: v / n for k, v in sums.items()}
     return out
+
+
+def compare_rows(a: RunData, b: RunData) -> list[Row]:
+    """Run B against run A: per cell and environment measured in both, each
+    counter's per-unit cost (Welch on logs: rounds of two runs do not pair),
+    BH over the whole comparison. ``baseline_mean`` is A's, ``env_mean`` B's."""
+    pending = []
+    for key in sorted(set(a.counters) & set(b.counters)):
+        w, c, env = key
+        unit, pa = per_unit(a.counters[key])
+        _u, pb = per_unit(b.counters[key])
+        for name in sorted(set(pa) & set(pb), key=_ORDER.get):
+            va, vb = list(pa[name].values()), list(pb[name].values())
+            label, _scale, prefix = _LABELS[name]
+            pending.append((w, c, env, name, label, f"{prefix}/{unit}" if prefix else f"per {unit}",
+                            sum(va) / len(va), sum(vb) / len(vb), compare_cell(vb, va, False)))
+    verdicts = adjust([p[-1] for p in pending]) if pending else []
+    return [Row(*p[:-1], v) for p, v in zip(pending, verdicts)]
+
+
+def compare_section_lines(a: RunData, b: RunData, limit: int = 8) -> list[str]:
+    """As section_lines, for ``isobench compare``: what changed per unit from A to B."""
+    if not (a.counters and b.counters):
+        return []
+    rows = compare_rows(a, b)
+    out = ["Where the change comes from",
+           f"Per-unit counter costs of {b.run_id} against {a.run_id}, changed rows only (Benjamini-Hochberg "
+           f"over {rows[0].verdict.m if rows else 0} tested counters; docs/attribution.md)."]
+    groups: dict[tuple[str, str, str], list[Row]] = {}
+    for r in changed(rows):
+        groups.setdefault((r.workload, r.case, r.env), []).append(r)
+    if not groups:
+        out.append("No per-unit counter changed significantly between the runs.")
+    for (w, c, env), rs in groups.items():
+        out.append(f"{w}/{c} on {env}:")
+        out += [f"  {r.text()}" for r in rs[:limit]]
+    return out
