@@ -20,7 +20,7 @@ def cpu_per_unit_figure(cells: dict[tuple[str, str], tuple[str, dict[str, dict[s
     items = [(wc, unit, per_env) for wc, (unit, per_env) in cells.items() if per_env][:MAX_PANELS]
     if not items:
         return None
-    fig = new_figure(min(4.2 * len(items), 16), 4.6)
+    fig = new_figure(max(7.0, min(4.2 * len(items), 16)), 4.6)
     axes = fig.subplots(1, len(items), squeeze=False)[0]
     for ax, ((w, c), unit, per_env) in zip(axes, items):
         names = [e for e in envs if e in per_env] + [e for e in per_env if e not in envs]
@@ -33,7 +33,8 @@ def cpu_per_unit_figure(cells: dict[tuple[str, str], tuple[str, dict[str, dict[s
                    label=cat, width=0.7)
             bottoms = [b + h for b, h in zip(bottoms, heights)]
         for i, total in enumerate(bottoms):
-            ax.text(i, total, f"{total:.3g}", ha="center", va="bottom", fontsize=7)
+            ax.text(i, total, f"{total:,.0f}" if total >= 1000 else f"{total:.3g}", ha="center", va="bottom",
+                    fontsize=7)
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(f"CPU µs per {unit}")
         ax.set_title(f"{w} {c}" if c != "default" else w, fontsize=10)
@@ -42,5 +43,5 @@ def cpu_per_unit_figure(cells: dict[tuple[str, str], tuple[str, dict[str, dict[s
         handles, labels = ax.get_legend_handles_labels()
         if handles:
             ax.legend(handles, labels, fontsize=7, loc="upper left")
-    fig.suptitle(title + " (host-wide; client host's share removed)", fontsize=11)
+    fig.suptitle(title + " (host-wide, client host's share removed)", fontsize=10)
     return fig
