@@ -223,6 +223,17 @@ def around(env_counters: Callable[[], dict[str, float]] | None = None,
         extra[EXTRA_KEY] = d
 
 
+def units_of(declare: Callable[[], list]) -> list:
+    """A workload's [unit name, count], checked: a declaration that fails or
+    is malformed must not fail the sample; it becomes [name, 0] (no per-unit
+    cost) with the reason kept."""
+    try:
+        name, count = declare()
+        return [str(name), float(count)]
+    except Exception as exc:  # noqa: BLE001 - units are detail; the sample's values stand
+        return ["run", 0.0, f"units not declared: {type(exc).__name__}: {exc}"[:200]]
+
+
 def _safe(read: Callable[[], dict[str, float]]) -> dict[str, float]:
     try:
         return {k: float(v) for k, v in (read() or {}).items()}

@@ -242,7 +242,7 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
         with counters.around(env.counters) as box:  # host + environment deltas -> extra["counters"]
             m = cell.workload.run(cell.workload_case, env)
             box["extra"] = m.extra
-        m.extra["units"] = cell.workload.units(cell.workload_case, m)
+        m.extra["units"] = counters.units_of(lambda: cell.workload.units(cell.workload_case, m))
         if noise_facts is not None:
             m.extra["noise"] = noise_facts
         notes = cell.workload.validity(cell.workload_case, m)

@@ -145,3 +145,9 @@ def test_perf_probe_on_this_hosts_real_output():
 def test_perf_probe_with_a_pmu():
     out = "\n Performance counter stats for 'true':\n\n           512,340      instructions\n"
     assert c.parse_perf_probe(out) == "available"
+
+
+def test_units_of_never_fails_a_sample():
+    assert c.units_of(lambda: ["MB", 16]) == ["MB", 16.0]
+    bad = c.units_of(lambda: 1 / 0)
+    assert bad[:2] == ["run", 0.0] and "ZeroDivisionError" in bad[2]
