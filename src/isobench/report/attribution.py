@@ -65,7 +65,7 @@ def derived(d: dict[str, float]) -> dict[str, float]:
     host's share (``cpu.sut_s``) and QEMU's thread roles, user + system."""
     out = dict(d)
     if "cpu.user_s" in d:
-        busy = sum(d.get(f"cpu.{k}_s", 0.0) for k in ("user", "nice", "system", "irq", "softirq", "steal"))
+        busy = sum(d.get(f"cpu.{k}_s", 0.0) for k in ("user", "nice", "system", "irq", "softirq"))
         out["cpu.sut_s"] = max(0.0, busy - d.get("cpu.client_s", 0.0))
     for role in ("vcpu", "io", "main"):
         if f"vmm.{role}_user_s" in d:
