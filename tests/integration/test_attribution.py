@@ -36,7 +36,7 @@ def run(tmp_path, text: str, name: str) -> tuple[Store, str]:
 NETLAT = """
 [study]
 name = "attr-netlat"
-repetitions = 5
+repetitions = 10
 warmup = 1
 baseline = "docker-host"
 [environments.docker-host]
