@@ -51,7 +51,8 @@ say "$CONF $conf_state (bip $BIP_GATEWAY/24, pools 198.18.64.0/18, overlay2, run
 # it off cgroup2; runc uses it as v1 like the others. Only when the cgroup2
 # root has not enabled it for children (else the kernel refuses: left as is).
 unified=/sys/fs/cgroup/unified
-if mountpoint -q "$unified" && [ -s "$unified/cgroup.controllers" ]; then
+# (cgroupfs files report size 0: read them, never test -s)
+if mountpoint -q "$unified" && [ -n "$(cat "$unified/cgroup.controllers" 2>/dev/null)" ]; then
     for ctl in $(cat "$unified/cgroup.controllers"); do
         grep -qw "$ctl" "$unified/cgroup.subtree_control" && continue
         mkdir -p "/sys/fs/cgroup/$ctl"
