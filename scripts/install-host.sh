@@ -23,7 +23,9 @@ export NEEDRESTART_SUSPEND=1
 
 # Host infrastructure (not workload tools): engine, rootfs builder, hypervisor,
 # Python for isobench itself.
-INFRA=(docker.io containerd runc tini iptables debootstrap qemu-system-x86 qemu-utils
+# crun and runsc (gVisor) are the OCI runtimes beside runc (start-dockerd.sh
+# registers them with Docker; docs/environments/runtimes.md).
+INFRA=(docker.io containerd runc crun runsc tini iptables debootstrap qemu-system-x86 qemu-utils
        python3 python3-venv python3-pip ca-certificates procps iproute2 util-linux
        tar e2fsprogs chromium)
 

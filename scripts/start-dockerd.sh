@@ -3,8 +3,11 @@
 #
 # - /etc/docker/daemon.json gets isobench's keys merged in (other keys kept):
 #   docker0 at 198.18.0.1/24 and user networks from 198.18.64.0/18, inside the
-#   RFC 2544 benchmarking range 198.18.0.0/15, never a LAN range; overlay2.
+#   RFC 2544 benchmarking range 198.18.0.0/15, never a LAN range; overlay2;
+#   the installed OCI runtimes crun and runsc (gVisor) under "runtimes"
+#   (src/isobench/daemonconf.py, docs/environments/runtimes.md).
 # - If dockerd answers with that bridge and the file did not change: nothing.
+# - If only "runtimes" changed: SIGHUP (dockerd reloads them, containers keep running).
 # - Else (re)start it: `systemctl restart docker` when systemd is PID 1,
 #   otherwise a detached dockerd (pidfile /var/run/docker.pid, log
 #   /var/log/isobench-dockerd.log), then wait up to 60 s for `docker info`.
@@ -12,6 +15,8 @@
 # Idempotent; run as root. Used by install-host.sh and by test setups.
 set -euo pipefail
 
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
 BIP_GATEWAY=198.18.0.1
 CONF=/etc/docker/daemon.json
 LOG=/var/log/isobench-dockerd.log
@@ -35,32 +40,29 @@ bridge_gateway() {
 
 # 1. daemon.json
 mkdir -p /etc/docker
-conf_state=$(python3 - "$CONF" <<'PY'
-import json, os, sys
-path = sys.argv[1]
-try:
-    with open(path) as fh:
-        conf = json.load(fh)
-except FileNotFoundError:
-    conf = {}
-want = {
-    "bip": "198.18.0.1/24",
-    "default-address-pools": [{"base": "198.18.64.0/18", "size": 24}],
-    "storage-driver": "overlay2",
-}
-if all(conf.get(k) == v for k, v in want.items()):
-    print("unchanged")
-else:
-    conf.update(want)
-    tmp = path + ".isobench-tmp"
-    with open(tmp, "w") as fh:
-        json.dump(conf, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
-    print("changed")
-PY
-)
-say "$CONF $conf_state (bip $BIP_GATEWAY/24, pools 198.18.64.0/18, overlay2)"
+# base keys plus the installed OCI runtimes (crun, runsc), merged by
+# isobench.daemonconf (Debian's python3, stdlib only)
+conf_state=$(PYTHONPATH="$ROOT/src" python3 -S -m isobench.daemonconf "$CONF") || die "cannot update $CONF"
+say "$CONF $conf_state (bip $BIP_GATEWAY/24, pools 198.18.64.0/18, overlay2, runtimes: $(command -v crun runsc | xargs -r -n1 basename | xargs))"
+
+# crun refuses a "hybrid" cgroup host whose cgroup2 still holds controllers
+# (here: hugetlb, which no v1 hierarchy claims). Mounting each such
+# controller as its own v1 hierarchy, as systemd's hybrid layout does, moves
+# it off cgroup2; runc uses it as v1 like the others. Only when the cgroup2
+# root has not enabled it for children (else the kernel refuses: left as is).
+unified=/sys/fs/cgroup/unified
+# (cgroupfs files report size 0: read them, never test -s)
+if mountpoint -q "$unified" && [ -n "$(cat "$unified/cgroup.controllers" 2>/dev/null)" ]; then
+    for ctl in $(cat "$unified/cgroup.controllers"); do
+        grep -qw "$ctl" "$unified/cgroup.subtree_control" && continue
+        mkdir -p "/sys/fs/cgroup/$ctl"
+        if mount -t cgroup -o "$ctl" cgroup "/sys/fs/cgroup/$ctl" 2>/dev/null; then
+            say "cgroup controller $ctl moved from cgroup2 to its own v1 hierarchy (crun needs an empty cgroup2)"
+        else
+            say "warning: cannot mount cgroup controller $ctl as v1: crun will not run here"
+        fi
+    done
+fi
 
 # 2. already up with this configuration?
 if answering; then
@@ -68,6 +70,20 @@ if answering; then
     if [ "$conf_state" = unchanged ] && [ "$gw" = "$BIP_GATEWAY" ]; then
         say "dockerd already running, docker0 gateway $gw"
         exit 0
+    fi
+    # dockerd reloads "runtimes" on SIGHUP (Docker 20.10: reloadable), running containers untouched
+    if [ "$conf_state" = runtimes ] && [ "$gw" = "$BIP_GATEWAY" ]; then
+        pid=$(cat "$PIDFILE" 2>/dev/null || pgrep -xo dockerd || true)
+        [ -n "$pid" ] || die "dockerd answers but its pid is unknown; reload it by hand (kill -HUP)"
+        kill -HUP "$pid"
+        for _ in $(seq 1 20); do
+            missing=$(python3 -S -c 'import json,sys; c=json.load(open(sys.argv[1])); print(" ".join(sorted(c.get("runtimes", {}))))' "$CONF")
+            have=$(timeout 10 "$DOCKER" info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}' 2>/dev/null || true)
+            ok=1; for r in $missing; do case " $have " in *" $r "*) ;; *) ok=0;; esac; done
+            [ "$ok" = 1 ] && { say "dockerd (pid $pid) reloaded its runtimes: $have"; exit 0; }
+            sleep 0.5
+        done
+        die "dockerd (pid $pid) did not pick up the runtimes of $CONF after SIGHUP (see $LOG)"
     fi
     say "dockerd running with docker0 gateway '${gw:-?}' or an older config: restarting"
     action=restart

@@ -38,6 +38,8 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
                 biggest[fp.resource] = (f"workloads.{entry.key}.{fp.field}", need)
     # what each kind holds of the host itself (a guest's RAM), all instances
     for name, spec in study.environments.items():
+        problems += [f"{study.path}: environments.{name}.{field}: {problem}"
+                     for field, problem in kind_of(spec.kind).check(spec)]
         for fp in kind_of(spec.kind).footprint(spec):
             totals[fp.resource] += fp.bytes
             if fp.bytes > biggest.get(fp.resource, ("", -1))[1]:

@@ -42,8 +42,8 @@ def study_text(body: str) -> str:
 def test_shipped_kinds_in_order_with_presets():
     kinds = registry.kinds()
     assert list(kinds)[:3] == ["native", "docker", "vm"]
-    assert list(registry.presets())[:6] == ["native", "docker-nat", "docker-host", "vm-stock", "vm-tuned",
-                                             "vm-docker"]
+    assert list(registry.presets())[:8] == ["native", "docker-nat", "docker-host", "docker-crun", "docker-gvisor",
+                                             "vm-stock", "vm-tuned", "vm-docker"]
     assert [k.name for k in kinds.values() if k.needs_image] == ["docker"]
     assert all(p.startswith("/") for k in kinds.values() for p in k.scratch_roots)
 
@@ -57,7 +57,7 @@ def test_fake_kind_in_the_study_model(fake):
     with pytest.raises(StudyError) as err:
         parse_study(study_text('[environments.fake]\n[environments.x]\nkind = "nope"\n[workloads.startup]\n'))
     assert "must be one of native, docker, vm, fake (or name a preset: native, docker-nat, docker-host, " \
-           "vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
+           "docker-crun, docker-gvisor, vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
     with pytest.raises(StudyError, match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, reserve_mb"):
         parse_study(study_text("[environments.fake]\ncpus = 2\n[workloads.startup]\n"))
 

@@ -15,12 +15,13 @@ from requests.exceptions import ReadTimeout
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from isobench.counters import cgroup_cpu
 from isobench.dockerclient import engine, engine_or_none
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
+from isobench.envs import runtimes as rt
 from isobench.envs.pinning import placement
 from isobench.errors import EnvironmentError_
 from isobench.proc import KILL_GRACE_S, ExecResult, bounded
@@ -39,11 +40,24 @@ class DockerSpec(EnvSpec):
     tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
     instances: int = INSTANCES
     pin: Pin = False
+    # the OCI runtime every container of this environment runs under
+    # (envs/runtimes.py); gvisor_platform only with runsc (ptrace by default)
+    runtime: str = "runc"
+    gvisor_platform: Literal["ptrace"] | None = None
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, value: str) -> str:
+        if value not in rt.RUNTIMES:
+            raise ValueError(f"unknown runtime {value!r}; isobench knows {', '.join(rt.RUNTIMES)}")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> "DockerSpec":
         if self.pin and self.cpuset:
             raise ValueError("pin and cpuset both place the container; set one of them")
+        if self.gvisor_platform and self.runtime != "runsc":
+            raise ValueError(f"gvisor_platform is for runtime = \"runsc\", not {self.runtime!r}")
         return self
 
 
@@ -53,12 +67,17 @@ class DockerKind(EnvKind):
     presets = {
         "docker-nat": {"network": "bridge", "storage": "overlay"},
         "docker-host": {"network": "host", "storage": "volume"},
+        # docker-nat under another OCI runtime
+        "docker-crun": {"network": "bridge", "storage": "overlay", "runtime": "crun"},
+        "docker-gvisor": {"network": "bridge", "storage": "overlay", "runtime": "runsc", "gvisor_platform": "ptrace"},
     }
     rank = 10
     needs_image = True
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
         options = spec.model_dump(exclude={"kind", "instances"})
+        if options.get("runtime") == "runsc" and not options.get("gvisor_platform"):
+            options["gvisor_platform"] = "ptrace"
         if options.pop("pin", False):
             options["cpuset"] = placement(spec.pin, index)
         return DockerEnvironment(name=name, options=options, run_id=run_id, image=image or "",
@@ -78,9 +97,52 @@ class DockerKind(EnvKind):
         from isobench.images import image_tag
         tag = image_tag()
         have = bool(client.images.list(name=tag))
-        return EnvProbe("docker", True,
-                        f"Docker {info.get('ServerVersion')}, storage {info.get('Driver')}, bridge {bridge}, "
-                        f"image {tag} {'built' if have else 'not built yet (isobench images build)'}")
+        lines = [f"Docker {info.get('ServerVersion')}, storage {info.get('Driver')}, bridge {bridge}, "
+                 f"image {tag} {'built' if have else 'not built yet (isobench images build)'}"]
+        for name, state in self._runtime_states(client, tag if have else None).items():
+            lines.append(f"runtime {name}: {state}")
+        return EnvProbe("docker", True, "\n".join(lines))
+
+    @staticmethod
+    def _runtime_states(client, image: str | None) -> dict[str, str]:
+        """Each runtime isobench offers, by its daemon.json name: "available",
+        or the one-line reason it is not (found by starting a container)."""
+        registered = client.info().get("Runtimes") or {}
+        # runc is Docker's own, proven by the engine starting any container
+        states: dict[str, str] = {}
+        for runtime in rt.RUNTIMES:
+            platforms = rt.GVISOR_PLATFORMS if runtime == "runsc" else (None,)
+            for platform in platforms:
+                name = rt.engine_name(runtime, platform)
+                if name not in registered:
+                    states[name] = "not registered in /etc/docker/daemon.json (install it, then scripts/start-dockerd.sh)"
+                elif runtime == "runc":
+                    states[name] = "available (Docker's default)"
+                elif image is None:
+                    states[name] = "registered, not probed (the image is not built yet)"
+                else:
+                    v = rt.probe(client, name, image)
+                    states[name] = f"available ({rt.version(registered[name])})" if v.works else v.line()
+        return states
+
+    def check(self, spec: DockerSpec) -> list[tuple[str, str]]:
+        if spec.runtime == "runc":
+            return []  # Docker's own: its problems are the engine's, found at start
+        client = engine_or_none()
+        if client is None:
+            return []  # the engine's own error comes at start
+        from isobench.images import image_tag
+        tag = image_tag()
+        have = bool(client.images.list(name=tag))
+        states = self._runtime_states(client, tag if have else None)
+        name = rt.engine_name(spec.runtime, spec.gvisor_platform)
+        state = states.get(name, "unknown")
+        if state.startswith("available") or state.startswith("registered, not probed"):
+            return []
+        working = [n for n, s in states.items() if s.startswith("available")] or ["runc"]
+        if "runc" not in working:
+            working.insert(0, "runc")
+        return [("runtime", f"{name} cannot run here: {state}; this host has {', '.join(working)}")]
 
     def clean(self, run_id: str | None) -> list[str]:
         """Containers and volumes labelled isobench (with this run's id)."""
@@ -115,6 +177,11 @@ class DockerEnvironment(Environment):
         return f"isobench-{self.run_id}-{self.name}"
 
     @property
+    def engine_runtime(self) -> str:
+        """The daemon.json runtime name every container of this environment uses."""
+        return rt.engine_name(self.options.get("runtime") or "runc", self.options.get("gvisor_platform"))
+
+    @property
     def paths(self) -> Paths:
         return Paths(data=DATA_DIR, tmp=TMP_DIR)
 
@@ -136,6 +203,7 @@ class DockerEnvironment(Environment):
             # tmpfs pages are only allocated when written; the cap just bounds it
             "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},
             "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
+            "runtime": self.engine_runtime,
         }
         bridge = kwargs["network_mode"] == "bridge"
         if bridge and self.bench_ports:
@@ -241,10 +309,11 @@ class DockerEnvironment(Environment):
 
     def measure_startup(self, timeout: float) -> dict[str, float]:
         """Creating and starting a container of this environment's image, on
-        its network mode, until its process runs (the engine answers the
+        its network mode and OCI runtime, until its process runs (the engine answers the
         start request once it does); removed at once."""
         client = engine(timeout)
-        kwargs = {"network_mode": "host" if self.options.get("network") == "host" else "bridge"}
+        kwargs = {"network_mode": "host" if self.options.get("network") == "host" else "bridge",
+                  "runtime": self.engine_runtime}
         container = None
         try:
             t0 = time.perf_counter()
@@ -279,4 +348,9 @@ class DockerEnvironment(Environment):
             info = self._client.info()
             facts.update({"storage_driver": info.get("Driver"), "cgroup_version": info.get("CgroupVersion"),
                           "docker_version": info.get("ServerVersion")})
+            entry = (info.get("Runtimes") or {}).get(self.engine_runtime) or {}
+            args = entry.get("runtimeArgs") or []
+            facts["runtime"] = f"{rt.version(entry)}{' ' + ' '.join(args) if args else ''}"
+            facts["runtime_info"] = {"name": self.engine_runtime, "path": entry.get("path"),
+                                     "version": rt.version(entry), "runtime_args": args}
         return facts

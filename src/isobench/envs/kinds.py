@@ -89,6 +89,11 @@ class EnvKind(abc.ABC):
         """Whether this host can run the kind; `isobench envs` prints it."""
         return EnvProbe(self.name, True, "")
 
+    def check(self, spec: EnvSpec) -> list[tuple[str, str]]:
+        """What stops this host from running a valid spec, found before
+        anything starts: (spec field, one-line problem) pairs, empty if none."""
+        return []
+
     def clean(self, run_id: str | None) -> list[str]:
         """Remove this kind's leftovers (of one run, or all) other than its
         scratch_roots entries: processes, containers, volumes. Returns what

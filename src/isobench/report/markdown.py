@@ -60,7 +60,7 @@ def _environments_md(run: RunData) -> list[str]:
         facts = run.env_facts.get(env, {})
         opts = ", ".join(f"{k}={v}" for k, v in sorted((facts.get("options") or {}).items()) if v is not None)
         tools = ", ".join(f"{k} {v}" for k, v in sorted((facts.get("tool_versions") or {}).items()))
-        extra = ", ".join(f"{k}: {facts[k]}" for k in ("accel", "image", "docker_version", "storage_driver")
+        extra = ", ".join(f"{k}: {facts[k]}" for k in ("accel", "image", "docker_version", "runtime", "storage_driver")
                           if facts.get(k))
         line = f"- **{md_escape(env)}** ({md_escape(str(facts.get('kind', '?')))})"
         line += "".join(f"; {md_escape(part)}" for part in (opts, extra) if part)
