@@ -156,3 +156,30 @@ def test_configs_and_leftover_ownership():
     assert Webstore.owns_process("/usr/lib/postgresql/15/bin/postgres", ["postgres", "-D", "/d/webstore-0/pg"])
     assert not Webstore.owns_process("/usr/lib/postgresql/15/bin/postgres", ["postgres", "-D", "/var/lib/pg"])
     assert not Webstore.owns_process("/usr/bin/python3", ["x", "/d/webstore-0"])
+
+
+def test_peak_search_brackets_the_knee():
+    from isobench.workloads.webstore_metrics import peak_search
+    params = Webstore.Params(peak=True, peak_min_rate=5, peak_max_rate=400, peak_steps=12)
+    seen = []
+
+    def probe(rate):  # a store whose p90 crosses 250 ms at 37 ops/s
+        seen.append(rate)
+        return {"browse_p90_worst_ms": 100.0 if rate <= 37 else 900.0, "orders_per_min": rate * 6}
+
+    m = peak_search(probe, params)
+    assert 35 <= m.values["peak_rate"] <= 37
+    assert m.values["peak_probes"] == len(seen) <= 12
+    assert m.values["peak_orders_per_min"] == m.values["peak_rate"] * 6
+    failing = peak_search(lambda rate: None, params)
+    assert failing.values["peak_rate"] == 0.0
+
+
+def test_load_sweep_and_peak_cases():
+    w = Webstore(Webstore.Params(instances=[2, 4], rates=[40, 10], peak=True), HOST)
+    assert w.cases() == ["instances=2", "instances=4", "rate=10", "rate=40", "peak"]
+    assert w.instance_count("rate=40") == 2 and w.instance_count("peak") == 2
+    assert {m.name for m in w.metrics("peak")} == {"peak_rate", "peak_orders_per_min", "peak_probes"}
+    argv = w.driver_argv("rate=40", [("198.18.0.1", 18480)])
+    cfg = json.loads(argv[-1])
+    assert cfg["mode"] == "open" and cfg["rate"] == 40

@@ -29,10 +29,10 @@ from isobench.envs.base import Environment
 from isobench.metric import FAIRNESS, THROUGHPUT, Metric
 from isobench.proc import ExecResult
 from isobench.workloads import webstore_data
-from isobench.workloads.base import Footprint, Measurement, WorkloadError, WorkloadParams
+from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadError, WorkloadParams
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics
 from isobench.workloads.server import READY_TIMEOUT_S, bounded_timeout, servers_dir, sweep_cases, sweep_value
-from isobench.workloads.webstore_metrics import OPS, parse_webstore
+from isobench.workloads.webstore_metrics import OPS, parse_webstore, peak_metrics, peak_search
 
 BASE_PORT = 18480
 PG_BIN = "/usr/lib/postgresql/15/bin"
@@ -61,6 +61,19 @@ class WebstoreParams(WorkloadParams):
     php_workers: int = Field(4, ge=1, le=256)
     shared_buffers_mb: int = Field(64, ge=16, le=65_536)
     max_error_rate: float = Field(0.05, ge=0, le=1)
+    rates: tuple[int, ...] = Field((), description="open-loop load sweep: one case rate=R each, per instance")
+    peak: bool = Field(False, description="add a case 'peak': Weathervane-style bounded search of the rate")
+    peak_min_rate: int = Field(5, ge=1, le=100_000)
+    peak_max_rate: int = Field(400, ge=1, le=100_000)
+    peak_steps: int = Field(6, ge=2, le=30, description="probes of the peak search, duration_s each")
+    peak_limit_ms: float = Field(250, gt=0, le=60_000, description="every operation's p90 must stay under it")
+
+    @field_validator("rates")
+    @classmethod
+    def _rates(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if any(r < 1 or r > 100_000 for r in v) or len(set(v)) != len(v):
+            raise ValueError("rates must be distinct arrivals per second between 1 and 100000")
+        return tuple(sorted(v))
 
     @field_validator("instances")
     @classmethod
@@ -96,10 +109,13 @@ class Webstore(MultiServerWorkload):
         return max(self.params.instances)
 
     def cases(self) -> list[str]:
-        return sweep_cases("instances", self.params.instances)
+        p = self.params
+        return (sweep_cases("instances", p.instances) + sweep_cases("rate", p.rates)
+                + (["peak"] if p.peak else []))
 
     def instance_count(self, case: str) -> int:
-        return sweep_value(case, "instances")
+        # load sweeps and the peak search run on the fewest instances
+        return sweep_value(case, "instances") if case.startswith("instances=") else min(self.params.instances)
 
     @classmethod
     def owns_process(cls, exe: str, argv: list[str]) -> bool:
@@ -115,7 +131,9 @@ class Webstore(MultiServerWorkload):
         return [op for op in OPS if op in self.params.mix]
 
     def metrics(self, case: str) -> list[Metric]:
-        n = sweep_value(case, "instances")
+        if case == "peak":
+            return peak_metrics()
+        n = self.instance_count(case)
         out = [Metric("orders_per_min", "orders/min", True, "committed purchases per minute, all instances",
                       role=THROUGHPUT),
                Metric("ops_per_s", "ops/s", True, "successful operations per second, all instances"),
@@ -276,15 +294,42 @@ class Webstore(MultiServerWorkload):
     def client_timeout(self, case: str) -> float:
         return bounded_timeout(self.params, self.params.warmup_s + self.params.duration_s + 120)
 
-    def driver_config(self, endpoints: list[tuple[str, int]]) -> dict:
+    def driver_config(self, endpoints: list[tuple[str, int]], rate: float | None = None) -> dict:
+        """The driver's settings; `rate` forces the open loop at that rate."""
         p = self.params
-        return {"endpoints": [list(e) for e in endpoints], "mode": p.mode, "users": p.users, "think_s": p.think_s,
-                "rate": p.rate, "connections": p.connections, "duration_s": p.duration_s, "warmup_s": p.warmup_s,
+        return {"endpoints": [list(e) for e in endpoints], "mode": "open" if rate else p.mode, "users": p.users,
+                "think_s": p.think_s, "rate": rate or p.rate, "connections": p.connections, "duration_s": p.duration_s, "warmup_s": p.warmup_s,
                 "mix": p.mix, "customers": p.customers, "products": p.products, "seed": p.seed,
                 "lines": [1, p.max_lines], "timeout_s": 30.0}
 
-    def driver_argv(self, case: str, endpoints: list[tuple[str, int]]) -> list[str]:
-        return [sys.executable, "-m", "isobench.drivers.webstore_load", json.dumps(self.driver_config(endpoints))]
+    def driver_argv(self, case: str, endpoints: list[tuple[str, int]], rate: float | None = None) -> list[str]:
+        if rate is None and case.startswith("rate="):
+            rate = sweep_value(case, "rate")
+        return [sys.executable, "-m", "isobench.drivers.webstore_load",
+                json.dumps(self.driver_config(endpoints, rate))]
+
+    def run(self, case: str, env: Environment) -> Measurement:
+        if case != "peak":
+            return super().run(case, env)
+        n = self.instance_count(case)
+        self.start_instances(env, case, n)
+        try:
+            endpoints = self.endpoints(env, n)
+            return peak_search(lambda rate: self._probe(case, endpoints, rate), self.params)
+        finally:
+            self.stop_instances(env, n)
+
+    def _probe(self, case: str, endpoints, rate: float) -> dict[str, float] | None:
+        """One open-loop run at `rate`: its values, or None when operations failed too often."""
+        run = self._client().run(self.driver_argv(case, endpoints, rate), timeout=self.client_timeout(case))
+        if not run.result.ok:
+            raise WorkloadError(run.result.describe(), run.result)
+        try:
+            return parse_webstore(run.result.stdout, self.ops(), self.params.max_error_rate)[0]
+        except ParseError as exc:
+            if "load generator" in str(exc):
+                raise
+            return None
 
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_webstore(result.stdout, self.ops(), self.params.max_error_rate)

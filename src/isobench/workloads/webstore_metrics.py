@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 
 from isobench.drivers import loghist
+from isobench.metric import THROUGHPUT, Metric
 from isobench.stats import jain_index, max_min_ratio
-from isobench.workloads.base import ParseError
+from isobench.workloads.base import Measurement, ParseError
 from isobench.workloads.multi import per_instance_values
 
 OPS = ("login", "newcust", "browse", "product", "purchase", "history")
@@ -73,3 +74,43 @@ def parse_webstore(stdout: str, ops: list[str], max_error_rate: float) -> tuple[
              "orders": orders, "rollbacks": rollbacks, "errors": errors, "lag_s": doc.get("lag_s"),
              "first_error": first}
     return values, extra
+
+
+def peak_metrics() -> list[Metric]:
+    return [Metric("peak_rate", "ops/s", True, "highest arrival rate per instance at which every operation's "
+                   "worst-instance p90 met peak_limit_ms (0: none)", role=THROUGHPUT),
+            Metric("peak_orders_per_min", "orders/min", True, "orders per minute at the peak rate"),
+            Metric("peak_probes", "", False, "open-loop runs the bounded search took")]
+
+
+def meets(values: dict[str, float] | None, limit_ms: float) -> bool:
+    return values is not None and all(v < limit_ms for k, v in values.items() if k.endswith("_p90_worst_ms"))
+
+
+def peak_search(probe, params) -> Measurement:
+    """Weathervane-style bounded search: double the rate from peak_min_rate
+    while every operation meets the limit (up to peak_max_rate), then bisect
+    between the last rate that met it and the first that did not, at most
+    peak_steps probes in all. probe(rate) -> values or None (failed)."""
+    lo, hi, best, steps = 0.0, None, None, []
+    rate = float(params.peak_min_rate)
+    for _ in range(params.peak_steps):
+        values = probe(rate)
+        ok = meets(values, params.peak_limit_ms)
+        steps.append({"rate": rate, "ok": ok, "p90_worst_ms": {k: v for k, v in (values or {}).items()
+                                                                if k.endswith("_p90_worst_ms")}})
+        if ok:
+            lo, best = rate, values
+            if hi is None and rate >= params.peak_max_rate:
+                break
+            rate = min(rate * 2, params.peak_max_rate) if hi is None else (lo + hi) / 2
+        else:
+            hi = rate
+            rate = (lo + hi) / 2 if lo else rate / 2
+        if hi is not None and lo and (hi - lo) / hi < 0.05:
+            break
+        if hi is not None and not lo and rate < 1:
+            break
+    values = {"peak_rate": lo, "peak_orders_per_min": best["orders_per_min"] if best else 0.0,
+              "peak_probes": float(len(steps))}
+    return Measurement(values=values, extra={"probes": steps}, raw=json.dumps(steps))
