@@ -53,7 +53,13 @@ def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]
                 continue
             if is_server_process(exe, _cmdline(pid)):
                 try:
-                    os.kill(pid, signal.SIGKILL)
+                    # start-stop-daemon --background gave the server a session of
+                    # its own: its whole process group goes, so the workers a
+                    # master forked (nginx, php-fpm) do not outlive it
+                    if os.getsid(pid) != os.getsid(0):
+                        os.killpg(os.getpgid(pid), signal.SIGKILL)
+                    else:
+                        os.kill(pid, signal.SIGKILL)
                     killed.append(f"server process {pid} ({exe})")
                 except OSError:
                     pass

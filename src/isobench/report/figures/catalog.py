@@ -14,6 +14,7 @@ from isobench.report.figures.bars import cpu_cost_figure, startup_figure
 from isobench.report.figures.cdf import HIST_SUFFIX, histograms, latency_cdf_figure
 from isobench.report.figures.curves import sweep_figure, throughput_cpu_figure, throughput_latency_figure
 from isobench.report.figures.instances import density_figure, fairness_figure, per_instance_figure, scaleout_figure
+from isobench.report.figures.limits import p90_limits_figure
 from isobench.report.figures.normalised import normalised_figure
 from isobench.report.sweeps import is_startup, sweeps
 from isobench.report.table import Table
@@ -22,6 +23,7 @@ from isobench.report.table import Table
 KIND_NORMALISED = "normalised"
 KIND_SWEEP = "sweep"
 KIND_TPUT_LAT = "throughput-latency"
+KIND_P90_LIMITS = "p90-limits"
 KIND_CDF = "latency-cdf"
 KIND_CPU_COST = "cpu-cost"
 KIND_TPUT_CPU = "throughput-cpu"
@@ -31,12 +33,13 @@ KIND_INSTANCES = "per-instance"
 KIND_FAIRNESS = "fairness"
 KIND_DENSITY = "density"
 KIND_ATTRIBUTION = "attribution"
-KIND_ORDER = (KIND_NORMALISED, KIND_SWEEP, KIND_TPUT_LAT, KIND_CDF, KIND_CPU_COST, KIND_TPUT_CPU,
+KIND_ORDER = (KIND_NORMALISED, KIND_SWEEP, KIND_TPUT_LAT, KIND_P90_LIMITS, KIND_CDF, KIND_CPU_COST, KIND_TPUT_CPU,
               KIND_STARTUP, KIND_SCALEOUT, KIND_INSTANCES, KIND_FAIRNESS, KIND_DENSITY, KIND_ATTRIBUTION)
 KIND_TITLES = {
     KIND_NORMALISED: "Performance relative to the baseline",
     KIND_SWEEP: "Curves vs the swept parameter (concurrency, noise step, instances)",
     KIND_TPUT_LAT: "Throughput vs latency",
+    KIND_P90_LIMITS: "Per-operation p90 vs load, 250/500 ms limits",
     KIND_CDF: "Latency CDFs",
     KIND_CPU_COST: "CPU cost per GB",
     KIND_TPUT_CPU: "Throughput vs CPU utilisation",
@@ -85,6 +88,8 @@ def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] |
     for s in found:
         add(KIND_TPUT_LAT, slugify("throughput-latency", s.workload, s.series, s.param),
             f"{s.label}: throughput vs latency", throughput_latency_figure(table, s))
+        add(KIND_P90_LIMITS, slugify("p90-limits", s.workload, s.series, s.param),
+            f"{s.label}: per-operation p90 vs {s.param}", p90_limits_figure(table, s))
     for (w, case, name), per_env in histograms(extras or {}).items():
         add(KIND_CDF, slugify("cdf", w, case, name[: -len(HIST_SUFFIX)]), f"{w} {case}: latency CDF",
             latency_cdf_figure(table, w, case, name, per_env))

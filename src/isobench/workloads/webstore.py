@@ -1,0 +1,336 @@
+"""A DVD-Store-style three-tier web store (VMware's DS2 / CloudStone /
+Weathervane experiments): nginx -> php-fpm (PHP 8.2) -> PostgreSQL 15 in
+every environment instance, one independent stack per instance, driven
+from the client host by drivers/webstore_load.py (closed loop with think
+time, or open-loop Poisson arrivals).
+
+prepare() writes each instance's configs and PHP page (data/webstore/),
+generates the data set from the seed (webstore_data.py), initialises a
+cluster and loads it with COPY, all with bounded timeouts. Each measured
+run starts PostgreSQL, php-fpm and nginx as the ``postgres`` user (never
+system services) from their own configs, with pidfiles in the servers
+directory so ``isobench clean`` finds them after a SIGKILL, drives all
+instances at once and stops the servers in reverse order. See
+docs/workloads/webstore.md.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import sys
+import time
+from importlib import resources
+from typing import ClassVar
+
+from pydantic import Field, field_validator
+
+from isobench.envs.base import Environment
+from isobench.metric import FAIRNESS, THROUGHPUT, Metric
+from isobench.proc import ExecResult
+from isobench.workloads import webstore_data
+from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadError, WorkloadParams
+from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics
+from isobench.workloads.server import READY_TIMEOUT_S, bounded_timeout, servers_dir, sweep_cases, sweep_value
+from isobench.workloads.webstore_metrics import OPS, parse_webstore, peak_metrics, peak_search
+
+BASE_PORT = 18480
+PG_BIN = "/usr/lib/postgresql/15/bin"
+EXES = {"pg": f"{PG_BIN}/postgres", "fpm": "/usr/sbin/php-fpm8.2", "nginx": "/usr/sbin/nginx"}
+USER = "postgres"  # PostgreSQL refuses root; php-fpm and nginx run as it too
+PREPARE_STEP_S = 900  # initdb / load under an emulated guest can be slow; a hang still ends
+DEFAULT_MIX = {"login": 10, "newcust": 2, "browse": 30, "product": 30, "purchase": 18, "history": 10}
+
+
+class WebstoreParams(WorkloadParams):
+    instances: tuple[int, ...] = Field((1,), description="instance counts, one case each (instances=N)")
+    customers: int = Field(20_000, ge=100, le=10_000_000)
+    products: int = Field(10_000, ge=100, le=1_000_000)
+    seed: int = Field(1, ge=0)
+    stock: int = Field(webstore_data.INITIAL_STOCK, ge=0, le=1_000_000_000,
+                       description="initial stock per product; purchases beyond it roll back")
+    mode: str = Field("closed", pattern=r"^(closed|open)$")
+    users: int = Field(8, ge=1, le=2000, description="closed loop: users per instance")
+    think_s: float = Field(0.1, ge=0, le=60, description="closed loop: mean think time")
+    rate: float = Field(20, gt=0, le=100_000, description="open loop: arrivals per second per instance")
+    connections: int = Field(32, ge=1, le=2000, description="open loop: connections per instance")
+    duration_s: float = Field(60, ge=1, le=86_400)
+    warmup_s: float = Field(10, ge=0, le=3600)
+    mix: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_MIX), validate_default=True)
+    max_lines: int = Field(9, ge=1, le=50, description="order lines per purchase, 1..max_lines")
+    php_workers: int = Field(4, ge=1, le=256)
+    shared_buffers_mb: int = Field(64, ge=16, le=65_536)
+    max_error_rate: float = Field(0.05, ge=0, le=1)
+    rates: tuple[int, ...] = Field((), description="open-loop load sweep: one case rate=R each, per instance")
+    peak: bool = Field(False, description="add a case 'peak': Weathervane-style bounded search of the rate")
+    peak_min_rate: int = Field(5, ge=1, le=100_000)
+    peak_max_rate: int = Field(400, ge=1, le=100_000)
+    peak_steps: int = Field(6, ge=2, le=30, description="probes of the peak search, duration_s each")
+    peak_limit_ms: float = Field(250, gt=0, le=60_000, description="every operation's p90 must stay under it")
+
+    @field_validator("rates")
+    @classmethod
+    def _rates(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if any(r < 1 or r > 100_000 for r in v) or len(set(v)) != len(v):
+            raise ValueError("rates must be distinct arrivals per second between 1 and 100000")
+        return tuple(sorted(v))
+
+    @field_validator("instances")
+    @classmethod
+    def _instances(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or any(n < 1 or n > 64 for n in v) or len(set(v)) != len(v):
+            raise ValueError("instances must be distinct counts between 1 and 64")
+        return tuple(sorted(v))
+
+    @field_validator("mix")
+    @classmethod
+    def _mix(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = sorted(set(v) - set(OPS))
+        if bad:
+            raise ValueError(f"unknown operations {bad} in mix; known: {list(OPS)}")
+        if any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
+            raise ValueError("mix weights must be >= 0 with a positive sum")
+        return {op: float(w) for op, w in v.items() if w > 0}
+
+
+class Webstore(MultiServerWorkload):
+    name: ClassVar[str] = "webstore"
+    Params: ClassVar[type[WorkloadParams]] = WebstoreParams
+    packages: ClassVar[tuple[str, ...]] = ("nginx", "php8.2-fpm", "php8.2-pgsql", "postgresql-15")
+    server_exe: ClassVar[str] = EXES["nginx"]
+    base_port: ClassVar[int] = BASE_PORT
+    params: WebstoreParams
+
+    def __init__(self, params, host):
+        super().__init__(params, host)
+        self._tag = "nginx"
+
+    def max_instances(self) -> int:
+        return max(self.params.instances)
+
+    def cases(self) -> list[str]:
+        p = self.params
+        return (sweep_cases("instances", p.instances) + sweep_cases("rate", p.rates)
+                + (["peak"] if p.peak else []))
+
+    def instance_count(self, case: str) -> int:
+        # load sweeps and the peak search run on the fewest instances
+        return sweep_value(case, "instances") if case.startswith("instances=") else min(self.params.instances)
+
+    @classmethod
+    def owns_process(cls, exe: str, argv: list[str]) -> bool:
+        # the executables are shared with system services: our config paths tell ours
+        return exe in EXES.values() and any("webstore-" in a for a in argv)
+
+    def footprint(self) -> list[Footprint]:
+        rows = self.params.customers * 120 + self.params.products * 200
+        return [Footprint("customers", "disk", 40_000_000 + 4 * rows * self.max_instances())]
+
+    # -- metrics ------------------------------------------------------------------
+    def ops(self) -> list[str]:
+        return [op for op in OPS if op in self.params.mix]
+
+    def metrics(self, case: str) -> list[Metric]:
+        if case == "peak":
+            return peak_metrics()
+        n = self.instance_count(case)
+        out = [Metric("orders_per_min", "orders/min", True, "committed purchases per minute, all instances",
+                      role=THROUGHPUT),
+               Metric("ops_per_s", "ops/s", True, "successful operations per second, all instances"),
+               # a plain value: through nginx and PHP, not the NAT vs host comparison's
+               # latency (LATENCY's meaning); still the throughput-vs-latency axis
+               Metric("p90_ms", "ms", False, "90th percentile latency over all operations"),
+               Metric("error_rate", "", False, "failed operations over all operations"),
+               Metric("rollback_rate", "", False, "purchases rolled back (out of stock) over purchases"),
+               Metric("pass_250", "", True, "1 when every operation's p90 (worst instance) is under 250 ms"),
+               Metric("pass_500", "", True, "1 when every operation's p90 (worst instance) is under 500 ms"),
+               Metric("imbalance", "x", False, "most over fewest orders of one instance", role=FAIRNESS),
+               Metric("jain", "", True, "Jain's fairness index of per-instance orders", role=FAIRNESS),
+               Metric("driver_cpu_pct", "%", False, "load generator's CPU use, % of one core")]
+        for op in self.ops():
+            out += [Metric(f"{op}_mean_ms", "ms", False, f"{op}: mean latency"),
+                    Metric(f"{op}_p50_ms", "ms", False, f"{op}: median latency"),
+                    Metric(f"{op}_p90_ms", "ms", False, f"{op}: 90th percentile latency"),
+                    Metric(f"{op}_p99_ms", "ms", False, f"{op}: 99th percentile latency"),
+                    Metric(f"{op}_p90_worst_ms", "ms", False, f"{op}: the worst instance's p90")]
+        return out + per_instance_metrics("orders_per_min", "orders/min", True, n,
+                                          lambda i: f"instance {i}'s committed purchases per minute")
+
+    # -- files --------------------------------------------------------------------
+    def _base(self, env: Environment, index: int) -> str:
+        return posixpath.join(env.paths.data, f"webstore-{index}")
+
+    def _run(self, env: Environment, index: int) -> str:
+        # sockets on the tmpfs, with a short path (unix socket paths are < 108 bytes)
+        return posixpath.join(env.paths.tmp, f"webstore-{index}")
+
+    def _files(self, env: Environment) -> tuple[str, str]:
+        d = servers_dir(env)
+        stem = f"{self.name}-{self._current or 0}-{self._tag}"
+        return posixpath.join(d, f"{stem}.pid"), posixpath.join(d, f"{stem}.log")
+
+    def _argv(self, env: Environment, index: int, tag: str) -> list[str]:
+        base, run = self._base(env, index), self._run(env, index)
+        if tag == "pg":
+            return ["-D", f"{base}/pg", "-k", run, "-c", "listen_addresses=", "-c",
+                    f"shared_buffers={self.params.shared_buffers_mb}MB", "-c", "max_connections=300",
+                    "-c", "logging_collector=off"]
+        if tag == "fpm":
+            return ["--nodaemonize", "--fpm-config", f"{base}/php-fpm.conf"]
+        return ["-c", f"{base}/nginx.conf", "-p", f"{base}/", "-e", f"{base}/log/nginx-error.log"]
+
+    def config_files(self, env: Environment, index: int) -> dict[str, str]:
+        base, run = self._base(env, index), self._run(env, index)
+        fpm = (f"[global]\npid = {run}/fpm.pid\nerror_log = {base}/log/fpm.log\ndaemonize = no\n"
+               f"[store]\nlisten = {run}/fpm.sock\npm = static\npm.max_children = {self.params.php_workers}\n"
+               f"clear_env = yes\nenv[WS_PGHOST] = {run}\n")
+        tmp = "".join(f"  {t}_temp_path {base}/tmp/{t};\n" for t in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi"))
+        nginx = (f"daemon off;\nworker_processes 1;\npid {run}/nginx.pid;\nerror_log {base}/log/nginx-error.log;\n"
+                 f"events {{ worker_connections 4096; }}\nhttp {{\n  access_log off;\n{tmp}"
+                 f"  keepalive_requests 1000000;\n"
+                 f"  server {{\n    listen {env.server_bind_addr()}:{BASE_PORT + index} backlog=1024;\n"
+                 f"    location = /ds.php {{\n      fastcgi_pass unix:{run}/fpm.sock;\n"
+                 f"      fastcgi_param SCRIPT_FILENAME {base}/www/ds.php;\n"
+                 f"      fastcgi_param QUERY_STRING $query_string;\n"
+                 f"      fastcgi_param REQUEST_METHOD $request_method;\n    }}\n  }}\n}}\n")
+        return {"php-fpm.conf": fpm, "nginx.conf": nginx}
+
+    # -- prepare / cleanup ------------------------------------------------------------
+    def prepare(self, env: Environment) -> None:
+        p = self.params
+        data = webstore_data.tables(p.customers, p.products, p.seed, p.stock)
+        pkg = resources.files("isobench.data").joinpath("webstore")
+        for i, member in enumerate(self.instances(env, self.max_instances())):
+            base, run = self._base(member, i), self._run(member, i)
+            self._check(member, ["rm", "-rf", base, run], "clearing old files")
+            self._check(member, ["mkdir", "-p", f"{base}/www", f"{base}/log", f"{base}/tmp", f"{base}/load", run],
+                        "creating directories")
+            for name, text in self.config_files(member, i).items():
+                member.write_file(f"{base}/{name}", text.encode())
+            member.write_file(f"{base}/www/ds.php", pkg.joinpath("ds.php").read_bytes())
+            member.write_file(f"{base}/load/schema.sql", pkg.joinpath("schema.sql").read_bytes())
+            for name, text in data.items():
+                member.write_file(f"{base}/load/{name}", text.encode())
+            # the postgres user must reach its files: the run's own directories only
+            self._check(member, ["chmod", "o+x", member.paths.data, member.paths.tmp], "opening directories")
+            self._check(member, ["chown", "-R", f"{USER}:{USER}", base, run], "chown to postgres")
+            self._check(member, ["runuser", "-u", USER, "--", f"{PG_BIN}/initdb", "-D", f"{base}/pg",
+                                 "--auth=trust", "-U", "postgres", "-E", "UTF8", "--locale=C"], "initdb")
+            self._current, self._tag = i, "pg"
+            try:
+                self._daemon(member, i, "pg")
+                self._check(member, ["psql", "-h", run, "-U", "postgres", "-X", "-q", "-v", "ON_ERROR_STOP=1",
+                                     "-v", f"datadir={base}/load", "-f", f"{base}/load/schema.sql", "postgres"],
+                            "loading the database")
+            finally:
+                self.stop_server(member)
+                self._current, self._tag = None, "nginx"
+            member.exec(["rm", "-rf", f"{base}/load"], timeout=60)
+
+    def _check(self, env: Environment, argv: list[str], what: str) -> ExecResult:
+        r = env.exec(argv, timeout=PREPARE_STEP_S)
+        if not r.ok:
+            raise WorkloadError(f"webstore prepare in {env.name}: {what} failed: {r.describe()}", r)
+        return r
+
+    def cleanup(self, env: Environment) -> None:
+        for i, member in enumerate(self.instances(env, self.max_instances())):
+            for tag in ("nginx", "fpm", "pg"):
+                self._current, self._tag = i, tag
+                try:
+                    self.stop_server(member)
+                finally:
+                    self._current, self._tag = None, "nginx"
+            member.exec(["rm", "-rf", self._base(member, i), self._run(member, i)], timeout=120)
+
+    # -- servers ----------------------------------------------------------------------
+    def _daemon(self, env: Environment, index: int, tag: str) -> None:
+        """Start one server of instance `index` (self._current/_tag set) and wait until it answers."""
+        pidfile, log = self._files(env)
+        env.exec(["mkdir", "-p", posixpath.dirname(pidfile)], timeout=30)
+        r = env.exec(["start-stop-daemon", "--start", "--background", "--make-pidfile", "--pidfile", pidfile,
+                      "--output", log, "--chuid", USER, "--exec", EXES[tag], "--", *self._argv(env, index, tag)],
+                     timeout=60)
+        if not r.ok:
+            raise WorkloadError(f"webstore {tag} of instance {index} did not start: {r.describe()}", r)
+        if tag == "nginx":
+            return self.wait_ready(env, "")
+        run = self._run(env, index)
+        probe = (["pg_isready", "-q", "-h", run] if tag == "pg" else ["test", "-S", f"{run}/fpm.sock"])
+        deadline = time.monotonic() + READY_TIMEOUT_S * 3
+        while time.monotonic() < deadline:
+            if env.exec(probe, timeout=30).ok:
+                return
+            if not self._server_alive(env):
+                break
+            time.sleep(0.2)
+        tail = env.exec(["tail", "-n", "5", log], timeout=10).stdout.strip().replace("\n", " | ")
+        raise WorkloadError(f"webstore {tag} of instance {index} not ready in {env.name}: {tail or 'no output'}")
+
+    def _start_one(self, member: Environment, case: str, index: int) -> None:
+        started = []
+        try:
+            for tag in ("pg", "fpm", "nginx"):
+                self._current, self._tag = index, tag
+                self._daemon(member, index, tag)
+                started.append(tag)
+        except BaseException:
+            for tag in reversed(started):
+                self._current, self._tag = index, tag
+                self.stop_server(member)
+            raise
+        finally:
+            self._current, self._tag = None, "nginx"
+
+    def _stop_one(self, member: Environment, index: int) -> None:
+        try:
+            for tag in ("nginx", "fpm", "pg"):
+                self._current, self._tag = index, tag
+                self.stop_server(member)
+        finally:
+            self._current, self._tag = None, "nginx"
+
+    # -- the driver -----------------------------------------------------------------
+    def client_timeout(self, case: str) -> float:
+        return bounded_timeout(self.params, self.params.warmup_s + self.params.duration_s + 120)
+
+    def driver_config(self, endpoints: list[tuple[str, int]], rate: float | None = None) -> dict:
+        """The driver's settings; `rate` forces the open loop at that rate."""
+        p = self.params
+        return {"endpoints": [list(e) for e in endpoints], "mode": "open" if rate else p.mode, "users": p.users,
+                "think_s": p.think_s, "rate": rate or p.rate, "connections": p.connections, "duration_s": p.duration_s, "warmup_s": p.warmup_s,
+                "mix": p.mix, "customers": p.customers, "products": p.products, "seed": p.seed,
+                "lines": [1, p.max_lines], "timeout_s": 30.0}
+
+    def driver_argv(self, case: str, endpoints: list[tuple[str, int]], rate: float | None = None) -> list[str]:
+        if rate is None and case.startswith("rate="):
+            rate = sweep_value(case, "rate")
+        return [sys.executable, "-m", "isobench.drivers.webstore_load",
+                json.dumps(self.driver_config(endpoints, rate))]
+
+    def run(self, case: str, env: Environment) -> Measurement:
+        if case != "peak":
+            return super().run(case, env)
+        n = self.instance_count(case)
+        self.start_instances(env, case, n)
+        try:
+            endpoints = self.endpoints(env, n)
+            return peak_search(lambda rate: self._probe(case, endpoints, rate), self.params)
+        finally:
+            self.stop_instances(env, n)
+
+    def _probe(self, case: str, endpoints, rate: float) -> dict[str, float] | None:
+        """One open-loop run at `rate`: its values, or None when operations failed too often."""
+        run = self._client().run(self.driver_argv(case, endpoints, rate), timeout=self.client_timeout(case))
+        if not run.result.ok:
+            raise WorkloadError(run.result.describe(), run.result)
+        try:
+            return parse_webstore(run.result.stdout, self.ops(), self.params.max_error_rate)[0]
+        except ParseError as exc:
+            if "load generator" in str(exc):
+                raise
+            return None
+
+    def parse(self, case: str, result: ExecResult) -> Measurement:
+        values, extra = parse_webstore(result.stdout, self.ops(), self.params.max_error_rate)
+        return Measurement(values=values, extra=extra, raw=result.stdout)

@@ -1,0 +1,116 @@
+"""The webstore driver's JSON -> metrics (pure): orders per minute,
+per-operation mean/p50/p90/p99 from the merged log histograms, the worst
+instance's p90 per operation, error and rollback rates, CloudStone-style
+pass/fail of every operation's p90 against 250 and 500 ms, and fairness
+of orders across instances."""
+from __future__ import annotations
+
+import json
+
+from isobench.drivers import loghist
+from isobench.metric import THROUGHPUT, Metric
+from isobench.stats import jain_index, max_min_ratio
+from isobench.workloads.base import Measurement, ParseError
+from isobench.workloads.multi import per_instance_values
+
+OPS = ("login", "newcust", "browse", "product", "purchase", "history")
+LIMITS_MS = (250, 500)
+DRIVER_SATURATED = 0.9  # of one core: the driver, not the store, may be the bottleneck
+
+
+def parse_webstore(stdout: str, ops: list[str], max_error_rate: float) -> tuple[dict[str, float], dict]:
+    try:
+        doc = json.loads(stdout)
+        duration = float(doc["duration_s"])
+        insts = doc["instances"]
+        hists = [{op: loghist.from_json(i["ops"][op]["hist"]) for op in ops} for i in insts]
+        sums = [{op: float(i["ops"][op]["sum_s"]) for op in ops} for i in insts]
+        errors = sum(int(i["ops"][op]["errors"]) for i in insts for op in ops)
+        orders = [int(i["orders"]) for i in insts]
+        rollbacks = sum(int(i["rollbacks"]) for i in insts)
+        cpu = float(doc["driver_cpu_frac"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ParseError(f"webstore driver output does not parse ({type(exc).__name__}: {exc})") from exc
+    if duration <= 0 or not insts:
+        raise ParseError("webstore driver output has no duration or no instances")
+    if cpu > DRIVER_SATURATED:
+        raise ParseError(f"the load generator used {cpu:.0%} of its core: it may be the bottleneck; "
+                         "lower users/rate or instances")
+    done = sum(loghist.count(h[op]) for h in hists for op in ops)
+    total = done + errors
+    first = next((i.get("first_error") for i in insts if i.get("first_error")), "")
+    if total == 0:
+        raise ParseError("webstore driver completed no operation")
+    if errors / total > max_error_rate:
+        raise ParseError(f"{errors} of {total} webstore operations failed (max_error_rate): {first}")
+    values: dict[str, float] = {
+        "orders_per_min": 60 * sum(orders) / duration, "ops_per_s": done / duration,
+        "error_rate": errors / total,
+        "rollback_rate": rollbacks / (rollbacks + sum(orders)) if rollbacks + sum(orders) else 0.0,
+        "p90_ms": 1000 * loghist.quantile(loghist.merge(h[op] for h in hists for op in ops), 0.9),
+        "driver_cpu_pct": 100 * cpu}
+    worst_p90 = []
+    for op in ops:
+        merged = loghist.merge(h[op] for h in hists)
+        n = loghist.count(merged)
+        if n == 0:
+            raise ParseError(f"no successful {op} operation: the mix or the run is too short for it")
+        values[f"{op}_mean_ms"] = 1000 * sum(s[op] for s in sums) / n
+        for q in (50, 90, 99):
+            values[f"{op}_p{q}_ms"] = 1000 * loghist.quantile(merged, q / 100)
+        per = [1000 * loghist.quantile(h[op], 0.9) for h in hists if loghist.count(h[op])]
+        values[f"{op}_p90_worst_ms"] = max(per)
+        worst_p90.append(max(per))
+    for limit in LIMITS_MS:
+        values[f"pass_{limit}"] = float(all(p < limit for p in worst_p90))
+    per_min = [60 * o / duration for o in orders]
+    values.update(per_instance_values("orders_per_min", per_min))
+    if len(orders) == 1:
+        values["imbalance"], values["jain"] = 1.0, 1.0
+    else:  # an instance with no order counts as one (a finite, large imbalance)
+        values["imbalance"] = max_min_ratio([max(o, 1) for o in orders])
+        values["jain"] = jain_index(orders) if sum(orders) else 0.0
+    extra = {"histograms": [{op: loghist.to_json(h[op]) for op in ops} for h in hists],
+             "orders": orders, "rollbacks": rollbacks, "errors": errors, "lag_s": doc.get("lag_s"),
+             "first_error": first}
+    return values, extra
+
+
+def peak_metrics() -> list[Metric]:
+    return [Metric("peak_rate", "ops/s", True, "highest arrival rate per instance at which every operation's "
+                   "worst-instance p90 met peak_limit_ms (0: none)", role=THROUGHPUT),
+            Metric("peak_orders_per_min", "orders/min", True, "orders per minute at the peak rate"),
+            Metric("peak_probes", "", False, "open-loop runs the bounded search took")]
+
+
+def meets(values: dict[str, float] | None, limit_ms: float) -> bool:
+    return values is not None and all(v < limit_ms for k, v in values.items() if k.endswith("_p90_worst_ms"))
+
+
+def peak_search(probe, params) -> Measurement:
+    """Weathervane-style bounded search: double the rate from peak_min_rate
+    while every operation meets the limit (up to peak_max_rate), then bisect
+    between the last rate that met it and the first that did not, at most
+    peak_steps probes in all. probe(rate) -> values or None (failed)."""
+    lo, hi, best, steps = 0.0, None, None, []
+    rate = float(params.peak_min_rate)
+    for _ in range(params.peak_steps):
+        values = probe(rate)
+        ok = meets(values, params.peak_limit_ms)
+        steps.append({"rate": rate, "ok": ok, "p90_worst_ms": {k: v for k, v in (values or {}).items()
+                                                                if k.endswith("_p90_worst_ms")}})
+        if ok:
+            lo, best = rate, values
+            if hi is None and rate >= params.peak_max_rate:
+                break
+            rate = min(rate * 2, params.peak_max_rate) if hi is None else (lo + hi) / 2
+        else:
+            hi = rate
+            rate = (lo + hi) / 2 if lo else rate / 2
+        if hi is not None and lo and (hi - lo) / hi < 0.05:
+            break
+        if hi is not None and not lo and rate < 1:
+            break
+    values = {"peak_rate": lo, "peak_orders_per_min": best["orders_per_min"] if best else 0.0,
+              "peak_probes": float(len(steps))}
+    return Measurement(values=values, extra={"probes": steps}, raw=json.dumps(steps))
