@@ -213,7 +213,7 @@ def test_server_killed_mid_run(tmp_path):
     study = tmp_path / "server.toml"
     study.write_text('[study]\nname = "fault-server"\nrepetitions = 4\nwarmup = 0\n'
                      '[environments.native]\n'
-                     '[workloads.redis]\nrequests = 2000000\nclients = [4]\n')
+                     '[workloads.redis]\nrequests = 300000\nclients = [4]\n')
     store = tmp_path / "r.sqlite"
     run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
     try:
