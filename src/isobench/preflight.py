@@ -93,7 +93,7 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
         per_round_s += sum(workload.expected_s(c) for c in cases) * steps
     n_envs = len(study.environments)
     instances = sum(spec.instances for spec in study.environments.values())
-    rounds = study.meta.warmup + study.meta.repetitions
+    rounds = study.meta.warmup + study.meta.planned_rounds  # an adaptive study: its most
     return StudySize(n_envs, instances, cells, rounds, cells * n_envs * rounds,
                      per_round_s * n_envs * rounds + START_S * instances)
 
