@@ -180,8 +180,8 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         raise
     except StoreWriteError as exc:
         status = "interrupted"
-        raise StoreWriteError(f"{exc}; the run stopped, every sample before this one is kept in run {run_id}: "
-                              f"free space, then `isobench run --resume {run_id}`") from None
+        raise StoreWriteError(f"{exc}; the run stopped, every sample before this one is kept in run {run_id}; "
+                              f"then `isobench run --resume {run_id}` finishes it") from None
     finally:
         if noise is not None:
             noise.stop()
