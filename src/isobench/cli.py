@@ -421,6 +421,8 @@ def clean() -> None:
         _fail(f"{exc}; clean would remove its environments: run it once that run has ended")
     with lock:
         removed = do_clean()
+        from isobench.health import forget_pending
+        forget_pending()  # what failed teardowns left is gone with the rest
     for item in removed:
         console.print(f"removed {item}", highlight=False, markup=False)
     console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")

@@ -123,6 +123,11 @@ def pending_runs() -> dict:
     return _read_pending()
 
 
+def forget_pending() -> None:
+    """After `isobench clean` (everything of isobench's removed)."""
+    _write_pending({})
+
+
 def _read_pending() -> dict:
     try:
         with open(PENDING_FILE, encoding="utf-8") as fh:
