@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -24,7 +25,8 @@ STORE_OPTION = click.option(
 
 
 def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # the message holds user text (paths, names, "[study]"): printed literally
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(2)
 
 
@@ -61,21 +63,23 @@ def main() -> None:
 
 @main.command()
 @click.argument("study_file", type=click.Path(dir_okay=False))
-def validate(study_file: str) -> None:
+@click.option("--allow-large", is_flag=True, help="Accept a study beyond the size limits (docs/reliability.md).")
+def validate(study_file: str, allow_large: bool) -> None:
     """Check a study file without running anything."""
     from isobench.study import StudyError, load_study
     try:
         study = load_study(study_file)
     except StudyError as exc:
         _fail(str(exc))
-    _preflight_or_fail(study)
+    size = _preflight_or_fail(study, allow_large)
     instances = sum(spec.instances for spec in study.environments.values())
-    console.print(f"{study_file}: ok — {len(study.environments)} environments"
+    console.print(f"{escape(study_file)}: ok — {len(study.environments)} environments"
                   + (f" ({instances} instances)" if instances > len(study.environments) else "")
                   + f", {len(study.workloads)} workloads, "
                   f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta)}"
                   + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
-                     if study.noise else ""))
+                     if study.noise else ""), highlight=False)
+    console.print(size.describe(), highlight=False, markup=False)
 
 
 def _repetitions_text(meta) -> str:
@@ -93,10 +97,13 @@ def _repetitions_text(meta) -> str:
               help="Directory for the Markdown report (RUN_ID.md).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
 @click.option("--resume", "resume_id", metavar="RUN",
-              help="Continue an interrupted run from its stored study, skipping cells already measured.")
+              help="Continue an interrupted or incomplete run from its stored study: cells without an ok "
+                   "sample (never measured, failed, timed out) are measured again.")
+@click.option("--allow-large", is_flag=True,
+              help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).")
 @click.option("--run-id", "new_id", metavar="ID", help="Id for the new run (a fleet controller chooses it).")
 def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | None,
-        resume_id: str | None, new_id: str | None) -> None:
+        resume_id: str | None, allow_large: bool, new_id: str | None) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
     Each sample is committed to the store as soon as it is measured; Ctrl-C
@@ -126,7 +133,11 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
             study = load_study(study_file)
     except (StudyError, StoreError) as exc:
         _fail(str(exc))
-    _preflight_or_fail(study)
+    _preflight_or_fail(study, allow_large)
+    try:
+        store.check_writable()
+    except StoreError as exc:
+        _fail(str(exc))
     if os.geteuid() != 0:
         _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
     lock = RunLock()
@@ -145,19 +156,30 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
         latest = resume_id or store.latest_run_id()
         err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
                           f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
-                          "containers and scratch files removed")
+                          "containers and scratch files removed", highlight=False, markup=False)
         sys.exit(130)
     except EnvironmentError_ as exc:
         _fail(str(exc))
     _print_report(store, run_id, out_dir)
+    row = next((r for r in store.list_runs() if r.run_id == run_id), None)
+    if row is not None and row.status == "incomplete":
+        err_console.print(f"run {run_id} is incomplete: some cells have no ok sample ({row.samples_failed} "
+                          f"failed sample(s)); `isobench run --resume {run_id}` measures them again",
+                          highlight=False, markup=False)
 
 
-def _preflight_or_fail(study) -> None:
+def _preflight_or_fail(study, allow_large: bool = False):
+    """The study's size, after refusing (one line) what this host cannot run."""
     from isobench.hostinfo import host_info
-    from isobench.preflight import preflight
-    problems = preflight(study, host_info())
+    from isobench.preflight import preflight, size_problems, study_size
+    host = host_info()
+    problems = preflight(study, host)
+    size = study_size(study, host)
+    if not allow_large:
+        problems += size_problems(study, size, host)
     if problems:
         _fail(problems[0])
+    return size
 
 
 def _image_provider(bar):
@@ -176,7 +198,7 @@ def _print_report(store, run_id: str, out_dir: str) -> None:
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     md_path = Path(out_dir) / f"{run_id}.md"
     md_path.write_text(render_markdown(run))
-    console.print(f"\nreport written to {md_path}")
+    console.print(f"\nreport written to {escape(str(md_path))}", highlight=False)
 
 
 @main.command()
@@ -184,15 +206,17 @@ def _print_report(store, run_id: str, out_dir: str) -> None:
 def runs(store_path: str) -> None:
     """List stored runs, oldest first."""
     store = _open_store(store_path)
+    # status: complete (every cell has an ok sample), incomplete (some failed or were skipped:
+    # --resume), interrupted (Ctrl-C, SIGTERM, a full store), died (killed: nobody holds its lock)
     table = Table("run", "study", "started", "status", "environments", "samples", "failed")
     table.columns[0].no_wrap = True
     from isobench.lock import running_run_id
     live = running_run_id()
     for r in store.list_runs():
         # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
-        status = "died (killed?)" if r.status == "running" and live not in (r.run_id, "?") else r.status
-        table.add_row(r.run_id, r.study_name, r.started_at, status, ", ".join(r.environments),
-                      str(r.samples_ok), str(r.samples_failed))
+        status = "died" if r.status == "running" and live not in (r.run_id, "?") else r.status
+        table.add_row(escape(r.run_id), escape(r.study_name), r.started_at, status,
+                      escape(", ".join(r.environments)), str(r.samples_ok), str(r.samples_failed))
     console.print(table)
 
 
@@ -228,14 +252,14 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
         specs = build_figures(table, store.extras(run.run_id), run.env_facts)
         if figures_dir:
             write_figures(specs, figures_dir)
-            err_console.print(f"{len(specs)} figure(s) written to {figures_dir} as SVG and PNG"
+            err_console.print(f"{len(specs)} figure(s) written to {escape(figures_dir)} as SVG and PNG"
                               + ("" if specs else ": the run has nothing to draw"), highlight=False)
     if fmt == "html":
         from isobench.report.html import render_html
         path = Path(output) if output else Path("results") / f"{run.run_id}.html"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_html(run, specs=specs, table=table), encoding="utf-8")
-        console.print(f"HTML report written to {path}", highlight=False)
+        console.print(f"HTML report written to {escape(str(path))}", highlight=False)
         return
     if fmt == "md":
         text = render_markdown(run)
@@ -340,12 +364,12 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None
     samples = store.samples(run.run_id)
     if fmt == "csv":
         paths = exp.export_csv(run, samples, output or Path("results") / run.run_id)
-        console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False)
+        console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False, markup=False)
     elif output == "-":
         click.echo(_json.dumps(exp.export_document(run, samples), indent=1, allow_nan=False, default=str))
     else:
         path = exp.export_json(run, samples, output or Path("results") / f"{run.run_id}.json")
-        console.print(f"wrote {path}", highlight=False)
+        console.print(f"wrote {path}", highlight=False, markup=False)
 
 
 @main.command()
@@ -354,7 +378,7 @@ def envs() -> None:
     from isobench.envs.kinds import probe_all
     table = Table("environment", "available", "details")
     for row in probe_all():
-        table.add_row(row.name, "[green]yes" if row.available else "[red]no", row.details)
+        table.add_row(escape(row.name), "[green]yes" if row.available else "[red]no", escape(row.details))
     console.print(table)
 
 
@@ -376,7 +400,7 @@ def doctor(as_json: bool) -> None:
     colour = {"ok": "green", "warn": "yellow", "info": "blue"}
     table = Table("check", "status", "value", "how to fix")
     for f in findings:
-        table.add_row(f.check, f"[{colour[f.status]}]{f.status}", f.value, f.fix)
+        table.add_row(escape(f.check), f"[{colour[f.status]}]{f.status}", escape(str(f.value)), escape(f.fix))
     console.print(table)
 
 
@@ -393,10 +417,11 @@ def images_build(force: bool) -> None:
     from isobench.dockerclient import engine
     from isobench.images import ensure_image
     try:
-        tag = ensure_image(engine(), force=force, log=console.print)
+        tag = ensure_image(engine(), force=force,
+                           log=lambda line: console.print(line, highlight=False, markup=False))
     except EnvironmentError_ as exc:
         _fail(str(exc))
-    console.print(f"image ready: {tag}")
+    console.print(f"image ready: {tag}", markup=False)
 
 
 @main.command()
@@ -412,8 +437,10 @@ def clean() -> None:
         _fail(f"{exc}; clean would remove its environments: run it once that run has ended")
     with lock:
         removed = do_clean()
+        from isobench.health import forget_pending
+        forget_pending()  # what failed teardowns left is gone with the rest
     for item in removed:
-        console.print(f"removed {item}")
+        console.print(f"removed {item}", highlight=False, markup=False)
     console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
 
 

@@ -4,6 +4,8 @@ naming the file and the field."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from isobench.envs.kinds import kind_of
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
@@ -55,3 +57,69 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
             problems.append(f"{study.path}: {field}: {n_envs} environments need {total / GiB:.1f} GiB of "
                             f"{resource} in all, more than {what}; lower it")
     return problems
+
+
+# --- the study's size -------------------------------------------------------------------
+# Beyond these a study is refused unless --allow-large says it is meant (a
+# typo such as 2,000 environments must not start 2,000 containers).
+MAX_INSTANCES_PER_CORE = 8  # environments (all instances) per host core, at least MIN_INSTANCES
+MIN_INSTANCES = 32
+MAX_SAMPLES = 20_000
+MAX_HOURS = 24.0
+START_S = 5.0  # a rough per-instance start and stop, on top of the samples
+
+
+@dataclass(frozen=True)
+class StudySize:
+    environments: int
+    instances: int
+    cells: int  # workload cases (x noise steps)
+    rounds: int  # warm-up + repetitions
+    samples: int  # cells x environments x rounds
+    estimated_s: float
+
+    def describe(self) -> str:
+        return (f"size: {self.environments} environments ({self.instances} instances), {self.cells} cells, "
+                f"{self.rounds} rounds, {self.samples} samples, about {_duration(self.estimated_s)}")
+
+
+def study_size(study: Study, host: HostInfo) -> StudySize:
+    """How big the study is, and roughly how long it takes, from the
+    workloads' own expected durations (Workload.expected_s)."""
+    steps = len(study.noise.steps) if study.noise is not None else 1
+    cells, per_round_s = 0, 0.0
+    for entry in study.workloads:
+        workload = WORKLOADS[entry.workload](entry.params, host)
+        cases = workload.cases()
+        cells += len(cases) * steps
+        per_round_s += sum(workload.expected_s(c) for c in cases) * steps
+    n_envs = len(study.environments)
+    instances = sum(spec.instances for spec in study.environments.values())
+    rounds = study.meta.warmup + study.meta.planned_rounds  # an adaptive study: its most
+    return StudySize(n_envs, instances, cells, rounds, cells * n_envs * rounds,
+                     per_round_s * n_envs * rounds + START_S * instances)
+
+
+def size_problems(study: Study, size: StudySize, host: HostInfo) -> list[str]:
+    """One line per limit exceeded, naming the field to lower and the flag."""
+    flag = "or pass --allow-large if it is meant"
+    max_instances = max(MIN_INSTANCES, MAX_INSTANCES_PER_CORE * host.cores)
+    problems = []
+    if size.instances > max_instances:
+        problems.append(f"{study.path}: environments: {size.instances} instances on a {host.cores}-core host "
+                        f"(limit {max_instances}); remove some {flag}")
+    if size.samples > MAX_SAMPLES:
+        problems.append(f"{study.path}: study.repetitions: {size.samples} samples (limit {MAX_SAMPLES}); "
+                        f"lower repetitions or the workloads' cases {flag}")
+    if size.estimated_s > MAX_HOURS * 3600:
+        problems.append(f"{study.path}: study.repetitions: an estimated {_duration(size.estimated_s)} "
+                        f"(limit {MAX_HOURS:.0f} h); lower repetitions or durations {flag}")
+    return problems
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

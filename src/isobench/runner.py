@@ -22,10 +22,11 @@ from isobench.envs import make_environment
 from isobench.envs.base import Environment
 from isobench.envs.kinds import kind_of
 from isobench.facts import host_facts
+from isobench.health import Watch, clean_pending, final_status, remember_leftovers
 from isobench.hostinfo import host_info
 from isobench.noise import Noise, step_case
 from isobench.repetitions import NextBlock, next_block
-from isobench.store import Sample, Store, now_iso
+from isobench.store import Sample, Store, StoreWriteError, now_iso
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import ParseError, Workload, WorkloadError
@@ -114,6 +115,9 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         store.reopen_run(run_id)
     if on_run_id is not None:
         on_run_id(run_id)
+    for item in clean_pending(clean):  # what an earlier run's teardown could not remove (engine was down)
+        progress.note(f"removed a leftover of an earlier run: {item}")
+    watch = Watch(run_id, progress.note)
     envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
     for cell in cells:
         store.define_metrics(run_id, cell.key, cell.case, cell.workload.metrics(cell.workload_case))
@@ -134,6 +138,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
         progress.start((meta.warmup + meta.planned_rounds) * len(cells) * len(envs) - len(done))
+        planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
         for step, step_cells in by_step(cells):
             noise_facts = None
             if noise is not None and any((e.name, c.key, c.case, r) not in done for r in
@@ -148,11 +153,16 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                         for env in round_order(started, round_, meta.order):
                             if (env.name, cell.key, cell.case, round_) in done:
                                 continue
+                            if watch.skips(env):  # its engine or guest died: --resume measures these
+                                progress.advance()
+                                continue
                             warmup = round_ < meta.warmup
                             progress.step(f"{_round_label(meta, round_)} {cell.key}/{cell.case} in {env.name}")
                             problem = prepare_failures.get((cell.key, env.name))
                             if problem is None:
-                                _measure(store, run_id, cell, env, round_, warmup, noise_facts)
+                                error = _measure(store, run_id, cell, env, round_, warmup, noise_facts)
+                                if error is not None:
+                                    watch.failed(env, f"{cell.key}/{cell.case}", error)
                             else:
                                 _record_failure(store, run_id, cell, env, round_, warmup, problem)
                             progress.advance()
@@ -164,16 +174,28 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                 if decision.stop:
                     break
                 first, rounds = rounds, rounds + decision.more
-        status = "complete"
+            planned |= {(e.name, c.key, c.case, r) for r in range(rounds) for c in step_cells for e in envs}
+        status = final_status(planned, store.measured_cells(run_id))
     except KeyboardInterrupt:
         status = "interrupted"
         raise
+    except StoreWriteError as exc:
+        status = "interrupted"
+        raise StoreWriteError(f"{exc}; the run stopped, every sample before this one is kept in run {run_id}; "
+                              f"then `isobench run --resume {run_id}` finishes it") from None
     finally:
         if noise is not None:
             noise.stop()
         _cleanup_workloads(cells, started)
-        _teardown([*envs, client] if client is not None else envs, run_id)
-        store.finish_run(run_id, status)
+        leftovers = _teardown([*envs, client] if client is not None else envs, run_id)
+        if leftovers:
+            remember_leftovers(run_id, leftovers)
+            progress.note(f"teardown could not finish: {'; '.join(leftovers)[:300]}; the next run's start "
+                          "(or `isobench clean`) removes what is left")
+        try:
+            store.finish_run(run_id, status)
+        except Exception:  # noqa: BLE001 - a full disk: `isobench runs` shows the run as died
+            pass
     return run_id
 
 
@@ -235,7 +257,8 @@ def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> 
 
 
 def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: int, warmup: bool,
-             noise_facts: dict | None = None) -> None:
+             noise_facts: dict | None = None) -> str | None:
+    """Measure one sample and store it; returns why it failed (None: ok)."""
     started_at = now_iso()
     t0 = time.perf_counter()
     try:
@@ -256,9 +279,10 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
         store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, started_at,
                                 time.perf_counter() - t0, extra={"noise": noise_facts} if noise_facts else {},
                                 raw=raw, error=reason[:500]))
-        return
+        return reason
     store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", started_at,
                             time.perf_counter() - t0, m.values, m.extra, m.raw))
+    return None
 
 
 def _record_failure(store, run_id, cell, env, round_, warmup, reason: str) -> None:
@@ -283,21 +307,27 @@ def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:
             signal.signal(signal.SIGINT, previous)
 
 
-def _teardown(envs: list[Environment], run_id: str) -> None:
+def _teardown(envs: list[Environment], run_id: str) -> list[str]:
     """Stop every environment, then sweep anything labelled with this run
     (a container created just as Ctrl-C arrived). A second Ctrl-C must not
-    cut this short, so SIGINT is held off until it is done."""
+    cut this short, so SIGINT is held off until it is done. Returns what
+    could not be stopped (an engine that is down), one line each."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+    problems = []
     try:
         for env in envs:
             try:
                 env.stop()
-            except Exception:  # noqa: BLE001 - one failed stop must not keep others running
-                pass
-        clean(run_id)
+            except Exception as exc:  # noqa: BLE001 - one failed stop must not keep others running
+                problems.append(f"{getattr(env, 'name', env)}: {' '.join(str(exc).split())[:150]}")
+        try:
+            clean(run_id)
+        except Exception as exc:  # noqa: BLE001 - reported; the next start cleans again
+            problems.append(f"clean: {' '.join(str(exc).split())[:150]}")
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    return problems
 
 
 def _main_thread() -> bool:

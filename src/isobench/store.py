@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS runs (
     environments TEXT NOT NULL,          -- JSON list, study order
     started_at TEXT NOT NULL,
     finished_at TEXT,
-    status TEXT NOT NULL,                -- running | complete | interrupted | failed
+    status TEXT NOT NULL,                -- running | complete | incomplete | interrupted | failed
     host_facts TEXT NOT NULL             -- JSON
 );
 CREATE TABLE IF NOT EXISTS env_facts (
@@ -116,15 +116,63 @@ class StoreError(RuntimeError):
     pass
 
 
+class StoreWriteError(StoreError):
+    """Writing a sample failed mid-run (disk full, read-only): the run stops."""
+
+
+def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
+    """sqlite's error as one line saying what to do."""
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return f"{path}: not an isobench store ({text}); give another --store path"
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return f"{path}: the store is not writable ({text}); fix its permissions or give another --store path"
+    if "full" in text:
+        return f"{path}: the store's disk is full ({text}); free space on it"
+    return f"{path}: store error: {text}"
+
+
 class Store:
     def __init__(self, path: str):
         self.path = path
-        if os.path.dirname(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+        if os.path.isdir(path):
+            raise StoreError(f"{path}: is a directory, not a store; give a file path with --store")
+        try:
+            if os.path.dirname(path):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            self.db = sqlite3.connect(path, timeout=30)
+            foreign = self._foreign_tables()
+            if foreign:
+                self.db.close()
+                raise StoreError(f"{path}: an SQLite file but not an isobench store (it holds {foreign}); "
+                                 "give another --store path")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(store_problem(path, exc)) from None
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot open the store: {exc.strerror}; "
+                             "give a writable --store path") from None
         self._add_missing_columns()
+
+    def _foreign_tables(self) -> str:
+        """Tables of another application ('' when none): isobench never
+        writes its schema into someone else's database."""
+        names = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        names -= {"sqlite_sequence"}
+        if not names or "runs" in names:
+            return ""
+        return ", ".join(sorted(names)[:3]) + (" ..." if len(names) > 3 else "")
+
+    def check_writable(self) -> None:
+        """Before a run starts: the store must take writes (a read-only file,
+        directory or filesystem would fail only after the first sample)."""
+        try:
+            with self.db:
+                self.db.execute("CREATE TABLE IF NOT EXISTS isobench_probe (x)")
+                self.db.execute("DROP TABLE isobench_probe")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(store_problem(self.path, exc)) from None
 
     def close(self) -> None:
         self.db.close()
@@ -169,6 +217,12 @@ class Store:
                     (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role))
 
     def add_sample(self, s: Sample) -> None:
+        try:
+            self._add_sample(s)
+        except sqlite3.DatabaseError as exc:  # disk full, file gone read-only: earlier samples are committed
+            raise StoreWriteError(store_problem(self.path, exc)) from None
+
+    def _add_sample(self, s: Sample) -> None:
         with self.db:  # committed now: a crash after this loses nothing
             self.db.execute(
                 "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, error, vals,"
@@ -181,9 +235,11 @@ class Store:
             self.db.execute("UPDATE runs SET status='running', finished_at=NULL WHERE run_id=?", (run_id,))
 
     def measured_cells(self, run_id: str) -> set[tuple[str, str, str, int]]:
-        """(env, workload, case, round) of every sample stored, for --resume."""
+        """(env, workload, case, round) of every ok sample, for --resume: a
+        failed or timed-out cell is measured again (its failed sample stays,
+        so a report can show that the cell needed a retry)."""
         return {tuple(r) for r in self.db.execute(
-            "SELECT env, workload, ccase, round FROM samples WHERE run_id=?", (run_id,))}
+            "SELECT env, workload, ccase, round FROM samples WHERE run_id=? AND status='ok'", (run_id,))}
 
     def study_of(self, run_id: str) -> tuple[str, str]:
         """The study file path and text a run was started from."""

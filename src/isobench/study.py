@@ -198,6 +198,10 @@ def parse_study(text: str, path: str = "<study>") -> Study:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        # tomllib recurses once per nesting level: a hostile file can exhaust the stack
+        raise StudyError(f"{path}: nested too deeply (arrays or tables inside each other); "
+                         "a study needs at most a few levels") from None
     unknown = set(raw) - {"study", "environments", "workloads", "noise"}
     if unknown:
         raise StudyError(f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, "
@@ -237,7 +241,10 @@ def parse_study(text: str, path: str = "<study>") -> Study:
 def load_study(path: str | Path) -> Study:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise StudyError(f"{p}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise StudyError(f"{p}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
+                         "a study is a TOML file saved as UTF-8") from None
     return parse_study(text, str(p))

@@ -77,3 +77,66 @@ if __name__ == "__main__":
     print("| hostile input | error |\n|---|---|")
     for what, edits, _ in CASES:
         print(f"| {what} | `{refusal(edits)}` |")
+
+
+# --- hostile files, answered by the command itself in one line (exit 2) ------------------
+import os  # noqa: E402
+import sqlite3  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+
+
+def isobench(*args: str, home: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC), "ISOBENCH_HOME": home}
+    env.pop("ISOBENCH_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "isobench.entry", *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def hostile_files(d) -> dict[str, tuple[list[str], str]]:
+    """what it tries -> (isobench arguments, what the one line must say)."""
+    (d / "garbage.sqlite").write_bytes(bytes(range(256)) * 16)
+    (d / "latin1.toml").write_bytes(b'[study]\nname = "caf\xe9"\n')
+    (d / "deep.toml").write_text("[study]\nname = \"x\"\nv = " + "[" * 5000 + "]" * 5000 + "\n")
+    (d / "empty.toml").write_text("")
+    db = sqlite3.connect(d / "other.sqlite")
+    db.execute("CREATE TABLE invoices (id INTEGER)")
+    db.commit()
+    db.close()
+    return {
+        "a store file that is not SQLite": (["runs", "--store", str(d / "garbage.sqlite")],
+                                            "garbage.sqlite: not an isobench store"),
+        "an SQLite file of another application": (["runs", "--store", str(d / "other.sqlite")],
+                                                  "other.sqlite: an SQLite file but not an isobench store"),
+        "a study file that is not UTF-8": (["validate", str(d / "latin1.toml")], "latin1.toml: not UTF-8"),
+        "deeply nested arrays": (["validate", str(d / "deep.toml")], "deep.toml: nested too deeply"),
+        "an empty study file": (["validate", str(d / "empty.toml")],
+                                'empty.toml: study: a [study] table with at least name = "..." is required'),
+    }
+
+
+@pytest.mark.parametrize("what", ["a store file that is not SQLite", "an SQLite file of another application",
+                                  "a study file that is not UTF-8", "deeply nested arrays",
+                                  "an empty study file"])
+def test_hostile_file_is_one_line_never_a_traceback(what, tmp_path):
+    args, expected = hostile_files(tmp_path)[what]
+    proc = isobench(*args, home=str(tmp_path / "home"))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: ") and expected in proc.stderr, proc.stderr
+    # the other application's file is left as it was
+    if "another application" in what:
+        tables = sqlite3.connect(tmp_path / "other.sqlite").execute(
+            "SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+        assert tables == [("invoices",)]
+
+
+def test_user_text_in_messages_is_printed_literally(tmp_path):
+    """Rich markup in a path ([bold], [red]) must not be eaten or styled."""
+    weird = tmp_path / "[bold]x[red]"
+    weird.mkdir()
+    (weird / "s.toml").write_text("")
+    proc = isobench("validate", str(weird / "s.toml"), home=str(tmp_path / "home"))
+    assert f"{weird}/s.toml: study: a [study] table" in proc.stderr, proc.stderr

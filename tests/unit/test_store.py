@@ -165,3 +165,53 @@ def test_a_store_from_before_roles_gets_the_column_and_reports_the_same(tmp_path
     old_md = render_markdown(old_run)
     assert old_md == render_markdown(new_run)
     assert "## Docker NAT vs host networking" in old_md and "docker-nat 42 vs docker-host 23" in old_md
+
+
+def test_resume_skips_only_cells_with_an_ok_sample(store):
+    _fill(store)
+    measured = store.measured_cells("run-1")
+    assert ("docker-nat", "compression", "default", 1) in measured
+    # round 3 timed out: --resume measures it again; the timeout stays on record
+    assert ("docker-nat", "compression", "default", 3) not in measured
+    store.add_sample(Sample("run-1", "docker-nat", "compression", "default", 3, False, "ok", "t", 1.0,
+                            {"throughput_mbs": 13.0, "real_s": 1 / 13}))
+    assert ("docker-nat", "compression", "default", 3) in store.measured_cells("run-1")
+    run = store.load_run("run-1")
+    tput = run.metrics[0]
+    assert run.values[(tput, "docker-nat")] == [10.0, 11.0, 13.0]  # only ok samples are analysed
+    assert run.failures[("compression", "default", "docker-nat")] == ["timed out after 5 s"]
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "other.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE invoices (id INTEGER)")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="not an isobench store"):
+        Store(str(path))
+    names = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")]
+    assert names == ["invoices"]
+
+
+def test_a_read_only_store_is_refused_before_a_run(tmp_path):
+    path = str(tmp_path / "r.sqlite")
+    Store(path).close()
+    ro = Store.__new__(Store)
+    ro.path = path
+    ro.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    with pytest.raises(StoreError, match="not writable"):
+        ro.check_writable()
+
+
+def test_a_failed_sample_write_is_a_store_write_error_and_keeps_earlier_samples(tmp_path):
+    from isobench.store import StoreWriteError
+    path = str(tmp_path / "r.sqlite")
+    s = Store(path)
+    _fill(s)
+    before = len(s.samples("run-1"))
+    s.db.execute("PRAGMA query_only = ON")  # every write now fails the way a full disk does
+    with pytest.raises(StoreWriteError, match="r.sqlite: "):
+        s.add_sample(Sample("run-1", "native", "compression", "default", 4, False, "ok", "t", 1.0, {}))
+    s.close()
+    assert len(Store(path).samples("run-1")) == before

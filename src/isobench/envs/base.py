@@ -76,6 +76,14 @@ class Environment(abc.ABC):
         environment itself."""
         return [self]
 
+    def health(self, timeout: float = 10) -> str | None:
+        """Is the environment still there to measure in? None when it is;
+        otherwise one line saying what stopped answering (the engine, the
+        guest, its agent). Asked after a failed sample, so a dead engine
+        or guest is told apart from a failing workload; must return within
+        about `timeout` seconds. Default: nothing beyond the host to lose."""
+        return None
+
     def measure_startup(self, timeout: float) -> dict[str, float] | None:
         """Start a fresh instance configured like this one, to ready, and
         remove it: {"ready_s": ...} plus kind-specific timings (the startup

@@ -325,6 +325,28 @@ class DockerEnvironment(Environment):
                 container.remove(force=True)
             client.close()
 
+    def health(self, timeout: float = 10) -> str | None:
+        """The engine answers a ping and the container still runs. A
+        stopped engine stops its containers too (no restart policy), so a
+        restarted engine does not bring the environment back: the runner
+        skips its cells and --resume measures them in a fresh container."""
+        if self._container is None:
+            return None
+        try:
+            client = docker.from_env(timeout=timeout)
+            try:
+                client.ping()
+                state = client.api.inspect_container(self._container.id)["State"]
+            finally:
+                client.close()
+        except docker.errors.NotFound:
+            return f"{self.name}: its container {self.container_name} is gone"
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the engine means it is not answering
+            return f"{self.name}: the Docker Engine stopped answering ({_first_line(exc)})"
+        if not state.get("Running"):
+            return f"{self.name}: its container {self.container_name} stopped ({state.get('Status', '?')})"
+        return None
+
     def stop(self) -> None:
         if self._container is not None:
             try:
@@ -354,3 +376,8 @@ class DockerEnvironment(Environment):
             facts["runtime_info"] = {"name": self.engine_runtime, "path": entry.get("path"),
                                      "version": rt.version(entry), "runtime_args": args}
         return facts
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:120]

@@ -121,6 +121,14 @@ class InstanceGroup(Environment):
             except Exception:  # noqa: BLE001 - one failed stop must not keep the others running
                 pass
 
+    def health(self, timeout: float = 10) -> str | None:
+        """The first member that stopped answering, if any."""
+        for member in self.members:
+            problem = member.health(timeout)
+            if problem is not None:
+                return problem
+        return None
+
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         return self.first.exec(argv, timeout, cwd)
 

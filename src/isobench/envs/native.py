@@ -71,6 +71,10 @@ class NativeEnvironment(Environment):
             facts["pinning"] = {"host_cpu": self.options["cpu"], "how": "taskset"}
         return facts
 
+    def health(self, timeout: float = 10) -> str | None:
+        """The host itself: if it stopped answering, isobench stopped too."""
+        return None
+
     def write_file(self, path: str, content: bytes) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as fh:

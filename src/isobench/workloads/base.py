@@ -88,6 +88,12 @@ class Workload(abc.ABC):
         """Memory and disk one environment's copy needs (preflight checks them)."""
         return []
 
+    def expected_s(self, case: str) -> float:
+        """Roughly how long one sample of `case` takes (seconds), for the
+        study's estimated wall time before it starts. Default: a short tool
+        run; workloads that run for a set time say so."""
+        return 5.0
+
     def prepare(self, env: Environment) -> None:
         """Once per environment before any run (inputs, corpus); not timed."""
 

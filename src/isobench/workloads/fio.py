@@ -82,6 +82,9 @@ class Fio(Workload):
     packages: ClassVar[tuple[str, ...]] = ("fio",)
     params: FioParams
 
+    def expected_s(self, case: str) -> float:
+        return float(self.params.runtime_s + self.params.ramp_s + 2)
+
     def cases(self) -> list[str]:
         return list(self.params.cases)
 

@@ -45,6 +45,9 @@ class Netbw(ServerWorkload):
     server_exe: ClassVar[str] = "/usr/bin/iperf3"
     params: NetbwParams
 
+    def expected_s(self, case: str) -> float:
+        return float(self.params.duration_s + 2)
+
     def cases(self) -> list[str]:
         return list(self.params.cases)
 

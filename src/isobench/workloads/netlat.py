@@ -52,6 +52,9 @@ class Netlat(ServerWorkload):
     server_exe: ClassVar[str] = "/usr/bin/sockperf"
     params: NetlatParams
 
+    def expected_s(self, case: str) -> float:
+        return float(self.params.duration_s + 2)
+
     def cases(self) -> list[str]:
         return list(self.params.cases)
 

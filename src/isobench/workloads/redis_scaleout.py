@@ -24,7 +24,6 @@ from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
-from isobench.stats import jain_index, max_min_ratio
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
 from isobench.metric import FAIRNESS, THROUGHPUT, Metric
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
@@ -145,6 +144,7 @@ def parse_scaleout(stdout: str) -> tuple[dict[str, float], dict]:
               "p99_ms": max(get["p99_latency_ms"], set_["p99_latency_ms"])}
     values.update(per_instance_values("rps", [n / wall for n in served]))
     if len(served) > 1:
+        from isobench.stats import jain_index, max_min_ratio  # here: scipy would slow every `validate`
         values["imbalance"] = max_min_ratio(served)
         values["jain"] = jain_index(served)
     else:

@@ -288,6 +288,27 @@ class VmEnvironment(Environment):
         finally:
             twin.stop()
 
+    def health(self, timeout: float = 10) -> str | None:
+        """QEMU still runs and its guest agent answers a guest-sync (a few
+        tries within `timeout`: a busy TCG guest can be slow to answer)."""
+        if self._qemu is None or self._ga is None:
+            return None
+        try:
+            self._qemu.check_alive()
+        except EnvironmentError_ as exc:
+            return f"{exc} (the guest is gone)"
+        deadline = time.monotonic() + timeout
+        n = 0
+        while time.monotonic() < deadline:
+            n += 1
+            if self._ga.answers(n):
+                return None
+        try:
+            self._qemu.check_alive()
+        except EnvironmentError_ as exc:
+            return f"{exc} (the guest is gone)"
+        return f"{self.name}: the guest agent stopped answering (no reply within {timeout:.0f} s)"
+
     @property
     def vmm_pid(self) -> int | None:
         """QEMU's pid on the host (density reads its PSS)."""

@@ -1,0 +1,332 @@
+"""Faults injected mid-run, through the CLI as a user runs it: the Docker
+Engine stopped (and started again), a QEMU guest killed, a server process
+killed, the store's filesystem full. Each asserts one line saying so within
+a bounded time, every earlier sample kept, nothing left behind (after the
+run, or after the next run's start), and `--resume` completing the run.
+
+Run under the machine's heavy lock: they stop dockerd, mount a tmpfs and
+kill processes the run started."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import docker
+import pytest
+
+from isobench.workspace import DATA_ROOT, TMP_ROOT
+
+pytestmark = pytest.mark.integration
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DETECT_S = 60  # the bound asserted on every detection
+DOCKERD_PIDFILE = "/var/run/docker.pid"
+
+
+class Run:
+    """`isobench run` in the background, its stderr lines timestamped."""
+
+    def __init__(self, args: list[str], store, cwd):
+        env = {**os.environ, "ISOBENCH_STORE": str(store), "PYTHONPATH": os.path.join(REPO, "src")}
+        self.store = str(store)
+        self.proc = subprocess.Popen([sys.executable, "-m", "isobench.entry", "run", "--no-progress", *args],
+                                     cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[tuple[float, str]] = []
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+        self.out = ""
+        threading.Thread(target=self._read_out, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def _read_out(self) -> None:
+        self.out = self.proc.stdout.read()
+
+    def wait_line(self, needle: str, since: float, timeout: float) -> tuple[float, str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, line in list(self.lines):
+                if needle in line and t >= since:
+                    return t, line
+            if self.proc.poll() is not None and not self._t.is_alive():
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"no line with {needle!r} within {timeout} s:\n" + self.text())
+
+    def wait(self, timeout: float) -> int:
+        rc = self.proc.wait(timeout=timeout)
+        self._t.join(10)
+        return rc
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.lines)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(60)
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+
+def db(store) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=30)
+
+
+def wait_samples(store, env: str, n: int, timeout: float = 300, status: str = "ok") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(sqlite3.Error):
+            got = db(store).execute("SELECT COUNT(*) FROM samples WHERE env=? AND status=?",
+                                    (env, status)).fetchone()[0]
+            if got >= n:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"{env}: fewer than {n} {status} samples within {timeout} s")
+
+
+def ok_samples(store) -> set[tuple]:
+    return {tuple(r) for r in db(store).execute(
+        "SELECT id, env, workload, ccase, round FROM samples WHERE status='ok'")}
+
+
+def run_row(store) -> tuple[str, str]:
+    return db(store).execute("SELECT run_id, status FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
+
+
+def isobench(*args, store, cwd, timeout=600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ISOBENCH_STORE": str(store), "PYTHONPATH": os.path.join(REPO, "src")}
+    return subprocess.run([sys.executable, "-m", "isobench.entry", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def leftovers(run_id: str) -> list[str]:
+    found = []
+    with contextlib.suppress(Exception):
+        client = docker.from_env(timeout=30)
+        found += [c.name for c in client.containers.list(all=True, filters={"label": f"isobench.run={run_id}"})]
+        found += [v.name for v in client.volumes.list(filters={"label": f"isobench.run={run_id}"})]
+    for root in (DATA_ROOT, TMP_ROOT):
+        if os.path.isdir(root):
+            found += [e for e in os.listdir(root) if e.startswith(run_id)]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if run_id.encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                found.append(f"pid {pid}")
+    return found
+
+
+def resume_completes(run_id: str, store, cwd, before: set[tuple]) -> None:
+    proc = isobench("run", "--no-progress", "--resume", run_id, "--out", str(cwd / "results"), store=store,
+                    cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert run_row(store) == (run_id, "complete"), proc.stderr
+    assert before <= ok_samples(store), "every sample measured before the fault is kept"
+    failed = db(store).execute("SELECT COUNT(*) FROM samples WHERE status!='ok'").fetchone()[0]
+    assert failed >= 1, "the failed samples stay on record"
+    assert leftovers(run_id) == []
+    listing = isobench("runs", store=store, cwd=cwd).stdout
+    assert "complete" in listing
+
+
+# --- the Docker Engine stops mid-run and comes back --------------------------------------
+
+def dockerd_pid() -> int | None:
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(open(DOCKERD_PIDFILE).read().strip())
+        os.kill(pid, 0)
+        return pid
+    return None
+
+
+def start_dockerd() -> None:
+    subprocess.run(["bash", os.path.join(REPO, "scripts", "start-dockerd.sh")], check=True, timeout=120,
+                   capture_output=True)
+
+
+@pytest.fixture
+def dockerd_back():
+    """Whatever happens in the test, dockerd answers again afterwards."""
+    yield
+    start_dockerd()
+
+
+def test_docker_engine_stopped_mid_run(tmp_path, dockerd_back):
+    study = tmp_path / "engine.toml"
+    study.write_text('[study]\nname = "fault-engine"\nrepetitions = 8\nwarmup = 0\n'
+                     '[environments.native]\n[environments.docker-nat]\n'
+                     '[workloads.compression]\nsize_mb = 2\nlevel = 1\n')
+    store = tmp_path / "r.sqlite"
+    run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
+    try:
+        wait_samples(store, "docker-nat", 2)
+        before = ok_samples(store)
+        pid = dockerd_pid()
+        assert pid is not None, "dockerd is not running"
+        t_fault = time.monotonic()
+        os.kill(pid, signal.SIGTERM)
+        # the engine stops its containers as it shuts down: either reason says the environment is gone
+        t_seen, line = run.wait_line("remaining cells are skipped", t_fault, DETECT_S)
+        assert line.startswith("docker-nat: "), line
+        print(f"\nengine stopped: detected in {t_seen - t_fault:.1f} s: {line}")
+        for _ in range(60):  # gone, so start-dockerd.sh starts a new one
+            if dockerd_pid() is None:
+                break
+            time.sleep(0.5)
+        rc = run.wait(300)
+    finally:
+        run.kill()
+        start_dockerd()
+    assert rc == 0, run.text()
+    assert "Traceback" not in run.text()
+    assert sum("remaining cells are skipped" in line for _, line in run.lines) == 1, run.text()
+    run_id, status = run_row(store)
+    assert status == "incomplete", run.text()
+    assert before <= ok_samples(store)
+    assert "incomplete" in isobench("runs", store=store, cwd=tmp_path).stdout
+    # the engine came back with the run's stopped container and volume: the
+    # next run's start (here --resume) removes them, then completes the run
+    resume_completes(run_id, store, tmp_path, before)
+
+
+# --- a server process killed mid-run ---------------------------------------------------------
+
+def server_pids(run_id: str, name: str) -> list[int]:
+    pids = []
+    for path in glob.glob(os.path.join(TMP_ROOT, f"{run_id}*", "**", "servers", f"{name}.pid"), recursive=True):
+        with contextlib.suppress(OSError, ValueError):
+            pids.append(int(open(path).read().strip()))
+    return pids
+
+
+def test_server_killed_mid_run(tmp_path):
+    study = tmp_path / "server.toml"
+    study.write_text('[study]\nname = "fault-server"\nrepetitions = 4\nwarmup = 0\n'
+                     '[environments.native]\n'
+                     '[workloads.redis]\nrequests = 300000\nclients = [4]\n')
+    store = tmp_path / "r.sqlite"
+    run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
+    try:
+        wait_samples(store, "native", 1)
+        before = ok_samples(store)
+        run_id = run_row(store)[0]
+        deadline, pids = time.monotonic() + 120, []
+        while not pids and time.monotonic() < deadline:
+            pids = server_pids(run_id, "redis")
+            time.sleep(0.05)
+        assert pids, "no redis-server pidfile appeared"
+        time.sleep(0.5)  # mid-measurement, not during its start
+        t_fault = time.monotonic()
+        os.kill(pids[0], signal.SIGKILL)
+        t_seen, line = run.wait_line("in native failed", t_fault, DETECT_S)
+        print(f"\nredis-server killed: detected in {t_seen - t_fault:.1f} s: {line}")
+        rc = run.wait(600)
+    finally:
+        run.kill()
+    assert rc == 0, run.text()
+    assert "Traceback" not in run.text()
+    assert sum("in native failed" in line for _, line in run.lines) == 1, run.text()
+    assert run_row(store)[1] == "incomplete"
+    assert leftovers(run_id) == []
+    resume_completes(run_id, store, tmp_path, before)
+
+
+# --- the store's filesystem fills up --------------------------------------------------------
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "isobench-fault-tmpfs", str(mnt)], check=True,
+                   timeout=30)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False, timeout=30)
+
+
+def test_store_filesystem_full_mid_run(tmp_path, small_tmpfs):
+    study = tmp_path / "full.toml"
+    study.write_text('[study]\nname = "fault-full"\nrepetitions = 30\nwarmup = 0\n'
+                     '[environments.native]\n[workloads.compression]\nsize_mb = 1\nlevel = 1\n')
+    store = small_tmpfs / "r.sqlite"
+    filler = small_tmpfs / "filler"
+    run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
+    try:
+        wait_samples(store, "native", 3)
+        t_fault = time.monotonic()
+        with open(filler, "wb") as fh:  # take every free block
+            with contextlib.suppress(OSError):
+                while True:
+                    fh.write(b"\0" * 65536)
+                    fh.flush()
+        t_seen, line = run.wait_line("disk is full", t_fault, DETECT_S)
+        print(f"\nstore full: detected in {t_seen - t_fault:.1f} s: {line}")
+        rc = run.wait(120)
+    finally:
+        run.kill()
+    assert rc == 2, run.text()
+    assert "Traceback" not in run.text()
+    assert line.startswith("error: ") and "isobench run --resume" in line
+    filler.unlink()
+    run_id, status = run_row(store)
+    kept = ok_samples(store)
+    assert len(kept) >= 3
+    assert status in ("interrupted", "running"), status  # "running" when even the status could not be written
+    assert leftovers(run_id) == []
+    resume_completes(run_id, store, tmp_path, kept)
+
+
+# --- a QEMU guest killed mid-run ---------------------------------------------------------------
+
+def qemu_pids(run_id: str) -> list[int]:
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            if argv and b"qemu-system" in argv[0] and any(run_id.encode() in a for a in argv):
+                pids.append(int(pid))
+    return pids
+
+
+def test_qemu_guest_killed_mid_run(tmp_path):
+    study = tmp_path / "vm.toml"
+    study.write_text('[study]\nname = "fault-vm"\nrepetitions = 6\nwarmup = 0\n'
+                     '[environments.native]\n'
+                     '[environments.vm]\nkind = "vm"\nvcpus = 1\nmemory_mb = 768\ndata_disk_mb = 512\n'
+                     'accel = "tcg"\n'
+                     '[workloads.compression]\nsize_mb = 1\nlevel = 1\n')
+    store = tmp_path / "r.sqlite"
+    run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
+    try:
+        wait_samples(store, "vm", 2, timeout=300)
+        before = ok_samples(store)
+        run_id = run_row(store)[0]
+        pids = qemu_pids(run_id)
+        assert pids, "no QEMU of this run"
+        t_fault = time.monotonic()
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        t_seen, line = run.wait_line("vm: ", t_fault, DETECT_S)
+        print(f"\nQEMU killed: detected in {t_seen - t_fault:.1f} s: {line}")
+        rc = run.wait(300)
+    finally:
+        run.kill()
+    assert rc == 0, run.text()
+    assert "Traceback" not in run.text()
+    assert "skipped" in line and sum("vm: " in ln and "skipped" in ln for _, ln in run.lines) == 1, run.text()
+    assert run_row(store)[1] == "incomplete"
+    assert leftovers(run_id) == []
+    resume_completes(run_id, store, tmp_path, before)
