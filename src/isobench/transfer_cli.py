@@ -3,31 +3,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
-from isobench.workspace import DEFAULT_STORE
-
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
-
-STORE_OPTION = click.option(
-    "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True,
-    help="SQLite file holding every run (env: ISOBENCH_STORE).")
-
-
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    sys.exit(2)
-
-
-def _open_store(path: str):
-    from isobench.store import Store
-    return Store(path)
+from isobench.cli_common import STORE_OPTION, console
+from isobench.cli_common import fail as _fail
+from isobench.cli_common import open_store as _open_store
 
 
 @click.command("export-run")

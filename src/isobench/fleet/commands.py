@@ -7,18 +7,12 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
+from isobench.cli_common import console, err_console
+from isobench.cli_common import fail as _fail
 from isobench.workspace import DEFAULT_STORE
 
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
-
-
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    sys.exit(2)
 
 
 def _note(message: str) -> None:

@@ -17,17 +17,16 @@ from isobench.report.figures import KIND_ORDER, KIND_TITLES, FigureSpec, build_f
 from isobench.report.model import RunData
 from isobench.report.table import (
     EMULATED_NOTE,
-    FAILED,
-    MISSING,
-    Cell,
-    Table,
     build_table,
+    Cell,
     fmt_fact,
     fmt_num,
     host_facts,
     inconclusive_lines,
     is_emulated,
     run_facts,
+    Table,
+    tone,
 )
 
 
@@ -43,14 +42,7 @@ _env = Environment(loader=PackageLoader("isobench.report", "templates"),
 
 
 def cell_class(cell: Cell) -> str:
-    if cell.status == FAILED:
-        return "failed"
-    if cell.status == MISSING:
-        return "missing"
-    v = cell.verdict
-    if v is None or not v.changed:
-        return ""
-    return {"worse": "worse sig", "better": "better sig"}.get(v.direction, "")
+    return {"failed": "failed", "missing": "missing", "worse": "worse sig", "better": "better sig"}.get(tone(cell), "")
 
 
 # -- inline SVG -----------------------------------------------------------------------

@@ -185,6 +185,15 @@ def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKe
     return out
 
 
+def tone(cell: Cell) -> str:
+    """What a renderer may colour: failed, missing, worse or better (a
+    changed cell), or "" (colour only repeats what the markers say)."""
+    if cell.status in (FAILED, MISSING):
+        return cell.status
+    v = cell.verdict
+    return v.direction if v is not None and v.changed else ""
+
+
 def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Verdict | None,
                settings: Settings) -> Cell:
     vals = _values(run, key, env)

@@ -11,15 +11,14 @@ from isobench.report.attribution import section_lines as attribution_lines
 from isobench.report.model import RunData
 from isobench.report.netpairs import section_lines
 from isobench.report.table import (
-    FAILED,
-    MISSING,
-    Cell,
-    Table,
     build_table,
+    Cell,
     doctor_warnings,
     host_facts,
     inconclusive_lines,
     run_facts,
+    Table,
+    tone,
 )
 
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
@@ -44,15 +43,7 @@ def _facts_grid(run: RunData) -> RichTable:
 
 
 def _cell_style(cell: Cell) -> str:
-    # Colour only repeats what the markers say; it is not needed to read the table.
-    if cell.status == FAILED:
-        return "red"
-    if cell.status == MISSING:
-        return "dim"
-    v = cell.verdict
-    if v is None or not v.changed:
-        return ""
-    return {"worse": "red", "better": "green"}.get(v.direction, "")
+    return {"failed": "red", "missing": "dim", "worse": "red", "better": "green"}.get(tone(cell), "")
 
 
 def _results_table(table: Table) -> RichTable:
