@@ -147,6 +147,13 @@ def probe(client, name: str, image: str, use_cache: bool = True) -> Verdict:
         return Verdict(False, f"the engine did not answer within {PROBE_TIMEOUT_S:.0f} s ({exc})", key, "",
                        time.perf_counter() - t0)
     finally:
+        # remove=True removes only a container that ran: one that failed to
+        # start stays "Created" unless removed here
+        try:
+            for leftover in own.containers.list(all=True, filters={"label": f"{LABEL}.probe={name}"}):
+                leftover.remove(force=True)
+        except (docker.errors.DockerException, RequestException):
+            pass
         own.close()
     verdict = Verdict(works, reason, key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       time.perf_counter() - t0)
