@@ -44,4 +44,6 @@ class RichProgress:
             self._progress.advance(self._task)
 
     def note(self, message: str) -> None:
-        (self._progress.console if self.bar else self.console).print(message, highlight=False, markup=False)
+        # soft_wrap: a note is one line however long, so logs and tools read it whole
+        (self._progress.console if self.bar else self.console).print(message, highlight=False, markup=False,
+                                                                     soft_wrap=True)

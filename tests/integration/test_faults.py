@@ -267,11 +267,10 @@ def test_store_filesystem_full_mid_run(tmp_path, small_tmpfs):
     try:
         wait_samples(store, "native", 3)
         t_fault = time.monotonic()
-        with open(filler, "wb") as fh:  # take every free block
-            with contextlib.suppress(OSError):
-                while True:
-                    fh.write(b"\0" * 65536)
-                    fh.flush()
+        with contextlib.suppress(OSError), open(filler, "wb") as fh:  # take every free block
+            while True:  # ENOSPC ends it, in write() or in the close that flushes
+                fh.write(b"\0" * 65536)
+                fh.flush()
         t_seen, line = run.wait_line("disk is full", t_fault, DETECT_S)
         print(f"\nstore full: detected in {t_seen - t_fault:.1f} s: {line}")
         rc = run.wait(120)
