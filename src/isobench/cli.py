@@ -63,6 +63,8 @@ def validate(study_file: str, allow_large: bool) -> None:
                   + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
                      if study.noise else ""), highlight=False)
     console.print(size.describe(), highlight=False, markup=False)
+    for (env, key), reason in study.unsupported().items():
+        console.print(f"not run: {key} in {env}: {reason}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _repetitions_text(meta) -> str:

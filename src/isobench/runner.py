@@ -117,6 +117,9 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         on_run_id(run_id)
     for item in clean_pending(clean):  # what an earlier run's teardown could not remove (engine was down)
         progress.note(f"removed a leftover of an earlier run: {item}")
+    skip = study.unsupported()  # (env, workload key) -> why it is never run there
+    for (env_name, key), reason in skip.items():
+        progress.note(f"{key} is not run in {env_name}: {reason}")
     watch = Watch(run_id, progress.note)
     envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
     for cell in cells:
@@ -134,10 +137,13 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
             env.start()
             started.append(env)
             packages = sorted({p for c in cells for p in c.workload.versioned_packages()})
-            store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": env.package_versions(packages)})
+            not_run = {key: reason for (name, key), reason in skip.items() if name == env.name}
+            store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": env.package_versions(packages),
+                                                   **({"unsupported": not_run} if not_run else {})})
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
-        progress.start((meta.warmup + meta.planned_rounds) * len(cells) * len(envs) - len(done))
+        runnable = len(cells) * len(envs) - sum((e.name, c.key) in skip for c in cells for e in envs)
+        progress.start((meta.warmup + meta.planned_rounds) * runnable - len(done))
         planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
         for step, step_cells in by_step(cells):
             noise_facts = None
@@ -151,7 +157,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                 for round_ in range(first, rounds):
                     for cell in step_cells:
                         for env in round_order(started, round_, meta.order):
-                            if (env.name, cell.key, cell.case, round_) in done:
+                            if (env.name, cell.key, cell.case, round_) in done or (env.name, cell.key) in skip:
                                 continue
                             if watch.skips(env):  # its engine or guest died: --resume measures these
                                 progress.advance()
@@ -174,7 +180,8 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                 if decision.stop:
                     break
                 first, rounds = rounds, rounds + decision.more
-            planned |= {(e.name, c.key, c.case, r) for r in range(rounds) for c in step_cells for e in envs}
+            planned |= {(e.name, c.key, c.case, r) for r in range(rounds) for c in step_cells for e in envs
+                        if (e.name, c.key) not in skip}
         status = final_status(planned, store.measured_cells(run_id))
     except KeyboardInterrupt:
         status = "interrupted"

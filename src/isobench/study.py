@@ -13,7 +13,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from isobench.envs.kinds import EnvSpec, kinds, presets
+from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.noise import NoiseSpec
 from isobench.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
 from isobench.stats import DEFAULT_TOL_PCT
@@ -121,6 +121,17 @@ class Study:
     @property
     def hash(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+
+    def unsupported(self) -> dict[tuple[str, str], str]:
+        """(environment, workload key) -> why that environment cannot run the
+        workload at all (EnvKind.unsupported): those cells are never run."""
+        out = {}
+        for name, spec in self.environments.items():
+            for entry in self.workloads:
+                reason = kind_of(spec.kind).unsupported(spec, entry.workload)
+                if reason:
+                    out[(name, entry.key)] = reason
+        return out
 
 
 def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseModel] | None) -> str:

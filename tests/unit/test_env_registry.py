@@ -58,7 +58,7 @@ def test_fake_kind_in_the_study_model(fake):
         parse_study(study_text('[environments.fake]\n[environments.x]\nkind = "nope"\n[workloads.startup]\n'))
     assert "must be one of native, docker, vm, fake (or name a preset: native, docker-nat, docker-host, " \
            "docker-crun, docker-gvisor, vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
-    with pytest.raises(StudyError, match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, reserve_mb"):
+    with pytest.raises(StudyError, match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, refuse, reserve_mb"):
         parse_study(study_text("[environments.fake]\ncpus = 2\n[workloads.startup]\n"))
 
 
@@ -162,3 +162,42 @@ def test_a_kind_must_declare_its_name_on_its_spec():
 
             def make(self, *a, **k): ...
     assert "wrong" not in registry.kinds()
+
+
+def test_a_workload_the_kind_cannot_run_is_skipped_and_said(fake, tmp_path):
+    """EnvKind.unsupported: the cells are never run (no failed samples), the
+    run still ends complete, and validate and Table I say why."""
+    from isobench.cli import main
+    from isobench.report.table import UNSUPPORTED, build_table
+    from isobench.runner import run_study
+    from isobench.store import Store
+    from isobench.study import parse_study
+    text = study_text('[environments.fake]\n[environments.boxed]\nkind = "fake"\nrefuse = ["compression"]\n'
+                      "[workloads.startup]\n[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n")
+    study = parse_study(text, "f.toml")
+    assert study.unsupported() == {("boxed", "compression"): "the fake sandbox has no such system call"}
+    path = tmp_path / "f.toml"
+    path.write_text(text)
+    out = CliRunner().invoke(main, ["validate", str(path)]).output
+    assert "not run: compression in boxed: the fake sandbox has no such system call" in out
+    store = Store(str(tmp_path / "r.sqlite"))
+    run_id = run_study(study, store)
+    rows = [(r["env"], r["workload"], r["status"]) for r in store.samples(run_id)]
+    assert ("boxed", "compression") not in {(e, w) for e, w, _ in rows}
+    assert {s for _, _, s in rows} == {"ok"} and ("boxed", "startup", "ok") in rows
+    assert [r.status for r in store.list_runs() if r.run_id == run_id] == ["complete"]
+    table = build_table(store.load_run(run_id))
+    cells = {(row.key.workload, c.env): c for row in table.rows for c in row.cells}
+    assert cells[("compression", "boxed")].status == UNSUPPORTED
+    assert cells[("compression", "boxed")].text == "not supported"
+    assert "boxed: compression not run: the fake sandbox has no such system call." in table.footnotes
+
+
+def test_gvisor_refuses_netlat_up_front_and_nothing_else():
+    from isobench.envs.kinds import kind_of
+    docker = kind_of("docker")
+    gvisor = docker.spec(runtime="runsc")
+    assert "EINVAL" in docker.unsupported(gvisor, "netlat")
+    assert docker.unsupported(gvisor, "compression") is None
+    assert docker.unsupported(docker.spec(), "netlat") is None
+    assert docker.unsupported(docker.spec(runtime="crun"), "netlat") is None

@@ -144,6 +144,9 @@ class DockerKind(EnvKind):
             working.insert(0, "runc")
         return [("runtime", f"{name} cannot run here: {state}; this host has {', '.join(working)}")]
 
+    def unsupported(self, spec: DockerSpec, workload: str) -> str | None:
+        return rt.UNSUPPORTED.get(rt.engine_name(spec.runtime, spec.gvisor_platform), {}).get(workload)
+
     def clean(self, run_id: str | None) -> list[str]:
         """Containers and volumes labelled isobench (with this run's id)."""
         removed: list[str] = []

@@ -100,6 +100,12 @@ class EnvKind(abc.ABC):
         was removed, one line each."""
         return []
 
+    def unsupported(self, spec: EnvSpec, workload: str) -> str | None:
+        """Why an environment of this spec cannot run the named workload at
+        all (a sandbox's known gap, seen on a real host), or None. Its cells
+        are not run; `validate`, the run and the report say why."""
+        return None
+
     def footprint(self, spec: EnvSpec) -> list[Footprint]:
         """What the environment holds of the host besides the workloads'
         inputs, for all its instances (a VM's guest memory)."""

@@ -39,7 +39,7 @@ LOWER = "\u2193"
 # Metrics whose spread is shown as median and min..max beside the mean: times.
 SPREAD_ROLES = (LATENCY, DURATION)
 
-OK, FAILED, MISSING = "ok", "failed", "missing"
+OK, FAILED, MISSING, UNSUPPORTED = "ok", "failed", "missing", "unsupported"
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Column:
 @dataclass(frozen=True)
 class Cell:
     env: str
-    status: str  # ok | failed | missing
+    status: str  # ok | failed | missing | unsupported
     summary: Summary | None
     verdict: Verdict | None  # None for the baseline and when either side is empty
     text: str
@@ -190,6 +190,8 @@ def tone(cell: Cell) -> str:
     changed cell), or "" (colour only repeats what the markers say)."""
     if cell.status in (FAILED, MISSING):
         return cell.status
+    if cell.status == UNSUPPORTED:
+        return MISSING
     v = cell.verdict
     return v.direction if v is not None and v.changed else ""
 
@@ -201,12 +203,22 @@ def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Ve
     if not vals:
         if failed:
             return Cell(env, FAILED, None, None, f"failed ({failed})", failed)
+        if unsupported_reason(run, key.workload, env):
+            return Cell(env, UNSUPPORTED, None, None, "not supported")
         return Cell(env, MISSING, None, None, DASH)
     summary = summarize(vals)
     warnings = cell_warnings(run, key, env, settings.target_ci_pct)
     text = cell_text(summary, verdict, show_n, failed, spread=role_of(key) in SPREAD_ROLES,
                      warned=bool(warnings))
     return Cell(env, OK, summary, verdict, text, failed, warnings)
+
+
+def unsupported_reason(run: RunData, workload: str, env: str) -> str | None:
+    """Why the environment never ran the workload (EnvKind.unsupported, kept
+    in its facts by the runner), or None."""
+    facts = run.env_facts.get(env)
+    table = facts.get("unsupported") if isinstance(facts, dict) else None
+    return table.get(workload) if isinstance(table, dict) else None
 
 
 def build_columns(run: RunData) -> tuple[Column, ...]:
@@ -275,6 +287,8 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
         legend.append("failed (k): all k repetitions failed (see failures).")
     if any(c.status == MISSING for c in cells):
         legend.append(f"{DASH}: not measured.")
+    if any(c.status == UNSUPPORTED for c in cells):
+        legend.append("not supported: the environment cannot run this workload (why: in the notes below).")
     return tuple(legend)
 
 
@@ -318,6 +332,9 @@ def build_table(run: RunData) -> Table:
         rows.append(Row(key, row_label(key), cells))
     rows_t = tuple(rows)
     footnotes = tuple(f"{EMULATED} {c.env}: {EMULATED_NOTE}." for c in columns if c.emulated)
+    footnotes += tuple(f"{c.env}: {workload} not run: {reason}." for c in columns
+                       for workload in dict.fromkeys(k.workload for k in run.metrics)
+                       if (reason := unsupported_reason(run, workload, c.env)))
     warnings = tuple(f"{row.key.workload} {row.label} on {cell.env}: {w}"
                      for row in rows_t for cell in row.cells for w in cell.warnings)
     return Table(title=f"{run.study_name}: run {run.run_id}", baseline=run.baseline,

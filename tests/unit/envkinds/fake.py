@@ -22,6 +22,7 @@ EVENTS: list[tuple[str, str]] = []  # (what, environment or run id), for the tes
 class FakeSpec(EnvSpec):
     kind: Literal["fake"] = "fake"
     reserve_mb: int = Field(default=1, ge=1, description="host memory it holds (preflight)")
+    refuse: tuple[str, ...] = Field(default=(), description="workloads it cannot run (EnvKind.unsupported)")
     instances: int = INSTANCES
 
 
@@ -32,7 +33,7 @@ class FakeKind(EnvKind):
     scratch_roots = ("/nonexistent/isobench-fake",)  # the test points it at a temporary directory
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
-        return FakeEnvironment(name=name, options=spec.model_dump(exclude={"kind", "instances"}), run_id=run_id,
+        return FakeEnvironment(name=name, options=spec.model_dump(exclude={"kind", "instances", "refuse"}), run_id=run_id,
                                root=self.scratch_roots[0])
 
     def probe(self) -> EnvProbe:
@@ -41,6 +42,9 @@ class FakeKind(EnvKind):
     def clean(self, run_id: str | None) -> list[str]:
         EVENTS.append(("clean", str(run_id)))
         return [f"fake leftovers of {run_id}"]
+
+    def unsupported(self, spec: FakeSpec, workload: str) -> str | None:
+        return "the fake sandbox has no such system call" if workload in spec.refuse else None
 
     def footprint(self, spec: FakeSpec) -> list[Footprint]:
         return [Footprint("reserve_mb", "memory", spec.reserve_mb * 2**20 * spec.instances)]
