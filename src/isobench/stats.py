@@ -24,7 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special as _sp
+
+
+def _special():
+    # scipy.special takes ~0.4 s to import; the study parser and `validate`
+    # need only this module's constants, so it loads on the first test
+    from scipy import special
+    return special
+
 
 ALPHA = 0.05
 
@@ -57,7 +64,7 @@ def _array(values: Sequence[float]) -> np.ndarray:
 
 
 def _t_crit(df: float) -> float:
-    return float(_sp.stdtrit(df, 0.975))  # t.ppf(0.975, df) without the rv machinery
+    return float(_special().stdtrit(df, 0.975))  # t.ppf(0.975, df) without the rv machinery
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -138,7 +145,7 @@ def t_pvalue(estimate, se, df) -> np.ndarray:
     noisy = se > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.abs(est) / np.where(noisy, se, 1.0)
-        p = 2 * _sp.stdtr(np.where(noisy, df, 1.0), -t)  # t.sf(t, df), a ufunc: 100x cheaper
+        p = 2 * _special().stdtr(np.where(noisy, df, 1.0), -t)  # t.sf(t, df), a ufunc: 100x cheaper
     return np.where(noisy, np.minimum(p, 1.0), np.where(est == 0, 1.0, 0.0))
 
 
@@ -315,7 +322,7 @@ def _ratio_fields(log_ratio: float, higher_is_better: bool) -> dict[str, float]:
 def t_critical(q, df):
     """Two-sided critical value t_df(1 - q/2) (= t.isf(q/2, df), computed on
     the small tail so that it stays accurate for tiny q); vectorised."""
-    return -_sp.stdtrit(df, q / 2)
+    return -_special().stdtrit(df, q / 2)
 
 
 def ratio_interval(log_ratio: float, se: float, df: float, q: float,
