@@ -327,6 +327,7 @@ def test_qemu_guest_killed_mid_run(tmp_path):
     assert rc == 0, run.text()
     assert "Traceback" not in run.text()
     assert "skipped" in line and sum("vm: " in ln and "skipped" in ln for _, ln in run.lines) == 1, run.text()
+    assert "QEMU was killed by signal 9" in line, line  # says what happened, not how the check broke
     assert run_row(store)[1] == "incomplete"
     assert leftovers(run_id) == []
     resume_completes(run_id, store, tmp_path, before)

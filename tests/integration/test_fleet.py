@@ -116,12 +116,15 @@ def fleet(tmp_path_factory):
     try:
         for h, ip in HOSTS.items():
             name = f"isobench-fleet-{h}"
-            sh("docker", "run", "-d", "--privileged", "--shm-size", "512m", "--label", LABEL, "--name", name, "--hostname", h,
+            names.append(name)  # before run: a container that fails to start is still created
+            # not --privileged: this host's engine cannot grant every capability
+            # ("unable to apply caps"), and a native study needs none of them
+            sh("docker", "run", "-d", "--shm-size", "512m", "--label", LABEL, "--name", name, "--hostname", h,
                "--network", NET, "--ip", ip, "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", image)
-            names.append(name)
         for ip in HOSTS.values():
             wait_ssh(ip)
-        common = ("ansible_user=root ansible_python_interpreter=/usr/bin/python3 "
+        # a [group:vars] section takes one variable per line
+        common = ("ansible_user=root\nansible_python_interpreter=/usr/bin/python3\n"
                   "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'")
         inv = d / "hosts.ini"
         inv.write_text("[lab]\n" + "".join(f"{h} ansible_host={ip}\n" for h, ip in HOSTS.items())

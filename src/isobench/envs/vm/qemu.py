@@ -134,8 +134,10 @@ class QemuProcess:
             tail = ""
             with contextlib.suppress(OSError):
                 with open(os.path.join(self.vm_dir, "qemu.log"), "rb") as fh:
-                    tail = fh.read().decode(errors="replace").strip().splitlines()[-1:][0]
-            raise EnvironmentError_(f"{self.owner}: QEMU exited with {self.proc.returncode}: {tail}")
+                    tail = "".join(fh.read().decode(errors="replace").strip().splitlines()[-1:])
+            code = self.proc.returncode
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+            raise EnvironmentError_(f"{self.owner}: QEMU {how}" + (f": {tail}" if tail else ""))
 
     def pin_vcpus(self, node_cpus: list[int] | None, pin_offset: int) -> dict:
         """Each vCPU thread on its host CPU (vCPU i on allowed CPU i+offset,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
 
 from isobench.report.style import BASELINE_COLOR, emulated_note, env_colors, env_label, finite, new_figure
 from isobench.report.sweeps import swept_rows
@@ -93,10 +94,16 @@ def normalised_figure(table: Table, workload: str) -> Figure | None:
         ax.text(hi_c if hi_c < right_edge else shown, y, f" {value:.3g}{marker}", va="center", fontsize=8)
     ax.axvline(1.0, color=BASELINE_COLOR, linewidth=1, linestyle="--")
     ax.set_xlim(left, right_edge)
+    # ratios as plain numbers at powers of two; matplotlib's default labels
+    # the minor ticks of a sub-decade log axis in overlapping 10^x notation
+    ticks = [2.0 ** k for k in range(-6, 7) if left <= 2.0 ** k <= right_edge]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FixedFormatter([f"1/{1 / t:g}" if t < 1 else f"{t:g}" for t in ticks]))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(range(len(used_rows)), [rows[ri].label for ri in used_rows], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel(f"performance relative to {table.baseline}, log scale (>1 better; \u2193 metrics inverted: "
-                  f"{table.baseline}/value); the table's interval, \u25b6 where it runs off the axis; "
+                  f"{table.baseline}/value);\nthe table's interval, \u25b6 where it runs off the axis; "
                   f"{MARKS['changed']} changed, {MARKS['equivalent']} equivalent, {MARKS['inconclusive']} "
                   f"inconclusive", fontsize=8)
     ax.set_title(f"{workload}: performance relative to {table.baseline}")
