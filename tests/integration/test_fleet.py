@@ -132,7 +132,10 @@ def fleet(tmp_path_factory):
         bad = d / "bad.ini"
         bad.write_text(f"[lab]\nh1 ansible_host={HOSTS['h1']} ansible_ssh_private_key_file={key}\n"
                        f"gone ansible_host=198.18.200.99 ansible_ssh_private_key_file={key}\n"
-                       f"wrongkey ansible_host={HOSTS['h2']} ansible_ssh_private_key_file={wrong}\n"
+                       # no shared connection: the first test's ControlPersist socket to h2
+                       # would let the wrong key in
+                       f"wrongkey ansible_host={HOSTS['h2']} ansible_ssh_private_key_file={wrong} "
+                       "ansible_ssh_args='-o ControlMaster=no -o ControlPath=none'\n"
                        f"busy ansible_host={HOSTS['h3']} ansible_ssh_private_key_file={key}\n"
                        f"\n[lab:vars]\n{common}\n")
         (d / "tiny.toml").write_text(TINY)

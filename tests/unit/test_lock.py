@@ -46,3 +46,30 @@ def test_running_run_id_names_the_live_holder_only(tmp_path):
     assert running_run_id(path) == "20261121-quick-abcd"
     lock.release()
     assert running_run_id(path) is None  # a "running" run in the store is then a dead one
+
+
+def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypatch):
+    """`isobench runs`: a run still marked running that nobody holds the lock
+    for (SIGKILL, a disk too full to write its status) shows as died."""
+    from click.testing import CliRunner
+
+    import isobench.lock
+    from isobench.cli import main
+    from isobench.store import Store
+    from isobench.study import parse_study
+    study = parse_study('[study]\nname = "s"\nbaseline = "native"\n[environments.native]\n[workloads.startup]\n',
+                        "s.toml")
+    store = Store(str(tmp_path / "r.sqlite"))
+    for run_id, status in (("r1", "complete"), ("r2", "incomplete"), ("r3", "interrupted"), ("r4", None)):
+        store.create_run(run_id, study, {})
+        if status:
+            store.finish_run(run_id, status)
+    store.close()
+    monkeypatch.setattr(isobench.lock, "running_run_id", lambda: None)
+    out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
+    rows = {line.split("│")[1].strip(): line.split("│")[4].strip() for line in out.splitlines()
+            if line.startswith("│ r")}
+    assert rows == {"r1": "complete", "r2": "incomplete", "r3": "interrupted", "r4": "died"}, out
+    monkeypatch.setattr(isobench.lock, "running_run_id", lambda: "r4")  # its isobench is alive
+    out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
+    assert "died" not in out and "running" in out
