@@ -256,6 +256,7 @@ def test_host_killed_mid_run_then_resume_then_clean(fleet):
     assert clean.returncode == 0
     for name in fleet["names"]:
         left = sh("docker", "exec", name, "sh", "-c",
-                  "ls -d /opt/isobench-fleet /var/lib/isobench-fleet 2>/dev/null; pgrep -f 'isobench run'",
+                  # [i]: pgrep -f would otherwise find this very shell, whose command line holds the pattern
+                  "ls -d /opt/isobench-fleet /var/lib/isobench-fleet 2>/dev/null; pgrep -f '[i]sobench run'",
                   check=False).stdout.strip()
         assert left == "", f"{name}: {left}"
