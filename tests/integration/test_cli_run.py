@@ -59,7 +59,7 @@ def test_run_report_runs_and_nothing_left(tmp_path):
     study.write_text(TINY)
     store = tmp_path / "r.sqlite"
     out = isobench("run", str(study), "--out", str(tmp_path / "results"), store=store, cwd=tmp_path)
-    assert isobench_containers() == []
+    assert isobench_containers() == [], out.stderr[-3000:]
     reports = list((tmp_path / "results").glob("*.md"))
     assert len(reports) == 1
     md = reports[0].read_text()
@@ -138,7 +138,7 @@ def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
     db = sqlite3.connect(store)
     assert ok_samples(store) >= done
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
-    assert isobench_containers() == []
+    assert isobench_containers() == [], err[-3000:]
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
     leftovers = [name for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
                  for name in os.listdir(root) if name.startswith(run_id)]
@@ -154,13 +154,13 @@ def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
     before = db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
     assert 6 <= before < 36
-    isobench("run", "--resume", run_id[:24], "--out", str(tmp_path / "results"), store=store, cwd=tmp_path)
+    out = isobench("run", "--resume", run_id[:24], "--out", str(tmp_path / "results"), store=store, cwd=tmp_path)
     db = sqlite3.connect(store)
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "complete"
     # 3 envs × 4 cells × 3 rounds, each exactly once: nothing redone, nothing missing
     rows = db.execute("SELECT env, workload, ccase, round, COUNT(*) FROM samples GROUP BY 1, 2, 3, 4").fetchall()
     assert len(rows) == 36 and all(r[4] == 1 for r in rows)
-    assert isobench_containers() == []
+    assert isobench_containers() == [], out.stderr[-3000:]
 
 
 def test_sigkill_leftovers_are_removed_by_clean(tmp_path):

@@ -62,12 +62,18 @@ def test_fake_kind_in_the_study_model(fake):
         parse_study(study_text("[environments.fake]\ncpus = 2\n[workloads.startup]\n"))
 
 
-def test_fake_kind_listed_by_isobench_envs(fake):
+def test_fake_kind_listed_by_isobench_envs(fake, monkeypatch):
     from isobench.cli import main
+    # the shipped kinds' probes start containers and guests: not in a unit test
+    for kind in registry.kinds().values():
+        if kind.name != "fake":
+            monkeypatch.setattr(type(kind), "probe",
+                                lambda self: registry.EnvProbe(self.name, False, "not probed in a unit test"))
     result = CliRunner().invoke(main, ["envs"])
     assert result.exit_code == 0, result.output
     row = [line for line in result.output.splitlines() if " fake " in line]
     assert row and "host commands" in row[0], result.output
+    assert sum("not probed in a unit test" in line for line in result.output.splitlines()) == 3, result.output
 
 
 def test_preflight_counts_the_fake_kinds_footprint(fake):

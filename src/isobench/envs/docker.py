@@ -154,12 +154,19 @@ class DockerKind(EnvKind):
         if client is None:
             return removed
         label = f"{LABEL}.run={run_id}" if run_id else f"{LABEL}=1"
-        for container in client.containers.list(all=True, filters={"label": label}):
-            container.remove(force=True, v=True)
-            removed.append(f"container {container.name}")
-        for volume in client.volumes.list(filters={"label": label}):
-            volume.remove(force=True)
-            removed.append(f"volume {volume.name}")
+        failed: list[str] = []
+        # one that cannot be removed must not keep the others: each is tried
+        # (with retries), and what failed is raised once at the end
+        for what, items in (("container", client.containers.list(all=True, filters={"label": label})),
+                            ("volume", client.volumes.list(filters={"label": label}))):
+            for item in items:
+                problem = remove_retrying(item, v=True) if what == "container" else remove_retrying(item)
+                if problem is None:
+                    removed.append(f"{what} {item.name}")
+                else:
+                    failed.append(f"{what} {item.name}: {problem}")
+        if failed:
+            raise EnvironmentError_("could not remove " + "; ".join(failed))
         return removed
 
 
@@ -351,18 +358,16 @@ class DockerEnvironment(Environment):
         return None
 
     def stop(self) -> None:
+        problems = []
         if self._container is not None:
-            try:
-                self._container.remove(force=True, v=True)
-            except docker.errors.NotFound:
-                pass
+            problems.append(remove_retrying(self._container, v=True))
             self._container = None
         if self._volume is not None:
-            try:
-                self._volume.remove(force=True)
-            except docker.errors.NotFound:
-                pass
+            problems.append(remove_retrying(self._volume))
             self._volume = None
+        problems = [p for p in problems if p is not None]
+        if problems:
+            raise EnvironmentError_(f"{self.name}: " + "; ".join(problems))
 
     def facts(self) -> dict:
         facts = super().facts()
@@ -379,6 +384,31 @@ class DockerEnvironment(Environment):
             facts["runtime_info"] = {"name": self.engine_runtime, "path": entry.get("path"),
                                      "version": rt.version(entry), "runtime_args": args}
         return facts
+
+
+REMOVE_TRIES = (0.5, 1.0, 2.0, 4.0)  # seconds between tries: a busy engine gets ~8 s more
+
+
+def remove_retrying(item, **kwargs) -> str | None:
+    """Force-remove a container or volume; None once it is gone, else the
+    last error in one line. Removal can fail for a moment (the engine still
+    tearing down the container's mounts), and a single failed call would
+    leave it behind until the next run. An engine that does not answer at
+    all is not waited for (the run's teardown reports it instead)."""
+    error = "?"
+    for pause in (*REMOVE_TRIES, None):
+        try:
+            item.remove(force=True, **kwargs)
+            return None
+        except docker.errors.NotFound:
+            return None
+        except docker.errors.APIError as exc:  # the engine answered "not now": worth another try
+            error = _first_line(exc)
+        except Exception as exc:  # noqa: BLE001 - no answer at all (engine down, timed out): no use waiting
+            return _first_line(exc)
+        if pause is not None:
+            time.sleep(pause)
+    return error
 
 
 def _first_line(exc: BaseException) -> str:
