@@ -234,7 +234,10 @@ class DockerEnvironment(Environment):
         try:
             self._container = self._client.containers.run(self.image, **kwargs)
         except docker.errors.DockerException as exc:
-            self.stop()
+            try:
+                self.stop()
+            except EnvironmentError_:
+                pass  # the run's teardown sweeps this run's label and reports what stays
             raise EnvironmentError_(f"{self.name}: cannot start container from {self.image}: {exc}") from None
         if "ports" in kwargs:
             self._container.reload()

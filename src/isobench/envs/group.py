@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from isobench.envs.base import Environment, Paths
+from isobench.errors import EnvironmentError_
 from isobench.hostinfo import meminfo
 from isobench.proc import ExecResult
 
@@ -100,7 +101,10 @@ class InstanceGroup(Environment):
                 steps.append({"startup_s": startup, "mem_available": available,
                               "vmm_pss_bytes": pss_bytes(pid) if pid else None})
         except BaseException:
-            self.stop()
+            try:
+                self.stop()
+            except EnvironmentError_:
+                pass  # the start's own error matters more; the run's teardown sweeps the rest
             raise
         self._density = density_points(before, steps)
         self._density_note = ("page cache dropped before each reading" if dropped
@@ -115,11 +119,14 @@ class InstanceGroup(Environment):
         return out
 
     def stop(self) -> None:
+        problems = []
         for member in reversed(self.members):
             try:
                 member.stop()
-            except Exception:  # noqa: BLE001 - one failed stop must not keep the others running
-                pass
+            except Exception as exc:  # noqa: BLE001 - one failed stop must not keep the others running
+                problems.append(" ".join(str(exc).split())[:150])
+        if problems:  # the runner's teardown reports them and remembers the leftovers
+            raise EnvironmentError_("; ".join(problems))
 
     def health(self, timeout: float = 10) -> str | None:
         """The first member that stopped answering, if any."""
