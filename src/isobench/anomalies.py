@@ -40,11 +40,12 @@ from isobench.stats import ALPHA
 
 # Iglewicz & Hoaglin recommend 3.5, for large samples: on pure normal noise it
 # flags a value in 20% of 5-value cells and 10% of 20-value ones (the MAD of a
-# few values is itself noisy). 7 from 8 values keeps that near 1% (1.6% at 8,
-# 1.0% at 10, 0.1% at 20; docs/statistics.md), so a warning is worth a look.
+# few values is itself noisy). 7 from 8 values keeps that near 1% (1.4% at 8,
+# 0.9% at 10, 0.1% at 20; benchmarks/calibration.py, docs/statistics.md), so a
+# warning is worth a look.
 OUTLIER_Z = 7.0
 OUTLIER_MIN_N = 8
-SLOW_FIRST_Z = 3.5  # one named value against the others' median: 1-4% on noise
+SLOW_FIRST_Z = 3.5  # one named value against the others' median: 0.5-5.2% on noise (20 to 5 rounds)
 SLOW_FIRST_MIN_N = 5
 DRIFT_MIN_RHO = 0.5
 DRIFT_EXACT_MAX_N = 8  # 8! = 40320 permutations: exact and still instant

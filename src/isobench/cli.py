@@ -268,7 +268,7 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
                    "(default: the study's tolerance_pct, else 5).")
 @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
               help="Exit 1 naming every cell of B changed for the worse (significant after "
-                   "Benjamini-Hochberg correction) by more than PCT percent.")
+                   "Benjamini-Hochberg correction, beyond the metric's noise floor) by more than PCT percent.")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
               show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")

@@ -76,7 +76,8 @@ class RunComparison:
         level = next((c.verdict.level for c in self.cells if c.verdict.effect.tested), float("nan"))
         return (f"{self.count(CHANGED)} of {n} cells changed (significant after Benjamini-Hochberg "
                 f"correction: false discoveries <= 5%; intervals at {level * 100:.4g}%), "
-                f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}%, "
+                f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
+                f"(or the metric's noise floor), "
                 f"{self.count(INCONCLUSIVE)} inconclusive at this n")
 
 

@@ -4,7 +4,8 @@ of rounds, and what the final analysis must then do. Pure functions.
 Why the final analysis needs a correction: a rule "stop as soon as the CI is
 narrow enough" stops, more often than not, when the sample sd happens to be
 small, which inflates every t statistic computed from that sample; simulated
-A/A false alarms reach 7-12% at a nominal 5% (docs/statistics.md).
+A/A false alarms are 10-11% at a nominal 5% for one cell
+(benchmarks/calibration.py, docs/statistics.md).
 
 The rule here:
 

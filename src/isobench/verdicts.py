@@ -65,6 +65,11 @@ INCONCLUSIVE = "inconclusive"
 # only tells the reader the question cannot be settled on this host.
 ROUNDS_NEEDED_CAP = 1000
 
+# A lower bound of the change below this many percent is printed as "<-99.9%":
+# the ratio's bound is positive, but at a strict corrected level and two or
+# three rounds it can be so near 0 that one decimal would read -100%.
+SHOWN_PCT_LOW = -99.9
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -121,7 +126,8 @@ class Verdict:
         e = self.effect
         if not e.tested:
             return f"inconclusive: {e.reason}"
-        where = f"{e.pct:+.1f}% [{self.pct_low:+.1f}%, {self.pct_high:+.1f}%] at {_level(self.level)}"
+        low = f"<{SHOWN_PCT_LOW:+.1f}" if self.pct_low < SHOWN_PCT_LOW else f"{self.pct_low:+.1f}"
+        where = f"{e.pct:+.1f}% [{low}%, {self.pct_high:+.1f}%] at {_level(self.level)}"
         if self.changed:
             return (f"{self.direction}: {where}, significant after correction "
                     f"(BH p = {self.p_adjusted:.3g}, {e.test})")

@@ -113,7 +113,7 @@ def test_unchanged_cell_shows_its_interval_and_is_equivalent(run):
 
 def test_significant_latency_increase_is_marked_and_worse(run):
     c = cell(build_table(run), LATENCY, "docker-nat")
-    assert c.text == "162 (+97.6% [+92.0%, +103%]) [1.6] *"
+    assert c.text == "162 (+97.6% [+92.0%, +103%]) [1.6] *; median 162 (160..164)"  # a time (µs)
     assert c.verdict.changed and c.verdict.direction == "worse"
     assert c.verdict.overhead_pct == pytest.approx(97.6, abs=0.1)
 
@@ -158,7 +158,7 @@ def test_no_baseline_values_means_no_comparison(run):
     t = build_table(run)
     assert cell(t, LATENCY, "native").text == "\u2014"
     c = cell(t, LATENCY, "docker-nat")
-    assert c.verdict is None and c.text == "162 [1.6]"
+    assert c.verdict is None and c.text == "162 [1.6]; median 162 (160..164)"
 
 
 def test_emulated_environment_is_flagged(run):
@@ -184,8 +184,8 @@ def test_markdown_has_a_gfm_table_with_every_environment(run):
     assert lines[i + 1] == "|:---|:---|---:|---:|---:|"
     assert lines[i + 2] == ("| compress | throughput\\_mbs (MB/s) \u2191 | 1043 [16] | "
                             "1034 (\u22120.9% [\u22123.5%, +1.8%]) [16] \u2248 | failed (2) |")
-    assert lines[i + 3] == ("| fio | randread: read\\_lat\\_us (µs) \u2193 | 82 [1.6] | "
-                            "162 (+97.6% [+92.0%, +103%]) [1.6] \\* | \u2014 |")
+    assert lines[i + 3] == ("| fio | randread: read\\_lat\\_us (µs) \u2193 | 82 [1.6]; median 82 (80..84) | "
+                            "162 (+97.6% [+92.0%, +103%]) [1.6] \\*; median 162 (160..164) | \u2014 |")
     assert all(line.count("|") == 6 for line in lines[i:i + 4])
 
 

@@ -11,7 +11,10 @@ from isobench.metric import LATENCY
 from isobench.report.figures.normalised import AXIS_LIMIT, axis_limits, performance
 from isobench.report.markdown import render_markdown
 from isobench.report.model import MetricKey, RunData
-from isobench.report.table import WARNED, build_table
+from isobench.report import compare_render
+from isobench.report.table import WARNED, build_table, change_text
+from isobench.stats import compare_cell
+from isobench.verdicts import adjust
 from isobench.study import StudyError, parse_study
 from isobench.workloads.compress import Compression
 from isobench.workloads.hpcc import Hpcc, stream_validity
@@ -85,6 +88,23 @@ def test_times_show_median_and_range():
     assert cell(t, LAT, "docker").text.endswith("; median 21 (20..26)")
     assert "median" not in build_table(run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): DRIFT})) \
         .rows[0].cells[1].text
+    # Times declared without a role are known by their unit; other units are not times.
+    for unit, shown in (("\u00b5s", True), ("us", True), ("ms", True), ("s", True), ("ns", True),
+                        ("MB/s", False), ("CPU-s/GB", False)):
+        key = MetricKey("fio", "randread", "read_clat_p99_us", unit, False, "")
+        text = cell(build_table(run_of({(key, "native"): [10.0, 12.0, 11.0],
+                                        (key, "docker"): [20.0, 26.0, 21.0]})), key, "docker").text
+        assert text.endswith("; median 21 (20..26)") == shown, unit
+
+
+def test_a_lower_bound_near_zero_never_reads_minus_100_percent():
+    # Two paired rounds among 99 cells: level 1 - 0.05/99 at df = 1.
+    wild = compare_cell([100, 60], [50, 100], True, pairs=[(100, 50), (60, 100)])
+    calm = compare_cell([100, 101, 99], [100, 100.5, 99.5], True)
+    v = adjust([wild] + [calm] * 98)
+    assert change_text(v[0]) == "+9.5% [<\u221299.9%, >+999%]"
+    assert compare_render.interval_text(v[0]) == change_text(v[0])  # compare: terminal, Markdown, HTML
+    assert change_text(v[1]) == "\u00b10.0% [\u221210.3%, +11.5%]"
 
 
 def test_a_wild_interval_cannot_squash_the_figure():

@@ -215,3 +215,9 @@ def test_ratio_interval_obeys_the_decision_at_the_boundary():
     # Away from the boundary the bounds are untouched.
     assert ratio_interval(0.5, 0.1, 4, 0.05, exclude=True) == \
         pytest.approx((math.exp(0.5 - crit * 0.1), math.exp(0.5 + crit * 0.1)), rel=1e-12)
+    # A real disagreement with the decision is not hidden: only a floating-
+    # point tie (a bound within 1e-9 of 1) is resolved in the decision's favour.
+    lo, hi = ratio_interval(0.1, 0.1, 4, 0.05, exclude=True)
+    assert lo < 1.0 < hi
+    lo, hi = ratio_interval(0.5, 0.1, 4, 0.05, exclude=False)
+    assert 1.0 < lo < hi

@@ -206,6 +206,17 @@ def test_rounds_needed_is_capped():
     assert "about >1000 rounds" in v.text
 
 
+def test_two_rounds_among_99_cells_keep_a_finite_positive_interval():
+    # df = 1 at level 1 - 0.05/99: t = 1260, exp(log ratio ± t·se) under- and
+    # overflows; the bounds stay finite and positive.
+    wild = compare_cell([100, 60], [50, 100], True, pairs=[(100, 50), (60, 100)])
+    calm = compare_cell([100, 101, 99], [100, 100.5, 99.5], True)
+    v = adjust([wild] + [calm] * 98)[0]
+    assert wild.test == "paired" and v.m == 99 and v.verdict == INCONCLUSIVE
+    assert 0 < v.low < v.effect.ratio < v.high < math.inf
+    assert v.text.startswith("inconclusive at n = 2: +9.5% [<-99.9%, ")
+
+
 def test_verdicts_never_warn_on_degenerate_cells():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -11,9 +11,9 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from isobench.report.analysis import interval_text
 from isobench.report.markdown import md_escape
 from isobench.report.table import DASH, EMULATED, HIGHER, LOWER, MINUS, fmt_num
+from isobench.report.table import change_text as interval_text  # as Table I prints it; html.py uses this name
 from isobench.verdicts import CHANGED
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]
@@ -60,11 +60,12 @@ def legend(result) -> list[str]:
     lines = [f"A = {result.run_a.run_id} ({result.run_a.study_name}), B = {result.run_b.run_id} "
              f"({result.run_b.study_name}); A is the reference of every cell.",
              f"change: ratio of B's geometric mean to A's, with its interval corrected for the "
-             f"{len(result.cells)} cells compared (it excludes 0% exactly for the changed cells); test: "
-             f"Welch's t on log values; BH p: Benjamini-Hochberg adjusted p.",
-             f"WORSE/better: changed (BH p <= 0.05); equivalent: the interval lies within "
-             f"\u00b1{result.tolerance_pct:g}%; inconclusive: neither, with the rounds per side that would "
-             f"tell; {HIGHER} higher is better, {LOWER} lower is better ({MINUS}% on {HIGHER} is worse).",
+             f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); "
+             f"test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p.",
+             f"WORSE/better: changed (BH-significant, beyond the noise floor); equivalent: the interval "
+             f"lies within \u00b1{result.tolerance_pct:g}% (or the metric's noise floor); inconclusive: "
+             f"neither, with the rounds per side that would tell; {HIGHER} higher is better, {LOWER} lower "
+             f"is better ({MINUS}% on {HIGHER} is worse).",
              ]
     if any(c.emulated for c in result.cells):
         lines.append(f"{EMULATED} emulated (TCG), not comparable to KVM.")

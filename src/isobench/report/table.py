@@ -12,6 +12,7 @@ Computing texts here, once, keeps terminal, Markdown and HTML identical.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from isobench.report.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.report.roles import role_of
 from isobench.repetitions import converged
 from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
-from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict
+from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, SHOWN_PCT_LOW, Verdict
 
 __all__ = ["DASH", "MINUS", "fmt_num", "fmt_pct"]  # re-exported: renderers format through the table
 
@@ -36,8 +37,13 @@ EMULATED = "\u2020"  # dagger
 EMULATED_NOTE = "emulated (TCG), not comparable to KVM"
 HIGHER = "\u2191"
 LOWER = "\u2193"
-# Metrics whose spread is shown as median and min..max beside the mean: times.
+# Metrics whose spread is shown as median and min..max beside the mean: times,
+# known by their role or, for metrics declared without one (fio's
+# read_clat_*_us, api's latency_s, webstore's *_ms ...), by their unit.
 SPREAD_ROLES = (LATENCY, DURATION)
+# The units of sweeps.TIME_UNITS (which imports this module): µs with the micro
+# sign or the Greek mu.
+TIME_UNITS = ("ns", "us", "\u00b5s", "\u03bcs", "ms", "s")
 
 OK, FAILED, MISSING, UNSUPPORTED = "ok", "failed", "missing", "unsupported"
 
@@ -100,13 +106,29 @@ class Table:
 
 # -- cells ---------------------------------------------------------------------
 
+def is_time(key: MetricKey) -> bool:
+    """A time (latency, duration): its role says so, or its unit is one of time."""
+    return role_of(key) in SPREAD_ROLES or key.unit.strip() in TIME_UNITS
+
+
+def change_text(v: Verdict) -> str:
+    """The change with its interval as the reports print it
+    (``analysis.interval_text``), with a lower bound below −99.9% shown as
+    "<−99.9%": the bound of a ratio is positive, "−100%" would say the value
+    may have vanished."""
+    text = interval_text(v)
+    if math.isnan(v.low) or v.pct_low >= SHOWN_PCT_LOW:
+        return text
+    return text.replace(f"[{fmt_pct(v.pct_low)},", f"[<{fmt_pct(SHOWN_PCT_LOW)},", 1)
+
+
 def cell_text(summary: Summary, verdict: Verdict | None, show_n: bool, failures: int = 0,
               spread: bool = False, warned: bool = False) -> str:
     """``1043 (−0.9% [−3.1%, +1.4%]) [16] ≈``: mean, change vs baseline with
     its interval, sd, markers; for times also ``median 1040 (1020..1070)``."""
     parts = [fmt_num(summary.mean)]
     if verdict is not None:
-        parts.append(f"({interval_text(verdict)})")
+        parts.append(f"({change_text(verdict)})")
     parts.append(f"[{fmt_num(summary.sd, 2)}]")
     if show_n:
         parts.append(f"n={summary.n}")
@@ -208,8 +230,7 @@ def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Ve
         return Cell(env, MISSING, None, None, DASH)
     summary = summarize(vals)
     warnings = cell_warnings(run, key, env, settings.target_ci_pct)
-    text = cell_text(summary, verdict, show_n, failed, spread=role_of(key) in SPREAD_ROLES,
-                     warned=bool(warnings))
+    text = cell_text(summary, verdict, show_n, failed, spread=is_time(key), warned=bool(warnings))
     return Cell(env, OK, summary, verdict, text, failed, warnings)
 
 
@@ -264,7 +285,7 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
         used = "; ".join(f"{how.get(t, t)}: {k} cell{'s' if k > 1 else ''}" for t, k in tests.most_common())
         legend += [
             f"Change: ratio of geometric means, with its {_pct(level)} interval (corrected for the "
-            f"{judged[0].m} cells compared; it excludes 0% exactly when the verdict is 'changed'). "
+            f"{judged[0].m} cells compared; it excludes 0% exactly for the BH-significant cells). "
             f"Tests: {used}.",
             f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction over the table "
             f"(false discoveries <= 5%). {MARKS[EQUIVALENT]} equivalent: the interval lies within "
