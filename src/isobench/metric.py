@@ -20,6 +20,13 @@ FAIRNESS = "fairness"  # balance across instances (Jain's index, max/min)
 CPU_COST = "cpu-cost"  # CPU time per unit of work (per GB ...)
 CPU_UTIL = "cpu-util"  # share of the CPUs busy while measuring
 ROLES = ("", THROUGHPUT, LATENCY, DURATION, PER_INSTANCE, FAIRNESS, CPU_COST, CPU_UTIL)
+# Units that say a metric is a time (µs with the micro sign or the Greek mu):
+# reports show its spread, and draw it on a latency axis.
+TIME_UNITS = frozenset({"ns", "us", "\u00b5s", "\u03bcs", "ms", "s"})
+
+
+def is_time_unit(unit: str) -> bool:
+    return unit.strip() in TIME_UNITS
 
 
 @dataclass(frozen=True)

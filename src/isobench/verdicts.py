@@ -69,6 +69,7 @@ ROUNDS_NEEDED_CAP = 1000
 # the ratio's bound is positive, but at a strict corrected level and two or
 # three rounds it can be so near 0 that one decimal would read -100%.
 SHOWN_PCT_LOW = -99.9
+SHOWN_PCT_HIGH = 999.0  # and an upper bound beyond this, as ">+999%" (it may be inf)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,9 @@ class Verdict:
         if not e.tested:
             return f"inconclusive: {e.reason}"
         low = f"<{SHOWN_PCT_LOW:+.1f}" if self.pct_low < SHOWN_PCT_LOW else f"{self.pct_low:+.1f}"
-        where = f"{e.pct:+.1f}% [{low}%, {self.pct_high:+.1f}%] at {_level(self.level)}"
+        # an upper bound this far out says only "unbounded at this n" (and may be inf)
+        high = f">+{SHOWN_PCT_HIGH:.0f}" if not self.pct_high <= SHOWN_PCT_HIGH else f"{self.pct_high:+.1f}"
+        where = f"{e.pct:+.1f}% [{low}%, {high}%] at {_level(self.level)}"
         if self.changed:
             return (f"{self.direction}: {where}, significant after correction "
                     f"(BH p = {self.p_adjusted:.3g}, {e.test})")

@@ -214,7 +214,7 @@ def test_two_rounds_among_99_cells_keep_a_finite_positive_interval():
     v = adjust([wild] + [calm] * 98)[0]
     assert wild.test == "paired" and v.m == 99 and v.verdict == INCONCLUSIVE
     assert 0 < v.low < v.effect.ratio < v.high < math.inf
-    assert v.text.startswith("inconclusive at n = 2: +9.5% [<-99.9%, ")
+    assert v.text.startswith("inconclusive at n = 2: +9.5% [<-99.9%, >+999%] at ")  # never "inf"
 
 
 def test_verdicts_never_warn_on_degenerate_cells():
@@ -266,3 +266,4 @@ def test_regressions_are_bh_changed_worse_beyond_pct():
     assert regressions(v, 5) == [v[0], v[3]]
     assert regressions(v, 15) == [v[0]]
     assert regressions(v, 2) == [v[0], v[2], v[3]]
+

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from isobench.metric import CPU_UTIL
+from isobench.metric import CPU_UTIL, is_time_unit
 from isobench.report.roles import LATENCY_AXIS, THROUGHPUT_AXIS, role_of
 from isobench.report.table import Row, Table
 
@@ -20,7 +20,6 @@ from isobench.report.table import Row, Table
 # a noise curve per instance count)
 SWEEP_RE = re.compile(r"^(?:(?P<series>[^,]+),)?(?P<param>[A-Za-z_][A-Za-z0-9_]*)="
                       r"(?P<value>[0-9]+(?:\.[0-9]+)?)$")
-TIME_UNITS = {"ns", "us", "µs", "\u03bcs", "ms", "s"}
 # the startup workload (and its variants) is drawn as bars, never as a sweep
 STARTUP_RE = re.compile(r"^startup(?:[-_].*)?$")
 
@@ -41,10 +40,6 @@ def sweep_point(case: str) -> SweepPoint | None:
 
 def is_startup(workload: str) -> bool:
     return bool(STARTUP_RE.match(workload))
-
-
-def is_time_unit(unit: str) -> bool:
-    return unit.strip() in TIME_UNITS
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from isobench.anomalies import drift, outliers, slow_first_round
-from isobench.metric import DURATION, LATENCY
+from isobench.metric import DURATION, LATENCY, is_time_unit
 from isobench.report.analysis import Question, Settings, interval_text, judge_cells, pairs, settings_of
 from isobench.report.model import ALL_METRICS, MetricKey, RunData
 from isobench.report.numbers import DASH, MINUS, fmt_num, fmt_pct
@@ -41,9 +41,6 @@ LOWER = "\u2193"
 # known by their role or, for metrics declared without one (fio's
 # read_clat_*_us, api's latency_s, webstore's *_ms ...), by their unit.
 SPREAD_ROLES = (LATENCY, DURATION)
-# The units of sweeps.TIME_UNITS (which imports this module): µs with the micro
-# sign or the Greek mu.
-TIME_UNITS = ("ns", "us", "\u00b5s", "\u03bcs", "ms", "s")
 
 OK, FAILED, MISSING, UNSUPPORTED = "ok", "failed", "missing", "unsupported"
 
@@ -108,7 +105,7 @@ class Table:
 
 def is_time(key: MetricKey) -> bool:
     """A time (latency, duration): its role says so, or its unit is one of time."""
-    return role_of(key) in SPREAD_ROLES or key.unit.strip() in TIME_UNITS
+    return role_of(key) in SPREAD_ROLES or is_time_unit(key.unit)
 
 
 def change_text(v: Verdict) -> str:
@@ -288,7 +285,7 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
             f"{judged[0].m} cells compared; it excludes 0% exactly for the BH-significant cells). "
             f"Tests: {used}.",
             f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction over the table "
-            f"(false discoveries <= 5%). {MARKS[EQUIVALENT]} equivalent: the interval lies within "
+            f"(false discoveries <= 5%) and beyond the metric's noise floor. {MARKS[EQUIVALENT]} equivalent: the interval lies within "
             f"\u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). {MARKS[INCONCLUSIVE]} "
             f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.",
         ]
