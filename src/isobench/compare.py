@@ -91,7 +91,7 @@ def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     out = []
     if a.study_hash != b.study_hash:
         out.append(("study hash", a.study_hash, b.study_hash))
-    ha, hb = a.host_facts or {}, b.host_facts or {}
+    ha, hb = _by_check(a.host_facts or {}), _by_check(b.host_facts or {})
     for k in sorted(set(ha) | set(hb)):
         if ha.get(k) != hb.get(k):
             out.append((f"host {k}", fmt_fact(ha.get(k)), fmt_fact(hb.get(k))))
@@ -102,6 +102,17 @@ def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
                 continue
             if fa.get(k) != fb.get(k):
                 out.append((f"{env} {k}", fmt_fact(fa.get(k)), fmt_fact(fb.get(k))))
+    return out
+
+
+def _by_check(facts: dict) -> dict:
+    """Host facts with the doctor's findings one per check ("doctor load":
+    "ok: load average 0.5"), so a diff names the finding that changed
+    instead of printing the whole list."""
+    out = {k: v for k, v in facts.items() if k != "doctor"}
+    for f in facts.get("doctor") or []:
+        if isinstance(f, dict) and "check" in f:
+            out[f"doctor {f['check']}"] = f"{f.get('status', '?')}: {f.get('value', '')}"
     return out
 
 

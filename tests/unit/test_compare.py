@@ -141,3 +141,18 @@ def test_nothing_in_common_is_an_error(store_path):
     simple_run(s, "run-b", {"native": A_VALUES, "docker-nat": A_VALUES}, workload="fio", case="randread")
     r = invoke("compare", "run-a", "run-b", "--store", store_path)
     assert r.exit_code == 2
+
+
+def test_facts_diff_names_the_doctor_finding_that_changed():
+    from isobench.compare import _facts_diff
+    from isobench.report.model import RunData
+
+    def run(load: str) -> RunData:
+        doctor = [{"check": "swap", "status": "ok", "value": "0 device(s)", "fix": ""},
+                  {"check": "load", "status": "ok", "value": load, "fix": "wait"}]
+        return RunData(run_id="r", study_name="s", started_at="", finished_at=None, status="complete",
+                       host_facts={"cores": 2, "doctor": doctor}, study_text="", study_hash="h",
+                       baseline="native", environments=[], env_facts={}, metrics=[])
+
+    diff = _facts_diff(run("load average 0.10"), run("load average 1.80"))
+    assert diff == [("host doctor load", "ok: load average 0.10", "ok: load average 1.80")]
