@@ -238,8 +238,9 @@ def parse_study(text: str, path: str = "<study>") -> Study:
         raise StudyError(f"{path}: study.noise_floor_pct.{unknown_floor[0]}: no such workload in this study "
                          f"({', '.join(sorted(workload_keys))}); write WORKLOAD or WORKLOAD.METRIC")
     if meta.baseline not in specs:
-        raise StudyError(f"{path}: study.baseline: {meta.baseline!r} is not one of the environments "
-                         f"({', '.join(specs)})")
+        names = list(specs)
+        shown = ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
+        raise StudyError(f"{path}: study.baseline: {meta.baseline!r} is not one of the environments ({shown})")
     noise = None
     if "noise" in raw:
         try:

@@ -101,6 +101,9 @@ def hostile_files(d) -> dict[str, tuple[list[str], str]]:
     (d / "latin1.toml").write_bytes(b'[study]\nname = "caf\xe9"\n')
     (d / "deep.toml").write_text("[study]\nname = \"x\"\nv = " + "[" * 5000 + "]" * 5000 + "\n")
     (d / "empty.toml").write_text("")
+    (d / "huge.toml").write_text('[study]\nname = "huge"\n' + "".join(f'[environments.d{i}]\nkind = "docker"\n'
+                                                                       for i in range(2000))
+                                 + "[workloads.startup]\n")
     db = sqlite3.connect(d / "other.sqlite")
     db.execute("CREATE TABLE invoices (id INTEGER)")
     db.commit()
@@ -114,12 +117,16 @@ def hostile_files(d) -> dict[str, tuple[list[str], str]]:
         "deeply nested arrays": (["validate", str(d / "deep.toml")], "deep.toml: nested too deeply"),
         "an empty study file": (["validate", str(d / "empty.toml")],
                                 'empty.toml: study: a [study] table with at least name = "..." is required'),
+        # the baseline is checked first; the line stays short however many environments there are
+        "2,000 Docker environments": (["validate", str(d / "huge.toml")],
+                                      "huge.toml: study.baseline: 'native' is not one of the environments "
+                                      "(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, ... 1988 more)"),
     }
 
 
 @pytest.mark.parametrize("what", ["a store file that is not SQLite", "an SQLite file of another application",
                                   "a study file that is not UTF-8", "deeply nested arrays",
-                                  "an empty study file"])
+                                  "an empty study file", "2,000 Docker environments"])
 def test_hostile_file_is_one_line_never_a_traceback(what, tmp_path):
     args, expected = hostile_files(tmp_path)[what]
     proc = isobench(*args, home=str(tmp_path / "home"))
