@@ -1,6 +1,15 @@
 import os
+import signal
 
 import pytest
+
+# A shell starts background jobs with SIGINT ignored, an ignored signal stays
+# ignored across exec, and Python then installs no KeyboardInterrupt handler:
+# every `isobench run` the tests interrupt would never see its Ctrl-C when the
+# suite itself was started in the background. A handled signal is reset to
+# the default on exec, so the runs the tests start hear SIGINT again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
