@@ -258,8 +258,8 @@ def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> 
             try:
                 workload.prepare(env)
             except Exception as exc:  # noqa: BLE001 - any failure fails this workload here, not the study
-                failures[(key, env.name)] = f"prepare failed: {exc}"[:500]
-                progress.note(f"prepare {key} in {env.name} failed: {exc}")
+                failures[(key, env.name)] = workload.hide(f"prepare failed: {exc}")[:500]
+                progress.note(f"prepare {key} in {env.name} failed: {workload.hide(str(exc))}")
     return failures
 
 
@@ -280,9 +280,10 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
             m.extra["validity"] = notes
     except Exception as exc:  # noqa: BLE001 - recorded as a failed sample; the study goes on
         result = getattr(exc, "result", None)
-        raw = (result.stdout + result.stderr) if result is not None else ""
+        hide = cell.workload.hide  # the command line and output may carry a server's password
+        raw = hide(result.stdout + result.stderr) if result is not None else ""
         status = "timeout" if (result is not None and result.timed_out) else "failed"
-        reason = str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}"
+        reason = hide(str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}")
         store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, started_at,
                                 time.perf_counter() - t0, extra={"noise": noise_facts} if noise_facts else {},
                                 raw=raw, error=reason[:500]))

@@ -235,3 +235,13 @@ def test_proc_cpu_ticks_are_utime_plus_stime():
     line = "42 (redis-server) S 1 42 42 0 -1 4194560 500 0 0 0 123 45 0 0 20 0 5 0 100 0 0"
     assert proc_cpu_ticks(line) == 168
     assert proc_cpu_ticks("garbage") is None
+
+
+@pytest.mark.parametrize("name", ["redis", "oltp", "redis-scaleout"])
+def test_a_servers_password_never_reaches_a_failure_text(name):
+    w = make(name)
+    (secret,) = w.secrets()
+    assert len(secret) >= 16
+    text = f"exit 1: client -h 198.19.0.1 -a {secret} --mysql-password={secret}: Connection reset"
+    assert secret not in w.hide(text) and w.hide(text).count("***") == 2
+    assert make("netlat").hide(text) == text  # no secrets: unchanged

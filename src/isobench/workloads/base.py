@@ -124,6 +124,17 @@ class Workload(abc.ABC):
     def cleanup(self, env: Environment) -> None:
         """Remove what prepare() wrote; the environment's stop() is the backstop."""
 
+    def secrets(self) -> tuple[str, ...]:
+        """Texts never to print or store (a server's per-run password):
+        failed samples carry the command line and its output."""
+        return ()
+
+    def hide(self, text: str) -> str:
+        for secret in self.secrets():
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
     def validity(self, case: str, m: Measurement) -> dict[str, str]:
         """What this sample's figures do not mean although their names say so
         (STREAM arrays that fit in the cache, a run too short for its timer):

@@ -81,6 +81,9 @@ class Oltp(ServerWorkload):
         super().__init__(params, host)
         self.password = secrets.token_hex(16)  # per run
 
+    def secrets(self) -> tuple[str, ...]:
+        return (self.password,)
+
     def expected_s(self, case: str) -> float:
         return float(self.params.time_s + self.params.warmup_s + 5)
 

@@ -60,6 +60,9 @@ class Redis(ServerWorkload):
         super().__init__(params, host)
         self.password = secrets.token_hex(16)  # per run, never stored
 
+    def secrets(self) -> tuple[str, ...]:
+        return (self.password,)
+
     def cases(self) -> list[str]:
         return sweep_cases("clients", self.params.clients)
 

@@ -66,6 +66,9 @@ class RedisScaleout(MultiServerWorkload):
         super().__init__(params, host)
         self.password = secrets.token_hex(16)
 
+    def secrets(self) -> tuple[str, ...]:
+        return (self.password,)
+
     def max_instances(self) -> int:
         return max(self.params.instances)
 
