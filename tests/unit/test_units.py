@@ -10,7 +10,7 @@ HOST = HostInfo(cores=2, mem_bytes=8 << 30, disk_free_bytes=100 << 30)
 
 EXPECTED = {"compression": "MB", "fio": "I/O", "hpcc": "run", "netbw": "MB", "netlat": "round trip",
             "redis": "request", "oltp": "transaction", "api": "task", "redis-scaleout": "request",
-            "startup": "start"}
+            "startup": "start", "webstore": "run"}
 
 
 def test_each_workload_names_its_unit():
@@ -31,5 +31,7 @@ def test_units_from_values():
     assert netlat.units("tcp", Measurement({"mean_us": 100.0}, {}))[1] == 5 * 1e6 / 100
     fio = WORKLOADS["fio"](WORKLOADS["fio"].Params(runtime_s=10), HOST)
     assert fio.units("randread", Measurement({"iops": 1000.0}))[1] == 10_000
+    webstore = WORKLOADS["webstore"](WORKLOADS["webstore"].Params(duration_s=20), HOST)
+    assert webstore.units("instances=1", Measurement({"ops_per_s": 30.0})) == ["operation", 600.0]
     netbw = WORKLOADS["netbw"](WORKLOADS["netbw"].Params(), HOST)
     assert netbw.units("rx", Measurement({"gbps": 1.0}, {"bytes": 3e9})) == ["MB", 3000.0]
