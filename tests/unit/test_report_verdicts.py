@@ -12,7 +12,8 @@ from isobench.report.figures.normalised import AXIS_LIMIT, axis_limits, performa
 from isobench.report.markdown import render_markdown
 from isobench.report.model import MetricKey, RunData
 from isobench.report import compare_render
-from isobench.report.table import WARNED, build_table, change_text
+from isobench.report.analysis import interval_text as change_text
+from isobench.report.table import WARNED, build_table
 from isobench.stats import compare_cell
 from isobench.verdicts import adjust
 from isobench.study import StudyError, parse_study

@@ -19,7 +19,7 @@ from isobench.report.model import MetricKey, RunData
 from isobench.report.numbers import fmt_pct
 from isobench.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
 from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
-from isobench.verdicts import Verdict, adjust
+from isobench.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 
 
 @dataclass(frozen=True)
@@ -113,4 +113,6 @@ def interval_text(v: Verdict) -> str:
         return fmt_pct(v.pct)
     cap = max(SHOWN_PCT_MAX, (SHOWN_RATIO_SPAN * v.effect.ratio - 1) * 100)
     high = f">{fmt_pct(cap)}" if v.pct_high > cap else fmt_pct(v.pct_high)
-    return f"{fmt_pct(v.pct)} [{fmt_pct(v.pct_low)}, {high}]"
+    # a ratio's bound is positive: "−100%" would say the value may have vanished
+    low = f"<{fmt_pct(SHOWN_PCT_LOW)}" if v.pct_low < SHOWN_PCT_LOW else fmt_pct(v.pct_low)
+    return f"{fmt_pct(v.pct)} [{low}, {high}]"

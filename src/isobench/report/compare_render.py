@@ -11,9 +11,9 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from isobench.report.analysis import interval_text
 from isobench.report.markdown import md_escape
 from isobench.report.table import DASH, EMULATED, HIGHER, LOWER, MINUS, fmt_num
-from isobench.report.table import change_text as interval_text  # as Table I prints it; html.py uses this name
 from isobench.verdicts import CHANGED
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]

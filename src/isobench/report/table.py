@@ -12,7 +12,6 @@ Computing texts here, once, keeps terminal, Markdown and HTML identical.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -24,7 +23,7 @@ from isobench.report.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.report.roles import role_of
 from isobench.repetitions import converged
 from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
-from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, SHOWN_PCT_LOW, Verdict
+from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict
 
 __all__ = ["DASH", "MINUS", "fmt_num", "fmt_pct"]  # re-exported: renderers format through the table
 
@@ -108,24 +107,13 @@ def is_time(key: MetricKey) -> bool:
     return role_of(key) in SPREAD_ROLES or is_time_unit(key.unit)
 
 
-def change_text(v: Verdict) -> str:
-    """The change with its interval as the reports print it
-    (``analysis.interval_text``), with a lower bound below −99.9% shown as
-    "<−99.9%": the bound of a ratio is positive, "−100%" would say the value
-    may have vanished."""
-    text = interval_text(v)
-    if math.isnan(v.low) or v.pct_low >= SHOWN_PCT_LOW:
-        return text
-    return text.replace(f"[{fmt_pct(v.pct_low)},", f"[<{fmt_pct(SHOWN_PCT_LOW)},", 1)
-
-
 def cell_text(summary: Summary, verdict: Verdict | None, show_n: bool, failures: int = 0,
               spread: bool = False, warned: bool = False) -> str:
     """``1043 (−0.9% [−3.1%, +1.4%]) [16] ≈``: mean, change vs baseline with
     its interval, sd, markers; for times also ``median 1040 (1020..1070)``."""
     parts = [fmt_num(summary.mean)]
     if verdict is not None:
-        parts.append(f"({change_text(verdict)})")
+        parts.append(f"({interval_text(verdict)})")
     parts.append(f"[{fmt_num(summary.sd, 2)}]")
     if show_n:
         parts.append(f"n={summary.n}")
@@ -285,8 +273,9 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
             f"{judged[0].m} cells compared; it excludes 0% exactly for the BH-significant cells). "
             f"Tests: {used}.",
             f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction over the table "
-            f"(false discoveries <= 5%) and beyond the metric's noise floor. {MARKS[EQUIVALENT]} equivalent: the interval lies within "
-            f"\u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). {MARKS[INCONCLUSIVE]} "
+            f"(false discoveries <= 5%) and beyond the metric's noise floor. {MARKS[EQUIVALENT]} equivalent: "
+            f"the interval lies within \u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). "
+            f"{MARKS[INCONCLUSIVE]} "
             f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.",
         ]
     legend += adaptive_lines(run, settings)
