@@ -157,10 +157,11 @@ class DockerKind(EnvKind):
         failed: list[str] = []
         # one that cannot be removed must not keep the others: each is tried
         # (with retries), and what failed is raised once at the end
-        for what, items in (("container", client.containers.list(all=True, filters={"label": label})),
-                            ("volume", client.volumes.list(filters={"label": label}))):
+        for what, items, kwargs in (("container", client.containers.list(all=True, filters={"label": label}),
+                                     {"v": True}),
+                                    ("volume", client.volumes.list(filters={"label": label}), {})):
             for item in items:
-                problem = remove_retrying(item, v=True) if what == "container" else remove_retrying(item)
+                problem = remove_retrying(item, **kwargs)
                 if problem is None:
                     removed.append(f"{what} {item.name}")
                 else:
@@ -361,14 +362,9 @@ class DockerEnvironment(Environment):
         return None
 
     def stop(self) -> None:
-        problems = []
-        if self._container is not None:
-            problems.append(remove_retrying(self._container, v=True))
-            self._container = None
-        if self._volume is not None:
-            problems.append(remove_retrying(self._volume))
-            self._volume = None
-        problems = [p for p in problems if p is not None]
+        problems = [p for p in (remove_retrying(self._container, v=True) if self._container is not None else None,
+                                remove_retrying(self._volume) if self._volume is not None else None) if p]
+        self._container = self._volume = None
         if problems:
             raise EnvironmentError_(f"{self.name}: " + "; ".join(problems))
 

@@ -125,8 +125,7 @@ class RedisScaleout(MultiServerWorkload):
 
     def parse(self, case: str, result: ExecResult) -> Measurement:
         values, extra = parse_scaleout(result.stdout)
-        # the run's password must not reach the store
-        return Measurement(values=values, extra=extra, raw=result.stdout.replace(self.password, "***"))
+        return Measurement(values=values, extra=extra, raw=self.hide(result.stdout))  # no password in the store
 
 
 def parse_scaleout(stdout: str) -> tuple[dict[str, float], dict]:
