@@ -30,9 +30,10 @@ def _sigterm_as_interrupt() -> None:
 def main() -> None:
     """Measure what isolation costs.
 
-    isobench runs the same workloads natively, in Docker containers (and, as
-    they land, in VMs and containers inside VMs), stores every sample in
-    SQLite, and reports each workload per environment with its overhead
+    isobench runs the same workloads natively, in containers (Docker with
+    runc, crun or gVisor), in QEMU/KVM virtual machines (TCG, labelled
+    emulated, where KVM cannot run the guest) and in containers inside VMs,
+    stores every sample in SQLite, and reports each workload per environment with its overhead
     against native, its spread and a significance verdict.
 
     \b

@@ -65,3 +65,84 @@ def test_webstore_native_and_docker(tmp_path):
         if case == "instances=2":
             assert values["instance_1_orders_per_min"] > 0 and values["instance_2_orders_per_min"] > 0
     assert webstore_processes() == []
+
+
+VM_STUDY = """
+[study]
+name = "webstore-vm-it"
+repetitions = 1
+warmup = 0
+baseline = "vm-stock"
+
+[environments.vm-stock]
+vcpus = 1
+memory_mb = 768
+data_disk_mb = 512
+
+[workloads.webstore]
+customers = 200
+products = 100
+users = 2
+think_s = 0.05
+duration_s = 4
+warmup_s = 1
+"""
+
+
+def test_webstore_in_one_emulated_vm(tmp_path):
+    # the whole stack inside one guest (TCG here), loaded from the client host
+    # over the guest's tap: orders are committed and the guest leaves nothing
+    (tmp_path / "study.toml").write_text(VM_STUDY)
+    store = tmp_path / "r.sqlite"
+    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "study.toml", "--out", "results"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    db = sqlite3.connect(store)
+    rows = db.execute("SELECT status, error, vals FROM samples WHERE workload = 'webstore' AND env = 'vm-stock'").fetchall()
+    assert [(r[0], r[1]) for r in rows] == [("ok", None)]
+    values = json.loads(rows[0][2])
+    assert values["orders_per_min"] > 0 and values["error_rate"] < 0.05
+    assert 0 < values["login_p50_ms"] <= values["login_p90_ms"]
+    assert subprocess.run(["pgrep", "-f", "qemu-system.*webstore-vm-it"], capture_output=True).returncode == 1
+
+
+def test_a_load_that_fails_is_a_prepare_failure_not_a_hang(monkeypatch):
+    # a row PostgreSQL's COPY refuses (text in an integer column): prepare
+    # ends at once with one line naming the step, and the temporary server
+    # it started for the load is stopped
+    import time
+
+    from isobench.envs.native import NativeEnvironment
+    from isobench.hostinfo import HostInfo
+    from isobench.workloads import get, webstore_data
+    from isobench.workloads.base import WorkloadError
+
+    real = webstore_data.tables
+
+    def broken(*args, **kw):
+        t = real(*args, **kw)
+        t["inventory.tsv"] += "not-a-number\t1\t0\n"
+        return t
+
+    monkeypatch.setattr(webstore_data, "tables", broken)
+    env = NativeEnvironment(name="native", run_id=f"wsload{os.getpid()}")
+    env.expose("127.0.0.1", [])  # nginx's config needs an address; no server listens in prepare
+    env.start()
+    try:
+        cls = get("webstore")
+        w = cls(cls.Params(customers=100, products=100), HostInfo(cores=2, mem_bytes=1 << 30, disk_free_bytes=0))
+        t0 = time.monotonic()
+        try:
+            w.prepare(env)
+            raise AssertionError("prepare loaded a malformed inventory row")
+        except WorkloadError as exc:
+            text = str(exc)
+        assert time.monotonic() - t0 < 120
+        assert "webstore prepare in native: loading the database failed" in text, text
+        assert "COPY inventory, line 101, column prod_id" in text, text  # names the table, row and column
+        assert "\n" not in text.splitlines()[0] and webstore_processes() == []
+        w.cleanup(env)
+    finally:
+        env.stop()
+    assert webstore_processes() == []
