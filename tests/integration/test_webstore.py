@@ -146,3 +146,55 @@ def test_a_load_that_fails_is_a_prepare_failure_not_a_hang(monkeypatch):
     finally:
         env.stop()
     assert webstore_processes() == []
+
+
+KILL_STUDY = """
+[study]
+name = "webstore-kill-it"
+repetitions = 1
+warmup = 0
+baseline = "native"
+
+[environments.native]
+instances = 2
+
+[workloads.webstore]
+instances = [2]
+customers = 500
+products = 200
+users = 2
+duration_s = 60
+warmup_s = 1
+"""
+
+
+def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
+    # the run is SIGKILLed while both stacks serve: its nine servers (nginx,
+    # php-fpm and PostgreSQL with their workers) outlive it; `isobench clean`
+    # finds them by their pidfiles and removes every file
+    import time
+
+    from isobench.workspace import DATA_ROOT, TMP_ROOT
+
+    (tmp_path / "study.toml").write_text(KILL_STUDY)
+    env = {**os.environ, "ISOBENCH_STORE": str(tmp_path / "r.sqlite")}
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", "study.toml", "--out", "results"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not [p for p in webstore_processes() if "nginx" in p and "webstore-1" in p]:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.5)
+        time.sleep(3)  # under load
+    finally:
+        proc.kill()
+        proc.wait(30)
+    survivors = webstore_processes()
+    assert any("postgres" in p for p in survivors) and any("php-fpm" in p for p in survivors), survivors
+    out = subprocess.run([sys.executable, "-m", "isobench.cli", "clean"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert webstore_processes() == [], out.stdout
+    left = [os.path.join(root, e, f) for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
+            for e in os.listdir(root) for f in os.listdir(os.path.join(root, e)) if "webstore" in f]
+    assert left == [], left

@@ -205,3 +205,14 @@ def test_vm_endpoint_and_bind_address():
     assert vd.server_bind_addr() == "0.0.0.0" and vd.endpoint(6379) == ("198.19.3.10", 32768)
     with pytest.raises(EnvironmentError_):
         vd.endpoint(6379, "udp")
+
+
+def test_import_room_names_the_data_disk_size_that_fits():
+    from isobench.envs.vm.guestdocker import MiB, import_room
+    # this morning's failure: a 1.3 GB image onto a 1 GiB data disk
+    why = import_room(1300 * MiB, 950 * MiB, 1008 * MiB)
+    assert why == ("the image (1300 MiB) does not fit the guest's data disk (950 MiB free of 1008 MiB): "
+                   "set data_disk_mb = 2048 or more for this environment in the study")
+    assert import_room(1300 * MiB, 3900 * MiB, 4032 * MiB) is None
+    # the suggestion itself fits
+    assert import_room(1300 * MiB, (2048 - 58) * MiB, 2048 * MiB) is None

@@ -21,6 +21,20 @@ GUEST_DOCKER_POOL = "base=198.19.252.0/22,size=24"
 GUEST_DOCKER_SOCK = "unix:///run/docker.sock"
 DOCKERD_TIMEOUT_S = 180
 STAGING = f"{GUEST_DATA_DIR}/.isobench-xfer"
+ROOTFS_DEV = "/dev/isobench-ro0"
+MiB = 1 << 20
+
+
+def import_room(tar_bytes: int, avail_bytes: int, disk_bytes: int) -> str | None:
+    """Why the image cannot be imported onto the guest's data disk, with the
+    data_disk_mb that fits it, or None when it fits. The import unpacks
+    about the tar's size (plus a tenth for the file system and dockerd)."""
+    need = tar_bytes + tar_bytes // 10 + 64 * MiB
+    if avail_bytes >= need:
+        return None
+    fits = -(-(disk_bytes + need - avail_bytes) // (512 * MiB)) * 512
+    return (f"the image ({tar_bytes // MiB} MiB) does not fit the guest's data disk ({avail_bytes // MiB} MiB free "
+            f"of {disk_bytes // MiB} MiB): set data_disk_mb = {fits} or more for this environment in the study")
 
 
 def exec_argv(container: str, argv: list[str], cwd: str | None) -> list[str]:
@@ -51,8 +65,9 @@ class GuestDocker:
         tag = image_tag(image)
         have = self.cmd(["image", "inspect", "--format", "{{.Id}}", tag], 60)
         if not have.ok:
+            self._check_room()
             changes = [a for c in DOCKER_CHANGES for a in ("--change", c)]
-            r = self.cmd(["import", *changes, "/dev/isobench-ro0", tag], 1800)
+            r = self.cmd(["import", *changes, ROOTFS_DEV, tag], 1800)
             if not r.ok:
                 raise EnvironmentError_(f"{self.owner}: docker import in the guest failed: {r.describe()}")
             boot["guest_docker_version"] = self._save_disk(data_disk, image)
@@ -82,6 +97,19 @@ class GuestDocker:
                           GUEST_DOCKER_SOCK], 600)
         if not r.ok:
             raise EnvironmentError_(f"{self.owner}: could not write {path}: {r.describe()}")
+
+    def _check_room(self) -> None:
+        """Refuse in seconds what a half-hour import under TCG would end with:
+        no space left on device."""
+        tar = self.ga.exec(["blockdev", "--getsize64", ROOTFS_DEV], 30)
+        df = self.ga.exec(["df", "-B1", "--output=avail,size", GUEST_DATA_DIR], 30)
+        try:
+            avail, size = (int(x) for x in df.stdout.split()[-2:])
+            why = import_room(int(tar.stdout), avail, size)
+        except ValueError:
+            return  # unreadable: the import itself will say what is wrong
+        if why:
+            raise EnvironmentError_(f"{self.owner}: {why}")
 
     def _spawn_dockerd(self) -> None:
         r = self.ga.exec(["sh", "-c", 'setsid dockerd "$@" </dev/null >/run/dockerd.log 2>&1 &', "sh",
