@@ -8,19 +8,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
-from isobench.hostinfo import bracketed, meminfo, read_text
+from isobench.envs.kinds import kinds
+from isobench.hostinfo import Finding, bracketed, meminfo, read_text
 
 GiB = 2**30
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    status: str  # ok | warn | info
-    value: str
-    fix: str = ""
+__all__ = ["Finding", "findings_as_facts", "judge", "read_host"]
 
 
 def read_host() -> dict:
@@ -41,10 +35,7 @@ def read_host() -> dict:
         "cores": os.cpu_count() or 1,
         "busy": _busy_processes(),
         "hugepages_total": mem.get("HugePages_Total", 0),
-        "kvm_present": os.path.exists("/dev/kvm"),
-        "kvm_verdict": _kvm_verdict(),
-        "vhost_net": os.path.exists("/dev/vhost-net"),
-        "docker_driver": _docker_driver(),
+        "kinds": {name: kind.host_readings() for name, kind in kinds().items()},
         "mem_available": mem.get("MemAvailable", 0),
         "disk_free": usage.free,
     }
@@ -83,22 +74,8 @@ def judge(r: dict) -> list[Finding]:
     out.append(Finding("reserved huge pages", "info", str(r["hugepages_total"]),
                        "" if r["hugepages_total"] else "vm-tuned falls back to THP; reserve with "
                        "sysctl vm.nr_hugepages=N to back guests with hugetlbfs"))
-    if not r["kvm_present"]:
-        out.append(Finding("kvm", "warn", "/dev/kvm missing", "load kvm_intel/kvm_amd or enable virtualisation "
-                           "in firmware; VMs will run emulated (TCG)"))
-    elif r["kvm_verdict"]:
-        usable, why = r["kvm_verdict"]
-        out.append(Finding("kvm", "ok" if usable else "warn", "guest boots" if usable else f"unusable: {why}",
-                           "" if usable else "VM columns run under TCG and are marked emulated"))
-    else:
-        out.append(Finding("kvm", "info", "/dev/kvm present, not yet probed", "isobench envs probes it"))
-    out.append(Finding("vhost-net", "ok" if r["vhost_net"] else "info",
-                       "available" if r["vhost_net"] else "missing",
-                       "" if r["vhost_net"] else "modprobe vhost_net; without it virtio-net runs in QEMU's thread"))
-    drv = r["docker_driver"]
-    out.append(Finding("docker storage driver", "ok" if drv == "overlay2" else ("warn" if drv else "info"),
-                       drv or "engine not reachable",
-                       "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)"))
+    for name, kind in kinds().items():  # each kind judges what it reads
+        out += kind.host_findings(r.get("kinds", {}).get(name, {}))
     out.append(Finding("free memory", "ok" if r["mem_available"] > 4 * GiB else "warn",
                        f"{r['mem_available'] / GiB:.1f} GiB available",
                        "" if r["mem_available"] > 4 * GiB else "free memory before running studies"))
@@ -137,20 +114,3 @@ def _busy_processes() -> list[tuple[str, float]]:
     return sorted((p for p in out if p[1] >= 10), key=lambda p: -p[1])
 
 
-def _kvm_verdict() -> tuple[bool, str] | None:
-    """The VM environment's cached KVM probe for this host, kernel, QEMU and image."""
-    from isobench.envs.vm import kvm_probe
-    from isobench.images import recipe_hash
-    try:
-        v = kvm_probe.load(kvm_probe.host_key(recipe_hash()))
-    except Exception:  # noqa: BLE001 - informative only
-        return None
-    return None if v is None else (v.usable, v.reason)
-
-
-def _docker_driver() -> str | None:
-    try:
-        from isobench.dockerclient import engine
-        return engine(timeout=5).info().get("Driver")
-    except Exception:  # noqa: BLE001 - no engine is itself a finding
-        return None

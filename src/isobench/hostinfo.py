@@ -10,6 +10,15 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One host setting that can bias results (isobench doctor)."""
+    check: str
+    status: str  # ok | warn | info
+    value: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
 class HostInfo:
     """The host figures parameters are derived from."""
 

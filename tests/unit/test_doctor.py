@@ -2,8 +2,9 @@ from isobench.doctor import judge
 
 GiB = 2**30
 CLEAN = {"governors": ["performance"], "turbo": "off", "thp": "madvise", "irqbalance": False, "swap_devices": 0,
-         "loadavg1": 0.1, "cores": 2, "busy": [], "hugepages_total": 512, "kvm_present": True,
-         "kvm_verdict": (True, ""), "vhost_net": True, "docker_driver": "overlay2",
+         "loadavg1": 0.1, "cores": 2, "busy": [], "hugepages_total": 512,
+         "kinds": {"vm": {"kvm_present": True, "kvm_verdict": (True, ""), "vhost_net": True},
+                   "docker": {"driver": "overlay2"}},
          "mem_available": 20 * GiB, "disk_free": 70 * GiB}
 
 
@@ -17,8 +18,10 @@ def test_a_tuned_host_has_no_warnings():
 
 def test_each_bias_warns_with_a_fix():
     bad = {**CLEAN, "governors": ["powersave"], "turbo": "on", "irqbalance": True, "swap_devices": 1,
-           "loadavg1": 1.9, "busy": [("stress-ng", 99.0)], "kvm_verdict": (False, "hangs after real mode"),
-           "docker_driver": "vfs", "mem_available": 1 * GiB, "disk_free": 2 * GiB}
+           "loadavg1": 1.9, "busy": [("stress-ng", 99.0)],
+           "kinds": {"vm": {"kvm_present": True, "kvm_verdict": (False, "hangs after real mode"), "vhost_net": False},
+                     "docker": {"driver": "vfs"}},
+           "mem_available": 1 * GiB, "disk_free": 2 * GiB}
     found = by_check(bad)
     for check in ("cpu governor", "turbo boost", "irqbalance", "swap", "load", "kvm",
                   "docker storage driver", "free memory", "free disk"):
@@ -31,3 +34,14 @@ def test_each_bias_warns_with_a_fix():
 def test_unexposed_governor_is_information_not_a_warning():
     f = by_check({**CLEAN, "governors": [], "turbo": None})
     assert f["cpu governor"].status == "info" and f["turbo boost"].status == "info"
+
+
+def test_each_kind_judges_its_own_settings():
+    # the kinds' checks come from the kinds (doctor names none of them), and
+    # a kind whose readings are missing still says something rather than fail
+    found = by_check({**CLEAN, "kinds": {}})
+    assert found["kvm"].status == "warn" and "/dev/kvm missing" in found["kvm"].value
+    assert found["docker storage driver"].value == "engine not reachable"
+    assert found["vhost-net"].status == "info" and "modprobe vhost_net" in found["vhost-net"].fix
+    unprobed = by_check({**CLEAN, "kinds": {"vm": {"kvm_present": True, "kvm_verdict": None}}})
+    assert unprobed["kvm"].status == "info" and unprobed["kvm"].value == "/dev/kvm present, not yet probed"

@@ -24,6 +24,7 @@ from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
 from isobench.envs import runtimes as rt
 from isobench.envs.pinning import placement
 from isobench.errors import EnvironmentError_
+from isobench.hostinfo import Finding
 from isobench.proc import KILL_GRACE_S, ExecResult, bounded
 from isobench.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
@@ -102,6 +103,19 @@ class DockerKind(EnvKind):
         for name, state in self._runtime_states(client, tag if have else None).items():
             lines.append(f"runtime {name}: {state}")
         return EnvProbe("docker", True, "\n".join(lines))
+
+    def host_readings(self) -> dict:
+        client = engine_or_none(timeout=5)
+        try:
+            return {"driver": client.info().get("Driver") if client else None}
+        except Exception:  # noqa: BLE001 - no engine is itself a finding
+            return {"driver": None}
+
+    def host_findings(self, r: dict) -> list[Finding]:
+        drv = r.get("driver")
+        return [Finding("docker storage driver", "ok" if drv == "overlay2" else ("warn" if drv else "info"),
+                        drv or "engine not reachable",
+                        "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)")]
 
     @staticmethod
     def _runtime_states(client, image: str | None) -> dict[str, str]:

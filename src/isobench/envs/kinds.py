@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from isobench.envs.base import Environment
-from isobench.hostinfo import HostInfo
+from isobench.hostinfo import Finding, HostInfo
 
 
 class EnvSpec(BaseModel):
@@ -109,6 +109,16 @@ class EnvKind(abc.ABC):
     def footprint(self, spec: EnvSpec) -> list[Footprint]:
         """What the environment holds of the host besides the workloads'
         inputs, for all its instances (a VM's guest memory)."""
+        return []
+
+    def host_readings(self) -> dict[str, Any]:
+        """The host settings this kind depends on, read once for `isobench
+        doctor` and every run's facts (cheap, bounded, never raising)."""
+        return {}
+
+    def host_findings(self, readings: dict[str, Any]) -> list[Finding]:
+        """Pure judgement of host_readings(): each setting that biases this
+        kind's results, with its fix."""
         return []
 
 

@@ -17,7 +17,7 @@ from isobench.envs.base import Environment
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Footprint, Pin
 from isobench.envs.pinning import placement
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
-from isobench.hostinfo import parse_cpulist
+from isobench.hostinfo import Finding, parse_cpulist
 
 
 class VmSpec(EnvSpec):
@@ -113,6 +113,33 @@ class VmKind(EnvKind):
 
     def clean(self, run_id: str | None) -> list[str]:
         return kill_leftover_vms(run_id)
+
+    def host_readings(self) -> dict:
+        from isobench.envs.vm import kvm_probe
+        from isobench.images import recipe_hash
+        try:
+            cached = kvm_probe.load(kvm_probe.host_key(recipe_hash()))
+        except Exception:  # noqa: BLE001 - informative only
+            cached = None
+        return {"kvm_present": os.path.exists("/dev/kvm"),
+                "kvm_verdict": None if cached is None else (cached.usable, cached.reason),
+                "vhost_net": os.path.exists("/dev/vhost-net")}
+
+    def host_findings(self, r: dict) -> list[Finding]:
+        out = []
+        if not r.get("kvm_present"):
+            out.append(Finding("kvm", "warn", "/dev/kvm missing", "load kvm_intel/kvm_amd or enable virtualisation "
+                               "in firmware; VMs will run emulated (TCG)"))
+        elif r.get("kvm_verdict"):
+            usable, why = r["kvm_verdict"]
+            out.append(Finding("kvm", "ok" if usable else "warn", "guest boots" if usable else f"unusable: {why}",
+                               "" if usable else "VM columns run under TCG and are marked emulated"))
+        else:
+            out.append(Finding("kvm", "info", "/dev/kvm present, not yet probed", "isobench envs probes it"))
+        vhost = r.get("vhost_net")
+        out.append(Finding("vhost-net", "ok" if vhost else "info", "available" if vhost else "missing",
+                           "" if vhost else "modprobe vhost_net; without it virtio-net runs in QEMU's thread"))
+        return out
 
 
 def is_isobench_qemu(cmdline: list[str], run_id: str | None) -> bool:
