@@ -1,14 +1,17 @@
 """The webstore against the real nginx, php-fpm 8.2 and PostgreSQL 15,
-natively and in Docker, through `isobench run` (heavy: run under
-/tmp/isobench-heavy.lock). Two instances each, a small data set, a few
-seconds of load: every sample succeeds, orders are committed on every
-instance, and no server or file of the workload is left afterwards."""
+through `isobench run` (heavy: run under /tmp/isobench-heavy.lock):
+natively and in Docker with two instances, and in one emulated VM, a small
+data set, a few seconds of load: every sample succeeds, orders are
+committed on every instance, and no server or file of the workload is left
+afterwards. Also: a load PostgreSQL refuses, and a SIGKILLed run that
+`isobench clean` tidies."""
 
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import time
 
 STUDY = """
 [study]
@@ -47,14 +50,26 @@ def webstore_processes() -> list[str]:
     return out
 
 
-def test_webstore_native_and_docker(tmp_path):
-    (tmp_path / "study.toml").write_text(STUDY)
-    store = tmp_path / "r.sqlite"
-    env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "study.toml", "--out", "results"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+def isobench_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "isobench.cli", *args]
+
+
+def study_env(tmp_path, study: str) -> dict:
+    """The study written into tmp_path; the environment of a run storing there."""
+    (tmp_path / "study.toml").write_text(study)
+    return {**os.environ, "ISOBENCH_STORE": str(tmp_path / "r.sqlite")}
+
+
+def run_study(tmp_path, study: str, timeout: float) -> sqlite3.Connection:
+    """`isobench run` of the study to its end; its store."""
+    proc = subprocess.run(isobench_argv("run", "study.toml", "--out", "results"), cwd=tmp_path,
+                          env=study_env(tmp_path, study), capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    db = sqlite3.connect(store)
+    return sqlite3.connect(tmp_path / "r.sqlite")
+
+
+def test_webstore_native_and_docker(tmp_path):
+    db = run_study(tmp_path, STUDY, 900)
     rows = db.execute("SELECT env, ccase, status, error, vals FROM samples WHERE workload = 'webstore'").fetchall()
     assert {(r[0], r[1]) for r in rows} == {(e, f"instances={n}") for e in ("native", "docker-nat") for n in (1, 2)}
     assert [r for r in rows if r[2] != "ok"] == []
@@ -92,13 +107,7 @@ warmup_s = 1
 def test_webstore_in_one_emulated_vm(tmp_path):
     # the whole stack inside one guest (TCG here), loaded from the client host
     # over the guest's tap: orders are committed and the guest leaves nothing
-    (tmp_path / "study.toml").write_text(VM_STUDY)
-    store = tmp_path / "r.sqlite"
-    env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "study.toml", "--out", "results"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    db = sqlite3.connect(store)
+    db = run_study(tmp_path, VM_STUDY, 1500)
     rows = db.execute("SELECT status, error, vals FROM samples WHERE workload = 'webstore' AND env = 'vm-stock'").fetchall()
     assert [(r[0], r[1]) for r in rows] == [("ok", None)]
     values = json.loads(rows[0][2])
@@ -111,8 +120,6 @@ def test_a_load_that_fails_is_a_prepare_failure_not_a_hang(monkeypatch):
     # a row PostgreSQL's COPY refuses (text in an integer column): prepare
     # ends at once with one line naming the step, and the temporary server
     # it started for the load is stopped
-    import time
-
     from isobench.envs.native import NativeEnvironment
     from isobench.hostinfo import HostInfo
     from isobench.workloads import get, webstore_data
@@ -169,21 +176,19 @@ warmup_s = 1
 
 
 def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
-    # the run is SIGKILLed while both stacks serve: its nine servers (nginx,
-    # php-fpm and PostgreSQL with their workers) outlive it; `isobench clean`
+    # the run is SIGKILLed while both stacks serve: their six servers (nginx,
+    # php-fpm and PostgreSQL, with their workers) outlive it; `isobench clean`
     # finds them by their pidfiles and removes every file
-    import time
-
     from isobench.workspace import DATA_ROOT, TMP_ROOT
 
-    (tmp_path / "study.toml").write_text(KILL_STUDY)
-    env = {**os.environ, "ISOBENCH_STORE": str(tmp_path / "r.sqlite")}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", "study.toml", "--out", "results"],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = study_env(tmp_path, KILL_STUDY)
+    proc = subprocess.Popen(isobench_argv("run", "study.toml", "--out", "results"), cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
         while not [p for p in webstore_processes() if "nginx" in p and "webstore-1" in p]:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            assert proc.poll() is None, proc.stderr.read()[-2000:]
+            assert time.monotonic() < deadline, "the second instance's nginx did not start within 300 s"
             time.sleep(0.5)
         time.sleep(3)  # under load
     finally:
@@ -191,8 +196,7 @@ def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
         proc.wait(30)
     survivors = webstore_processes()
     assert any("postgres" in p for p in survivors) and any("php-fpm" in p for p in survivors), survivors
-    out = subprocess.run([sys.executable, "-m", "isobench.cli", "clean"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(isobench_argv("clean"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert webstore_processes() == [], out.stdout
     left = [os.path.join(root, e, f) for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
