@@ -183,3 +183,11 @@ def test_load_sweep_and_peak_cases():
     argv = w.driver_argv("rate=40", [("198.18.0.1", 18480)])
     cfg = json.loads(argv[-1])
     assert cfg["mode"] == "open" and cfg["rate"] == 40
+
+
+def test_expected_time_counts_the_set_duration_and_the_servers():
+    # the study's wall-time estimate before it starts: warm-up + measured
+    # time per run, the peak search's probes, and the servers of each instance
+    w = Webstore(Webstore.Params(instances=[1, 4], rates=[10], peak=True, duration_s=20, warmup_s=5,
+                                 peak_steps=4), HOST)
+    assert [w.expected_s(c) for c in w.cases()] == [27.0, 33.0, 27.0, 4 * 25 + 2.0]

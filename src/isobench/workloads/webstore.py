@@ -126,6 +126,13 @@ class Webstore(MultiServerWorkload):
         rows = self.params.customers * 120 + self.params.products * 200
         return [Footprint("customers", "disk", 40_000_000 + 4 * rows * self.max_instances())]
 
+    def expected_s(self, case: str) -> float:
+        # the driver's set time, each probe's for the peak search, plus
+        # starting and stopping three servers per instance
+        p = self.params
+        runs = p.peak_steps if case == "peak" else 1
+        return float(runs * (p.warmup_s + p.duration_s) + 2 * self.instance_count(case))
+
     # -- metrics ------------------------------------------------------------------
     def ops(self) -> list[str]:
         return [op for op in OPS if op in self.params.mix]
