@@ -93,6 +93,12 @@ def test_histogram_quantiles_within_a_bucket():
     assert loghist.count(loghist.merge([h, h])) == 2 * len(xs)
     assert loghist.from_json(loghist.to_json(h)) == h
     assert math.isnan(loghist.quantile({}, 0.9))
+    # within a bucket the rank's place decides: one count is the middle, the
+    # ranks of a crowded bucket spread across it (not one 6% step for all)
+    assert loghist.quantile({100: 1}, 0.5) == pytest.approx(loghist.bucket_mid_s(100))
+    crowded = {100: 1000}
+    lo, hi = loghist.quantile(crowded, 0.1), loghist.quantile(crowded, 0.9)
+    assert lo < loghist.bucket_mid_s(100) < hi and hi / lo == pytest.approx(width ** 0.8, rel=1e-3)
     with pytest.raises(ValueError):
         loghist.from_json({"x": 1})
 
