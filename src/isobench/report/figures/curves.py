@@ -15,6 +15,7 @@ from isobench.report.style import (
     env_lines,
     line_style,
     new_figure,
+    step_ticks,
     value_axis,
 )
 from isobench.report.sweeps import Sweep
@@ -29,13 +30,20 @@ def sweep_figure(table: Table, sweep: Sweep) -> Figure | None:
     if not metrics:
         return None
     colors = env_colors(table.columns)
-    fig = new_figure(min(5.2 * len(metrics), 15), 4.2)
-    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    # a grid, not one row: a workload with dozens of metrics (webstore's per
+    # operation latencies) squeezed into one row collapsed every panel
+    cols = min(len(metrics), 4)
+    rows = -(-len(metrics) // cols)
+    fig = new_figure(min(5.2 * cols, 20), 4.2 * rows)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[len(metrics):]:
+        ax.set_visible(False)
     for ax, metric in zip(axes, metrics):
         pts = sweep.metric_rows(metric)
         key = pts[0][1].key
         env_lines(ax, table, pts, colors)
         value_axis(ax, [v for v, _ in pts])
+        step_ticks(ax, [v for v, _ in pts])
         ax.set_xlabel(sweep.param)
         ax.set_ylabel(f"{metric} ({key.unit})" if key.unit else metric)
         ax.set_title(f"{metric} {HIGHER if key.higher_is_better else LOWER}", fontsize=10)
@@ -55,13 +63,14 @@ def _xy_figure(table: Table, sweep: Sweep, x_metric: str, y_metric: str, title: 
     colors = env_colors(table.columns)
     fig = new_figure(7, 4.8)
     ax = fig.add_subplot()
-    drawn = 0
+    drawn, xs = 0, []
     for i, col in enumerate(table.columns):
         pts = [(v, x_pts[v].cells[i], y_pts[v].cells[i]) for v in common]
         pts = [(v, cx, cy) for v, cx, cy in pts if cx.status == OK and cy.status == OK]
         if not pts:
             continue
         drawn += 1
+        xs += [cx.summary.mean for _, cx, _ in pts]
         ax.errorbar([cx.summary.mean for _, cx, _ in pts], [cy.summary.mean for _, _, cy in pts],
                     xerr=[ci_half(cx) for _, cx, _ in pts], yerr=[ci_half(cy) for _, _, cy in pts],
                     marker="o", markersize=4, capsize=2, color=colors[col.env],
@@ -72,6 +81,9 @@ def _xy_figure(table: Table, sweep: Sweep, x_metric: str, y_metric: str, title: 
                             xytext=(4, 4), fontsize=7, color=BASELINE_COLOR)
     if not drawn:
         return None
+    # latencies spanning 8x or more (ms natively, tens of ms emulated) on a
+    # log axis, where a wide interval at small n cannot reach below zero
+    value_axis(ax, xs)
     xkey, ykey = x_pts[common[0]].key, y_pts[common[0]].key
     ax.set_xlabel(f"{x_metric} ({xkey.unit})")
     ax.set_ylabel(f"{y_metric} ({ykey.unit})")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from isobench.report.style import emulated_note, env_colors, env_lines, new_figure, value_axis
+from isobench.report.style import emulated_note, env_colors, env_lines, new_figure, step_ticks, value_axis
 from isobench.report.sweeps import Sweep
 from isobench.report.table import Table
 
@@ -43,6 +43,7 @@ def p90_limits_figure(table: Table, sweep: Sweep) -> Figure | None:
         pts = sweep.metric_rows(metric)
         env_lines(ax, table, pts, colors)
         value_axis(ax, [v for v, _ in pts])
+        step_ticks(ax, [v for v, _ in pts])
         for limit, style in zip(LIMITS_MS, ("--", ":")):
             ax.axhline(limit, color="grey", linestyle=style, linewidth=1, label=f"{limit:.0f} ms")
         ax.set_yscale("log")
