@@ -197,3 +197,18 @@ def test_expected_time_counts_the_set_duration_and_the_servers():
     w = Webstore(Webstore.Params(instances=[1, 4], rates=[10], peak=True, duration_s=20, warmup_s=5,
                                  peak_steps=4), HOST)
     assert [w.expected_s(c) for c in w.cases()] == [27.0, 33.0, 27.0, 4 * 25 + 2.0]
+
+
+def test_each_round_draws_its_own_request_stream_shared_by_the_round(monkeypatch):
+    from types import SimpleNamespace
+
+    from isobench.workloads.multi import MultiServerWorkload
+
+    seen = []
+    monkeypatch.setattr(MultiServerWorkload, "run", lambda self, case, env: seen.append(
+        (env.name, json.loads(self.driver_argv(case, [("198.18.0.2", 18480)])[-1])["seed"])))
+    w = Webstore(Webstore.Params(seed=7), HOST)
+    for _ in range(2):  # two rounds, interleaved as the runner does
+        for name in ("native", "docker-nat"):
+            w.run("instances=1", SimpleNamespace(name=name))
+    assert seen == [("native", "7-0"), ("docker-nat", "7-0"), ("native", "7-1"), ("docker-nat", "7-1")]
