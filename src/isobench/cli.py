@@ -33,8 +33,8 @@ def main() -> None:
     isobench runs the same workloads natively, in containers (Docker with
     runc, crun or gVisor), in QEMU/KVM virtual machines (TCG, labelled
     emulated, where KVM cannot run the guest) and in containers inside VMs,
-    stores every sample in SQLite, and reports each workload per environment with its overhead
-    against native, its spread and a significance verdict.
+    stores every sample in SQLite, and reports each workload per environment
+    with its overhead against native, its spread and a significance verdict.
 
     \b
     Typical use:
