@@ -34,6 +34,9 @@ users = 2
 think_s = 0.05
 duration_s = 4
 warmup_s = 1
+# every operation equally often: a rare one (newcust, 2% by default) could
+# draw no request at all in a few seconds, which fails the sample
+mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }
 """
 
 
@@ -101,6 +104,9 @@ users = 2
 think_s = 0.05
 duration_s = 4
 warmup_s = 1
+# every operation equally often: a rare one (newcust, 2% by default) could
+# draw no request at all in a few seconds, which fails the sample
+mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }
 """
 
 
@@ -172,6 +178,9 @@ products = 200
 users = 2
 duration_s = 60
 warmup_s = 1
+# every operation equally often: a rare one (newcust, 2% by default) could
+# draw no request at all in a few seconds, which fails the sample
+mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }
 """
 
 
