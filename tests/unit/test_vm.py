@@ -209,7 +209,7 @@ def test_vm_endpoint_and_bind_address():
 
 def test_import_room_names_the_data_disk_size_that_fits():
     from isobench.envs.vm.guestdocker import MiB, import_room
-    # this morning's failure: a 1.3 GB image onto a 1 GiB data disk
+    # the web-app study's first failure: a 1.3 GB image onto a 1 GiB data disk
     why = import_room(1300 * MiB, 950 * MiB, 1008 * MiB)
     assert why == ("the image (1300 MiB) does not fit the guest's data disk (950 MiB free of 1008 MiB): "
                    "set data_disk_mb = 2048 or more for this environment in the study")
