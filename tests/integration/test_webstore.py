@@ -13,31 +13,31 @@ import subprocess
 import sys
 import time
 
-STUDY = """
-[study]
-name = "webstore-it"
-repetitions = 1
-warmup = 0
-baseline = "native"
 
+
+def study(name: str, baseline: str, environments: str, workload: str) -> str:
+    """A one-round study of the webstore, every operation equally often (a
+    rare one, newcust at 2% by default, could draw no request at all in a
+    few seconds, which fails the sample)."""
+    return (f'[study]\nname = "{name}"\nrepetitions = 1\nwarmup = 0\nbaseline = "{baseline}"\n\n'
+            f"{environments}\n[workloads.webstore]\n{workload}"
+            "mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }\n")
+
+
+STUDY = study("webstore-it", "native", """
 [environments.native]
 instances = 2
 
 [environments.docker-nat]
 instances = 2
-
-[workloads.webstore]
-instances = [1, 2]
+""", """instances = [1, 2]
 customers = 1000
 products = 500
 users = 2
 think_s = 0.05
 duration_s = 4
 warmup_s = 1
-# every operation equally often: a rare one (newcust, 2% by default) could
-# draw no request at all in a few seconds, which fails the sample
-mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }
-"""
+""")
 
 
 def webstore_processes() -> list[str]:
@@ -85,29 +85,18 @@ def test_webstore_native_and_docker(tmp_path):
     assert webstore_processes() == []
 
 
-VM_STUDY = """
-[study]
-name = "webstore-vm-it"
-repetitions = 1
-warmup = 0
-baseline = "vm-stock"
-
+VM_STUDY = study("webstore-vm-it", "vm-stock", """
 [environments.vm-stock]
 vcpus = 1
 memory_mb = 768
 data_disk_mb = 512
-
-[workloads.webstore]
-customers = 200
+""", """customers = 200
 products = 100
 users = 2
 think_s = 0.05
 duration_s = 4
 warmup_s = 1
-# every operation equally often: a rare one (newcust, 2% by default) could
-# draw no request at all in a few seconds, which fails the sample
-mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }
-"""
+""")
 
 
 def test_webstore_in_one_emulated_vm(tmp_path):
@@ -161,27 +150,16 @@ def test_a_load_that_fails_is_a_prepare_failure_not_a_hang(monkeypatch):
     assert webstore_processes() == []
 
 
-KILL_STUDY = """
-[study]
-name = "webstore-kill-it"
-repetitions = 1
-warmup = 0
-baseline = "native"
-
+KILL_STUDY = study("webstore-kill-it", "native", """
 [environments.native]
 instances = 2
-
-[workloads.webstore]
-instances = [2]
+""", """instances = [2]
 customers = 500
 products = 200
 users = 2
 duration_s = 60
 warmup_s = 1
-# every operation equally often: a rare one (newcust, 2% by default) could
-# draw no request at all in a few seconds, which fails the sample
-mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }
-"""
+""")
 
 
 def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
