@@ -165,7 +165,8 @@ warmup_s = 1
 def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
     # the run is SIGKILLed while both stacks serve: their six servers (nginx,
     # php-fpm and PostgreSQL, with their workers) outlive it; `isobench clean`
-    # finds them by their pidfiles and removes every file
+    # finds them by their pidfiles and removes every file. The load generator
+    # dies with the run (it kept loading for its whole duration before)
     from isobench.workspace import DATA_ROOT, TMP_ROOT
 
     env = study_env(tmp_path, KILL_STUDY)
@@ -186,6 +187,8 @@ def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
     out = subprocess.run(isobench_argv("clean"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert webstore_processes() == [], out.stdout
+    drivers = subprocess.run(["pgrep", "-f", "isobench.drivers.webstore_load"], capture_output=True, text=True)
+    assert drivers.stdout == "", "the load generator outlived the killed run: " + drivers.stdout
     left = [os.path.join(root, e, f) for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
             for e in os.listdir(root) for f in os.listdir(os.path.join(root, e)) if "webstore" in f]
     assert left == [], left

@@ -35,6 +35,7 @@ from isobench.clienthost.addresses import (
     netns_name,
     pick_subnet,
 )
+from isobench.lifetime import die_with_parent
 from isobench.proc import ExecResult, as_text, run_argv
 
 MTU = 1500
@@ -169,8 +170,11 @@ class ClientHost:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         try:
+            # die_with_parent: a SIGKILLed run must not leave its load
+            # generator running on (`ip netns exec` execs it in place)
             proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=die_with_parent)
         except FileNotFoundError as exc:
             return ClientRun(ExecResult(argv, 127, "", str(exc), 0.0), 0.0)
         timed_out = False
