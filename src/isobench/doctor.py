@@ -14,7 +14,6 @@ from isobench.envs.kinds import kinds
 from isobench.hostinfo import Finding, bracketed, meminfo, read_text
 
 GiB = 2**30
-__all__ = ["Finding", "findings_as_facts", "judge", "read_host"]
 
 
 def read_host() -> dict:
