@@ -233,7 +233,7 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
         _fail(str(exc))
     if fmt == "html" or figures_dir:
         from isobench.report.figures import build_figures, write_figures
-        from isobench.report.table import build_table
+        from isobench.results.table import build_table
         table = build_table(run)
         specs = build_figures(table, store.extras(run.run_id), run.env_facts)
         if figures_dir:

@@ -1,7 +1,7 @@
 """Two runs side by side: did anything change, by how much, and can we tell?
 
 Every cell (workload, case, metric, environment) present in both runs is
-compared with the same statistics as Table I (report/analysis.py), run A as
+compared with the same statistics as Table I (results/analysis.py), run A as
 the reference: the ratio of B's geometric mean to A's from Welch's t-test on
 log values (two runs cannot be paired round by round), Benjamini-Hochberg
 over all compared cells, and one of three verdicts per cell: changed,
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from isobench.report.analysis import Question, judge_cells, settings_of
-from isobench.report.model import MetricKey, RunData
-from isobench.report.table import HIGHER, LOWER, fmt_fact, is_emulated
+from isobench.results.analysis import Question, judge_cells, settings_of
+from isobench.results.model import MetricKey, RunData
+from isobench.results.table import HIGHER, LOWER, fmt_fact, is_emulated
 from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, regressions
 
 __all__ = ["CellDiff", "RunComparison", "compare_runs"]

@@ -17,8 +17,8 @@ import math
 from pathlib import Path
 
 from isobench.report.attribution import derived
-from isobench.report.model import RunData
-from isobench.report.table import FAILED, OK, build_table
+from isobench.results.model import RunData
+from isobench.results.table import FAILED, OK, build_table
 
 # 2: cells carry the log-scale, BH-corrected verdicts; ``verdict`` is
 # changed | equivalent | inconclusive | baseline | failed (was worse/better/...)

@@ -9,7 +9,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
-from isobench.report.model import ALL_METRICS, MetricKey, RunData
+from isobench.results.model import ALL_METRICS, MetricKey, RunData
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

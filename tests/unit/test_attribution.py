@@ -3,7 +3,7 @@
 from isobench.report.attribution import build_rows, categories, changed, cpu_per_unit, derived, section_lines
 from isobench.report.figures.attribution import cpu_per_unit_figure
 from isobench.report.markdown import render_markdown
-from isobench.report.model import RunData
+from isobench.results.model import RunData
 
 
 def sample(system_s, softirq_s, rtts=1000.0, user_s=0.5, client_s=0.1, ctxt=2000.0):

@@ -145,7 +145,7 @@ def test_nothing_in_common_is_an_error(store_path):
 
 def test_facts_diff_names_the_doctor_finding_that_changed():
     from isobench.compare import _facts_diff
-    from isobench.report.model import RunData
+    from isobench.results.model import RunData
 
     def run(load: str) -> RunData:
         doctor = [{"check": "swap", "status": "ok", "value": "0 device(s)", "fix": ""},

@@ -174,7 +174,7 @@ def test_a_workload_the_kind_cannot_run_is_skipped_and_said(fake, tmp_path):
     """EnvKind.unsupported: the cells are never run (no failed samples), the
     run still ends complete, and validate and Table I say why."""
     from isobench.cli import main
-    from isobench.report.table import UNSUPPORTED, build_table
+    from isobench.results.table import UNSUPPORTED, build_table
     from isobench.runner import run_study
     from isobench.store import Store
     from isobench.study import parse_study

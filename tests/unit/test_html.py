@@ -7,7 +7,7 @@ import pytest
 
 from isobench.report.html import inline_svg, render_html
 from isobench.report.figures import build_figures
-from isobench.report.table import EMULATED_NOTE, build_table
+from isobench.results.table import EMULATED_NOTE, build_table
 from isobench.store import Store
 from synthetic_runs import ENVS, Synthetic, write_run
 

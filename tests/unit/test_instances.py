@@ -14,8 +14,8 @@ from isobench.proc import ExecResult
 from isobench.envs.group import InstanceGroup, density_points, members_of, parse_pss
 from isobench.report.figures import instances as inst
 from isobench.report import figures as plots
-from isobench.report.model import MetricKey, RunData
-from isobench.report.table import build_table
+from isobench.results.model import MetricKey, RunData
+from isobench.results.table import build_table
 from isobench.runner import by_step, plan
 from isobench.stats import jain_index, max_min_ratio
 from isobench.study import StudyError, parse_study

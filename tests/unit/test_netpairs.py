@@ -3,7 +3,7 @@
 import pytest
 
 from isobench.report.markdown import render_markdown
-from isobench.report.model import MetricKey, RunData
+from isobench.results.model import MetricKey, RunData
 from isobench.report.netpairs import nat_vs_host, section_lines
 
 

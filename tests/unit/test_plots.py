@@ -6,8 +6,8 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
 from isobench.report import figures as plots
-from isobench.report.model import MetricKey, RunData
-from isobench.report.table import EMULATED_NOTE, build_table
+from isobench.results.model import MetricKey, RunData
+from isobench.results.table import EMULATED_NOTE, build_table
 from isobench.store import Store
 from synthetic_runs import CLIENTS, ENVS, Synthetic, write_run
 

@@ -10,10 +10,10 @@ import pytest
 from isobench.metric import LATENCY
 from isobench.report.figures.normalised import AXIS_LIMIT, axis_limits, performance
 from isobench.report.markdown import render_markdown
-from isobench.report.model import MetricKey, RunData
+from isobench.results.model import MetricKey, RunData
 from isobench.report import compare_render
-from isobench.report.analysis import interval_text as change_text
-from isobench.report.table import WARNED, build_table
+from isobench.results.analysis import interval_text as change_text
+from isobench.results.table import WARNED, build_table
 from isobench.stats import compare_cell
 from isobench.verdicts import adjust
 from isobench.study import StudyError, parse_study

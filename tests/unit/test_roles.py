@@ -3,10 +3,10 @@ conventions apply only to metrics stored without a role."""
 
 from isobench.metric import CPU_COST, CPU_UTIL, FAIRNESS, LATENCY, PER_INSTANCE, THROUGHPUT
 from isobench.report import figures
-from isobench.report.model import MetricKey, RunData
+from isobench.results.model import MetricKey, RunData
 from isobench.report.netpairs import nat_vs_host
-from isobench.report.roles import role_of
-from isobench.report.table import build_table
+from isobench.results.roles import role_of
+from isobench.results.table import build_table
 
 ENVS = ["native", "nat", "host"]
 # a runtime the report has never heard of: only its network option counts

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isobench.report.model import RunData
+from isobench.results.model import RunData
 from isobench.stats import compare_cell
 from isobench.verdicts import CHANGED, Verdict, adjust
 

@@ -11,9 +11,9 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from isobench.report.analysis import interval_text
+from isobench.results.analysis import interval_text
 from isobench.report.markdown import md_escape
-from isobench.report.table import DASH, EMULATED, HIGHER, LOWER, MINUS, fmt_num
+from isobench.results.table import DASH, EMULATED, HIGHER, LOWER, MINUS, fmt_num
 from isobench.verdicts import CHANGED
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]

@@ -1,4 +1,4 @@
-"""One study on many hosts: each host's Table I (report/table.py, called as
+"""One study on many hosts: each host's Table I (results/table.py, called as
 is), side by side, and a cross-host summary per cell. For an environment
 other than the baseline the per-host number is its overhead vs that host's
 own native (Effect.overhead_pct: positive = worse); for the baseline itself
@@ -11,8 +11,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from isobench.report.model import RunData
-from isobench.report.table import OK, Table, build_table
+from isobench.results.model import RunData
+from isobench.results.table import OK, Table, build_table
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from isobench.report.fleet import CrossCell, FleetReport
-from isobench.report.numbers import fmt_pct
+from isobench.results.numbers import fmt_pct
 
 
 def _pct(x: float) -> str:

@@ -14,8 +14,8 @@ from markupsafe import Markup
 from isobench.report.attribution import section_lines as attribution_lines
 from isobench.report import compare_render as cmp
 from isobench.report.figures import KIND_ORDER, KIND_TITLES, FigureSpec, build_figures, to_svg
-from isobench.report.model import RunData
-from isobench.report.table import (
+from isobench.results.model import RunData
+from isobench.results.table import (
     EMULATED_NOTE,
     build_table,
     Cell,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from isobench.metric import FAIRNESS, PER_INSTANCE, parse_instance_metric
 from isobench.report.sweeps import Sweep
-from isobench.report.table import OK, Table
+from isobench.results.table import OK, Table
 
 SCALE_PARAM = "instances"
 MiB = 1024 * 1024

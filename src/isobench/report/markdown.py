@@ -6,10 +6,10 @@ import re
 
 from isobench.report.attribution import section_lines as attribution_lines
 from isobench.report.instances import density_lines, speedup_lines
-from isobench.report.model import RunData
+from isobench.results.model import RunData
 from isobench.report.netpairs import section_lines
 from isobench.report.sweeps import sweeps
-from isobench.report.table import (
+from isobench.results.table import (
     Table,
     build_table,
     doctor_warnings,

@@ -3,7 +3,7 @@ the IBM and VMware studies' point that Docker's NAT, not the container,
 costs latency. For every pair (environment with option network = "bridge",
 environment with network = "host", whatever their kind) in a run, the
 metrics whose role is latency are compared with the same tests and
-corrections as Table I (report/analysis.py), host networking as the
+corrections as Table I (results/analysis.py), host networking as the
 reference, rounds paired."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from isobench.metric import LATENCY
-from isobench.report.analysis import Question, judge_cells, pairs, settings_of
-from isobench.report.model import MetricKey, RunData
-from isobench.report.roles import role_of
-from isobench.report.table import fmt_num, row_label
+from isobench.results.analysis import Question, judge_cells, pairs, settings_of
+from isobench.results.model import MetricKey, RunData
+from isobench.results.roles import role_of
+from isobench.results.table import fmt_num, row_label
 from isobench.verdicts import Verdict
 
 TITLE = "Docker NAT vs host networking"

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from isobench.report.table import EMULATED, EMULATED_NOTE, OK, Cell, Column, Row, Table
+from isobench.results.table import EMULATED, EMULATED_NOTE, OK, Cell, Column, Row, Table
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]

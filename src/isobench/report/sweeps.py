@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 
 from isobench.metric import CPU_UTIL, is_time_unit
-from isobench.report.roles import LATENCY_AXIS, THROUGHPUT_AXIS, role_of
-from isobench.report.table import Row, Table
+from isobench.results.roles import LATENCY_AXIS, THROUGHPUT_AXIS, role_of
+from isobench.results.table import Row, Table
 
 # the series may itself be a point of another sweep ("instances=2,noise=4":
 # a noise curve per instance count)

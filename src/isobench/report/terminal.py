@@ -8,9 +8,9 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from isobench.report.attribution import section_lines as attribution_lines
-from isobench.report.model import RunData
+from isobench.results.model import RunData
 from isobench.report.netpairs import section_lines
-from isobench.report.table import (
+from isobench.results.table import (
     build_table,
     Cell,
     doctor_warnings,

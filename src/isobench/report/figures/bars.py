@@ -6,10 +6,10 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from isobench.metric import CPU_COST
-from isobench.report.roles import role_of
+from isobench.results.roles import role_of
 from isobench.report.style import ci_half, emulated_note, env_colors, env_label, new_figure
 from isobench.report.sweeps import is_startup
-from isobench.report.table import EMULATED, HIGHER, LOWER, OK, SIGNIFICANT, Row, Table
+from isobench.results.table import EMULATED, HIGHER, LOWER, OK, SIGNIFICANT, Row, Table
 
 
 def bar_panels(table: Table, panels: list[tuple[str, list[Row]]], title: str,

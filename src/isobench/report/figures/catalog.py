@@ -17,7 +17,7 @@ from isobench.report.figures.instances import density_figure, fairness_figure, p
 from isobench.report.figures.limits import p90_limits_figure
 from isobench.report.figures.normalised import normalised_figure
 from isobench.report.sweeps import is_startup, sweeps
-from isobench.report.table import Table
+from isobench.results.table import Table
 
 # Figure kinds, in the order a report shows them.
 KIND_NORMALISED = "normalised"

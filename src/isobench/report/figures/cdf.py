@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from matplotlib.figure import Figure
 
 from isobench.report.style import emulated_note, env_colors, env_label, line_style, new_figure
-from isobench.report.table import Table
+from isobench.results.table import Table
 
 HIST_SUFFIX = "_hist"
 Histogram = list[tuple[float, float]]  # (latency, count), sorted by latency

@@ -19,7 +19,7 @@ from isobench.report.style import (
     value_axis,
 )
 from isobench.report.sweeps import Sweep
-from isobench.report.table import HIGHER, LOWER, OK, Table
+from isobench.results.table import HIGHER, LOWER, OK, Table
 
 
 def sweep_figure(table: Table, sweep: Sweep) -> Figure | None:

@@ -28,7 +28,7 @@ from isobench.report.style import (
     value_axis,
 )
 from isobench.report.sweeps import Sweep
-from isobench.report.table import HIGHER, LOWER, OK, Table
+from isobench.results.table import HIGHER, LOWER, OK, Table
 
 # axis labels of the fairness metrics isobench.stats computes; others show name and unit
 FAIRNESS_LABELS = {"jain": "Jain's index (1 = fair)", "imbalance": "slowest / fastest instance"}

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from isobench.report.style import emulated_note, env_colors, env_lines, new_figure, step_ticks, value_axis
 from isobench.report.sweeps import Sweep
-from isobench.report.table import Table
+from isobench.results.table import Table
 
 LIMITS_MS = (250.0, 500.0)
 WORST, POOLED = "_p90_worst_ms", "_p90_ms"

@@ -13,7 +13,7 @@ from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
 
 from isobench.report.style import BASELINE_COLOR, emulated_note, env_colors, env_label, finite, new_figure
 from isobench.report.sweeps import swept_rows
-from isobench.report.table import MARKS, UNTESTED, Table
+from isobench.results.table import MARKS, UNTESTED, Table
 
 # Ratios shown between 1/AXIS_LIMIT and AXIS_LIMIT at most; bars and whiskers
 # beyond are clipped at the edge with an arrow.

@@ -14,7 +14,7 @@ class MetricKey:
     metric: str
     unit: str
     higher_is_better: bool
-    role: str = ""  # isobench.metric role; read it through report.roles.role_of
+    role: str = ""  # isobench.metric role; read it through results.roles.role_of
 
 
 @dataclass

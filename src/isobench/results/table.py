@@ -2,7 +2,7 @@
 
 One row per metric (study order), one column per environment with the
 baseline first. Each cell carries its Summary, its final Verdict against
-the baseline (report/analysis.py: paired per-round or Welch test on logs,
+the baseline (results/analysis.py: paired per-round or Welch test on logs,
 Benjamini-Hochberg over the whole table, changed / equivalent /
 inconclusive) and the text the paper would print,
 ``mean (change [interval]) [sd] marker``, plus warnings about its samples.
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from isobench.anomalies import drift, outliers, slow_first_round
 from isobench.metric import DURATION, LATENCY, is_time_unit
-from isobench.report.analysis import Question, Settings, interval_text, judge_cells, pairs, settings_of
-from isobench.report.model import ALL_METRICS, MetricKey, RunData
-from isobench.report.numbers import DASH, MINUS, fmt_num, fmt_pct
-from isobench.report.roles import role_of
+from isobench.results.analysis import Question, Settings, interval_text, judge_cells, pairs, settings_of
+from isobench.results.model import ALL_METRICS, MetricKey, RunData
+from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
+from isobench.results.roles import role_of
 from isobench.repetitions import converged
 from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
 from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict

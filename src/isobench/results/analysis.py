@@ -15,8 +15,8 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from isobench.report.model import MetricKey, RunData
-from isobench.report.numbers import fmt_pct
+from isobench.results.model import MetricKey, RunData
+from isobench.results.numbers import fmt_pct
 from isobench.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
 from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
 from isobench.verdicts import SHOWN_PCT_LOW, Verdict, adjust

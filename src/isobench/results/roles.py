@@ -20,7 +20,7 @@ from isobench.metric import (
     THROUGHPUT,
     parse_instance_metric,
 )
-from isobench.report.model import MetricKey
+from isobench.results.model import MetricKey
 
 # Roles a sweep may take its throughput axis (higher is better) and its
 # latency axis (lower is better, a time) from: a plain value, or one of
