@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 from pathlib import Path
 
@@ -16,13 +14,6 @@ from rich.text import Text
 from isobench.cli_common import STORE_OPTION, console, err_console
 from isobench.cli_common import fail as _fail
 from isobench.cli_common import open_store as _open_store
-
-
-def _sigterm_as_interrupt() -> None:
-    # SIGTERM gets the same orderly teardown as Ctrl-C
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, handler)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -55,7 +46,8 @@ def validate(study_file: str, allow_large: bool) -> None:
         study = load_study(study_file)
     except StudyError as exc:
         _fail(str(exc))
-    size = _preflight_or_fail(study, allow_large)
+    from isobench.execution import preflight_or_fail
+    size = preflight_or_fail(study, allow_large)
     instances = sum(spec.instances for spec in study.environments.values())
     console.print(f"{escape(study_file)}: ok — {len(study.environments)} environments"
                   + (f" ({instances} instances)" if instances > len(study.environments) else "")
@@ -98,10 +90,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
     end the report is printed and written as Markdown to OUT/RUN_ID.md.
     One study runs at a time per host.
     """
-    from isobench.errors import EnvironmentError_
-    from isobench.lock import AlreadyRunning, RunLock
-    from isobench.progress import RichProgress
-    from isobench.runner import run_study
+    from isobench.execution import execute
     from isobench.store import StoreError
     from isobench.study import StudyError, load_study, parse_study
 
@@ -119,61 +108,13 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
             study = load_study(study_file)
     except (StudyError, StoreError) as exc:
         _fail(str(exc))
-    _preflight_or_fail(study, allow_large)
-    try:
-        store.check_writable()
-    except StoreError as exc:
-        _fail(str(exc))
-    if os.geteuid() != 0:
-        _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
-    lock = RunLock()
-    try:
-        lock.acquire(study.meta.name)
-    except AlreadyRunning as exc:
-        _fail(str(exc))
-    _sigterm_as_interrupt()
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = RichProgress(err_console, bar=show)
-    try:
-        with lock, bar:
-            run_id = run_study(study, store, bar, image_provider=_image_provider(bar), resume=resume_id,
-                               on_run_id=lock.set_run_id, run_id=new_id)
-    except KeyboardInterrupt:
-        latest = resume_id or store.latest_run_id()
-        err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
-                          f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
-                          "containers and scratch files removed", highlight=False, markup=False)
-        sys.exit(130)
-    except EnvironmentError_ as exc:
-        _fail(str(exc))
+    run_id = execute(study, store, progress, allow_large, resume_id, new_id)
     _print_report(store, run_id, out_dir)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)
     if row is not None and row.status == "incomplete":
         err_console.print(f"run {run_id} is incomplete: some cells have no ok sample ({row.samples_failed} "
                           f"failed sample(s)); `isobench run --resume {run_id}` measures them again",
                           highlight=False, markup=False)
-
-
-def _preflight_or_fail(study, allow_large: bool = False):
-    """The study's size, after refusing (one line) what this host cannot run."""
-    from isobench.hostinfo import host_info
-    from isobench.preflight import preflight, size_problems, study_size
-    host = host_info()
-    problems = preflight(study, host)
-    size = study_size(study, host)
-    if not allow_large:
-        problems += size_problems(study, size, host)
-    if problems:
-        _fail(problems[0])
-    return size
-
-
-def _image_provider(bar):
-    def provide() -> str:
-        from isobench.dockerclient import engine
-        from isobench.images import ensure_image
-        return ensure_image(engine(), log=bar.note)
-    return provide
 
 
 def _print_report(store, run_id: str, out_dir: str) -> None:
@@ -430,11 +371,12 @@ def clean() -> None:
     console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
 
 
-# commands that live in their own modules (fleet; moving runs between stores)
+# commands that live in their own modules (fleet; moving runs between stores; calibrate)
 from isobench.fleet.commands import fleet  # noqa: E402
 from isobench.transfer_cli import export_run_cmd, import_cmd  # noqa: E402
+from isobench.calibrate_cli import calibrate  # noqa: E402
 
-for _command in (fleet, export_run_cmd, import_cmd):
+for _command in (fleet, export_run_cmd, import_cmd, calibrate):
     main.add_command(_command)
 
 if __name__ == "__main__":

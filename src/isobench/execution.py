@@ -1,0 +1,80 @@
+"""Starting a study for a command (`run`, `calibrate`): the host's checks,
+the run lock, progress, the run itself and what Ctrl-C or SIGTERM leaves.
+Commands call it; it prints only through the consoles and fails in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from isobench.cli_common import err_console
+from isobench.cli_common import fail as _fail
+
+
+def sigterm_as_interrupt() -> None:
+    # SIGTERM gets the same orderly teardown as Ctrl-C
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+def preflight_or_fail(study, allow_large: bool = False):
+    """The study's size, after refusing (one line) what this host cannot run."""
+    from isobench.hostinfo import host_info
+    from isobench.preflight import preflight, size_problems, study_size
+    host = host_info()
+    problems = preflight(study, host)
+    size = study_size(study, host)
+    if not allow_large:
+        problems += size_problems(study, size, host)
+    if problems:
+        _fail(problems[0])
+    return size
+
+
+def image_provider(bar):
+    def provide() -> str:
+        from isobench.dockerclient import engine
+        from isobench.images import ensure_image
+        return ensure_image(engine(), log=bar.note)
+    return provide
+
+
+def execute(study, store, progress: bool | None, allow_large: bool = False,
+            resume_id: str | None = None, new_id: str | None = None) -> str:
+    """Run ``study`` into ``store`` and return its run id; every refusal and
+    fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130)."""
+    from isobench.errors import EnvironmentError_
+    from isobench.lock import AlreadyRunning, RunLock
+    from isobench.progress import RichProgress
+    from isobench.runner import run_study
+    from isobench.store import StoreError
+
+    preflight_or_fail(study, allow_large)
+    try:
+        store.check_writable()
+    except StoreError as exc:
+        _fail(str(exc))
+    if os.geteuid() != 0:
+        _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
+    lock = RunLock()
+    try:
+        lock.acquire(study.meta.name)
+    except AlreadyRunning as exc:
+        _fail(str(exc))
+    sigterm_as_interrupt()
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = RichProgress(err_console, bar=show)
+    try:
+        with lock, bar:
+            return run_study(study, store, bar, image_provider=image_provider(bar), resume=resume_id,
+                             on_run_id=lock.set_run_id, run_id=new_id)
+    except KeyboardInterrupt:
+        latest = resume_id or store.latest_run_id()
+        err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
+                          f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
+                          "containers and scratch files removed", highlight=False, markup=False)
+        sys.exit(130)
+    except EnvironmentError_ as exc:
+        _fail(str(exc))
