@@ -55,7 +55,7 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
 
     if (study_file is None) == (show_id is None):
         _fail("give a study file to calibrate with, or --show RUN to judge a stored calibration run")
-    store = _open_store(store_path)
+    store = _open_store(store_path, create=show_id is None)
     if show_id is not None:
         try:
             run_id = store.resolve(show_id)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from isobench.cli_common import STORE_OPTION, console, err_console
+from isobench.cli_common import STORE_OPTION, console, default_output, err_console, writing
 from isobench.cli_common import fail as _fail
 from isobench.cli_common import open_store as _open_store
 
@@ -96,17 +96,23 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
 
     if (study_file is None) == (resume_id is None):
         _fail("give a study file to start a run, or --resume RUN to continue one (not both)")
-    store = _open_store(store_path)
+    from isobench.ids import BadIdentifier, check_run_id
+    try:
+        if new_id is not None:
+            check_run_id(new_id, "--run-id")
+    except BadIdentifier as exc:
+        _fail(str(exc))
+    store = _open_store(store_path, create=True)
     if new_id is not None and (resume_id is not None or store.db.execute(
             "SELECT 1 FROM runs WHERE run_id=?", (new_id,)).fetchone()):
         _fail(f"--run-id {new_id}: that run already exists (or --resume was given); choose another id")
     try:
         if resume_id is not None:
-            resume_id = store.resolve(resume_id)
+            resume_id = check_run_id(store.resolve(resume_id), "--resume")
             study = parse_study(store.study_of(resume_id)[1], f"{resume_id} (stored study)")
         else:
             study = load_study(study_file)
-    except (StudyError, StoreError) as exc:
+    except (StudyError, StoreError, BadIdentifier) as exc:
         _fail(str(exc))
     run_id = execute(study, store, progress, allow_large, resume_id, new_id)
     _print_report(store, run_id, out_dir)
@@ -122,9 +128,10 @@ def _print_report(store, run_id: str, out_dir: str) -> None:
     from isobench.report.terminal import render_terminal
     run = store.load_run(run_id)
     render_terminal(run, console)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    md_path = Path(out_dir) / f"{run_id}.md"
-    md_path.write_text(render_markdown(run))
+    md_path = Path(out_dir) / default_output(run_id, ".md").name
+    with writing(md_path, "--out"):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        md_path.write_text(render_markdown(run))
     console.print(f"\nreport written to {escape(str(md_path))}", highlight=False)
 
 
@@ -178,25 +185,32 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
         table = build_table(run)
         specs = build_figures(table, store.extras(run.run_id), run.env_facts)
         if figures_dir:
-            write_figures(specs, figures_dir)
+            with writing(figures_dir, "--figures"):
+                write_figures(specs, figures_dir)
             err_console.print(f"{len(specs)} figure(s) written to {escape(figures_dir)} as SVG and PNG"
                               + ("" if specs else ": the run has nothing to draw"), highlight=False)
     if fmt == "html":
         from isobench.report.html import render_html
-        path = Path(output) if output else Path("results") / f"{run.run_id}.html"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_html(run, specs=specs, table=table), encoding="utf-8")
+        path = Path(output) if output else default_output(run.run_id, ".html")
+        html = render_html(run, specs=specs, table=table)
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(html, encoding="utf-8")
         console.print(f"HTML report written to {escape(str(path))}", highlight=False)
         return
     if fmt == "md":
         text = render_markdown(run)
         if output:
-            Path(output).write_text(text)
+            with writing(output):
+                Path(output).write_text(text)
         else:
             click.echo(text)
         return
-    target = Console(file=open(output, "w"), width=200) if output else console
-    render_terminal(run, target)
+    if output:
+        with writing(output), open(output, "w") as fh:
+            render_terminal(run, Console(file=fh, width=200))
+    else:
+        render_terminal(run, console)
 
 
 @main.command("compare")
@@ -241,10 +255,16 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     if not result.cells:
         _fail(f"runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment) "
               "measured in both")
+    if a.run_id == b.run_id and store_a.path == store_b.path:
+        err_console.print(f"note: comparing run {a.run_id} with itself: every cell is unchanged by "
+                          "construction", markup=False, highlight=False)
     regressions = result.regressions(fail_pct) if fail_pct is not None else []
     if fmt == "terminal":
-        target = Console(file=open(output, "w"), width=200) if output else console
-        cmp.render_terminal(result, target, regressions)
+        if output:
+            with writing(output), open(output, "w") as fh:
+                cmp.render_terminal(result, Console(file=fh, width=200), regressions)
+        else:
+            cmp.render_terminal(result, console, regressions)
     else:
         if fmt == "md":
             text = cmp.render_markdown(result, regressions)
@@ -252,7 +272,8 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
             from isobench.report.html import render_compare_html
             text = render_compare_html(result, regressions, fail_pct)
         if output:
-            Path(output).write_text(text, encoding="utf-8")
+            with writing(output):
+                Path(output).write_text(text, encoding="utf-8")
         else:
             click.echo(text)
     if fmt == "terminal" and not output:  # where the change comes from (counters), when both runs have them
@@ -290,12 +311,16 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None
         _fail(str(exc))
     samples = store.samples(run.run_id)
     if fmt == "csv":
-        paths = exp.export_csv(run, samples, output or Path("results") / run.run_id)
+        target = output or default_output(run.run_id, "")
+        with writing(target):
+            paths = exp.export_csv(run, samples, target)
         console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False, markup=False)
     elif output == "-":
         click.echo(_json.dumps(exp.export_document(run, samples), indent=1, allow_nan=False, default=str))
     else:
-        path = exp.export_json(run, samples, output or Path("results") / f"{run.run_id}.json")
+        target = output or default_output(run.run_id, ".json")
+        with writing(target):
+            path = exp.export_json(run, samples, target)
         console.print(f"wrote {path}", highlight=False, markup=False)
 
 

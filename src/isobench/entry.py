@@ -44,14 +44,17 @@ def one_line(text: str) -> str:
 
 def _say(message: str) -> None:
     # plain write: the message holds user text (paths, names) that must print literally
-    sys.stderr.write(f"error: {message}\n")
+    # and with control characters escaped: no escape sequence reaches the terminal
+    from isobench.ids import printable
+    sys.stderr.write(f"error: {printable(message)}\n")
     sys.stderr.flush()
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from isobench.errors import IsobenchError
     known: list[type[BaseException]] = [IsobenchError]
-    for mod, name in (("isobench.store", "StoreError"), ("isobench.study", "StudyError")):
+    for mod, name in (("isobench.store", "StoreError"), ("isobench.study", "StudyError"),
+                      ("isobench.ids", "BadIdentifier"), ("isobench.transfer", "TransferError")):
         # a module never imported cannot have raised its error; importing it
         # here would cost a second (the study pulls in every workload)
         if mod in sys.modules and hasattr(sys.modules[mod], name):

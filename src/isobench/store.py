@@ -132,11 +132,26 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
     return f"{path}: store error: {text}"
 
 
+# The tables an isobench store holds and the columns its runs table has had
+# from the first schema: a file with anything else is someone else's.
+OWN_TABLES = frozenset({"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence",
+                        "isobench_probe"})
+RUNS_COLUMNS = frozenset({"run_id", "study_name", "study_hash", "environments", "host_facts", "status"})
+
+
 class Store:
-    def __init__(self, path: str):
+    def __init__(self, path: str, create: bool = True):
+        """Open the store at PATH; with create=False (every command that only
+        reads) a missing file is refused rather than created."""
         self.path = path
+        if not path:
+            raise StoreError("--store: empty path; give the store's file path (default /var/lib/isobench/"
+                             "results.sqlite)")
         if os.path.isdir(path):
             raise StoreError(f"{path}: is a directory, not a store; give a file path with --store")
+        if not create and not os.path.exists(path):
+            raise StoreError(f"{path}: no such store; runs are stored by `isobench run` (check --store or "
+                             "ISOBENCH_STORE)")
         try:
             if os.path.dirname(path):
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -144,7 +159,7 @@ class Store:
             foreign = self._foreign_tables()
             if foreign:
                 self.db.close()
-                raise StoreError(f"{path}: an SQLite file but not an isobench store (it holds {foreign}); "
+                raise StoreError(f"{path}: an SQLite file but not an isobench store ({foreign}); "
                                  "give another --store path")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(SCHEMA)
@@ -156,13 +171,21 @@ class Store:
         self._add_missing_columns()
 
     def _foreign_tables(self) -> str:
-        """Tables of another application ('' when none): isobench never
-        writes its schema into someone else's database."""
+        """What makes the file someone else's database ('' when it is an
+        empty file or an isobench store): isobench never writes its schema
+        into it, nor switches its journal."""
         names = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        names -= {"sqlite_sequence"}
-        if not names or "runs" in names:
+        if not names:
             return ""
-        return ", ".join(sorted(names)[:3]) + (" ..." if len(names) > 3 else "")
+        other = sorted(names - OWN_TABLES)
+        if other:
+            return "it holds " + ", ".join(other[:3]) + (" ..." if len(other) > 3 else "")
+        if "runs" not in names:
+            return "it has no runs table"
+        missing = RUNS_COLUMNS - self._columns("runs")
+        if missing:
+            return f"its runs table lacks {', '.join(sorted(missing))}"
+        return ""
 
     def check_writable(self) -> None:
         """Before a run starts: the store must take writes (a read-only file,
@@ -283,8 +306,10 @@ class Store:
         """A run id, a unique prefix of one, or None for the latest."""
         if run_id is None:
             return self.latest_run_id()
-        rows = self.db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ORDER BY run_id",
-                               (run_id.replace("%", "") + "%",)).fetchall()
+        # a prefix, taken literally: % and _ are LIKE's wildcards
+        pattern = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY run_id",
+                               (pattern,)).fetchall()
         exact = [r[0] for r in rows if r[0] == run_id]
         if exact:
             return exact[0]

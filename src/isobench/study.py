@@ -5,7 +5,6 @@ is allowed."""
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,14 +13,14 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
+from isobench.ids import NAME_RE, NAME_RULE
+from isobench.readbound import BoundedReadError, read_bounded
 from isobench.noise import NoiseSpec
 from isobench.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
 from isobench.stats import DEFAULT_TOL_PCT
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadParams
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
-NAME_RULE = "lower-case letters, digits and '-', starting with a letter, at most 31 characters"
 
 
 class StudyError(ValueError):
@@ -97,7 +96,7 @@ class StudyMeta(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        if not NAME_RE.fullmatch(v):
             raise ValueError(f"must be {NAME_RULE}")
         return v
 
@@ -163,7 +162,7 @@ def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
     # preset needs no body, and any field given overrides the preset's.
     known, shorthands = list(kinds()), presets()
     for name, body in raw_envs.items():
-        if not NAME_RE.match(name):
+        if not NAME_RE.fullmatch(name):
             raise StudyError(f"{path}: environments.{name}: bad name; use {NAME_RULE}")
         if not isinstance(body, dict):
             raise StudyError(f"{path}: environments.{name}: must be a table")
@@ -188,7 +187,7 @@ def _workload_entries(path: str, raw: Any) -> list[WorkloadEntry]:
         raise StudyError(f"{path}: workloads: at least one [workloads.NAME] table is required")
     entries = []
     for key, body in raw.items():
-        if not NAME_RE.match(key):
+        if not NAME_RE.fullmatch(key):
             raise StudyError(f"{path}: workloads.{key}: bad name; use {NAME_RULE}")
         body = dict(body) if isinstance(body, dict) else {}
         kind = body.pop("workload", key)
@@ -250,12 +249,19 @@ def parse_study(text: str, path: str = "<study>") -> Study:
     return Study(path, text, meta, specs, workloads, noise)
 
 
+# A study is a page of TOML; this leaves room for generated ones and refuses
+# a wrong file (a log, an image) in milliseconds instead of parsing it.
+STUDY_CAP = 1 << 20
+
+
 def load_study(path: str | Path) -> Study:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StudyError(f"{p}: cannot read: {exc.strerror}") from None
+        data = read_bounded(p, STUDY_CAP, "study file")
+    except BoundedReadError as exc:
+        raise StudyError(str(exc)) from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise StudyError(f"{p}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
                          "a study is a TOML file saved as UTF-8") from None

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli_common import STORE_OPTION, console
+from isobench.cli_common import STORE_OPTION, console, default_output, writing
 from isobench.cli_common import fail as _fail
 from isobench.cli_common import open_store as _open_store
 
@@ -24,7 +24,9 @@ def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> N
     store = _open_store(store_path)
     try:
         run_id = store.resolve(run_id)
-        path = write_export(store, run_id, output or Path("results") / f"{run_id}.run.json")
+        target = output or default_output(run_id, ".run.json")
+        with writing(target):
+            path = write_export(store, run_id, target)
     except (StoreError, TransferError) as exc:
         _fail(str(exc))
     console.print(escape(f"wrote {path}"), highlight=False)
@@ -37,7 +39,7 @@ def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> N
 def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
     """Import a run written by `isobench export-run` (on this or another host)."""
     from isobench.transfer import TransferError, import_run, read_export
-    store = _open_store(store_path)
+    store = _open_store(store_path, create=True)
     try:
         run_id = import_run(store, read_export(export_file), rename=rename)
     except TransferError as exc:

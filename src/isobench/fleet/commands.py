@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from isobench.cli_common import console, err_console
 from isobench.cli_common import fail as _fail
+from isobench.cli_common import open_store
 from isobench.workspace import DEFAULT_STORE
 
 
@@ -44,10 +45,10 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
     from isobench.fleet.controller import FleetError, new_fleet_id, run_fleet
     from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
     from isobench.runner import new_run_id
-    from isobench.store import Store
+    from isobench.ids import BadIdentifier, check_host, check_run_id
     from isobench.study import StudyError, load_study
 
-    store = Store(store_path)
+    store = open_store(store_path, create=True)
     if resume_id:
         previous = record.hosts(store, resume_id)
         if not previous:
@@ -67,15 +68,20 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
             if not hosts:
                 _fail(f"{inventory}: no hosts" + (f" match --limit {limit}" if limit else "")
                       + "; list hosts in the inventory (docs/fleet.md has examples)")
+            for h in hosts:  # host names become run ids, paths and Ansible's --limit: refused before it runs
+                check_host(h, f"{inventory}: host")
             fleet_id = new_fleet_id(study.meta.name)
-            runs = {h: f"{new_run_id(study)}-{h}" for h in hosts}
+            runs = {h: check_run_id(f"{new_run_id(study)}-{h}", f"{inventory}: host {h}") for h in hosts}
             study_file, inventory = str(Path(study_file).resolve()), str(Path(inventory).resolve())
             for h in hosts:  # recorded before anything runs: --resume works even after a controller crash
                 record.save(store, record.HostRecord(fleet_id, h, runs[h], record.PENDING, "", study_file,
                                                      inventory))
+        for h in hosts:  # again for --resume: the records come from a store file
+            check_host(h, f"fleet {fleet_id}: host")
+            check_run_id(runs[h], f"fleet {fleet_id}: host {h}'s run")
         _note(f"fleet {fleet_id}: {study.meta.name} on {len(hosts)} host(s): {', '.join(hosts)}")
         outcomes = run_fleet(store, fleet_id, study_file, inventory, hosts, runs, forks, setup, timeout, poll, _note)
-    except (StudyError, InventoryError, FleetError) as exc:
+    except (StudyError, InventoryError, FleetError, BadIdentifier) as exc:
         _fail(str(exc))
     for o in outcomes:
         mark = "[green]ok[/]" if o.status == record.COMPLETE else f"[red]{o.status}[/]"
@@ -92,8 +98,7 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
 @click.option("--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True)
 def fleet_list(store_path) -> None:
     """Fleets in the store, host by host."""
-    from isobench.store import Store
-    store = Store(store_path)
+    store = open_store(store_path)
     for fid, host, run_id, status, detail in store.db.execute(
             "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host"):
         console.print(escape(f"{fid}  {host}  {run_id}  {status}  {detail}"), highlight=False)

@@ -20,7 +20,10 @@ from pathlib import Path
 import isobench
 from isobench.fleet import record
 from isobench.fleet.inventory import ansible_bin
+from isobench.readbound import BoundedReadError, read_bounded
 from isobench.transfer import TransferError, import_run, read_export
+
+FACTS_CAP = 1 << 20
 
 PLAYBOOKS = Path(__file__).parent / "playbooks"
 WHEEL_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "isobench" / "fleet-wheels"
@@ -161,9 +164,15 @@ def _collect(store, fleet_id: str, host: str, run_id: str, fetched: Path, proble
     if not export.exists():
         status, detail = problem or (record.FAILED, "no run came back (the playbook ended early)")
         return Outcome(host, run_id, status, detail)
-    facts = json.loads((fetched / "facts.json").read_text()) if (fetched / "facts.json").exists() else {}
     try:
-        import_run(store, read_export(export), tag={"fleet_id": fleet_id, "host": host, "ansible_facts": facts})
+        facts = json.loads(read_bounded(fetched / "facts.json", FACTS_CAP, "host facts")) \
+            if (fetched / "facts.json").exists() else {}
+    except (BoundedReadError, ValueError):
+        facts = {}  # Ansible's facts are a label; the run itself is what counts
+    try:
+        # the run is stored under the id the controller chose, whatever id the host wrote
+        import_run(store, read_export(export), rename=run_id,
+                   tag={"fleet_id": fleet_id, "host": host, "ansible_facts": facts})
     except TransferError as exc:
         return Outcome(host, run_id, record.FAILED, f"import: {exc}")
     return Outcome(host, run_id, record.COMPLETE, "")
