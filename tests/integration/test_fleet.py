@@ -8,6 +8,7 @@ isobench runs on each. Run under the heavy lock:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -95,12 +96,23 @@ def isobench(*args, store, timeout=1800, check=False):
     return sh(sys.executable, "-m", "isobench.cli", *args, "--store", store, timeout=timeout, check=check, env=env)
 
 
+def missing_wheels() -> list[str]:
+    """Lock-file pins with no wheel in WHEELS yet (a dependency added since
+    the wheels were built included)."""
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+    have = {(norm(w.name.split("-")[0]), w.name.split("-")[1]) for w in WHEELS.glob("*.whl")} \
+        if WHEELS.exists() else set()
+    pins = [ln.strip().split("==") for ln in (ROOT / "requirements.lock").read_text().splitlines()
+            if "==" in ln and not ln.startswith("#")]
+    return [f"{n}=={v}" for n, v in pins if (norm(n), v) not in have]
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root and Docker Engine")
-    if not (WHEELS / "numpy-2.4.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl").exists() and \
-            not any(WHEELS.glob("numpy-*.whl")):
+    if missing_wheels():
         WHEELS.mkdir(parents=True, exist_ok=True)
         sh(sys.executable, "-m", "pip", "wheel", "-q", "-r", str(ROOT / "requirements.lock"), "-w", str(WHEELS),
            timeout=1800)
@@ -138,6 +150,14 @@ def fleet(tmp_path_factory):
                        f"busy ansible_host={HOSTS['h3']} ansible_ssh_private_key_file={key}\n"
                        f"\n[lab:vars]\n{common}\n")
         (d / "tiny.toml").write_text(TINY)
+        # a value with a space on its way to the playbook (bundle and fetch paths)
+        (d / "my studies").mkdir()
+        (d / "my studies" / "tiny study.toml").write_text(TINY)
+        hostile = d / "hostile.yml"  # YAML: INI would split these names at the space or comment
+        hostile.write_text("all:\n  hosts:\n    'h1;touch /tmp/isobench-pwned':\n"
+                           f"      ansible_host: {HOSTS['h1']}\n"
+                           "    'h2$(touch /tmp/isobench-pwned)':\n"
+                           f"      ansible_host: {HOSTS['h2']}\n")
         (d / "longer.toml").write_text(LONGER)
         yield {"dir": d, "inv": str(inv), "bad": str(bad), "store": str(d / "results.sqlite"), "names": names}
     finally:
@@ -152,8 +172,8 @@ def fleet(tmp_path_factory):
 
 def test_three_hosts_then_report(fleet):
     t0 = time.monotonic()
-    out = isobench("fleet", "run", str(fleet["dir"] / "tiny.toml"), "-i", fleet["inv"], "--no-setup",
-                   "--forks", "3", "--poll", "2", "--timeout", "600", store=fleet["store"])
+    out = isobench("fleet", "run", str(fleet["dir"] / "my studies" / "tiny study.toml"), "-i", fleet["inv"],
+                   "--no-setup", "--forks", "3", "--poll", "2", "--timeout", "600", store=fleet["store"])
     fleet_s = time.monotonic() - t0
     print(out.stdout, out.stderr)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -259,3 +279,18 @@ def test_host_killed_mid_run_then_resume_then_clean(fleet):
                   "ls -d /opt/isobench-fleet /var/lib/isobench-fleet 2>/dev/null; pgrep -f '[i]sobench run'",
                   check=False).stdout.strip()
         assert left == "", f"{name}: {left}"
+
+
+def test_a_hostname_with_shell_syntax_is_refused_before_ansible_runs(fleet):
+    pwned = Path("/tmp/isobench-pwned")
+    pwned.unlink(missing_ok=True)
+    t0 = time.monotonic()
+    out = isobench("fleet", "run", str(fleet["dir"] / "tiny.toml"), "-i", str(fleet["dir"] / "hostile.yml"),
+                   "--no-setup", "--poll", "2", "--timeout", "120", store=fleet["store"])
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "bad host name 'h1;touch /tmp/isobench-pwned'" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    assert time.monotonic() - t0 < 30, "refused before any playbook ran"
+    assert not pwned.exists()
+    for name in fleet["names"][:2]:
+        assert sh("docker", "exec", name, "test", "-e", str(pwned), check=False).returncode == 1

@@ -3,8 +3,11 @@ run transfer round trip, cross-host summary."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
+
+import isobench
 
 from isobench.fleet import record
 from isobench.fleet.controller import host_problems
@@ -175,3 +178,33 @@ def test_terminal_report_prints_host_names_literally(tmp_path):
     buf = io.StringIO()
     render_terminal(build_fleet("f", runs), Console(file=buf, width=300))
     assert "[red]evil[/red]" in buf.getvalue()
+
+
+def test_every_value_in_a_playbook_shell_line_is_quoted():
+    """A shell line (become: true, as root on the target) may interpolate a
+    variable only through `| quote`; the fixed install root is the one
+    exception (defined in the playbook itself). Everything else is argv."""
+    import re
+
+    import yaml
+    playbooks = Path(isobench.__file__).parent / "fleet" / "playbooks"
+    checked = 0
+    for book in playbooks.glob("*.yml"):
+        for play in yaml.safe_load(book.read_text()):
+            for task in play.get("tasks", []):
+                line = task.get("ansible.builtin.shell")
+                if line is None:
+                    continue
+                checked += 1
+                for expr in re.findall(r"\{\{(.*?)\}\}", line):
+                    names = set(re.findall(r"\bib_[a-z_]+", expr))
+                    assert "quote" in expr or names <= {"ib_root"}, f"{book.name}: {task['name']}: {expr}"
+    assert checked >= 3
+
+
+def test_hostile_host_names_are_refused_by_the_identifier_check():
+    from isobench.ids import BadIdentifier, check_host
+    for bad in ("h1;id", "h$(id)", "a b", "*", "web,db", "h1\n", "-x", ""):
+        with pytest.raises(BadIdentifier):
+            check_host(bad, "inventory.ini: host")
+    assert check_host("web-01.lab", "h") == "web-01.lab"
