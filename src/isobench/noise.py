@@ -28,17 +28,17 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from isobench.lifetime import die_with_parent
 from isobench.workspace import DATA_ROOT
+from isobench.strictmodel import StrictModel
 
 MiB = 1024 * 1024
 STEP_PARAM = "noise"
 
 
-class NoiseSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class NoiseSpec(StrictModel):
 
     stressor: str = Field("vm", pattern=r"^(vm|cpu|io)$", description="vm (memory), cpu or io")
     steps: tuple[int, ...] = Field(description="stress-ng workers per step, ascending, e.g. [0, 1, 2, 4]")
@@ -46,6 +46,14 @@ class NoiseSpec(BaseModel):
     top_fraction: float = Field(0.6, gt=0, le=0.95, description="share of MemAvailable the top step holds")
     settle_s: float = Field(5, ge=0, le=600, description="wait after a step starts, before measuring")
     max_step_s: float = Field(4 * 3600, gt=0, le=7 * 86_400, description="stress-ng's own --timeout")
+
+    def held_memory(self) -> int:
+        """Bytes the memory workers hold at the top step when the study sets
+        their size (preflight adds it to the environments'); 0 otherwise (a
+        derived size is a share of what the host has free)."""
+        if self.stressor != "vm" or self.vm_bytes_mb is None:
+            return 0
+        return self.vm_bytes_mb * MiB * max(self.steps)
 
     @field_validator("steps")
     @classmethod

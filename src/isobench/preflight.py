@@ -46,6 +46,12 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
             totals[fp.resource] += fp.bytes
             if fp.bytes > biggest.get(fp.resource, ("", -1))[1]:
                 biggest[fp.resource] = (f"environments.{name}.{fp.field}", fp.bytes)
+    # the noisy neighbour holds its memory beside every environment's (its top step)
+    need = study.noise.held_memory() if study.noise is not None else 0
+    if need:
+        totals["memory"] += need
+        if need > biggest.get("memory", ("", -1))[1]:
+            biggest["memory"] = ("noise.vm_bytes_mb", need)
     limits = {"memory": (host.mem_bytes * MEMORY_SHARE, f"{MEMORY_SHARE:.0%} of this host's "
                          f"{host.mem_bytes / GiB:.1f} GiB of memory"),
               "disk": (host.disk_free_bytes * DISK_SHARE, f"{DISK_SHARE:.0%} of the "

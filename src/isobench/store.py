@@ -9,6 +9,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
+from isobench.ids import printable
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 
 SCHEMA = """
@@ -137,6 +138,18 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
 OWN_TABLES = frozenset({"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence",
                         "isobench_probe"})
 RUNS_COLUMNS = frozenset({"run_id", "study_name", "study_hash", "environments", "host_facts", "status"})
+
+
+def _printable(value):
+    """Facts as read back for reports: every string with its control
+    characters escaped (a fact or a tool's output may hold ESC or OSC)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(k)): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 class Store:
@@ -325,7 +338,7 @@ class Store:
             " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if r is None:
             raise StoreError(f"{self.path}: no run {run_id!r}")
-        env_facts = {e: json.loads(f) for e, f in self.db.execute(
+        env_facts = {e: _printable(json.loads(f)) for e, f in self.db.execute(
             "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
         keys = {}
         for w, c, m, u, hib, role in self.db.execute(
@@ -333,19 +346,20 @@ class Store:
                 " WHERE run_id=? ORDER BY ordinal", (run_id,)):
             keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role)
         run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
-                      host_facts=json.loads(r[5]), study_text=r[6], study_hash=r[7], baseline=r[8],
+                      host_facts=_printable(json.loads(r[5])), study_text=r[6], study_hash=r[7], baseline=r[8],
                       environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
         for env, w, c, round_, status, error, vals, extra in self.db.execute(
                 "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
                 " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
             if status != "ok":
-                run.failures.setdefault((w, c, env), []).append(error or status)
+                run.failures.setdefault((w, c, env), []).append(printable(error or status))
                 continue
             if '"validity"' in extra:  # cheap test first: most samples have none
                 notes_of = json.loads(extra).get("validity", {})
                 if isinstance(notes_of, list):  # stored by the first version: the whole case
                     notes_of = {ALL_METRICS: "; ".join(notes_of)}
                 for metric, note in notes_of.items():
+                    note = printable(str(note))
                     notes = run.validity.setdefault((w, c, env, metric), [])
                     if note not in notes:
                         notes.append(note)

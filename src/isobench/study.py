@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.ids import NAME_RE, NAME_RULE
@@ -20,6 +20,7 @@ from isobench.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedul
 from isobench.stats import DEFAULT_TOL_PCT
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadParams
+from isobench.strictmodel import StrictModel
 
 
 
@@ -27,11 +28,7 @@ class StudyError(ValueError):
     """A study file that cannot run; str() is the one-line message."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class StudyMeta(_Strict):
+class StudyMeta(StrictModel):
     name: str
     description: str = ""
     # measured rounds, or "auto": blocks of rounds until every cell's 95% CI
@@ -171,11 +168,11 @@ def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
         if preset is None and "kind" not in body and name in shorthands:
             preset = name
         if preset is not None:
-            if preset not in shorthands:
+            if not isinstance(preset, str) or preset not in shorthands:
                 raise StudyError(f"{path}: environments.{name}.preset: unknown preset {preset!r}; "
                                  f"allowed: {', '.join(shorthands)}")
             body = {**shorthands[preset], **body}
-        if body.get("kind") not in known:
+        if not isinstance(body.get("kind"), str) or body.get("kind") not in known:
             raise StudyError(f"{path}: environments.{name}.kind: must be one of {', '.join(known)} "
                              f"(or name a preset: {', '.join(shorthands)})")
         out[name] = body
@@ -189,9 +186,11 @@ def _workload_entries(path: str, raw: Any) -> list[WorkloadEntry]:
     for key, body in raw.items():
         if not NAME_RE.fullmatch(key):
             raise StudyError(f"{path}: workloads.{key}: bad name; use {NAME_RULE}")
-        body = dict(body) if isinstance(body, dict) else {}
+        if not isinstance(body, dict):
+            raise StudyError(f"{path}: workloads.{key}: must be a table ([workloads.{key}])")
+        body = dict(body)
         kind = body.pop("workload", key)
-        if kind not in WORKLOADS:
+        if not isinstance(kind, str) or kind not in WORKLOADS:
             raise StudyError(f"{path}: workloads.{key}: unknown workload {kind!r}; allowed: "
                              f"{', '.join(sorted(WORKLOADS))} (or set workload = \"...\")")
         cls = WORKLOADS[kind]

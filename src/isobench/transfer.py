@@ -156,6 +156,8 @@ def _check(doc: dict) -> None:
         where = f"metric_defs[{i}]"
         for col in ("workload", "ccase", "metric", "unit", "role"):
             _typed(row, col, (str,), where, optional=col == "role")
+            if row.get(col) is not None and not row[col].isprintable():
+                raise _Bad(f"{where}.{col}: {shown(row[col])} holds control characters")
         _typed(row, "higher_is_better", (int,), where)
         _typed(row, "ordinal", (int,), where)
         check_name(row["workload"], f"{where}.workload")
@@ -171,6 +173,9 @@ def _check(doc: dict) -> None:
             raise _Bad(f"{where}.env: {shown(row.get('env'))} is not one of the run's environments")
         for col in ("workload", "ccase", "status", "raw", "started_at"):
             _typed(row, col, (str,), where)
+        for col in ("workload", "ccase"):
+            if not row[col].isprintable():
+                raise _Bad(f"{where}.{col}: {shown(row[col])} holds control characters")
         _typed(row, "error", (str,), where, optional=True)
         _typed(row, "round", (int,), where)
         _typed(row, "warmup", (int,), where)

@@ -5,6 +5,7 @@ storage)."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 from dataclasses import dataclass, field
@@ -31,13 +32,16 @@ from isobench.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
 
 
+MAX_CPUS = 8192  # Linux's NR_CPUS ceiling: a cpuset beyond it is a typo
+
+
 class DockerSpec(EnvSpec):
     kind: Literal["docker"] = "docker"
     network: Literal["bridge", "host"] = "bridge"
     storage: Literal["overlay", "volume"] = "overlay"
     cpuset: str | None = Field(default=None, pattern=r"^[0-9]+([-,][0-9]+)*$")
     cpus: float | None = Field(default=None, gt=0, le=1024)
-    memory_mb: int | None = Field(default=None, ge=64)
+    memory_mb: int | None = Field(default=None, ge=64, le=16 * 1024 * 1024)  # up to 16 TiB
     tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
     instances: int = INSTANCES
     pin: Pin = False
@@ -57,6 +61,8 @@ class DockerSpec(EnvSpec):
     def _consistent(self) -> "DockerSpec":
         if self.pin and self.cpuset:
             raise ValueError("pin and cpuset both place the container; set one of them")
+        if self.cpuset and max(int(n) for n in re.split(r"[-,]", self.cpuset)) >= MAX_CPUS:
+            raise ValueError(f"cpuset {self.cpuset}: CPU numbers run from 0 to {MAX_CPUS - 1}")
         if self.gvisor_platform and self.runtime != "runsc":
             raise ValueError(f"gvisor_platform is for runtime = \"runsc\", not {self.runtime!r}")
         return self

@@ -17,18 +17,18 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from isobench.envs.base import Environment
 from isobench.hostinfo import Finding, HostInfo
+from isobench.strictmodel import StrictModel
 
 
-class EnvSpec(BaseModel):
+class EnvSpec(StrictModel):
     """Base of every kind's study-file model. Each subclass declares
     ``kind: Literal["<name>"] = "<name>"`` and ``instances: int = INSTANCES``
     itself (field order is the order of the stored options)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # Every kind can be a group of identical instances (envs/group.py): N

@@ -12,12 +12,13 @@ import abc
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from isobench.envs.base import Environment, Paths
 from isobench.hostinfo import HostInfo
 from isobench.metric import Metric
 from isobench.proc import ExecResult
+from isobench.strictmodel import StrictModel
 
 
 class ParseError(ValueError):
@@ -50,8 +51,7 @@ class Footprint:
     bytes: int
 
 
-class WorkloadParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class WorkloadParams(StrictModel):
 
     # Seconds a single run may take before it is killed and recorded as failed.
     timeout_s: float = Field(600, gt=0, le=86_400)

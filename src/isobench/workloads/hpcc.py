@@ -111,7 +111,7 @@ class HpccParams(WorkloadParams):
     procs: int = Field(0, ge=0, le=4096, description="MPI processes; 0 = all host cores")
     mem_fraction: float = Field(0.05, gt=0, le=0.8,
                                 description="share of host memory for the HPL matrix")
-    n: int | None = Field(None, ge=256, description="explicit HPL N; overrides mem_fraction")
+    n: int | None = Field(None, ge=256, le=1_000_000, description="explicit HPL N; overrides mem_fraction")
     nb: int = Field(192, ge=16, le=1024, description="HPL block size")
     timeout_s: float = Field(3600, gt=0, le=86_400)
 

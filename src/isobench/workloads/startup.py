@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import Field
+
 from isobench.envs.base import Environment, Paths
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, Workload, WorkloadError, WorkloadParams
@@ -25,7 +27,7 @@ from isobench.metric import DURATION, Metric
 
 
 class StartupParams(WorkloadParams):
-    timeout_s: float = 300
+    timeout_s: float = Field(300, gt=0, le=3600)
 
 
 class Startup(Workload):

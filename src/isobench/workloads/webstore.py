@@ -23,7 +23,7 @@ import time
 from importlib import resources
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from isobench.envs.base import Environment
 from isobench.metric import FAIRNESS, THROUGHPUT, Metric
@@ -46,7 +46,7 @@ class WebstoreParams(WorkloadParams):
     instances: tuple[int, ...] = Field((1,), description="instance counts, one case each (instances=N)")
     customers: int = Field(20_000, ge=100, le=10_000_000)
     products: int = Field(10_000, ge=100, le=1_000_000)
-    seed: int = Field(1, ge=0)
+    seed: int = Field(1, ge=0, le=2**31 - 1)
     stock: int = Field(webstore_data.INITIAL_STOCK, ge=0, le=1_000_000_000,
                        description="initial stock per product; purchases beyond it roll back")
     mode: str = Field("closed", pattern=r"^(closed|open)$")
@@ -91,6 +91,13 @@ class WebstoreParams(WorkloadParams):
         if any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
             raise ValueError("mix weights must be >= 0 with a positive sum")
         return {op: float(w) for op, w in v.items() if w > 0}
+
+    @model_validator(mode="after")
+    def _peak_range(self) -> "WebstoreParams":
+        if self.peak_min_rate > self.peak_max_rate:
+            raise ValueError(f"peak_min_rate ({self.peak_min_rate}) is above peak_max_rate "
+                             f"({self.peak_max_rate}); the search runs from the lower to the upper")
+        return self
 
 
 class Webstore(MultiServerWorkload):
