@@ -22,8 +22,10 @@ def clean(run_id: str | None = None) -> list[str]:
         removed += kind.clean(run_id)
     removed += kill_leftover_stressors(run_id)
     from isobench.clienthost import clean_network
-    from isobench.workloads.leftovers import kill_leftover_servers
+    from isobench.workloads.leftovers import kill_leftover_servers, kill_servers_on_bench_addresses
     removed += kill_leftover_servers(TMP_ROOT, run_id)
+    if run_id is None:  # a socket does not say which run started its server
+        removed += kill_servers_on_bench_addresses()
     removed += clean_network(run_id)
     roots = [DATA_ROOT, TMP_ROOT, *(root for kind in kinds().values() for root in kind.scratch_roots)]
     for root in roots:

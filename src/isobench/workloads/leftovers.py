@@ -7,9 +7,11 @@ alone). Each ServerWorkload says which processes are its own
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 
+from isobench.clienthost.addresses import BENCH_NET
 from isobench.workloads.registry import WORKLOADS
 from isobench.workloads.server import SERVERS_DIR, ServerWorkload
 
@@ -63,4 +65,84 @@ def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]
                     killed.append(f"server process {pid} ({exe})")
                 except OSError:
                     pass
+    return killed
+
+
+# -- servers found by their sockets --------------------------------------------------
+# A server an in-process environment started can outlive its pidfile (the run
+# was ended by a signal after its scratch directory went): it is still found
+# by what it holds, a socket bound to a benchmark address, and killed only if
+# it is a registered workload's server.
+
+def bench_socket_inodes(table: str) -> set[int]:
+    """Inodes of the sockets in a /proc/net/{tcp,udp}[6] table bound to an
+    address in the benchmarking range. Pure."""
+    inodes = set()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 10:
+            continue
+        addr_hex = fields[1].split(":")[0]
+        try:
+            raw = bytes.fromhex(addr_hex)
+            if len(raw) == 4:  # little-endian u32
+                addr = ipaddress.IPv4Address(raw[::-1])
+            elif len(raw) == 16:  # four little-endian u32 words
+                addr = ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+                addr = addr.ipv4_mapped or addr
+            else:
+                continue
+            inode = int(fields[9])
+        except ValueError:
+            continue
+        if addr.version == 4 and addr in BENCH_NET and inode:
+            inodes.add(inode)
+    return inodes
+
+
+def _bench_inodes() -> set[int]:
+    inodes: set[int] = set()
+    for name in ("tcp", "tcp6", "udp", "udp6"):
+        try:
+            with open(f"/proc/net/{name}") as fh:
+                inodes |= bench_socket_inodes(fh.read())
+        except OSError:
+            continue
+    return inodes
+
+
+def _holders(inodes: set[int]) -> set[int]:
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                link = os.readlink(f"/proc/{entry}/fd/{fd}")
+                if link.startswith("socket:[") and int(link[8:-1]) in inodes:
+                    pids.add(int(entry))
+                    break
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def kill_servers_on_bench_addresses() -> list[str]:
+    """SIGKILL every registered workload server holding a socket bound to a
+    benchmark address on the host (198.18.0.0/15): nothing else binds there."""
+    killed = []
+    inodes = _bench_inodes()
+    if not inodes:
+        return killed
+    for pid in sorted(_holders(inodes)):
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            continue
+        if pid != os.getpid() and is_server_process(exe, _cmdline(pid)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(f"server process {pid} ({exe}) bound to a benchmark address")
+            except OSError:
+                pass
     return killed
