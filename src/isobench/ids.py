@@ -31,7 +31,9 @@ class BadIdentifier(ValueError):
 def shown(value: object, limit: int = 80) -> str:
     """A value as it may be printed in a message: control characters
     escaped, long values cut."""
-    text = printable(value if isinstance(value, str) else repr(value))
+    if not isinstance(value, str):
+        return printable(repr(value))[:limit]
+    text = printable(value)
     return repr(text[:limit] + ("..." if len(text) > limit else ""))
 
 
