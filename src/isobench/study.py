@@ -49,11 +49,12 @@ class StudyMeta(StrictModel):
     # never "changed": the metric moves that much between runs anyway
     noise_floor_pct: dict[str, float] = Field(default_factory=dict)
 
-    @field_validator("repetitions")
+    @field_validator("repetitions", mode="before")
     @classmethod
     def _repetitions(cls, v):
-        if isinstance(v, int) and not 1 <= v <= 1000:
-            raise ValueError("must be 1 to 1000, or \"auto\"")
+        # before the union, so that true or "5" gets this line, not one per member
+        if v != "auto" and (type(v) is not int or not 1 <= v <= 1000):
+            raise ValueError("must be a whole number from 1 to 1000, or \"auto\"")
         return v
 
     @field_validator("noise_floor_pct")

@@ -57,12 +57,17 @@ class DockerSpec(EnvSpec):
             raise ValueError(f"unknown runtime {value!r}; isobench knows {', '.join(rt.RUNTIMES)}")
         return value
 
+    @field_validator("cpuset")
+    @classmethod
+    def _real_cpus(cls, value: str | None) -> str | None:
+        if value and max(int(n) for n in re.split(r"[-,]", value)) >= MAX_CPUS:
+            raise ValueError(f"CPU numbers run from 0 to {MAX_CPUS - 1}")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> "DockerSpec":
         if self.pin and self.cpuset:
             raise ValueError("pin and cpuset both place the container; set one of them")
-        if self.cpuset and max(int(n) for n in re.split(r"[-,]", self.cpuset)) >= MAX_CPUS:
-            raise ValueError(f"cpuset {self.cpuset}: CPU numbers run from 0 to {MAX_CPUS - 1}")
         if self.gvisor_platform and self.runtime != "runsc":
             raise ValueError(f"gvisor_platform is for runtime = \"runsc\", not {self.runtime!r}")
         return self
