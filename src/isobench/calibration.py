@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import tomli_w
 
+from isobench.ids import NAME_MAX
 from isobench.results.model import RunData
 from isobench.results.primary import primary_keys
 from isobench.results.table import build_table
@@ -89,7 +90,8 @@ def derive(text: str, path: str, env: str | None, sizes: tuple[float, ...], copi
     body = spec.model_dump(mode="json", exclude_none=True)
     raw = tomllib.loads(text)
     meta = dict(raw["study"])
-    meta["name"] = f"{study.meta.name}-calibrate"[:64]
+    suffix = "-calibrate"
+    meta["name"] = study.meta.name[:NAME_MAX - len(suffix)].rstrip("-") + suffix
     meta["baseline"] = env
     meta["description"] = (f"calibration of {env}: {copies} A/A copies, planted CPU slowdowns of "
                            f"{', '.join(f'{s:g}%' for s in sizes)} (quota {q:g} CPUs)")

@@ -14,8 +14,9 @@ import unicodedata
 from pathlib import Path
 
 # study, environment and workload names
-NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,30}")
-NAME_RULE = "lower-case letters, digits and '-', starting with a letter, at most 31 characters"
+NAME_MAX = 31
+NAME_RE = re.compile(rf"[a-z][a-z0-9-]{{0,{NAME_MAX - 1}}}")
+NAME_RULE = f"lower-case letters, digits and '-', starting with a letter, at most {NAME_MAX} characters"
 # run ids: made by isobench (date-time-study-hex) or chosen with --run-id/--rename
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 RUN_ID_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 128 characters"

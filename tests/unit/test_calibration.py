@@ -31,6 +31,13 @@ def test_the_derived_study_runs_copies_and_slowed_copies_of_one_environment():
     assert [e.key for e in study.workloads] == [e.key for e in parse_study(STUDY).workloads]
 
 
+def test_a_long_study_name_still_gives_a_valid_calibration_name():
+    long = STUDY.replace('name = "calibrate"', 'name = "a-study-name-of-thirty-one-char"', 1)
+    assert long != STUDY
+    text, _ = derive(long, "calibrate.toml", None, (10.0,), 2, None)
+    assert parse_study(text, "derived").meta.name == "a-study-name-of-thirt-calibrate"
+
+
 def test_the_environments_own_quota_is_the_unslowed_one():
     text = STUDY.replace("[environments.docker-host]", "[environments.docker-host]\ncpus = 1.5")
     derived, plan = derive(text, "s.toml", "docker-host", (50.0,), 1, 0.3)
