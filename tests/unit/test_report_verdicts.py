@@ -137,7 +137,7 @@ def test_stream_in_cache_and_too_short_runs_are_declared_invalid():
 
 @pytest.mark.parametrize("body,message", [
     ('repetitions = "sometimes"', "study.repetitions"),
-    ('repetitions = 0', "must be 1 to 1000"),
+    ('repetitions = 0', "from 1 to 1000"),
     ('repetitions = "auto"\nmin_repetitions = 5\nmax_repetitions = 3', "max_repetitions (3) must be at least"),
     ('repetitions = "auto"\ntarget_ci_pct = 0', "study.target_ci_pct"),
     ('tolerance_pct = 150', "study.tolerance_pct"),
