@@ -12,7 +12,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment, Paths
 from isobench.hostinfo import HostInfo
@@ -55,6 +55,23 @@ class WorkloadParams(StrictModel):
 
     # Seconds a single run may take before it is killed and recorded as failed.
     timeout_s: float = Field(600, gt=0, le=86_400)
+
+
+def distinct_counts(field: str, top: int, *, what: str = "counts", allow_empty: bool = False, sort: bool = True):
+    """The field validator of a swept tuple of whole numbers (threads,
+    clients, instances, rates), assigned in a params model's body as
+    ``_threads = distinct_counts("threads", 4096, sort=False)``: every value
+    from 1 to ``top``, none twice, at least one unless ``allow_empty``.
+    The tuple comes back sorted ascending, or as given with ``sort=False``
+    (the cases then run in the study's order). The error names the field
+    and the bound: "threads must be distinct counts between 1 and 4096"."""
+
+    def check(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if (not v and not allow_empty) or any(n < 1 or n > top for n in v) or len(set(v)) != len(v):
+            raise ValueError(f"{field} must be distinct {what} between 1 and {top}")
+        return tuple(sorted(v)) if sort else v
+
+    return field_validator(field)(classmethod(check))
 
 
 class Workload(abc.ABC):

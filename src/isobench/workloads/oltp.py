@@ -25,11 +25,11 @@ import re
 import secrets
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadError, WorkloadParams, check
+from isobench.workloads.base import Measurement, ParseError, WorkloadError, WorkloadParams, check, distinct_counts
 from isobench.metric import LATENCY, THROUGHPUT, Metric
 from isobench.workloads.server import (
     CpuWindow,
@@ -61,12 +61,7 @@ class OltpParams(WorkloadParams):
     warmup_s: int = Field(2, ge=0, le=600, description="unmeasured seconds after each server start")
     buffer_pool_mb: int = Field(0, ge=0, le=1_048_576, description="0: twice the data set, at least 128")
 
-    @field_validator("threads")
-    @classmethod
-    def _threads(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        if not v or any(t < 1 or t > 4096 for t in v) or len(set(v)) != len(v):
-            raise ValueError("threads must be distinct counts between 1 and 4096")
-        return v
+    _threads = distinct_counts("threads", 4096, sort=False)
 
 
 class Oltp(ServerWorkload):

@@ -22,11 +22,11 @@ import io
 import secrets
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadParams
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams, distinct_counts
 from isobench.metric import LATENCY, THROUGHPUT, Metric
 from isobench.workloads.server import ServerWorkload, bounded_timeout, servers_dir, sweep_cases, sweep_value
 
@@ -40,12 +40,7 @@ class RedisParams(WorkloadParams):
     value_bytes: int = Field(50, ge=1, le=1_000_000)
     keyspace: int = Field(100_000, ge=1, le=100_000_000)
 
-    @field_validator("clients")
-    @classmethod
-    def _clients(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        if not v or any(c < 1 or c > 10_000 for c in v) or len(set(v)) != len(v):
-            raise ValueError("clients must be distinct counts between 1 and 10000")
-        return v
+    _clients = distinct_counts("clients", 10_000, sort=False)
 
 
 class Redis(ServerWorkload):

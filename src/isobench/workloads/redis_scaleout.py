@@ -20,11 +20,11 @@ import secrets
 import sys
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from isobench.envs.base import Environment
 from isobench.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadParams
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams, distinct_counts
 from isobench.metric import FAIRNESS, THROUGHPUT, Metric
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
 from isobench.workloads.redis import parse_redis_csv_rows
@@ -46,12 +46,7 @@ class RedisScaleoutParams(WorkloadParams):
     appendfsync: str = Field("everysec", pattern=r"^(no|everysec|always|off)$",
                              description="AOF fsync policy, or off (no AOF)")
 
-    @field_validator("instances")
-    @classmethod
-    def _instances(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        if not v or any(n < 1 or n > 64 for n in v) or len(set(v)) != len(v):
-            raise ValueError("instances must be distinct counts between 1 and 64")
-        return tuple(sorted(v))
+    _instances = distinct_counts("instances", 64)
 
 
 class RedisScaleout(MultiServerWorkload):

@@ -29,7 +29,14 @@ from isobench.envs.base import Environment
 from isobench.metric import FAIRNESS, THROUGHPUT, Metric
 from isobench.proc import ExecResult
 from isobench.workloads import webstore_data
-from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadError, WorkloadParams
+from isobench.workloads.base import (
+    Footprint,
+    Measurement,
+    ParseError,
+    WorkloadError,
+    WorkloadParams,
+    distinct_counts,
+)
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics
 from isobench.workloads.server import READY_TIMEOUT_S, bounded_timeout, servers_dir, sweep_cases, sweep_value
 from isobench.workloads.webstore_metrics import OPS, parse_webstore, peak_metrics, peak_search
@@ -68,19 +75,8 @@ class WebstoreParams(WorkloadParams):
     peak_steps: int = Field(6, ge=2, le=30, description="probes of the peak search, duration_s each")
     peak_limit_ms: float = Field(250, gt=0, le=60_000, description="every operation's p90 must stay under it")
 
-    @field_validator("rates")
-    @classmethod
-    def _rates(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        if any(r < 1 or r > 100_000 for r in v) or len(set(v)) != len(v):
-            raise ValueError("rates must be distinct arrivals per second between 1 and 100000")
-        return tuple(sorted(v))
-
-    @field_validator("instances")
-    @classmethod
-    def _instances(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        if not v or any(n < 1 or n > 64 for n in v) or len(set(v)) != len(v):
-            raise ValueError("instances must be distinct counts between 1 and 64")
-        return tuple(sorted(v))
+    _rates = distinct_counts("rates", 100_000, what="arrivals per second", allow_empty=True)
+    _instances = distinct_counts("instances", 64)
 
     @field_validator("mix")
     @classmethod
