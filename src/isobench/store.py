@@ -369,6 +369,10 @@ class Store:
                     run.values.setdefault((key, env), []).append(float(value))
                     run.rounds.setdefault((key, env), []).append(round_)
         self._load_counters(run)
+        for w, env, wall, n in self.db.execute(
+                "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=?"
+                " GROUP BY workload, env", (run_id,)):
+            run.time_spent[(w, env)] = (float(wall), int(n))
         return run
 
     def _load_counters(self, run: RunData) -> None:

@@ -38,7 +38,8 @@ def test_every_figure_is_inline_svg(page):
     assert len(specs) == 9
     for spec in specs:
         assert f'<figure id="{spec.slug}" class="figure">' in html
-    assert html.count("<svg ") == len(specs)
+    assert html.count("<svg ") == len(specs) + 1  # and the answer's overview figure
+    assert '<figure id="overview" class="figure">' in html
     assert "<?xml" not in html and "<!DOCTYPE svg" not in html
 
 
@@ -100,5 +101,5 @@ def test_cli_html_default_path_and_figures(tmp_path, monkeypatch):
                                   "--figures", "figs"])
     assert r.exit_code == 0, r.output
     assert "HTML report written to results/run-cli.html" in r.output
-    assert (tmp_path / "results" / "run-cli.html").read_text().count("<svg ") == 9
+    assert (tmp_path / "results" / "run-cli.html").read_text().count("<svg ") == 9 + 1  # + the overview
     assert len(list((tmp_path / "figs").glob("*.svg"))) == 9 and len(list((tmp_path / "figs").glob("*.png"))) == 9

@@ -198,7 +198,7 @@ def test_markdown_has_facts_legend_failures_and_study(run):
     assert '- **packages**: {"fio":"3.33","xz-utils":"5.4.1"}' in md
     assert "- \\* changed: significant after Benjamini-Hochberg correction" in md
     assert "## Failures" in md
-    assert "on **docker-host**: 2 failed" in md
+    assert "- **compress/default on docker-host:** 2 failed" in md
     assert "timed out after 600 s: pxz (\u00d72)" in md
     assert md.rstrip().endswith('```toml\nname = "quick"\nbaseline = "native"\n```')
 
@@ -234,7 +234,7 @@ def test_terminal_shows_facts_table_legend_and_failures(run):
     assert "162 (+97.6% [+92.0%, +103%]) [1.6] *" in out
     assert "failed (2)" in out
     assert "Welch's t-test on log values" in out
-    assert "compress/default on docker-host: 2 failed: timed out after 600 s: pxz (\u00d72)" in out
+    assert "compress/default on docker-host: 2 failed\n    timed out after 600 s: pxz (\u00d72)" in out
     # Grouped by workload: compress's row comes before fio's.
     assert out.index("throughput_mbs") < out.index("read_lat_us")
 

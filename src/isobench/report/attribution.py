@@ -167,13 +167,16 @@ def changed(rows: list[Row]) -> list[Row]:
     return sorted((r for r in rows if r.verdict.verdict == CHANGED), key=key)
 
 
+TITLE = "Where the overhead comes from"
+
+
 def section_lines(run: RunData, limit: int = 8) -> list[str]:
     """Title, intro, then per cell and environment a heading line followed by
     its changed counters (indented with two spaces). Empty without counters."""
     if not run.counters:
         return []
     rows = build_rows(run)
-    out = ["Where the overhead comes from",
+    out = [TITLE,
            f"Per-unit counter costs against {run.baseline}, changed rows only (Benjamini-Hochberg over "
            f"{rows[0].verdict.m if rows else 0} tested counters, paired by round; host-wide counters also "
            "see neighbours: docs/attribution.md)."]

@@ -5,29 +5,18 @@ opens from a file, offline, years later."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from isobench.report.attribution import section_lines as attribution_lines
 from isobench.report import compare_render as cmp
-from isobench.report.figures import KIND_ORDER, KIND_TITLES, FigureSpec, build_figures, to_svg
+from isobench.report.blocks import Code, Facts, Figure, Grid, Items, Para, Records, Results
+from isobench.report.figures import FigureSpec, to_svg
+from isobench.report.section import HTML, ReportContext
+from isobench.report.sections import sections_for
 from isobench.results.model import RunData
-from isobench.results.table import (
-    EMULATED_NOTE,
-    build_table,
-    Cell,
-    fmt_fact,
-    fmt_num,
-    host_facts,
-    inconclusive_lines,
-    is_emulated,
-    run_facts,
-    Table,
-    tone,
-)
+from isobench.results.table import EMULATED_NOTE, Cell, Table, fmt_num, tone
 
 
 def _version() -> str:
@@ -66,87 +55,36 @@ def inline_svg(svg: str, prefix: str) -> Markup:
     return Markup(body)  # noqa: S704 - matplotlib escapes every text it writes
 
 
-@dataclass(frozen=True)
-class _ShownFigure:
-    slug: str
-    title: str
-    caption: str
-    svg: Markup
+_KINDS = {Results: "table", Para: "para", Items: "items", Grid: "grid", Facts: "facts", Code: "code",
+          Records: "records", Figure: "figure"}
 
 
-_CAPTIONS = {
-    "attribution": "stacked: host CPU µs per unit of work by category, client host's share removed; "
-                   "QEMU's threads taken out of user/system (docs/attribution.md)",
-    "normalised": "bars: candidate vs baseline on a log axis, >1 is better for every metric (latency-like "
-                  "metrics inverted), whiskers: the table's corrected interval (an arrow where it runs off "
-                  "the axis), * changed after Benjamini-Hochberg correction",
-    "sweep": "mean and 95% CI at each swept value",
-    "throughput-latency": "each point one swept value, mean and 95% CI on both axes",
-    "latency-cdf": "histograms of every repetition pooled",
-    "cpu-cost": "mean and 95% CI per direction; * differs significantly from the baseline",
-    "throughput-cpu": "each point one swept value, mean and 95% CI on both axes",
-    "startup": "start request to ready; mean and 95% CI",
-    "scale-out": "aggregate throughput through the proxy and its ratio to the fewest instances; dotted: linear",
-    "per-instance": "each instance's own mean (95% CI): spread between the lines is unfairness",
-    "fairness": "Jain's index (1 = every instance served alike) and slowest/fastest instance",
-    "density": "one reading per run, as the environment's instances start one by one, page cache dropped",
-}
+def _kind_of(block) -> str:
+    try:
+        return _KINDS[type(block)]
+    except KeyError:
+        raise TypeError(f"no HTML for {type(block).__name__}") from None
 
 
-def figure_groups(specs: list[FigureSpec]) -> list[tuple[str, str, list[_ShownFigure]]]:
-    out = []
-    for kind in KIND_ORDER:
-        shown = []
-        for s in specs:
-            if s.kind != kind:
-                continue
-            svg = inline_svg(to_svg(s.figure), f"fig-{s.slug}")
-            svg = Markup(svg.replace(">", f'><title id="fig-{s.slug}-title">{Markup.escape(s.title)}</title>', 1))
-            shown.append(_ShownFigure(s.slug, s.title, _CAPTIONS.get(kind, ""), svg))
-        if shown:
-            out.append((kind, KIND_TITLES[kind], shown))
-    return out
-
-
-@dataclass(frozen=True)
-class _EnvRow:
-    name: str
-    is_baseline: bool
-    emulated: bool
-    kind: str
-    options: list[tuple[str, str]]
-    tools: list[tuple[str, str]]
-    other: list[tuple[str, str]]
-
-
-def env_rows(run: RunData, table: Table) -> list[_EnvRow]:
-    rows = []
-    for col in table.columns:
-        facts = dict(run.env_facts.get(col.env) or {})
-        kind = fmt_fact(facts.pop("kind", None))
-        options = facts.pop("options", None) or {}
-        tools = facts.pop("tool_versions", None) or {}
-        as_pairs = (lambda d: [(str(k), fmt_fact(v)) for k, v in sorted(d.items())]
-                    if isinstance(d, dict) else [("", fmt_fact(d))])
-        rows.append(_EnvRow(col.env, col.is_baseline, is_emulated(run, col.env), kind,
-                            as_pairs(options), as_pairs(tools), as_pairs(facts)))
-    return rows
+def _svg(block: Figure) -> Markup:
+    slug = f"fig-{block.slug}"
+    svg = inline_svg(to_svg(block.figure), slug)
+    return Markup(svg.replace(">", f'><title id="{slug}-title">{Markup.escape(block.title)}</title>', 1))
 
 
 def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec] | None = None,
                 table: Table | None = None) -> str:
-    """The run's report. ``extras`` is ``Store.extras(run_id)`` (latency
+    """The run's report: the registered sections (report/sections/), the
+    answer first. ``extras`` is ``Store.extras(run_id)`` (latency
     histograms); ``specs``/``table`` may be passed when already built."""
-    table = table or build_table(run)
-    specs = build_figures(table, extras, run.env_facts) if specs is None else specs
+    ctx = ReportContext(run, table=table, extras=extras, specs=specs, wants_figures=True)
     notes = []
     if run.status != "complete":
         notes.append(f"This run is {run.status}: the figures use the samples measured so far.")
+    shown = [(section, section.heading(ctx), blocks) for section, blocks in sections_for(ctx, HTML)]
     return _env.get_template("report.html.j2").render(
-        run=run, table=table, figure_groups=figure_groups(specs), run_facts=run_facts(run),
-        host_facts=host_facts(run), env_rows=env_rows(run, table), emulated_note=EMULATED_NOTE,
-        cell_class=cell_class, notes=notes, inconclusive=inconclusive_lines(table), version=_version(),
-        attribution=attribution_lines(run))
+        run=run, table=ctx.table, sections=shown, notes=notes, emulated_note=EMULATED_NOTE,
+        cell_class=cell_class, kind_of=_kind_of, svg=_svg, version=_version())
 
 
 def render_compare_html(result, regressions=None, fail_pct: float | None = None) -> str:

@@ -1,22 +1,15 @@
-"""Table I as GitHub-flavoured Markdown, with facts, legend, failures and the study file."""
+"""The run's report as GitHub-flavoured Markdown: the registered sections
+(report/sections/) in order, each block drawn in Markdown."""
 
 from __future__ import annotations
 
 import re
 
-from isobench.report.attribution import section_lines as attribution_lines
-from isobench.report.instances import density_lines, speedup_lines
+from isobench.report.blocks import Code, Facts, Figure, Grid, Items, Para, Records, Results
+from isobench.report.section import MARKDOWN, ReportContext
+from isobench.report.sections import sections_for
 from isobench.results.model import RunData
-from isobench.report.netpairs import section_lines
-from isobench.report.sweeps import sweeps
-from isobench.results.table import (
-    Table,
-    build_table,
-    doctor_warnings,
-    host_facts,
-    inconclusive_lines,
-    run_facts,
-)
+from isobench.results.table import Table
 
 # Markup GFM would act on: emphasis (our "*" marker, snake_case names), code,
 # cell separators, and "<" only where it could open an HTML tag ("p < 0.05" stays).
@@ -33,12 +26,6 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _facts_md(run: RunData) -> list[str]:
-    lines = [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in run_facts(run)]
-    lines += [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in host_facts(run)]
-    return lines
-
-
 def table_md(table: Table) -> list[str]:
     header = ["workload", "metric"] + [c.header for c in table.columns]
     lines = ["| " + " | ".join(md_escape(h) for h in header) + " |",
@@ -51,72 +38,61 @@ def table_md(table: Table) -> list[str]:
     return lines
 
 
-def _environments_md(run: RunData) -> list[str]:
-    """What each column ran on: kind, options and the tool versions inside it."""
-    if not run.env_facts:
-        return []
-    out = ["## Environments", ""]
-    for env in run.environments:
-        facts = run.env_facts.get(env, {})
-        opts = ", ".join(f"{k}={v}" for k, v in sorted((facts.get("options") or {}).items()) if v is not None)
-        tools = ", ".join(f"{k} {v}" for k, v in sorted((facts.get("tool_versions") or {}).items()))
-        extra = ", ".join(f"{k}: {facts[k]}" for k in ("accel", "image", "docker_version", "runtime", "storage_driver")
-                          if facts.get(k))
-        line = f"- **{md_escape(env)}** ({md_escape(str(facts.get('kind', '?')))})"
-        line += "".join(f"; {md_escape(part)}" for part in (opts, extra) if part)
-        out.append(line)
-        if tools:
-            out.append(f"  - tools: {md_escape(tools)}")
-    return out + [""]
+def _grid(block: Grid) -> list[str]:
+    n = len(block.header)
+    align = [":---"] * min(block.numeric_from, n) + ["---:"] * (n - min(block.numeric_from, n))
+    return ["| " + " | ".join(md_escape(h) for h in block.header) + " |", "|" + "|".join(align) + "|",
+            *("| " + " | ".join(md_escape(c) for c in r) + " |" for r in block.rows)]
 
 
-def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "|".join([":---"] * 2 + ["---:"] * (len(header) - 2)) + "|",
-            *("| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows)]
-
-
-def _instances_md(run: RunData, table: Table) -> list[str]:
-    """Speedup over the fewest instances, and density, when the run has them."""
-    out = []
-    if rows := speedup_lines(table, sweeps(table)):
-        out += ["## Scale-out", "", *_grid(["workload", "environment", "instances", "throughput (mean)",
-                                            "speedup"], rows), ""]
-    if rows := density_lines(run.env_facts, run.environments):
-        out += ["## Density", "", "As each environment's instances started (page cache dropped before "
-                "each reading):", "", *_grid(["environment", "N", "startup of instance N (s)",
-                                              "MiB per instance", "QEMU PSS (MiB)"], rows), ""]
+def _items(block: Items) -> list[str]:
+    out = [md_escape(block.heading) + ":", ""] if block.heading else []
+    for item in block.items:
+        lead = f"**{md_escape(item.strong)}** " if item.strong else ""
+        out.append(f"- {lead}{md_escape(item.text)}".rstrip())
+        out += [f"  - {md_escape(s)}" for s in item.sub]
     return out
 
 
+def _records(block: Records) -> list[str]:
+    out = []
+    for r in block.records:
+        head = f"- **{md_escape(r.name)}**" + (f" ({md_escape(r.note)})" if r.note else "")
+        out.append(head)
+        for title, group, empty in zip(block.header[1:], r.groups, block.empty):
+            text = ", ".join(f"{k}={v}" if k else v for k, v in group) or empty
+            out.append(f"  - {md_escape(title)}: {md_escape(text)}")
+    return out
+
+
+def block_md(block) -> list[str]:
+    if isinstance(block, Results):
+        return table_md(block.table)
+    if isinstance(block, Para):
+        return [md_escape(block.text)]
+    if isinstance(block, Items):
+        return _items(block)
+    if isinstance(block, Grid):
+        return _grid(block)
+    if isinstance(block, Facts):
+        return [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in block.pairs]
+    if isinstance(block, Code):
+        fence = _fence(block.text)
+        return [f"{fence}{block.lang}", block.text.rstrip("\n"), fence]
+    if isinstance(block, Records):
+        return _records(block)
+    if isinstance(block, Figure):
+        return [md_escape(block.alt)] if block.alt else []
+    raise TypeError(f"no Markdown for {type(block).__name__}")
+
+
 def render_markdown(run: RunData) -> str:
-    table = build_table(run)
-    out = [f"# {md_escape(table.title)}", "", "## Run and host", "", *_facts_md(run), ""]
-    warnings = doctor_warnings(run)
-    if warnings:
-        out += ["Host settings that may bias these results (`isobench doctor`):", ""]
-        out += [f"- {md_escape(w)}" for w in warnings] + [""]
-    out += ["## Results", "", *table_md(table), ""]
-    if table.footnotes:
-        out += [md_escape(n) + "  " for n in table.footnotes] + [""]  # "  ": line break
-    out += [f"- {md_escape(line)}" for line in table.legend] + [""]
-    for title, lines in (("Warnings", table.warnings), ("Inconclusive", inconclusive_lines(table))):
-        if lines:
-            out += [f"## {title}", "", *(f"- {md_escape(line)}" for line in lines), ""]
-    if pairs := section_lines(run):  # docker-nat vs docker-host, compared directly
-        out += [f"## {md_escape(pairs[0])}", "", md_escape(pairs[1]), ""]
-        out += [f"- {md_escape(line)}" for line in pairs[2:]] + [""]
-    if attr := attribution_lines(run):  # where the overhead comes from (counters)
-        out += [f"## {md_escape(attr[0])}", "", md_escape(attr[1]), ""]
-        out += [("  - " if line.startswith("  ") else "- ") + md_escape(line.strip()) for line in attr[2:]] + [""]
-    out += _instances_md(run, table)
-    if table.failures:
-        out += ["## Failures", ""]
-        for f in table.failures:
-            out.append(f"- **{md_escape(f.workload)}/{md_escape(f.case)}** on "
-                       f"**{md_escape(f.env)}**: {f.count} failed")
-            out += [f"  - {md_escape(r)}" + (f" (\u00d7{k})" if k > 1 else "") for r, k in f.reasons]
-        out.append("")
-    out += _environments_md(run)
-    fence = _fence(run.study_text or "")
-    out += ["## Study file", "", f"{fence}toml", (run.study_text or "").rstrip("\n"), fence, ""]
+    ctx = ReportContext(run)
+    out = [f"# {md_escape(ctx.table.title)}", ""]
+    for section, blocks in sections_for(ctx, MARKDOWN):
+        out += [f"## {md_escape(section.heading(ctx))}", ""]
+        for block in blocks:
+            lines = block_md(block)
+            if lines:
+                out += lines + [""]
     return "\n".join(out)

@@ -1,4 +1,5 @@
-"""Table I in the terminal, with the host's facts above and failures below."""
+"""The run's report in the terminal: the registered sections (report/sections/)
+that the terminal shows, the answer last so that it is what stays on screen."""
 
 from __future__ import annotations
 
@@ -7,39 +8,19 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from isobench.report.attribution import section_lines as attribution_lines
+from isobench.report.blocks import BAD, DIM, GOOD, NOTE, WARN, Code, Facts, Figure, Grid, Items, Para, Records, Results
+from isobench.report.section import TERMINAL, ReportContext
+from isobench.report.sections import sections_for
 from isobench.results.model import RunData
-from isobench.report.netpairs import section_lines
-from isobench.results.table import (
-    build_table,
-    Cell,
-    doctor_warnings,
-    host_facts,
-    inconclusive_lines,
-    run_facts,
-    Table,
-    tone,
-)
+from isobench.results.table import Cell, Table, tone
 
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
 MAX_FACT_CHARS = 100
+STYLES = {BAD: "red", GOOD: "green", WARN: "yellow", DIM: "dim", NOTE: "italic"}
 
 
 def _clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def _facts_grid(run: RunData) -> RichTable:
-    grid = RichTable.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
-    for label, value in run_facts(run)[:4]:  # study, hash, run, status
-        grid.add_row(label, Text(value))
-    times = dict(run_facts(run))
-    grid.add_row("Time", Text(f"{times['Started']} \u2192 {times['Finished']}"))
-    for label, value in host_facts(run):
-        grid.add_row(label, Text(_clip(value)))
-    return grid
 
 
 def _cell_style(cell: Cell) -> str:
@@ -61,37 +42,65 @@ def _results_table(table: Table) -> RichTable:
     return rt
 
 
+def _grid(block: Grid) -> RichTable:
+    rt = RichTable(box=box.SIMPLE, show_edge=False, pad_edge=False)
+    for i, h in enumerate(block.header):
+        rt.add_column(Text(h), justify="right" if i >= block.numeric_from else "left")
+    for k, row in enumerate(block.rows):
+        tones = block.tones[k] if k < len(block.tones) else ()
+        rt.add_row(*(Text(c, style=STYLES.get(tones[i] if i < len(tones) else "", "")) for i, c in enumerate(row)))
+    return rt
+
+
+def _facts(block: Facts) -> RichTable:
+    grid = RichTable.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for label, value in block.pairs:
+        grid.add_row(Text(label), Text(_clip(value)))
+    return grid
+
+
+def draw(console: Console, block) -> None:
+    if isinstance(block, Results):
+        console.print(_results_table(block.table))
+    elif isinstance(block, Para):
+        console.print(Text(block.text, style=STYLES.get(block.tone, "")))
+    elif isinstance(block, Items):
+        if block.heading:
+            console.print(Text(block.heading, style="bold"))
+        for item in block.items:
+            line = Text("  ")
+            if item.strong:
+                line.append(item.strong + " ", style="bold")
+            line.append(item.text, style=STYLES.get(item.tone or block.tone, ""))
+            console.print(line)
+            for sub in item.sub:
+                console.print(Text(f"    {sub}", style=STYLES.get(block.tone, "")))
+    elif isinstance(block, Grid):
+        console.print(_grid(block))
+    elif isinstance(block, Facts):
+        console.print(_facts(block))
+    elif isinstance(block, Code):
+        console.print(Text(block.text.rstrip("\n")))
+    elif isinstance(block, Records):
+        for r in block.records:
+            console.print(Text(r.name + (f" ({r.note})" if r.note else ""), style="bold"))
+            for title, group, empty in zip(block.header[1:], r.groups, block.empty):
+                console.print(Text(f"  {title}: " + (", ".join(f"{k}={v}" if k else v for k, v in group) or empty)))
+    elif isinstance(block, Figure):
+        if block.alt:
+            console.print(Text(block.alt, style="dim"))
+    else:
+        raise TypeError(f"no terminal drawing for {type(block).__name__}")
+
+
 def render_terminal(run: RunData, console: Console) -> None:
-    table = build_table(run)
-    console.print(_facts_grid(run))
-    for warning in doctor_warnings(run):
-        console.print(Text(f"doctor: {warning}", style="yellow"))
-    console.print()
-    console.print(_results_table(table))
-    for note in table.footnotes:
-        console.print(Text(note))
-    for line in table.legend:
-        console.print(Text(line, style="dim"))
-    _section(console, "Warnings", table.warnings, "yellow")
-    _section(console, "Inconclusive", inconclusive_lines(table), "")
-    for i, line in enumerate(section_lines(run)):  # docker-nat vs docker-host, compared directly
-        console.print(Text(("\n" if i == 0 else "" if i == 1 else "  ") + line,
-                           style="bold" if i == 0 else "dim" if i == 1 else ""))
-    for i, line in enumerate(attribution_lines(run)):  # where the overhead comes from (counters)
-        console.print(Text(("\n" if i == 0 else "") + line,
-                           style="bold" if i == 0 else "dim" if i == 1 else ""))
-    if table.failures:
-        console.print()
-        console.print(Text("Failures", style="bold red"))
-        for f in table.failures:
-            reasons = "; ".join(r if k == 1 else f"{r} (\u00d7{k})" for r, k in f.reasons)
-            console.print(Text(f"  {f.workload}/{f.case} on {f.env}: {f.count} failed: {reasons}"))
-
-
-def _section(console: Console, title: str, lines, style: str) -> None:
-    if not lines:
-        return
-    console.print()
-    console.print(Text(title, style="bold"))
-    for line in lines:
-        console.print(Text(f"  {line}", style=style))
+    ctx = ReportContext(run)
+    for i, (section, blocks) in enumerate(sections_for(ctx, TERMINAL)):
+        if i:
+            console.print()
+        if not any(isinstance(b, Results) for b in blocks):  # Table I carries its own title
+            console.print(Text(section.heading(ctx), style="bold underline"))
+        for block in blocks:
+            draw(console, block)

@@ -46,3 +46,6 @@ class RunData:
     # the measured samples that carry counters (isobench.counters); filled by
     # Store.load_run, read by report.attribution
     counters: dict[tuple[str, str, str], list[tuple[int, dict, list]]] = field(default_factory=dict)
+    # (workload, environment) -> (wall seconds, samples) over every sample, warm-up
+    # and failed ones included: where the run's time went; filled by Store.load_run
+    time_spent: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)

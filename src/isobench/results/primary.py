@@ -3,7 +3,8 @@
 Verdict families, the compare gate, history and adaptive stopping test the
 primaries; every other metric is descriptive. Until workloads declare their
 primaries, a case's primaries are chosen by role: its throughput metrics,
-else its latency metrics, else its durations.
+else its latency metrics, else its durations, else (a run stored before
+roles) its first metric.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def primary_keys(run: RunData) -> list[MetricKey]:
             if picked:
                 chosen.update(picked)
                 break
+        else:  # no metric with one of those roles (a run stored before roles): its first metric
+            chosen.add(keys[0])
     return [k for k in run.metrics if k in chosen]
 
 

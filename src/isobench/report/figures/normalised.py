@@ -47,6 +47,21 @@ def normalised_figure(table: Table, workload: str) -> Figure | None:
     baseline with the table's interval and its verdict marker."""
     skip = swept_rows(table)
     rows = [r for r in table.rows if r.key.workload == workload and r not in skip]
+    return ratio_figure(table, rows, f"{workload}: performance relative to {table.baseline}")
+
+
+def overview_figure(table: Table, keys) -> Figure | None:
+    """The front page's figure: every primary cell of every workload on one
+    log axis, each row labelled with its workload."""
+    wanted = set(keys)
+    skip = swept_rows(table)
+    rows = [r for r in table.rows if r.key in wanted and r not in skip]
+    return ratio_figure(table, rows, f"Primary metrics: performance relative to {table.baseline}",
+                        labels=[f"{r.key.workload} {r.label}" for r in rows])
+
+
+def ratio_figure(table: Table, rows, title: str, labels: list[str] | None = None) -> Figure | None:
+    labels = labels or [r.label for r in rows]
     cols = [(i, c) for i, c in enumerate(table.columns) if not c.is_baseline]
     points = []  # (row index, column index within cols, value, lo, hi, marker)
     for ri, row in enumerate(rows):
@@ -100,13 +115,13 @@ def normalised_figure(table: Table, workload: str) -> Figure | None:
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FixedFormatter([f"1/{1 / t:g}" if t < 1 else f"{t:g}" for t in ticks]))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_yticks(range(len(used_rows)), [rows[ri].label for ri in used_rows], fontsize=9)
+    ax.set_yticks(range(len(used_rows)), [labels[ri] for ri in used_rows], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel(f"performance relative to {table.baseline}, log scale (>1 better; \u2193 metrics inverted: "
                   f"{table.baseline}/value);\nthe table's interval, \u25b6 where it runs off the axis; "
                   f"{MARKS['changed']} changed, {MARKS['equivalent']} equivalent, {MARKS['inconclusive']} "
                   f"inconclusive", fontsize=8)
-    ax.set_title(f"{workload}: performance relative to {table.baseline}")
+    ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="x", alpha=0.3)
     emulated_note(fig, [c for _, c in cols])

@@ -1,0 +1,17 @@
+"""Every inconclusive cell: what the data allow, and the rounds that would settle it."""
+
+from __future__ import annotations
+
+from isobench.report.blocks import Item, Items
+from isobench.report.section import ReportContext, Section
+from isobench.results.table import inconclusive_lines
+
+
+class InconclusiveSection(Section):
+    slug = "inconclusive"
+    title = "Inconclusive"
+    order = 30
+
+    def blocks(self, ctx: ReportContext):
+        lines = inconclusive_lines(ctx.table)
+        return [Items(tuple(Item(line) for line in lines))] if lines else []

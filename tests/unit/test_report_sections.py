@@ -1,0 +1,146 @@
+"""The report's seam: sections register themselves, the renderers loop over
+them, the answer comes first on a page and last in a terminal, and a real
+stored run (the quick study, this host) renders the same numbers and
+verdicts as before the seam."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from isobench.report.blocks import Items, Item, Para
+from isobench.report.html import render_html
+from isobench.report.markdown import render_markdown
+from isobench.report.section import HTML, MARKDOWN, TERMINAL, ReportContext, Section, register
+from isobench.report.sections import SECTIONS, sections_for
+from isobench.report.sections.answer import answers, settle_line
+from isobench.report.sections.time_spent import time_rows
+from isobench.report.terminal import render_terminal
+from isobench.results.model import MetricKey, RunData
+from isobench.results.primary import primary_keys
+from isobench.store import Store
+from isobench.transfer import import_run
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+REPORT = Path(__file__).resolve().parents[2] / "src" / "isobench" / "report"
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """The quick study as run on this host (raw tool outputs dropped), and
+    its Markdown report as rendered before the section registry existed."""
+    store = Store(str(tmp_path_factory.mktemp("q") / "q.sqlite"))
+    run_id = import_run(store, json.load(gzip.open(DATA / "quick-20261125.run.json.gz")))
+    return store.load_run(run_id), (DATA / "quick-20261125.before.md").read_text()
+
+
+def _section(md: str, title: str) -> list[str]:
+    """The lines of a '## title' section of a Markdown report."""
+    m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", md, re.S | re.M)
+    assert m, title
+    return [ln for ln in m.group(1).splitlines() if ln.strip()]
+
+
+@pytest.mark.parametrize("title,renamed", [("Results", "Table I"), ("Warnings", None), ("Inconclusive", None),
+                                           ("Where the overhead comes from", None)])
+def test_the_same_run_renders_the_same_numbers_and_verdicts(quick, title, renamed):
+    run, before = quick
+    after = render_markdown(run)
+    assert _section(after, renamed or title) == _section(before, title)
+
+
+def test_the_answer_comes_first_on_a_page_and_last_in_a_terminal(quick):
+    run, _ = quick
+    md = render_markdown(run)
+    assert md.split("\n## ")[1].startswith("The answer: what each environment costs against native")
+    html = render_html(run)
+    assert html.index('<section id="answer">') < html.index('<section id="results">')
+    assert '<figure id="overview"' in html  # the overview figure, HTML only
+    console = Console(width=120, record=True, file=open("/dev/null", "w"))
+    render_terminal(run, console)
+    text = console.export_text()
+    assert text.rindex("The answer:") > text.rindex("Run and host") > text.index("quick: run")
+    assert text.rstrip().endswith("1 needs more than 1000.")
+
+
+def test_the_answer_is_table_i_verdicts_on_the_primaries(quick):
+    run, _ = quick
+    ctx = ReportContext(run)
+    found = {a.env: a for a in answers(ctx.table, primary_keys(run))}
+    assert list(found) == ["docker-nat", "docker-host"]
+    nat = found["docker-nat"]
+    assert (len(nat.changed), len(nat.equivalent), len(nat.inconclusive), len(nat.untold)) == (0, 3, 15, 0)
+    # the same verdict objects as Table I's cells: nothing re-tested
+    cells = {(r.key, c.env): c for r in ctx.table.rows for c in r.cells}
+    assert all(cells[(r.key, "docker-nat")] is c for r, c in nat.equivalent + nat.inconclusive)
+
+
+def test_settle_line_counts_rounds():
+    assert settle_line([8, 12, 40, 2000, None], 5) == (
+        "Rounds per side that would settle them at this run's noise (this run has n = 5): "
+        "12 settle 2 of 5; 40 settle 3 of 5; 2 need more than 1000.")
+    assert settle_line([], 5) == ""
+
+
+def _key(w, m, role, case="default"):
+    return MetricKey(w, case, m, "u", True, role)
+
+
+def test_primaries_by_role_and_for_runs_before_roles():
+    keys = [_key("c", "mbs", "throughput"), _key("c", "real_s", "duration"), _key("n", "p50", "latency"),
+            _key("n", "cpu", "cpu"), _key("old", "gbps", ""), _key("old", "retr", "")]
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "a", ["a"], {}, keys)
+    assert [k.metric for k in primary_keys(run)] == ["mbs", "p50", "gbps"]
+
+
+def test_time_rows():
+    header, rows, total = time_rows({("c", "a"): (30.0, 3), ("c", "b"): (30.0, 3), ("f", "a"): (120.0, 2)},
+                                    ["c", "f"], ["a", "b"])
+    assert header == ("workload", "a", "b", "total", "share") and total == 180
+    assert rows == [("c", "30 s", "30 s", "1.0 min", "33%"), ("f", "2.0 min", "-", "2.0 min", "67%")]
+
+
+def test_sections_have_unique_slugs_and_the_renderers_name_none():
+    assert len({s.order for s in SECTIONS.values()}) == len(SECTIONS)
+    code = "".join((REPORT / f).read_text() for f in ("markdown.py", "terminal.py", "html.py"))
+    template = (REPORT / "templates" / "report.html.j2").read_text()
+    for section in SECTIONS.values():
+        assert f'"{section.title}"' not in code and f'"{section.slug}"' not in code, section.slug
+        assert f">{section.title}<" not in template and f'id="{section.slug}"' not in template, section.slug
+
+
+def test_a_new_section_is_one_class(quick):
+    run, _ = quick
+
+    class Hello(Section):
+        slug, title, order = "hello-test", "Hello", 999
+
+        def blocks(self, ctx):
+            return [Para(f"{len(ctx.run.environments)} environments"), Items((Item("x", strong="y:"),))]
+
+    register(Hello)
+    try:
+        assert "## Hello\n\n3 environments\n\n- **y:** x" in render_markdown(run)
+        assert '<section id="hello-test">' in render_html(run) and '<a href="#hello-test">Hello</a>' in render_html(run)
+        console = Console(width=100, record=True, file=open("/dev/null", "w"))
+        render_terminal(run, console)
+        assert "Hello\n3 environments\n  y: x" in console.export_text()
+        assert [s.slug for s, _ in sections_for(ReportContext(run), MARKDOWN)][-1] == "hello-test"
+    finally:
+        del SECTIONS["hello-test"]
+
+
+def test_formats_and_applies_choose_the_sections(quick):
+    run, _ = quick
+    ctx = ReportContext(run)
+    terminal = [s.slug for s, _ in sections_for(ctx, TERMINAL)]
+    assert "study" not in terminal and terminal[-1] == "answer"
+    assert "figures" not in [s.slug for s, _ in sections_for(ctx, MARKDOWN)]
+    assert [s.slug for s, _ in sections_for(ctx, HTML)][:2] == ["answer", "results"]
+    # a run without failures has no Failures section
+    assert "failures" not in terminal
