@@ -277,7 +277,7 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         else:
             click.echo(text)
     if fmt == "terminal" and not output:  # where the change comes from (counters), when both runs have them
-        from isobench.report.attribution import compare_section_lines
+        from isobench.results.attribution import compare_section_lines
         for i, line in enumerate(compare_section_lines(a, b)):
             console.print(Text(("\n" if i == 0 else "") + line, style="bold" if i == 0 else ""))
     if output:

@@ -16,7 +16,7 @@ import json
 import math
 from pathlib import Path
 
-from isobench.report.attribution import derived
+from isobench.results.attribution import derived
 from isobench.results.model import RunData
 from isobench.results.table import FAILED, OK, build_table
 

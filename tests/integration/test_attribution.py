@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from isobench.report.attribution import build_rows, per_unit
+from isobench.results.attribution import build_rows, per_unit
 from isobench.runner import run_study
 from isobench.stats import compare_cell
 from isobench.store import Store

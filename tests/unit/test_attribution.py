@@ -1,6 +1,6 @@
 """The attribution section: per-unit costs, paired test, BH verdicts, figure data."""
 
-from isobench.report.attribution import build_rows, categories, changed, cpu_per_unit, derived, section_lines
+from isobench.results.attribution import build_rows, categories, changed, cpu_per_unit, derived, section_lines
 from isobench.report.figures.attribution import cpu_per_unit_figure
 from isobench.report.markdown import render_markdown
 from isobench.results.model import RunData
@@ -70,7 +70,7 @@ def test_figure_from_counters():
 
 
 def test_compare_two_runs_finds_the_changed_counter():
-    from isobench.report.attribution import compare_rows, compare_section_lines
+    from isobench.results.attribution import compare_rows, compare_section_lines
     a, b = run_with(0.0), run_with(0.5)
     b.run_id = "r2"
     rows = [r for r in compare_rows(a, b) if r.env == "docker-nat" and r.verdict.changed]

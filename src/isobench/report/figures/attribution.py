@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from isobench.report.attribution import CATEGORIES
+from isobench.results.attribution import CATEGORIES
 from isobench.report.style import new_figure
 
 # Fixed colours per category (not per environment): the stack reads the same in every panel.
@@ -16,7 +16,7 @@ MAX_PANELS = 8
 
 def cpu_per_unit_figure(cells: dict[tuple[str, str], tuple[str, dict[str, dict[str, float]]]],
                         envs: list[str], title: str = "CPU per unit of work") -> Figure | None:
-    """``cells``: report.attribution.cpu_per_unit output. None when empty."""
+    """``cells``: results.attribution.cpu_per_unit output. None when empty."""
     items = [(wc, unit, per_env) for wc, (unit, per_env) in cells.items() if per_env][:MAX_PANELS]
     if not items:
         return None

@@ -1,8 +1,8 @@
-"""Where the overhead comes from: per-unit counter costs (report/attribution.py)."""
+"""Where the overhead comes from: per-unit counter costs (results/attribution.py)."""
 
 from __future__ import annotations
 
-from isobench.report.attribution import TITLE, section_lines
+from isobench.results.attribution import TITLE, section_lines
 from isobench.report.blocks import DIM, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 
