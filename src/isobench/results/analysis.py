@@ -3,7 +3,7 @@ analysis, rounds paired across environments, and one call that turns a set
 of (candidate, reference) cells into final verdicts (docs/statistics.md).
 
 Table I, the NAT-vs-host section and compare go through ``judge_cells``;
-attribution (report/attribution.py) calls ``stats.compare_cell`` and
+attribution (results/attribution.py) calls ``stats.compare_cell`` and
 ``verdicts.adjust`` directly, with their defaults (alpha 0.05, ±5%, no
 noise floor). Every verdict isobench prints thus comes from the same tests,
 the same correction and the same kind of interval."""

@@ -44,7 +44,7 @@ class RunData:
     validity: dict[tuple[str, str, str, str], list[str]] = field(default_factory=dict)
     # (workload, case, environment) -> [(round, counter deltas, [unit, count])] of
     # the measured samples that carry counters (isobench.counters); filled by
-    # Store.load_run, read by report.attribution
+    # Store.load_run, read by results.attribution
     counters: dict[tuple[str, str, str], list[tuple[int, dict, list]]] = field(default_factory=dict)
     # (workload, environment) -> (wall seconds, samples) over every sample, warm-up
     # and failed ones included: where the run's time went; filled by Store.load_run
