@@ -14,12 +14,13 @@ from dataclasses import dataclass
 # and the normalised figure).
 THROUGHPUT = "throughput"  # work per unit of time (higher is better)
 LATENCY = "latency"  # time per operation; enters the NAT vs host comparison
-DURATION = "duration"  # time for a whole job (compression, startup)
+DURATION = "duration"  # time for a whole job (compression)
+STARTUP = "startup"  # from a start request to ready: an environment's startup, drawn as bars
 PER_INSTANCE = "per-instance"  # one instance's value of a multi-instance run
 FAIRNESS = "fairness"  # balance across instances (Jain's index, max/min)
 CPU_COST = "cpu-cost"  # CPU time per unit of work (per GB ...)
 CPU_UTIL = "cpu-util"  # share of the CPUs busy while measuring
-ROLES = ("", THROUGHPUT, LATENCY, DURATION, PER_INSTANCE, FAIRNESS, CPU_COST, CPU_UTIL)
+ROLES = ("", THROUGHPUT, LATENCY, DURATION, STARTUP, PER_INSTANCE, FAIRNESS, CPU_COST, CPU_UTIL)
 # Units that say a metric is a time (µs with the micro sign or the Greek mu):
 # reports show its spread, and draw it on a latency axis.
 TIME_UNITS = frozenset({"ns", "us", "\u00b5s", "\u03bcs", "ms", "s"})

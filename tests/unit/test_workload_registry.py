@@ -136,7 +136,7 @@ def test_throwaway_metrics_reach_a_report_with_their_roles(throwaway, tmp_path):
     assert {k.metric: k.role for k in run.metrics} == {"ops": "throughput", "rtt_us": "latency"}
     md = render_markdown(run).replace("\\_", "_")  # Markdown escapes the underscore
     assert "| throwaway | ops (op/s) ↑ |" in md and "|  | rtt_us (µs) ↓ |" in md
-    section = md.split("## Docker NAT vs host networking", 1)[1].split("\n## ", 1)[0]
+    section = md.split("## NAT vs host networking", 1)[1].split("\n## ", 1)[0]
     assert "- throwaway rtt_us (µs) ↓: docker-nat 60.1 vs docker-host 40.1" in section
     assert "ops" not in section
 

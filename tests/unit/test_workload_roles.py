@@ -8,14 +8,14 @@ import re
 import pytest
 
 from isobench.hostinfo import HostInfo
-from isobench.metric import CPU_COST, CPU_UTIL, DURATION, FAIRNESS, LATENCY, PER_INSTANCE, ROLES, THROUGHPUT
+from isobench.metric import CPU_COST, CPU_UTIL, DURATION, FAIRNESS, LATENCY, PER_INSTANCE, ROLES, STARTUP, THROUGHPUT
 from isobench.workloads import WORKLOADS
 
 HOST = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
 # netpairs.LATENCY_METRICS: (workload, metrics) the NAT vs host comparison took; None = all
 LEGACY_LATENCY = {"netlat": None, "redis": ("mean_ms", "p99_ms"), "oltp": ("p95_ms",)}
 TIME_UNITS = {"ns", "us", "µs", "ms", "s"}
-FREE = ("", THROUGHPUT, DURATION)  # roles no naming rule assigned
+FREE = ("", THROUGHPUT, DURATION, STARTUP)  # roles no naming rule assigned
 
 
 def legacy_role(workload: str, name: str, unit: str) -> str | None:
@@ -65,5 +65,5 @@ def test_sweep_axes_are_the_ones_picked_by_name(workload, case, metrics):
     old_tput = next((m.name for m in plain if m.higher_is_better), None)
     old_lat = next((m.name for m in plain if not m.higher_is_better and m.unit in TIME_UNITS), None)
     assert next((m.name for m in metrics if m.role == THROUGHPUT), None) == old_tput
-    assert next((m.name for m in metrics if m.role in ("", LATENCY, DURATION) and not m.higher_is_better
+    assert next((m.name for m in metrics if m.role in ("", LATENCY, DURATION, STARTUP) and not m.higher_is_better
                  and m.unit in TIME_UNITS), None) == old_lat

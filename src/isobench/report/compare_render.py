@@ -13,7 +13,7 @@ from rich.text import Text
 
 from isobench.results.analysis import interval_text
 from isobench.report.markdown import md_escape
-from isobench.results.table import DASH, EMULATED, HIGHER, LOWER, MINUS, fmt_num
+from isobench.results.table import DASH, EMULATED, EMULATED_NOTE, HIGHER, LOWER, MINUS, fmt_num
 from isobench.verdicts import CHANGED
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]
@@ -68,7 +68,7 @@ def legend(result) -> list[str]:
              f"is better ({MINUS}% on {HIGHER} is worse).",
              ]
     if any(c.emulated for c in result.cells):
-        lines.append(f"{EMULATED} emulated (TCG), not comparable to KVM.")
+        lines.append(f"{EMULATED} {EMULATED_NOTE}.")
     return lines
 
 

@@ -40,7 +40,7 @@ def side_by_side_rows(rep: FleetReport) -> list[list[str]]:
 
 
 def render_terminal(rep: FleetReport, console) -> None:
-    t = RichTable(title=Text(f"Fleet {rep.fleet_id}: Table I per host (change vs that host's native)"), box=box.SIMPLE_HEAVY)
+    t = RichTable(title=Text(f"Fleet {rep.fleet_id}: Table I per host (change vs that host's baseline)"), box=box.SIMPLE_HEAVY)
     for h in ["workload", "metric", "env", *rep.hosts]:
         t.add_column(Text(h), overflow="fold")
     for r in side_by_side_rows(rep):
@@ -62,7 +62,7 @@ def _md(rows: list[list[str]], header: list[str]) -> list[str]:
 
 def render_markdown(rep: FleetReport) -> str:
     lines = [f"# Fleet {rep.fleet_id}", "", f"Hosts: {', '.join(rep.hosts)}", "",
-             "## Table I per host (change vs that host's native)", ""]
+             "## Table I per host (change vs that host's baseline)", ""]
     lines += _md(side_by_side_rows(rep), ["workload", "metric", "env", *rep.hosts])
     lines += ["", "## Cross-host summary", ""]
     lines += _md(summary_rows(rep), ["workload", "metric", "env", *rep.hosts, "spread", "outlier"])
@@ -81,9 +81,9 @@ def render_html(rep: FleetReport, svg: str | None) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Fleet {escape(rep.fleet_id)}</title>"
              f"<style>{style}</style></head><body>",
              f"<h1>Fleet {escape(rep.fleet_id)}</h1><p>{len(rep.hosts)} hosts: {escape(', '.join(rep.hosts))}</p>",
-             "<h2>Table I per host (change vs that host's native)</h2>",
+             "<h2>Table I per host (change vs that host's baseline)</h2>",
              _html_table(side_by_side_rows(rep), ["workload", "metric", "env", *rep.hosts]),
-             "<h2>Cross-host summary</h2><p>Per host: overhead vs its own native (+ = worse); for the baseline, "
+             "<h2>Cross-host summary</h2><p>Per host: overhead vs its own baseline (+ = worse); for the baseline, "
              "the host's mean vs the fleet's median. Spread: max - min across hosts; outlier: the host furthest "
              "from the median.</p>",
              _html_table(summary_rows(rep), ["workload", "metric", "env", *rep.hosts, "spread", "outlier"])]

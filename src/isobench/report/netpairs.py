@@ -17,7 +17,7 @@ from isobench.results.roles import role_of
 from isobench.results.table import fmt_num, row_label
 from isobench.verdicts import Verdict
 
-TITLE = "Docker NAT vs host networking"
+TITLE = "NAT vs host networking"
 
 
 @dataclass(frozen=True)

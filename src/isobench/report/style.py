@@ -36,7 +36,7 @@ def env_colors(columns: Iterable[Column]) -> dict[str, str]:
 
 def env_label(col: Column) -> str:
     label = col.env + (" (baseline)" if col.is_baseline else "")
-    return label + (f" {EMULATED} emulated (TCG)" if col.emulated else "")
+    return label + (f" {EMULATED} emulated" if col.emulated else "")
 
 
 def line_style(col: Column) -> str:

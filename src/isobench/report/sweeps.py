@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from isobench.metric import CPU_UTIL, is_time_unit
+from isobench.metric import CPU_UTIL, STARTUP, is_time_unit
 from isobench.results.roles import LATENCY_AXIS, THROUGHPUT_AXIS, role_of
 from isobench.results.table import Row, Table
 
@@ -20,8 +20,6 @@ from isobench.results.table import Row, Table
 # a noise curve per instance count)
 SWEEP_RE = re.compile(r"^(?:(?P<series>[^,]+),)?(?P<param>[A-Za-z_][A-Za-z0-9_]*)="
                       r"(?P<value>[0-9]+(?:\.[0-9]+)?)$")
-# the startup workload (and its variants) is drawn as bars, never as a sweep
-STARTUP_RE = re.compile(r"^startup(?:[-_].*)?$")
 
 
 @dataclass(frozen=True)
@@ -38,8 +36,9 @@ def sweep_point(case: str) -> SweepPoint | None:
     return SweepPoint(m["series"] or "", m["param"], float(m["value"]))
 
 
-def is_startup(workload: str) -> bool:
-    return bool(STARTUP_RE.match(workload))
+def is_startup(row: Row) -> bool:
+    """A time from a start request to ready: drawn as bars, never as a sweep."""
+    return role_of(row.key) == STARTUP
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def sweeps(table: Table) -> list[Sweep]:
     groups: dict[tuple[str, str, str], dict[str, list[tuple[float, Row]]]] = {}
     for row in table.rows:
         pt = sweep_point(row.key.case)
-        if pt is None or is_startup(row.key.workload):
+        if pt is None or is_startup(row):
             continue
         curves = groups.setdefault((row.key.workload, pt.series, pt.param), {})
         curves.setdefault(row.key.metric, []).append((pt.value, row))

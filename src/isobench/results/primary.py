@@ -9,11 +9,11 @@ roles) its first metric.
 
 from __future__ import annotations
 
-from isobench.metric import DURATION, LATENCY, THROUGHPUT
+from isobench.metric import DURATION, LATENCY, STARTUP, THROUGHPUT
 from isobench.results.model import MetricKey, RunData
 from isobench.results.roles import role_of
 
-_BY_ROLE = (THROUGHPUT, LATENCY, DURATION)
+_BY_ROLE = (THROUGHPUT, LATENCY, DURATION, STARTUP)
 
 
 def primary_keys(run: RunData) -> list[MetricKey]:

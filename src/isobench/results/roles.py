@@ -10,10 +10,13 @@ did.
 
 from __future__ import annotations
 
+import re
+
 from isobench.metric import (
     CPU_COST,
     CPU_UTIL,
     DURATION,
+    STARTUP,
     FAIRNESS,
     LATENCY,
     PER_INSTANCE,
@@ -26,16 +29,20 @@ from isobench.results.model import MetricKey
 # latency axis (lower is better, a time) from: a plain value, or one of
 # these; never a CPU, per-instance or fairness reading.
 THROUGHPUT_AXIS = ("", THROUGHPUT)
-LATENCY_AXIS = ("", LATENCY, DURATION)
+LATENCY_AXIS = ("", LATENCY, DURATION, STARTUP)
 
 
 def role_of(key: MetricKey) -> str:
     """The metric's declared role, or for role "" the one its name implied
     before roles existed ("" when none)."""
+    if key.role in ("", DURATION) and _LEGACY_STARTUP.match(key.workload):
+        return STARTUP  # stored before the startup role: its times were durations
     return key.role or _legacy_role(key)
 
 
 # -- the fallback: naming conventions of runs stored before roles ------------------------
+
+_LEGACY_STARTUP = re.compile(r"^startup(?:[-_].*)?$")
 
 # (workload, metric) pairs the NAT vs host comparison took; None = every metric
 _LEGACY_LATENCY: dict[str, tuple[str, ...] | None] = {

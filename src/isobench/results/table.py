@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from isobench.anomalies import drift, outliers, slow_first_round
-from isobench.metric import DURATION, LATENCY, is_time_unit
+from isobench.metric import DURATION, LATENCY, STARTUP, is_time_unit
 from isobench.results.analysis import Question, Settings, interval_text, judge_cells, pairs, settings_of
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
@@ -39,7 +39,7 @@ LOWER = "\u2193"
 # Metrics whose spread is shown as median and min..max beside the mean: times,
 # known by their role or, for metrics declared without one (fio's
 # read_clat_*_us, api's latency_s, webstore's *_ms ...), by their unit.
-SPREAD_ROLES = (LATENCY, DURATION)
+SPREAD_ROLES = (LATENCY, DURATION, STARTUP)
 
 OK, FAILED, MISSING, UNSUPPORTED = "ok", "failed", "missing", "unsupported"
 

@@ -23,7 +23,7 @@ from pydantic import Field
 from isobench.envs.base import Environment, Paths
 from isobench.proc import ExecResult
 from isobench.workloads.base import Measurement, Workload, WorkloadError, WorkloadParams
-from isobench.metric import DURATION, Metric
+from isobench.metric import STARTUP, Metric
 
 
 class StartupParams(WorkloadParams):
@@ -37,9 +37,9 @@ class Startup(Workload):
     def metrics(self, case: str) -> list[Metric]:
         return [
             Metric("ready_s", "s", False, "start request to ready (process running / guest agent answering)",
-                   role=DURATION),
-            Metric("guest_kernel_s", "s", False, "guest kernel boot: guest uptime when init started", role=DURATION),
-            Metric("guest_agent_start_s", "s", False, "guest uptime when the guest agent started", role=DURATION),
+                   role=STARTUP),
+            Metric("guest_kernel_s", "s", False, "guest kernel boot: guest uptime when init started", role=STARTUP),
+            Metric("guest_agent_start_s", "s", False, "guest uptime when the guest agent started", role=STARTUP),
         ]
 
     def argv(self, case: str, paths: Paths) -> list[str]:

@@ -77,7 +77,7 @@ def cpu_cost_figure(table: Table, workload: str) -> Figure | None:
 
 def startup_figure(table: Table) -> Figure | None:
     """Start request to ready, per environment: one panel per startup metric."""
-    rows = [r for r in table.rows if is_startup(r.key.workload)]
+    rows = [r for r in table.rows if is_startup(r)]
     if not rows:
         return None
     panels: dict[str, list[Row]] = {}

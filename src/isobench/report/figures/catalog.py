@@ -78,7 +78,7 @@ def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] |
 
     workloads = list(dict.fromkeys(r.key.workload for r in table.rows))
     for w in workloads:
-        if not is_startup(w):
+        if not all(is_startup(r) for r in table.rows if r.key.workload == w):
             add(KIND_NORMALISED, slugify("normalised", w), f"{w}: performance relative to {table.baseline}",
                 normalised_figure(table, w))
     found = sweeps(table)

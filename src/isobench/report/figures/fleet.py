@@ -38,7 +38,7 @@ def fleet_overhead_figure(rep: FleetReport) -> Figure | None:
         ax.set_xticks(range(len(cells)))
         ax.set_xticklabels([f"{c.workload}\n{c.label}" for c in cells], fontsize=7, rotation=20, ha="right")
         base = cells[0].is_baseline if cells else False
-        ax.set_ylabel("% vs fleet median" if base else "overhead vs host's native %")
+        ax.set_ylabel("% vs fleet median" if base else "overhead vs host's baseline %")
         ax.set_title(f"{env}: " + ("each host vs the fleet's median" if base else "overhead per host (+ = worse)"),
                      fontsize=10)
         ax.legend(fontsize=8, loc="best")

@@ -136,7 +136,7 @@ def density_figure(table: Table, env_facts: dict[str, dict]) -> Figure | None:
         pss = [(p["n"], p["vmm_pss_bytes"] / MiB) for p in pts if p.get("vmm_pss_bytes")]
         if pss:
             ax_m.plot([n for n, _ in pss], [v for _, v in pss], marker="x", color=colors[col.env],
-                      linestyle=":", label=f"{col.env}: QEMU PSS of instance N")
+                      linestyle=":", label=f"{col.env}: VMM PSS of instance N")
         ax_s.plot(ns, [p["startup_s"] for p in pts], marker="o", color=colors[col.env], linestyle=style,
                   label=env_label(col))
     ax_m.set_ylabel("MiB per instance")
