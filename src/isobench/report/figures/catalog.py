@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
+from isobench.metric import STARTUP
 from isobench.results.attribution import counters_of, cpu_per_unit
 from isobench.report.figures.attribution import cpu_per_unit_figure
 from isobench.report.figures.bars import cpu_cost_figure, startup_figure
@@ -27,7 +28,7 @@ KIND_P90_LIMITS = "p90-limits"
 KIND_CDF = "latency-cdf"
 KIND_CPU_COST = "cpu-cost"
 KIND_TPUT_CPU = "throughput-cpu"
-KIND_STARTUP = "startup"
+KIND_STARTUP = STARTUP  # the role names the figure
 KIND_SCALEOUT = "scale-out"
 KIND_INSTANCES = "per-instance"
 KIND_FAIRNESS = "fairness"
@@ -98,7 +99,7 @@ def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] |
     for s in found:
         add(KIND_TPUT_CPU, slugify("throughput-cpu", s.workload, s.series, s.param),
             f"{s.label}: throughput vs CPU utilisation", throughput_cpu_figure(table, s))
-    add(KIND_STARTUP, "startup", "Startup time per environment", startup_figure(table))
+    add(KIND_STARTUP, KIND_STARTUP, "Startup time per environment", startup_figure(table))
     for s in found:
         add(KIND_SCALEOUT, slugify("scale-out", s.workload, s.series), f"{s.label}: scale-out",
             scaleout_figure(table, s))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from isobench.report.blocks import Figure
-from isobench.report.figures import KIND_ORDER, KIND_TITLES
+from isobench.report.figures import KIND_ORDER, KIND_STARTUP, KIND_TITLES
 from isobench.report.section import HTML, ReportContext, Section
 
 CAPTIONS = {
@@ -17,7 +17,7 @@ CAPTIONS = {
     "latency-cdf": "histograms of every repetition pooled",
     "cpu-cost": "mean and 95% CI per direction; * differs significantly from the baseline",
     "throughput-cpu": "each point one swept value, mean and 95% CI on both axes",
-    "startup": "start request to ready; mean and 95% CI",
+    KIND_STARTUP: "start request to ready; mean and 95% CI",
     "scale-out": "aggregate throughput through the proxy and its ratio to the fewest instances; dotted: linear",
     "per-instance": "each instance's own mean (95% CI): spread between the lines is unfairness",
     "fairness": "Jain's index (1 = every instance served alike) and slowest/fastest instance",
