@@ -11,6 +11,7 @@ from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadError
 from isobench.hostinfo import HostInfo
+from isobench.results.numbers import fmt_duration
 
 MEMORY_SHARE = 0.8  # leave the kernel, engine and VMM room to breathe
 DISK_SHARE = 0.9
@@ -86,7 +87,7 @@ class StudySize:
 
     def describe(self) -> str:
         return (f"size: {self.environments} environments ({self.instances} instances), {self.cells} cells, "
-                f"{self.rounds} rounds, {self.samples} samples, about {_duration(self.estimated_s)}")
+                f"{self.rounds} rounds, {self.samples} samples, about {fmt_duration(self.estimated_s)}")
 
 
 def study_size(study: Study, host: HostInfo) -> StudySize:
@@ -118,14 +119,8 @@ def size_problems(study: Study, size: StudySize, host: HostInfo) -> list[str]:
         problems.append(f"{study.path}: study.repetitions: {size.samples} samples (limit {MAX_SAMPLES}); "
                         f"lower repetitions or the workloads' cases {flag}")
     if size.estimated_s > MAX_HOURS * 3600:
-        problems.append(f"{study.path}: study.repetitions: an estimated {_duration(size.estimated_s)} "
+        problems.append(f"{study.path}: study.repetitions: an estimated {fmt_duration(size.estimated_s)} "
                         f"(limit {MAX_HOURS:.0f} h); lower repetitions or durations {flag}")
     return problems
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

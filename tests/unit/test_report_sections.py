@@ -102,7 +102,7 @@ def test_time_rows():
     header, rows, total = time_rows({("c", "a"): (30.0, 3), ("c", "b"): (30.0, 3), ("f", "a"): (120.0, 2)},
                                     ["c", "f"], ["a", "b"])
     assert header == ("workload", "a", "b", "total", "share") and total == 180
-    assert rows == [("c", "30 s", "30 s", "1.0 min", "33%"), ("f", "2.0 min", "-", "2.0 min", "67%")]
+    assert rows == [("c", "30 s", "30 s", "60 s", "33%"), ("f", "2 min", "-", "2 min", "67%")]
 
 
 def test_sections_have_unique_slugs_and_the_renderers_name_none():

@@ -33,3 +33,12 @@ def fmt_pct(pct: float) -> str:
     if float(text) == 0:
         return "\u00b1" + text + "%"
     return ("+" if pct > 0 else MINUS) + text + "%"
+
+
+def fmt_duration(seconds: float) -> str:
+    """A wall time as people say it: seconds, minutes, hours."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 from isobench.report.blocks import Grid, Para
 from isobench.report.section import ReportContext, Section
-
-
-def fmt_duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.2f} h"
+from isobench.results.numbers import fmt_duration
 
 
 def time_rows(time_spent: dict[tuple[str, str], tuple[float, int]], workloads: list[str],
