@@ -71,7 +71,7 @@ def _env(kind: str, run_id: str, ch: ClientHost, ports):
         env = NativeEnvironment(name="native", run_id=run_id)
     else:
         docker = pytest.importorskip("docker")
-        from isobench.envs.docker import DockerEnvironment
+        from isobench.envs.docker import DockerEnvironment, DockerSpec
         from isobench.images import image_tag
         tag = image_tag()
         try:
@@ -79,8 +79,8 @@ def _env(kind: str, run_id: str, ch: ClientHost, ports):
         except Exception:  # noqa: BLE001
             pytest.skip(f"image {tag} not built (isobench images build)")
         network = "host" if kind == "docker-host" else "bridge"
-        env = DockerEnvironment(name=kind, options={"network": network, "storage": "volume" if network == "host"
-                                                   else "overlay"}, run_id=run_id, image=tag)
+        spec = DockerSpec(network=network, storage="volume" if network == "host" else "overlay")
+        env = DockerEnvironment(name=kind, spec=spec, run_id=run_id, image=tag)
     env.expose(ch.host_addr, ports)
     env.start()
     return env

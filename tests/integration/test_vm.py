@@ -16,11 +16,12 @@ import pytest
 from isobench.clean import clean
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
 from isobench.envs.vm.kind import is_isobench_qemu
+from isobench.envs.vm.spec import VmSpec
 from isobench.workspace import DATA_ROOT
 
 pytestmark = pytest.mark.integration
 
-OPTS = dict(vcpus=1, memory_mb=1024, accel="tcg", data_disk_mb=512)
+SPEC = VmSpec(vcpus=1, memory_mb=1024, accel="tcg", data_disk_mb=512)
 
 
 def isobench_qemus(run_id: str, study: str = "") -> list[str]:
@@ -44,7 +45,7 @@ def leftovers(run_id: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def vm():
-    env = VmEnvironment(name="itest", options=dict(OPTS), run_id=f"itest{os.getpid()}")
+    env = VmEnvironment(name="itest", spec=SPEC, run_id=f"itest{os.getpid()}")
     env.start()
     yield env
     env.stop()

@@ -10,6 +10,7 @@ import pytest
 
 from isobench.clienthost import ClientHost, leftovers, tag_of
 from isobench.envs.vm.environment import VmEnvironment
+from isobench.envs.vm.spec import VmSpec
 from isobench.workloads import get
 from isobench.hostinfo import HostInfo
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 HOST = HostInfo(cores=os.cpu_count() or 1,
                 mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0)
-OPTS = dict(vcpus=1, memory_mb=1024, accel="tcg", data_disk_mb=512)
+SPEC = VmSpec(vcpus=1, memory_mb=1024, accel="tcg", data_disk_mb=512)
 WORKLOADS = {"netlat": dict(duration_s=1, cases=["tcp"]), "redis": dict(clients=[1], requests=2000)}
 
 
@@ -31,7 +32,7 @@ def test_vm_serves_netlat_and_redis_to_the_client_host():
         fields = getattr(cls.Params, "model_fields", {})
         workloads.append(cls(cls.Params(**{k: v for k, v in params.items() if k in fields}), HOST))
     with ClientHost(run_id) as ch:
-        env = VmEnvironment(name="vm-stock", options=dict(OPTS), run_id=run_id)
+        env = VmEnvironment(name="vm-stock", spec=SPEC, run_id=run_id)
         env.expose(ch.host_addr, sorted({p for w in workloads for p in w.ports}))
         try:
             env.start()

@@ -193,13 +193,14 @@ def test_tap_mac_and_address_naming():
 def test_vm_endpoint_and_bind_address():
     from isobench.errors import EnvironmentError_
     from isobench.envs.vm.environment import VmEnvironment
-    vm = VmEnvironment(name="vm-stock", options={}, run_id="r1")
+    from isobench.envs.vm.spec import VmSpec
+    vm = VmEnvironment(name="vm-stock", run_id="r1")
     vm.expose("198.19.3.1", [(6379, "tcp")])
     with pytest.raises(EnvironmentError_):
         vm.endpoint(6379)  # not started: no NIC yet
     vm._tap, vm._tap_index = "ib-xxxx-t2", 2
     assert vm.server_bind_addr() == "198.19.3.12" and vm.endpoint(6379) == ("198.19.3.12", 6379)
-    vd = VmEnvironment(name="vm-docker", options={"docker": True}, run_id="r1")
+    vd = VmEnvironment(name="vm-docker", spec=VmSpec(docker=True), run_id="r1")
     vd.expose("198.19.3.1", [(6379, "tcp")])
     vd._tap, vd._tap_index, vd._published = "ib-xxxx-t0", 0, {"6379/tcp": 32768}
     assert vd.server_bind_addr() == "0.0.0.0" and vd.endpoint(6379) == ("198.19.3.10", 32768)

@@ -16,4 +16,4 @@ def make_environment(name: str, spec, run_id: str, host: HostInfo, image: str | 
     from isobench.envs.group import InstanceGroup
     members = [kind.make(f"{name}-{i + 1}", spec, run_id=run_id, host=host, image=image, index=i)
                for i in range(spec.instances)]
-    return InstanceGroup(name=name, options=spec.model_dump(exclude={"kind"}), members=members)
+    return InstanceGroup(name=name, spec=spec, members=members)

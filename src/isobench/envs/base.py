@@ -2,16 +2,26 @@
 
 An environment starts, runs argv lists (never shell strings), exposes two
 scratch directories, reports facts and stops. It knows nothing about
-workloads.
+workloads. It keeps the validated, frozen spec it was made from and reads
+its options from it by attribute: each option's default is the spec
+model's, nowhere else. A plain dict of them exists only in its facts.
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from isobench.errors import EnvironmentError_
 from isobench.proc import ExecResult
+from isobench.strictmodel import StrictModel
+
+
+class EnvSpec(StrictModel):
+    """Base of every kind's study-file model. Each subclass declares
+    ``kind: Literal["<name>"] = "<name>"`` and ``instances: int = INSTANCES``
+    itself (field order is the order of the stored options)."""
 
 
 @dataclass
@@ -29,9 +39,14 @@ class Paths:
 @dataclass
 class Environment(abc.ABC):
     name: str  # instance name from the study, e.g. "docker-nat"
-    options: dict = field(default_factory=dict)
+    # the study's spec of this environment (each kind narrows the type and
+    # defaults to its own model's defaults); never a dict
+    spec: EnvSpec = field(default_factory=EnvSpec)
 
     kind: str = "abstract"
+    # spec fields that describe the study's group, not one environment: left
+    # out of the options recorded in facts()
+    unrecorded: ClassVar[frozenset[str]] = frozenset({"kind", "instances"})
     # set by expose(): the client host's bridge address and the servers' ports
     _bench_addr: str | None = field(default=None, init=False, repr=False, compare=False)
     _bench_ports: list[tuple[int, str]] = field(default_factory=list, init=False, repr=False, compare=False)
@@ -124,9 +139,15 @@ class Environment(abc.ABC):
         Default: the host's benchmark address, same port."""
         return self.bench_addr, port
 
+    def recorded_options(self) -> dict:
+        """The options recorded in facts() (stored runs and reports read
+        them): the spec's fields but `unrecorded`, in the spec's field order.
+        Kinds add what they decide per instance (where it is pinned)."""
+        return self.spec.model_dump(exclude=set(self.unrecorded))
+
     def facts(self) -> dict:
         """What this environment is, recorded with every result."""
-        return {"kind": self.kind, "options": dict(self.options)}
+        return {"kind": self.kind, "options": self.recorded_options()}
 
     def package_versions(self, packages: list[str]) -> dict[str, str]:
         """Versions of Debian packages as installed in the environment itself."""

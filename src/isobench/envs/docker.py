@@ -46,9 +46,9 @@ class DockerSpec(EnvSpec):
     instances: int = INSTANCES
     pin: Pin = False
     # the OCI runtime every container of this environment runs under
-    # (envs/runtimes.py); gvisor_platform only with runsc (ptrace by default)
+    # (envs/runtimes.py); gvisor_platform only with runsc (rt.platform_used)
     runtime: str = "runc"
-    gvisor_platform: Literal["ptrace"] | None = None
+    gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None
 
     @field_validator("runtime")
     @classmethod
@@ -81,19 +81,15 @@ class DockerKind(EnvKind):
         "docker-host": {"network": "host", "storage": "volume"},
         # docker-nat under another OCI runtime
         "docker-crun": {"network": "bridge", "storage": "overlay", "runtime": "crun"},
-        "docker-gvisor": {"network": "bridge", "storage": "overlay", "runtime": "runsc", "gvisor_platform": "ptrace"},
+        "docker-gvisor": {"network": "bridge", "storage": "overlay", "runtime": "runsc",
+                          "gvisor_platform": rt.GVISOR_DEFAULT_PLATFORM},
     }
     rank = 10
     needs_image = True
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
-        options = spec.model_dump(exclude={"kind", "instances"})
-        if options.get("runtime") == "runsc" and not options.get("gvisor_platform"):
-            options["gvisor_platform"] = "ptrace"
-        if options.pop("pin", False):
-            options["cpuset"] = placement(spec.pin, index)
-        return DockerEnvironment(name=name, options=options, run_id=run_id, image=image or "",
-                                 host_cores=host.cores, host_mem_bytes=host.mem_bytes)
+        return DockerEnvironment(name=name, spec=spec, placed_cpuset=placement(spec.pin, index), run_id=run_id,
+                                 image=image or "", host_cores=host.cores, host_mem_bytes=host.mem_bytes)
 
     def probe(self) -> EnvProbe:
         try:
@@ -198,15 +194,19 @@ class DockerKind(EnvKind):
 
 @dataclass
 class DockerEnvironment(Environment):
+    spec: DockerSpec = field(default_factory=DockerSpec)
     kind: str = "docker"
     run_id: str = "adhoc"
     image: str = ""
     host_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     host_mem_bytes: int = 0
+    placed_cpuset: str | None = None  # the host CPUs pin gave this instance of its group
     _container: object = None
     _volume: object = None
     _client: docker.DockerClient | None = None
     _published: dict = field(default_factory=dict)  # "port/proto" -> host port (bridge)
+
+    unrecorded = frozenset({"kind", "instances", "pin"})  # pin: recorded as the cpuset it gave
 
     @property
     def container_name(self) -> str:
@@ -215,7 +215,12 @@ class DockerEnvironment(Environment):
     @property
     def engine_runtime(self) -> str:
         """The daemon.json runtime name every container of this environment uses."""
-        return rt.engine_name(self.options.get("runtime") or "runc", self.options.get("gvisor_platform"))
+        return rt.engine_name(self.spec.runtime, self.spec.gvisor_platform)
+
+    @property
+    def cpuset(self) -> str | None:
+        """The host CPUs its container may use: pin's, else the spec's (a spec has not both)."""
+        return self.placed_cpuset if self.placed_cpuset is not None else self.spec.cpuset
 
     @property
     def paths(self) -> Paths:
@@ -225,7 +230,7 @@ class DockerEnvironment(Environment):
         return {LABEL: "1", f"{LABEL}.run": self.run_id, f"{LABEL}.env": self.name}
 
     def start(self) -> None:
-        opts = self.options
+        spec = self.spec
         self._client = engine()
         kwargs: dict = {
             "name": self.container_name,
@@ -235,7 +240,7 @@ class DockerEnvironment(Environment):
             # an init as PID 1 reaps exec'd processes that exit (servers
             # stopped by start-stop-daemon would otherwise stay zombies)
             "init": True,
-            "network_mode": "host" if opts.get("network") == "host" else "bridge",
+            "network_mode": "host" if spec.network == "host" else "bridge",
             # tmpfs pages are only allocated when written; the cap just bounds it
             "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},
             "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
@@ -247,15 +252,15 @@ class DockerEnvironment(Environment):
             # published on the benchmark address only, host port chosen by
             # Docker (the host's own servers may use the same port number)
             kwargs["ports"] = {f"{port}/{proto}": (self.bench_addr,) for port, proto in self.bench_ports}
-        if opts.get("storage") == "volume":
+        if spec.storage == "volume":
             self._volume = self._client.volumes.create(name=f"{self.container_name}-data", labels=self._labels())
             kwargs["volumes"] = {self._volume.name: {"bind": DATA_DIR, "mode": "rw"}}
-        if opts.get("cpuset"):
-            kwargs["cpuset_cpus"] = opts["cpuset"]
-        if opts.get("cpus"):
-            kwargs["nano_cpus"] = int(float(opts["cpus"]) * 1e9)
-        if opts.get("memory_mb"):
-            kwargs["mem_limit"] = f"{int(opts['memory_mb'])}m"
+        if self.cpuset:
+            kwargs["cpuset_cpus"] = self.cpuset
+        if spec.cpus:
+            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.memory_mb:
+            kwargs["mem_limit"] = f"{spec.memory_mb}m"
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         try:
             self._container = self._client.containers.run(self.image, **kwargs)
@@ -271,10 +276,10 @@ class DockerEnvironment(Environment):
 
     def server_bind_addr(self) -> str:
         # A bridge container's own namespace holds only its bridge address
-        return "0.0.0.0" if self.options.get("network") != "host" else super().server_bind_addr()
+        return "0.0.0.0" if self.spec.network != "host" else super().server_bind_addr()
 
     def endpoint(self, port: int, proto: str = "tcp") -> tuple[str, int]:
-        if self.options.get("network") == "host":
+        if self.spec.network == "host":
             return super().endpoint(port, proto)
         published = self._published.get(f"{port}/{proto}")
         if published is None:
@@ -282,8 +287,8 @@ class DockerEnvironment(Environment):
         return self.bench_addr, published
 
     def _tmpfs_bytes(self) -> int:
-        if self.options.get("tmpfs_mb"):
-            return int(self.options["tmpfs_mb"]) * 2**20
+        if self.spec.tmpfs_mb:
+            return self.spec.tmpfs_mb * 2**20
         return max(256 * 2**20, self.host_mem_bytes // 2)
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
@@ -351,7 +356,7 @@ class DockerEnvironment(Environment):
         its network mode and OCI runtime, until its process runs (the engine answers the
         start request once it does); removed at once."""
         client = engine(timeout)
-        kwargs = {"network_mode": "host" if self.options.get("network") == "host" else "bridge",
+        kwargs = {"network_mode": "host" if self.spec.network == "host" else "bridge",
                   "runtime": self.engine_runtime}
         container = None
         try:
@@ -393,11 +398,15 @@ class DockerEnvironment(Environment):
         if problems:
             raise EnvironmentError_(f"{self.name}: " + "; ".join(problems))
 
+    def recorded_options(self) -> dict:  # in the spec's field order, as this instance runs
+        platform = rt.platform_used(self.spec.runtime, self.spec.gvisor_platform)
+        return {**super().recorded_options(), "cpuset": self.cpuset, "gvisor_platform": platform}
+
     def facts(self) -> dict:
         facts = super().facts()
         facts.update({"image": self.image, "container": self.container_name})
-        if self.options.get("cpuset"):
-            facts["pinning"] = {"cpuset": self.options["cpuset"], "how": "docker --cpuset-cpus"}
+        if self.cpuset:
+            facts["pinning"] = {"cpuset": self.cpuset, "how": "docker --cpuset-cpus"}
         if self._client is not None:
             info = self._client.info()
             facts.update({"storage_driver": info.get("Driver"), "cgroup_version": info.get("CgroupVersion"),

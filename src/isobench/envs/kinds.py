@@ -19,16 +19,10 @@ from typing import Any, ClassVar, Literal, Union
 
 from pydantic import Field
 
-from isobench.envs.base import Environment
+# EnvSpec, the base of every kind's study-file model, is defined beside
+# Environment (which keeps one) and imported from here by the kinds
+from isobench.envs.base import Environment, EnvSpec
 from isobench.hostinfo import Finding, HostInfo
-from isobench.strictmodel import StrictModel
-
-
-class EnvSpec(StrictModel):
-    """Base of every kind's study-file model. Each subclass declares
-    ``kind: Literal["<name>"] = "<name>"`` and ``instances: int = INSTANCES``
-    itself (field order is the order of the stored options)."""
-
 
 
 # Every kind can be a group of identical instances (envs/group.py): N
@@ -83,7 +77,8 @@ class EnvKind(abc.ABC):
     @abc.abstractmethod
     def make(self, name: str, spec: EnvSpec, *, run_id: str, host: HostInfo, image: str | None,
              index: int) -> Environment:
-        """One environment (instance `index` of its group) from a validated spec."""
+        """One environment (instance `index` of its group) from a validated
+        spec, which the environment keeps (Environment.spec) and reads."""
 
     def probe(self) -> EnvProbe:
         """Whether this host can run the kind; `isobench envs` prints it."""

@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from isobench.envs.base import Environment, Paths
@@ -29,11 +29,7 @@ class NativeKind(EnvKind):
     rank = 0
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
-        options = spec.model_dump(exclude={"kind", "instances"})
-        placed = placement(spec.pin, index)
-        if placed:  # taskset -c: everything it runs stays on its CPUs
-            options["cpu"] = placed
-        return NativeEnvironment(name=name, options=options, run_id=run_id)
+        return NativeEnvironment(name=name, spec=spec, run_id=run_id, cpu=placement(spec.pin, index))
 
     def probe(self) -> EnvProbe:
         from isobench.facts import host_facts
@@ -44,8 +40,12 @@ class NativeKind(EnvKind):
 
 @dataclass
 class NativeEnvironment(Environment):
+    spec: NativeSpec = field(default_factory=NativeSpec)
     kind: str = "native"
     run_id: str = "adhoc"
+    # the host CPUs pin gave this instance (taskset -c: everything it runs
+    # stays on them); None: not pinned
+    cpu: str | None = None
 
     def __post_init__(self) -> None:
         slug = f"{self.run_id}-{self.name}"
@@ -61,14 +61,20 @@ class NativeEnvironment(Environment):
         os.makedirs(self._paths.tmp, exist_ok=True)
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
-        if self.options.get("cpu") is not None:  # pinned: everything it runs stays on its core
-            argv = ["taskset", "-c", str(self.options["cpu"]), *argv]
+        if self.cpu is not None:  # pinned: everything it runs stays on its core
+            argv = ["taskset", "-c", self.cpu, *argv]
         return run_argv(argv, timeout, cwd)
+
+    def recorded_options(self) -> dict:
+        options = super().recorded_options()
+        if self.cpu is not None:
+            options["cpu"] = self.cpu
+        return options
 
     def facts(self) -> dict:
         facts = super().facts()
-        if self.options.get("cpu") is not None:
-            facts["pinning"] = {"host_cpu": self.options["cpu"], "how": "taskset"}
+        if self.cpu is not None:
+            facts["pinning"] = {"host_cpu": self.cpu, "how": "taskset"}
         return facts
 
     def health(self, timeout: float = 10) -> str | None:

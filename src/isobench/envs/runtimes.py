@@ -25,7 +25,11 @@ from dataclasses import asdict, dataclass
 from isobench.workspace import LABEL, STATE_ROOT
 
 RUNTIMES = ("runc", "crun", "runsc")
-GVISOR_PLATFORMS = ("ptrace",)  # kvm hangs in create where /dev/kvm cannot run a guest
+# gVisor's platform when an environment names none: ptrace runs anywhere
+# (isobench.daemonconf registers runsc with it; that module imports nothing
+# of isobench, tests/unit/test_env_specs.py checks the two agree)
+GVISOR_DEFAULT_PLATFORM = "ptrace"
+GVISOR_PLATFORMS = (GVISOR_DEFAULT_PLATFORM,)  # kvm hangs in create where /dev/kvm cannot run a guest
 CACHE_FILE = os.path.join(STATE_ROOT, "runtime-probe.json")
 # Workloads a runtime cannot run at all, by registered name: refused up
 # front rather than failing cell by cell (docs/environments/runtimes.md).
@@ -42,9 +46,15 @@ PROBE_TIMEOUT_S = 60.0
 def engine_name(runtime: str, gvisor_platform: str | None = None) -> str:
     """The name the runtime is registered under in daemon.json (what
     `docker run --runtime` takes): gVisor once per platform."""
-    if runtime == "runsc" and (gvisor_platform or "ptrace") != "ptrace":
+    if runtime == "runsc" and (gvisor_platform or GVISOR_DEFAULT_PLATFORM) != GVISOR_DEFAULT_PLATFORM:
         return f"runsc-{gvisor_platform}"
     return runtime
+
+
+def platform_used(runtime: str, gvisor_platform: str | None = None) -> str | None:
+    """gVisor's platform a container runs on: the one given, else the default
+    one under runsc; None under any other runtime."""
+    return gvisor_platform or (GVISOR_DEFAULT_PLATFORM if runtime == "runsc" else None)
 
 
 def version(entry: dict | None) -> str:

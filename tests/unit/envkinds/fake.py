@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import Field
@@ -33,8 +33,7 @@ class FakeKind(EnvKind):
     scratch_roots = ("/nonexistent/isobench-fake",)  # the test points it at a temporary directory
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
-        return FakeEnvironment(name=name, options=spec.model_dump(exclude={"kind", "instances", "refuse"}), run_id=run_id,
-                               root=self.scratch_roots[0])
+        return FakeEnvironment(name=name, spec=spec, run_id=run_id, root=self.scratch_roots[0])
 
     def probe(self) -> EnvProbe:
         return EnvProbe("fake", True, "host commands, for the registry test")
@@ -52,7 +51,9 @@ class FakeKind(EnvKind):
 
 @dataclass
 class FakeEnvironment(Environment):
+    spec: FakeSpec = field(default_factory=FakeSpec)
     kind: str = "fake"
+    unrecorded = frozenset({"kind", "instances", "refuse"})  # the study's, not the environment's
     run_id: str = "adhoc"
     root: str = ""
 

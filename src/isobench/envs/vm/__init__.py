@@ -2,9 +2,9 @@
 else TCG), driven only through the QEMU guest agent; with docker = true,
 the workloads run in a container of the same image inside it (vm-docker).
 
-One concern per module: kind.py (the study-file model, presets, factory,
-host probe, leftover cleaner, memory footprint), environment.py (the
-Environment: start, exec, facts, stop), qemu.py (the QEMU process),
+One concern per module: spec.py (the study-file model), kind.py (presets,
+factory, host probe, leftover cleaner, memory footprint), environment.py
+(the Environment: start, exec, facts, stop), qemu.py (the QEMU process),
 qemu_cmdline.py (its command line, a pure function), qmp_sync.py (QMP
 client), guestagent.py (exec and files in the guest), guestnet.py (tap and
 guest address on the client host's bridge), guestdocker.py (Docker Engine in

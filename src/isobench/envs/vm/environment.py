@@ -18,6 +18,7 @@ from isobench.envs.vm.guestagent import GuestAgent
 from isobench.envs.vm.guestdocker import GUEST_DOCKER_BIP, GuestDocker, exec_argv
 from isobench.envs.vm.qemu import READY_TIMEOUT_KVM_S, READY_TIMEOUT_TCG_S, QemuProcess, qemu_config
 from isobench.envs.vm.qemu_cmdline import Nic, build_argv
+from isobench.envs.vm.spec import VmSpec
 from isobench.errors import EnvironmentError_
 from isobench.proc import KILL_GRACE_S, ExecResult, bounded, run_argv
 from isobench.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR
@@ -34,6 +35,7 @@ def _warn(message: str) -> None:
 
 @dataclass
 class VmEnvironment(Environment):
+    spec: VmSpec = field(default_factory=VmSpec)
     kind: str = "vm"
     run_id: str = "adhoc"
     host_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
@@ -51,6 +53,7 @@ class VmEnvironment(Environment):
     _container: str | None = None
     ready_timeout_override: float | None = None  # the KVM probe's short deadline
     pin_offset: int = 0  # instance i of a group pins its vCPUs from host CPU i*vcpus on
+    pin_cpus: list[int] | None = None  # pin = "node": the node's host CPUs its vCPUs float on
     # the NIC on the client host's bridge (runs with server workloads)
     _tap: str | None = None
     _tap_index: int | None = None
@@ -58,7 +61,7 @@ class VmEnvironment(Environment):
     _published: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.options.get("docker"):
+        if self.spec.docker:
             self.kind = "vm-docker"
 
     # -- names and places -------------------------------------------------
@@ -85,7 +88,7 @@ class VmEnvironment(Environment):
 
     @property
     def docker(self) -> bool:
-        return bool(self.options.get("docker"))
+        return self.spec.docker
 
     @property
     def container_name(self) -> str:
@@ -135,7 +138,7 @@ class VmEnvironment(Environment):
             raise
 
     def _resolve_accel(self) -> str:
-        wanted = self.options.get("accel", "auto")
+        wanted = self.spec.accel
         if wanted in ("kvm", "tcg"):
             self.accel_note = f"accel={wanted} as configured"
             return wanted
@@ -152,10 +155,12 @@ class VmEnvironment(Environment):
 
     def _kvm_boot_probe(self, deadline_s: float) -> tuple[bool, str]:
         """Boot the real guest with accel=kvm and a short deadline."""
-        probe = VmEnvironment(name="kvmprobe", options={**self.options, "docker": False, "pin": False,
-                                                         "hugepages": "off", "vcpus": 1, "memory_mb": 512,
-                                                         "data_disk_mb": 256},
-                              run_id=f"{self.run_id}", host_cores=self.host_cores, accel="kvm")
+        # the smallest guest of this configuration (a copy as it is: nothing
+        # here is validated again, as the study already was)
+        small = self.spec.model_copy(update={"docker": False, "pin": False, "hugepages": "off", "vcpus": 1,
+                                             "memory_mb": 512, "data_disk_mb": 256})
+        probe = VmEnvironment(name="kvmprobe", spec=small, run_id=f"{self.run_id}", host_cores=self.host_cores,
+                              accel="kvm", pin_cpus=self.pin_cpus)
         probe.ready_timeout_override = deadline_s
         try:
             probe.start()
@@ -180,14 +185,14 @@ class VmEnvironment(Environment):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d, mode=0o700)
         from isobench.images import rootfs_tar
-        cfg, self._memory_note = qemu_config(self.options, accel=self.accel, name=self.vm_name, vm_dir=self.vm_dir,
+        cfg, self._memory_note = qemu_config(self.spec, accel=self.accel, name=self.vm_name, vm_dir=self.vm_dir,
                                              sock_dir=self.sock_dir, kernel=kernel,
                                              extra_disks=(rootfs_tar(),) if self.docker else (), nic=self._nic())
         if len(cfg.qga_socket) > 100:
             raise EnvironmentError_(f"{self.name}: socket path too long: {cfg.qga_socket}")
         _check_run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, cfg.root_disk], 60)
         from isobench.envs.vm.disk import docker_data_disk_path, make_data_disk, seed_data_disk
-        size_mb = int(self.options.get("data_disk_mb", 4096))
+        size_mb = self.spec.data_disk_mb
         cached = docker_data_disk_path(self._image) if self.docker else None
         if cached and os.path.isfile(cached):
             # the image already imported by an earlier vm-docker run
@@ -206,15 +211,15 @@ class VmEnvironment(Environment):
         # ready: from starting QEMU to the agent's first answer; making the
         # overlay and data disk before that is reported apart
         self._boot = {"ready_s": round(t_ready - t_spawn, 3), "disk_prep_s": round(t_spawn - t0, 3)}
-        self._boot.update(self._ga.boot_times(self.options.get("guest_init", "isobench")))
-        if self.options.get("pin"):
+        self._boot.update(self._ga.boot_times(self.spec.guest_init))
+        if self.spec.pin:
             # pin = "node": vCPUs float within their node's CPUs
-            self._pinning = self._qemu.pin_vcpus(self.options.get("pin_cpus"), self.pin_offset)
+            self._pinning = self._qemu.pin_vcpus(self.pin_cpus, self.pin_offset)
 
     def _start_docker(self) -> None:
         boot, startup_s, published = GuestDocker(self._ga).start(
             image=self._image, data_disk=os.path.join(self.vm_dir, "data.raw"), container=self.container_name,
-            run_id=self.run_id, tmpfs_mb=self.options.get("tmpfs_mb"),
+            run_id=self.run_id, tmpfs_mb=self.spec.tmpfs_mb,
             publish_on=self.guest_addr if self._tap is not None else None, ports=self.bench_ports)
         self._container = self.container_name
         if published is not None:
@@ -276,8 +281,9 @@ class VmEnvironment(Environment):
     def measure_startup(self, timeout: float) -> dict[str, float]:
         """Boot a fresh guest with this one's configuration, to ready, and
         stop it: the startup workload's sample."""
-        twin = VmEnvironment(name=f"{self.name[:22]}-boot", options=dict(self.options), run_id=self.run_id,
-                             host_cores=self.host_cores, host_mem_bytes=self.host_mem_bytes, accel=self.accel)
+        twin = VmEnvironment(name=f"{self.name[:22]}-boot", spec=self.spec, run_id=self.run_id,
+                             host_cores=self.host_cores, host_mem_bytes=self.host_mem_bytes, accel=self.accel,
+                             pin_cpus=self.pin_cpus)
         if self.attached:
             # the twin boots with a NIC too (same device set, comparable boot);
             # it takes the next free tap of the run, so the next address
@@ -334,6 +340,12 @@ class VmEnvironment(Environment):
             self._tap = None
         shutil.rmtree(self.sock_dir, ignore_errors=True)
         shutil.rmtree(self.vm_dir, ignore_errors=True)
+
+    def recorded_options(self) -> dict:
+        options = super().recorded_options()
+        if self.pin_cpus is not None:
+            options["pin_cpus"] = list(self.pin_cpus)
+        return options
 
     def facts(self) -> dict:
         from isobench.envs.vm.kvm_probe import qemu_version

@@ -1,7 +1,7 @@
-"""The vm kind as the registry sees it: the study-file model, the presets
-(IBM's KVM configurations), the factory, the host probe for `isobench
-envs`, the cleaner of leftover QEMU processes and the guests' memory for
-preflight."""
+"""The vm kind as the registry sees it: the study-file model (VmSpec, in
+spec.py), the presets (IBM's KVM configurations), the factory, the host
+probe for `isobench envs`, the cleaner of leftover QEMU processes and the
+guests' memory for preflight."""
 
 from __future__ import annotations
 
@@ -9,51 +9,13 @@ import os
 import shutil
 import signal
 import time
-from typing import Literal
-
-from pydantic import Field, model_validator
 
 from isobench.envs.base import Environment
-from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Footprint, Pin
+from isobench.envs.kinds import EnvKind, EnvProbe, Footprint
 from isobench.envs.pinning import placement
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
+from isobench.envs.vm.spec import VmSpec
 from isobench.hostinfo import Finding, parse_cpulist
-
-
-class VmSpec(EnvSpec):
-    """A QEMU guest (envs/vm/); docker = true runs the workloads in a
-    container of the same image inside it (vm-docker)."""
-
-    kind: Literal["vm"] = "vm"
-    vcpus: int = Field(default=2, ge=1, le=512)
-    memory_mb: int = Field(default=2048, ge=256, le=4 * 1024 * 1024)
-    # default: QEMU's own CPU model (qemu64), what an untuned VM gets;
-    # host: passthrough (under TCG, where host is impossible, "max")
-    cpu_model: Literal["default", "host"] = "default"
-    # "SxCxT" (sockets x cores x threads, product = vcpus), "auto" (one
-    # socket of vcpus cores) or "none" (QEMU's default: one socket per vCPU)
-    topology: str = Field(default="none", pattern=r"^(none|auto|[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*)$")
-    pin: Pin = False
-    hugepages: Literal["off", "on"] = "off"
-    disk_cache: Literal["none", "directsync", "writeback", "writethrough"] = "none"
-    disk_aio: Literal["native", "io_uring", "threads"] = "native"
-    accel: Literal["auto", "kvm", "tcg"] = "auto"
-    data_disk_mb: int = Field(default=4096, ge=256, le=16 * 1024 * 1024)
-    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
-    root_bus: Literal["nvme", "virtio"] = "nvme"
-    guest_init: Literal["isobench", "systemd"] = "isobench"
-    docker: bool = False
-    instances: int = INSTANCES
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "VmSpec":
-        if self.topology not in ("none", "auto"):
-            s, c, t = (int(x) for x in self.topology.split("x"))
-            if s * c * t != self.vcpus:
-                raise ValueError(f"topology {self.topology} makes {s * c * t} CPUs, vcpus is {self.vcpus}")
-        if self.disk_aio == "native" and self.disk_cache not in ("none", "directsync"):
-            raise ValueError(f"disk_aio native needs disk_cache none or directsync, not {self.disk_cache}")
-        return self
 
 
 class VmKind(EnvKind):
@@ -71,12 +33,11 @@ class VmKind(EnvKind):
     scratch_roots = (SOCKET_ROOT,)
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
-        options = spec.model_dump(exclude={"kind", "instances"})
-        if spec.pin == "node":
-            options["pin_cpus"] = parse_cpulist(placement(spec.pin, index))
-        # "core": instance i's vCPUs start where instance i-1's ended
-        return VmEnvironment(name=name, options=options, run_id=run_id, host_cores=host.cores,
-                             host_mem_bytes=host.mem_bytes, pin_offset=index * spec.vcpus)
+        # "node": the vCPUs float within the node's CPUs; "core": instance
+        # i's vCPUs start where instance i-1's ended
+        node_cpus = parse_cpulist(placement(spec.pin, index)) if spec.pin == "node" else None
+        return VmEnvironment(name=name, spec=spec, run_id=run_id, host_cores=host.cores,
+                             host_mem_bytes=host.mem_bytes, pin_offset=index * spec.vcpus, pin_cpus=node_cpus)
 
     def footprint(self, spec: VmSpec) -> list[Footprint]:
         # guests' RAM, every instance at once (all environments are up together)

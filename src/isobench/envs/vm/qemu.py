@@ -1,4 +1,4 @@
-"""One QEMU process: its configuration from a spec's options, spawned so it
+"""One QEMU process: its configuration from the guest's spec, spawned so it
 dies with isobench, its QMP and guest-agent sockets connected, the agent
 awaited, its vCPU threads pinned, and quit."""
 
@@ -12,6 +12,7 @@ import time
 from isobench.envs.vm.guestagent import GuestAgent
 from isobench.envs.vm.qemu_cmdline import MemoryBacking, Nic, QemuConfig, Topology
 from isobench.envs.vm.qmp_sync import QmpTimeout, SyncQmp
+from isobench.envs.vm.spec import VmSpec
 from isobench.errors import EnvironmentError_
 from isobench.hostinfo import hugetlbfs_free_mb, thp_mode
 from isobench.lifetime import die_with_parent
@@ -20,24 +21,22 @@ READY_TIMEOUT_TCG_S = 240.0
 READY_TIMEOUT_KVM_S = 120.0
 
 
-def qemu_config(options: dict, *, accel: str, name: str, vm_dir: str, sock_dir: str, kernel: tuple[str, str],
+def qemu_config(spec: VmSpec, *, accel: str, name: str, vm_dir: str, sock_dir: str, kernel: tuple[str, str],
                 extra_disks: tuple[str, ...], nic: Nic | None) -> tuple[QemuConfig, str]:
     """The guest's QEMU configuration, and how its memory is backed (a
     fact: huge pages fall back to THP when too few are reserved)."""
-    o = options
-    vcpus = int(o.get("vcpus", 2))
-    cpu_model = {"default": "qemu64", "host": "host" if accel == "kvm" else "max"}[o.get("cpu_model", "default")]
-    topo = o.get("topology", "none")
+    vcpus = spec.vcpus
+    cpu_model = {"default": "qemu64", "host": "host" if accel == "kvm" else "max"}[spec.cpu_model]
     topology = None
-    if topo == "auto":
+    if spec.topology == "auto":
         topology = Topology(1, vcpus, 1)
-    elif topo != "none":
-        s, c, t = (int(x) for x in topo.split("x"))
+    elif spec.topology != "none":
+        s, c, t = (int(x) for x in spec.topology.split("x"))
         topology = Topology(s, c, t)
     memory = MemoryBacking("default")
-    mem_mb = int(o.get("memory_mb", 2048))
+    mem_mb = spec.memory_mb
     memory_note = f"default anonymous memory (host THP: {thp_mode()})"
-    if o.get("hugepages") == "on":
+    if spec.hugepages == "on":
         free_mb, path = hugetlbfs_free_mb()
         if path and free_mb >= mem_mb:
             memory = MemoryBacking("hugetlbfs", path)
@@ -47,17 +46,16 @@ def qemu_config(options: dict, *, accel: str, name: str, vm_dir: str, sock_dir: 
             memory_note = (f"THP: anonymous memory, preallocated (no {mem_mb} MiB of reserved huge pages: "
                            f"{free_mb} MiB free; host THP: {thp_mode()})")
     kargs = ()
-    if o.get("tmpfs_mb"):
-        kargs = (f"isobench.tmpfs_mb={int(o['tmpfs_mb'])}",)
+    if spec.tmpfs_mb:
+        kargs = (f"isobench.tmpfs_mb={spec.tmpfs_mb}",)
     cfg = QemuConfig(
         name=name, accel=accel, vcpus=vcpus, memory_mb=mem_mb, cpu_model=cpu_model,
         kernel=kernel[0], initrd=kernel[1],
         root_disk=os.path.join(vm_dir, "root.qcow2"), data_disk=os.path.join(vm_dir, "data.raw"),
         qga_socket=os.path.join(sock_dir, "qga.sock"), qmp_socket=os.path.join(sock_dir, "qmp.sock"),
         serial_log=os.path.join(vm_dir, "serial.log"), pidfile=os.path.join(vm_dir, "qemu.pid"),
-        topology=topology, memory=memory, disk_cache=o.get("disk_cache", "none"),
-        disk_aio=o.get("disk_aio", "native"), root_bus=o.get("root_bus", "nvme"),
-        guest_init=o.get("guest_init", "isobench"),
+        topology=topology, memory=memory, disk_cache=spec.disk_cache,
+        disk_aio=spec.disk_aio, root_bus=spec.root_bus, guest_init=spec.guest_init,
         extra_disks=extra_disks, kernel_args=kargs, nic=nic)
     return cfg, memory_note
 
