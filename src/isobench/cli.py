@@ -14,6 +14,7 @@ from rich.text import Text
 from isobench.cli_common import STORE_OPTION, console, default_output, err_console, writing
 from isobench.cli_common import fail as _fail
 from isobench.cli_common import open_store as _open_store
+from isobench.ids import printable
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -224,22 +225,33 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
                    "(default: the study's tolerance_pct, else 5).")
 @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
               help="Exit 1 naming every cell of B changed for the worse (significant after "
-                   "Benjamini-Hochberg correction, beyond the metric's noise floor) by more than PCT percent.")
+                   "Benjamini-Hochberg correction, beyond the metric's noise floor) by more than PCT percent; "
+                   "with --overhead, every environment whose cost against the baseline got worse so.")
+@click.option("--overhead", is_flag=True,
+              help="Compare each environment's ratio to the study's baseline (within its run, paired by "
+                   "round) between the runs, instead of raw values: did what isolation costs change? A host "
+                   "faster or slower between the runs cancels.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write JUnit XML: one test case per compared cell, failed where "
+                   "--fail-on-regression fails, skipped when inconclusive.")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
               show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float | None,
-                fail_pct: float | None, fmt: str, output: str | None) -> None:
+                fail_pct: float | None, overhead: bool, junit_path: str | None, fmt: str,
+                output: str | None) -> None:
     """Compare RUN_B against RUN_A, cell by cell: the ratio of B's geometric
     mean to A's with its interval (Welch's t on logs), Benjamini-Hochberg over
     all cells, and a verdict per cell: changed, equivalent within ±tolerance,
-    or inconclusive at this n (docs/statistics.md).
+    or inconclusive at this n (docs/statistics.md). With --overhead, each
+    environment's ratio to the baseline in B against the same in A.
 
     \b
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression
     beyond --fail-on-regression, 2 usage error or nothing to compare.
     """
-    from isobench.compare import compare_runs
+    from isobench.compare import compare_overheads, compare_runs
+    from isobench.errors import IsobenchError
     from isobench.report import compare_render as cmp
     from isobench.store import StoreError
     store_a = _open_store(store_path)
@@ -251,7 +263,14 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         b = store_b.load_run(store_b.resolve(run_b))
     except StoreError as exc:
         _fail(str(exc))
-    result = compare_runs(a, b, tolerance)
+    try:
+        result = compare_overheads(a, b, tolerance) if overhead else compare_runs(a, b, tolerance)
+    except IsobenchError as exc:
+        _fail(str(exc))
+    if not result.cells and overhead:
+        _fail(f"--overhead: runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment "
+              f"other than {result.baseline}) measured with {result.baseline} in both; drop --overhead to "
+              "compare raw values")
     if not result.cells:
         _fail(f"runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment) "
               "measured in both")
@@ -276,16 +295,30 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
                 Path(output).write_text(text, encoding="utf-8")
         else:
             click.echo(text)
-    if fmt == "terminal" and not output:  # where the change comes from (counters), when both runs have them
+    if junit_path:
+        from isobench.junit import write_junit
+        suite = f"isobench compare {a.run_id} {b.run_id}" + (" --overhead" if overhead else "")
+        try:
+            write_junit(junit_path, suite, cmp.junit_cases(result, regressions, fail_pct))
+        except IsobenchError as exc:
+            _fail(str(exc))
+    # Where the change comes from (counters), when both runs have them: raw
+    # per-unit costs between the runs, which is not what --overhead asks.
+    if fmt == "terminal" and not output and not overhead:
         from isobench.results.attribution import compare_section_lines
         for i, line in enumerate(compare_section_lines(a, b)):
             console.print(Text(("\n" if i == 0 else "") + line, style="bold" if i == 0 else ""))
     if output:
-        err_console.print(f"comparison written to {output}", markup=False, highlight=False)
+        err_console.print(f"comparison written to {printable(output)}", markup=False, highlight=False)
+        err_console.print(result.form_line, markup=False, highlight=False)
         err_console.print(result.summary_line(), markup=False, highlight=False)
+    if junit_path:
+        err_console.print(f"JUnit XML written to {printable(junit_path)}", markup=False, highlight=False)
     if regressions:
-        err_console.print(f"regression: {len(regressions)} cell(s) changed for the worse vs {a.run_id} "
-                          f"by more than {fail_pct:g}%:", style="bold red", markup=False, highlight=False)
+        what = (f"environment cell(s) whose cost against {result.baseline} got worse than in {a.run_id}"
+                if overhead else f"cell(s) changed for the worse vs {a.run_id}")
+        err_console.print(f"regression: {len(regressions)} {what} by more than {fail_pct:g}%:",
+                          style="bold red", markup=False, highlight=False)
         for c in regressions:
             err_console.print(f"  {cmp.regression_line(c)}", markup=False, highlight=False)
         sys.exit(1)

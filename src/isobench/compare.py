@@ -10,19 +10,40 @@ equivalent within ±tolerance, or inconclusive at this n. A *regression*
 percent. The A/A check: two runs of an unchanged study exit 0 from
 ``--fail-on-regression`` in at least 95% of cases (docs/statistics.md).
 
-Pure data: the renderers (terminal, Markdown, HTML) are in report/.
+With ``--overhead`` (``compare_overheads``) the question is another one:
+did what an environment costs move? Each run's ratio of every environment
+to the run's own baseline (as Table I measures it, paired by round) is
+compared between the runs: the ratio of ratios, its Welch-type interval
+(``stats.overhead_change``), the same correction and verdicts. The host's
+speed between the two runs scales an environment and its baseline alike and
+cancels, which a raw-value compare cannot tell from a change.
+
+Pure data: the renderers (terminal, Markdown, HTML, JUnit cases) are in
+report/.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from isobench.results.analysis import Question, judge_cells, settings_of
+from isobench.errors import IsobenchError
+from isobench.results.analysis import (
+    Question,
+    Settings,
+    baseline_question,
+    judge_cells,
+    judge_overhead_cells,
+    settings_of,
+)
 from isobench.results.model import MetricKey, RunData
 from isobench.results.table import HIGHER, LOWER, fmt_fact, is_emulated
+from isobench.stats import Effect
 from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, regressions
 
-__all__ = ["CellDiff", "RunComparison", "compare_runs"]
+__all__ = ["RAW", "OVERHEAD", "CellDiff", "RunComparison", "compare_runs", "compare_overheads"]
+
+RAW = "raw"  # each cell of B against the same cell of A
+OVERHEAD = "overhead"  # each environment's ratio to the baseline, B's against A's
 
 
 @dataclass(frozen=True)
@@ -31,11 +52,14 @@ class CellDiff:
     env: str
     verdict: Verdict  # B (candidate) vs A (reference)
     emulated: bool  # emulated (TCG) in either run
+    # the overhead form only: the baseline, and the environment against it in each run
+    baseline: str = ""
+    within_a: Effect | None = None
+    within_b: Effect | None = None
 
     @property
     def name(self) -> str:
-        case = "" if self.key.case in ("", "default") else f"/{self.key.case}"
-        return f"{self.key.workload}{case} {self.key.metric} on {self.env}"
+        return _cell_name(self.key, self.env, self.baseline)
 
     @property
     def flagged(self) -> bool:
@@ -58,6 +82,22 @@ class RunComparison:
     only_in_b: list[str] = field(default_factory=list)
     mismatched: list[str] = field(default_factory=list)  # same metric, different unit or direction
     facts_diff: list[tuple[str, str, str]] = field(default_factory=list)  # (fact, A, B)
+    form: str = RAW
+    baseline: str = ""  # the overhead form's baseline environment
+
+    @property
+    def is_overhead(self) -> bool:
+        return self.form == OVERHEAD
+
+    @property
+    def form_line(self) -> str:
+        """Which question was asked, for every output of the compare."""
+        if self.form == OVERHEAD:
+            return (f"form: overhead: each environment's ratio to {self.baseline} within its run, B's "
+                    f"against A's (the host's speed between the runs cancels)")
+        return ("form: raw values: each cell of B against the same cell of A (a change of the host's "
+                "speed between the runs is part of every change; --overhead compares each environment's "
+                "ratio to the baseline instead)")
 
     def count(self, verdict: str) -> int:
         return sum(1 for c in self.cells if c.verdict.verdict == verdict)
@@ -81,9 +121,9 @@ class RunComparison:
                 f"{self.count(INCONCLUSIVE)} inconclusive at this n")
 
 
-def _cell_name(key: MetricKey, env: str) -> str:
+def _cell_name(key: MetricKey, env: str, baseline: str = "") -> str:
     case = "" if key.case in ("", "default") else f"/{key.case}"
-    return f"{key.workload}{case} {key.metric} on {env}"
+    return f"{key.workload}{case} {key.metric} on {env}" + (f" vs {baseline}" if baseline else "")
 
 
 def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
@@ -154,3 +194,67 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> 
 
 def _arrow(k: MetricKey) -> str:
     return HIGHER if k.higher_is_better else LOWER
+
+
+def _check_overhead_runs(a: RunData, b: RunData) -> str:
+    """The baseline both runs share, or an IsobenchError naming what is
+    missing (the command line's error frame escapes the names it holds)."""
+    ids = f"runs {a.run_id} (A) and {b.run_id} (B)"
+    if a.baseline != b.baseline:
+        raise IsobenchError(f"--overhead: {ids} have different baselines ('{a.baseline}' in A, "
+                            f"'{b.baseline}' in B); an overhead compare needs the same baseline "
+                            "in both: drop --overhead to compare raw values")
+    base = b.baseline
+    for name, run in (("A", a), ("B", b)):
+        if not any(run.values.get((k, base)) for k in run.metrics):
+            raise IsobenchError(f"--overhead: run {run.run_id} ({name}) has no measured value of its "
+                                f"baseline '{base}', so it has no overhead to compare: drop "
+                                "--overhead to compare raw values")
+    shared = [e for e in b.environments if e != base and e in a.environments]
+    if not shared:
+        others = {n: ", ".join(e for e in r.environments if e != base) or "none"
+                  for n, r in (("A", a), ("B", b))}
+        raise IsobenchError(f"--overhead: {ids} share no environment other than the baseline "
+                            f"'{base}' (A has {others['A']}; B has {others['B']}): drop --overhead "
+                            "to compare raw values")
+    return base
+
+
+def _ratios(run: RunData, settings: Settings) -> dict[tuple[str, str, str, str], tuple[MetricKey, Question]]:
+    """(workload, case, metric, env) -> (key, env against the run's baseline),
+    every environment other than the baseline with values on both sides."""
+    out = {}
+    for k in run.metrics:
+        for env in run.environments:
+            if env != run.baseline and (q := baseline_question(run, k, env, settings)):
+                out[(k.workload, k.case, k.metric, env)] = (k, q)
+    return out
+
+
+def compare_overheads(a: RunData, b: RunData, tolerance_pct: float | None = None) -> RunComparison:
+    """Did what an environment costs move? For every environment other than
+    the shared baseline and every metric measured in both runs, B's ratio to
+    the baseline against A's (``results.analysis.judge_overhead_cells``).
+    Settings as ``compare_runs``. Raises IsobenchError (one line naming what
+    is missing) when the runs share no baseline or no other environment."""
+    base = _check_overhead_runs(a, b)
+    sa, sb = settings_of(a), settings_of(b)
+    settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
+    ra, rb = _ratios(a, sa), _ratios(b, sb)
+    asked, mismatched = [], []
+    for ident, (kb, qb) in rb.items():  # B's order: the newer study's
+        if ident not in ra:
+            continue
+        ka, qa = ra[ident]
+        env = ident[3]
+        if ka.unit != kb.unit or ka.higher_is_better != kb.higher_is_better:
+            mismatched.append(f"{_cell_name(kb, env, base)}: {ka.unit} {_arrow(ka)} vs {kb.unit} {_arrow(kb)}")
+            continue
+        asked.append((kb, env, qa, qb))
+    only_a = [_cell_name(k, i[3], base) for i, (k, _) in ra.items() if i not in rb]
+    only_b = [_cell_name(k, i[3], base) for i, (k, _) in rb.items() if i not in ra]
+    judged = judge_overhead_cells([(qa, qb) for *_, qa, qb in asked], settings, looks=sa.looks * sb.looks)
+    cells = [CellDiff(k, env, j.verdict, is_emulated(a, env) or is_emulated(b, env), base, j.within_a, j.within_b)
+             for (k, env, _, _), j in zip(asked, judged)]
+    return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b),
+                         form=OVERHEAD, baseline=base)

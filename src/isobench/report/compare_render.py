@@ -1,7 +1,9 @@
 """``isobench compare`` for the terminal and as Markdown (the HTML page is in
-html.py), from a compare.RunComparison: one row per cell, its legend, the
-facts that differ and the cells found in one run only. Renders only reads
-the comparison's attributes, so the report never imports the comparison."""
+html.py) and as JUnit test cases, from a compare.RunComparison: one row per
+cell, its legend, the facts that differ and the cells found in one run only,
+in either form (raw values, or ``--overhead``: each environment's ratio to
+the baseline). Renders only reads the comparison's attributes, so the
+report never imports the comparison."""
 
 from __future__ import annotations
 
@@ -11,12 +13,21 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from isobench.junit import Case
 from isobench.results.analysis import interval_text
 from isobench.report.markdown import md_escape
+from isobench.results.numbers import fmt_pct
 from isobench.results.table import DASH, EMULATED, EMULATED_NOTE, HIGHER, LOWER, MINUS, fmt_num
-from isobench.verdicts import CHANGED
+from isobench.verdicts import CHANGED, INCONCLUSIVE
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]
+
+
+def header(result) -> list[str]:
+    if not result.is_overhead:
+        return HEADER
+    return ["workload", "metric", "env", f"A: vs {result.baseline}", f"B: vs {result.baseline}",
+            "change of the ratio [interval]", "BH p", "verdict"]
 
 
 def fmt_p(p: float) -> str:
@@ -39,6 +50,21 @@ def _side(s) -> str:
     return f"{fmt_num(s.mean)} [{fmt_num(s.sd, 2)}] n={s.n}"
 
 
+def _ratio_side(e) -> str:
+    """One run's environment against its baseline: the change of the value
+    (as Table I prints it, uncorrected here), its rounds and test."""
+    n = e.n_pairs or min(e.n_c, e.n_b)
+    return f"{fmt_pct(e.pct)} n={n} {e.test}"
+
+
+def sides(result, cell) -> tuple[str, str]:
+    """The A and B columns: the raw cells, or each run's ratio to the baseline."""
+    if result.is_overhead:
+        return _ratio_side(cell.within_a), _ratio_side(cell.within_b)
+    e = cell.verdict.effect
+    return _side(e.baseline), _side(e.candidate)
+
+
 def rows(result) -> list[list[str]]:
     out = []
     for cell in result.cells:
@@ -47,8 +73,7 @@ def rows(result) -> list[list[str]]:
         arrow = HIGHER if cell.key.higher_is_better else LOWER
         env = cell.env + (f" {EMULATED}" if cell.emulated else "")
         out.append([cell.key.workload, f"{metric} ({cell.key.unit}) {arrow}", env,
-                    _side(v.effect.baseline), _side(v.effect.candidate), interval_text(v),
-                    fmt_p(v.p_adjusted), status_text(cell)])
+                    *sides(result, cell), interval_text(v), fmt_p(v.p_adjusted), status_text(cell)])
     return out
 
 
@@ -57,16 +82,33 @@ def regression_line(cell) -> str:
 
 
 def legend(result) -> list[str]:
-    lines = [f"A = {result.run_a.run_id} ({result.run_a.study_name}), B = {result.run_b.run_id} "
-             f"({result.run_b.study_name}); A is the reference of every cell.",
-             f"change: ratio of B's geometric mean to A's, with its interval corrected for the "
-             f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); "
-             f"test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p.",
-             f"WORSE/better: changed (BH-significant, beyond the noise floor); equivalent: the interval "
-             f"lies within \u00b1{result.tolerance_pct:g}% (or the metric's noise floor); inconclusive: "
-             f"neither, with the rounds per side that would tell; {HIGHER} higher is better, {LOWER} lower "
-             f"is better ({MINUS}% on {HIGHER} is worse).",
-             ]
+    ids = (f"A = {result.run_a.run_id} ({result.run_a.study_name}), B = {result.run_b.run_id} "
+           f"({result.run_b.study_name})")
+    if result.is_overhead:
+        base = result.baseline
+        lines = [f"{ids}; in each run every environment is compared with {base} of the same run.",
+                 f"A/B: vs {base}: the environment's change against {base} in that run (ratio of geometric "
+                 f"means, paired by round as in Table I; not corrected here), its rounds and test.",
+                 f"change of the ratio: B's ratio to {base} over A's, with its interval corrected for the "
+                 f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); "
+                 f"test: Welch-type t on the difference of the two runs' mean log ratios; BH p: "
+                 f"Benjamini-Hochberg adjusted p. A host faster or slower in B moves {base} and the "
+                 f"environment alike and cancels.",
+                 f"WORSE/better: the environment's cost against {base} changed (BH-significant, beyond the "
+                 f"noise floor); equivalent: the interval lies within \u00b1{result.tolerance_pct:g}% (or the "
+                 f"metric's noise floor); inconclusive: neither, with the rounds per run that would tell; "
+                 f"{HIGHER} higher is better, {LOWER} lower is better ({MINUS}% on {HIGHER} is worse).",
+                 ]
+    else:
+        lines = [f"{ids}; A is the reference of every cell.",
+                 f"change: ratio of B's geometric mean to A's, with its interval corrected for the "
+                 f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); "
+                 f"test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p.",
+                 f"WORSE/better: changed (BH-significant, beyond the noise floor); equivalent: the interval "
+                 f"lies within \u00b1{result.tolerance_pct:g}% (or the metric's noise floor); inconclusive: "
+                 f"neither, with the rounds per side that would tell; {HIGHER} higher is better, {LOWER} lower "
+                 f"is better ({MINUS}% on {HIGHER} is worse).",
+                 ]
     if any(c.emulated for c in result.cells):
         lines.append(f"{EMULATED} {EMULATED_NOTE}.")
     return lines
@@ -74,10 +116,10 @@ def legend(result) -> list[str]:
 
 def render_markdown(result, regressions: list | None = None) -> str:
     out = [f"# Compare {md_escape(result.run_a.run_id)} (A) \u2192 {md_escape(result.run_b.run_id)} (B)", "",
-           f"**{md_escape(result.summary_line())}**", ""]
+           md_escape(result.form_line), "", f"**{md_escape(result.summary_line())}**", ""]
     if regressions:
         out += ["## Regressions", ""] + [f"- {md_escape(regression_line(c))}" for c in regressions] + [""]
-    out += ["| " + " | ".join(HEADER) + " |", "|" + "|".join([":---"] * 3 + ["---:"] * 4 + [":---"]) + "|"]
+    out += ["| " + " | ".join(md_escape(h) for h in header(result)) + " |", "|" + "|".join([":---"] * 3 + ["---:"] * 4 + [":---"]) + "|"]
     for row in rows(result):
         out.append("| " + " | ".join(md_escape(x) for x in row) + " |")
     out += [""] + [f"- {md_escape(line)}" for line in legend(result)] + [""]
@@ -98,10 +140,10 @@ def _extras_md(result) -> list[str]:
 
 
 def render_terminal(result, console, regressions: list | None = None) -> None:
-    t = RichTable(*HEADER, box=box.SIMPLE_HEAVY,
-                  title=f"{result.run_a.run_id} (A) \u2192 {result.run_b.run_id} (B)")
-    for col in t.columns[3:7]:
-        col.justify = "right"
+    console.print(Text(result.form_line, style="bold"))
+    t = RichTable(box=box.SIMPLE_HEAVY, title=Text(f"{result.run_a.run_id} (A) \u2192 {result.run_b.run_id} (B)"))
+    for i, h in enumerate(header(result)):  # Text: an environment's name is shown, never read as markup
+        t.add_column(Text(h), justify="right" if 3 <= i < 7 else "left")
     for cell, row in zip(result.cells, rows(result)):
         style = ""
         if cell.flagged:
@@ -119,3 +161,21 @@ def render_terminal(result, console, regressions: list | None = None) -> None:
         if items:
             console.print(Text(f"{title}: " + "; ".join(items), style="yellow"))
     console.print(Text(result.summary_line(), style="bold"))
+
+
+def junit_cases(result, regressions: list | None = None, fail_pct: float | None = None) -> list[Case]:
+    """One JUnit case per compared cell: failed where the gate fails, skipped
+    when inconclusive (the runs cannot tell), passed otherwise."""
+    failing = {id(c) for c in regressions or []}
+    classname = f"isobench.compare.{'overhead' if result.is_overhead else 'raw'}.{result.run_b.study_name}"
+    cases = []
+    for cell in result.cells:
+        v = cell.verdict
+        failure = skipped = None
+        if id(cell) in failing:
+            what = f"cost against {result.baseline} worse than in" if result.is_overhead else "worse than"
+            failure = f"{what} {result.run_a.run_id} by more than {fail_pct:g}%: {v.text}"
+        elif v.verdict == INCONCLUSIVE:
+            skipped = v.text
+        cases.append(Case(cell.name, classname, failure, skipped, regression_line(cell)))
+    return cases

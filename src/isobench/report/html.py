@@ -16,7 +16,7 @@ from isobench.report.figures import FigureSpec, to_svg
 from isobench.report.section import HTML, ReportContext
 from isobench.report.sections import sections_for
 from isobench.results.model import RunData
-from isobench.results.table import EMULATED_NOTE, Cell, Table, fmt_num, tone
+from isobench.results.table import EMULATED_NOTE, Cell, Table, tone
 
 
 def _version() -> str:
@@ -91,5 +91,6 @@ def render_compare_html(result, regressions=None, fail_pct: float | None = None)
     """``isobench compare`` as a page (result: compare.RunComparison)."""
     return _env.get_template("compare.html.j2").render(
         r=result, regressions=regressions or [], fail_pct=fail_pct, legend=cmp.legend(result),
-        status=cmp.status_text, version=_version(), fmt_num=fmt_num, fmt_p=cmp.fmt_p,
+        header=cmp.header(result), sides=cmp.sides,
+        status=cmp.status_text, version=_version(), fmt_p=cmp.fmt_p,
         interval=cmp.interval_text, regression_line=cmp.regression_line, emulated_note=EMULATED_NOTE)

@@ -3,6 +3,8 @@ analysis, rounds paired across environments, and one call that turns a set
 of (candidate, reference) cells into final verdicts (docs/statistics.md).
 
 Table I, the NAT-vs-host section and compare go through ``judge_cells``;
+``compare --overhead`` through ``judge_overhead_cells`` (the same per-run
+question Table I asks, then how its answer moved between the runs);
 attribution (results/attribution.py) calls ``stats.compare_cell`` and
 ``verdicts.adjust`` directly, with their defaults (alpha 0.05, ±5%, no
 noise floor). Every verdict isobench prints thus comes from the same tests,
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
-from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
+from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell, overhead_change
 from isobench.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 
 
@@ -97,6 +99,44 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
                      tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
         for q in questions]
     return adjust(effects, alpha)
+
+
+def baseline_question(run: RunData, key: MetricKey, env: str, settings: Settings) -> Question | None:
+    """``env`` against the run's baseline in the same run, as Table I asks it:
+    paired by round unless the run's order was blocked (``settings`` are the
+    run's own). None when either side has no value."""
+    vals, ref = run.values.get((key, env)), run.values.get((key, run.baseline))
+    if not vals or not ref:
+        return None
+    return Question(key, vals, ref, pairs(run, key, env, run.baseline) if settings.paired else None)
+
+
+@dataclass(frozen=True)
+class OverheadJudgement:
+    """One environment's ratio to the baseline in each run, and the verdict on
+    how it moved from A to B."""
+
+    within_a: Effect
+    within_b: Effect
+    verdict: Verdict
+
+
+def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], settings: Settings,
+                         looks: int) -> list[OverheadJudgement]:
+    """Verdicts on how each (run A, run B) pair of within-run questions moved:
+    each run's log ratio tested as Table I tests it (its pairing was decided
+    by ``baseline_question``), ``stats.overhead_change`` between the runs,
+    then Benjamini-Hochberg over all pairs at the alpha the design allows.
+    ``settings`` (B's, with any --tolerance) give the margin and noise floors."""
+    alpha = sequential_alpha(looks, alpha=ALPHA)
+
+    def within(q: Question) -> Effect:
+        return compare_cell(q.candidate, q.reference, q.key.higher_is_better, pairs=q.pairs,
+                            tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
+
+    inner = [(within(qa), within(qb)) for qa, qb in questions]
+    verdicts = adjust([overhead_change(ea, eb) for ea, eb in inner], alpha)
+    return [OverheadJudgement(ea, eb, v) for (ea, eb), v in zip(inner, verdicts)]
 
 
 # An upper bound beyond both +999% and ten times the estimated ratio is
