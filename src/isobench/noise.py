@@ -70,6 +70,18 @@ def step_case(case: str, workers: int) -> str:
     return f"{STEP_PARAM}={workers}" if case in ("", "default") else f"{case},{STEP_PARAM}={workers}"
 
 
+def unstep_case(case: str) -> str:
+    """The workload's own case of a stored case (step_case undone):
+    ``noise=4`` -> ``default``, ``get,noise=4`` -> ``get``, ``get`` -> ``get``."""
+    head, sep, tail = case.rpartition(",")
+    if not sep:
+        head, tail = "default", case
+    name, eq, workers = tail.partition("=")
+    if name == STEP_PARAM and eq and workers.isdigit():
+        return head
+    return case
+
+
 def derive_vm_bytes(spec: NoiseSpec, mem_available: int) -> int:
     """Bytes per memory worker: the study's, or top_fraction of what is
     available spread over the top step's workers (at least 16 MiB)."""

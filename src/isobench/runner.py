@@ -286,10 +286,13 @@ def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: in
         reason = hide(str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}")
         store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, started_at,
                                 time.perf_counter() - t0, extra={"noise": noise_facts} if noise_facts else {},
-                                raw=raw, error=reason[:500]))
+                                raw=raw, error=reason[:500], parser_version=cell.workload.parser_version))
         return reason
+    # the parser's version goes with its values: a later parser change is told
+    # apart, and `isobench reparse` recomputes them from m.raw
     store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", started_at,
-                            time.perf_counter() - t0, m.values, m.extra, m.raw))
+                            time.perf_counter() - t0, m.values, m.extra, m.raw,
+                            parser_version=cell.workload.parser_version))
     return None
 
 

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from isobench.ids import printable
+from isobench.metric import Metric
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 
 SCHEMA = """
@@ -57,7 +58,8 @@ CREATE TABLE IF NOT EXISTS samples (
     extra TEXT NOT NULL,                 -- JSON detail (histograms ...)
     raw TEXT NOT NULL,                   -- the tool's output
     started_at TEXT NOT NULL,
-    wall_s REAL NOT NULL
+    wall_s REAL NOT NULL,
+    parser_version INTEGER               -- the workload's parser that made vals; NULL: not recorded (stored before)
 );
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
 CREATE TABLE IF NOT EXISTS fleet_hosts (   -- isobench/fleet/record.py
@@ -76,7 +78,8 @@ CREATE TABLE IF NOT EXISTS fleet_hosts (   -- isobench/fleet/record.py
 
 # Columns added since the first schema: (table, column, definition). A store
 # created before them gets them on open, so old stores keep working.
-ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),)
+ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
+                 ("samples", "parser_version", "INTEGER"))
 
 
 def now_iso() -> str:
@@ -99,6 +102,16 @@ class Sample:
     extra: dict = field(default_factory=dict)  # detail: latency histograms, noise facts ...
     raw: str = ""  # the tool's output, so the sample can be re-parsed
     error: str | None = None  # one line, for failed samples
+    parser_version: int | None = None  # Workload.parser_version that made `values`
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """New values for one stored sample (isobench reparse)."""
+    id: int  # samples.id
+    values: dict
+    extra: dict
+    parser_version: int
 
 
 @dataclass
@@ -223,6 +236,8 @@ class Store:
             except sqlite3.OperationalError:
                 pass  # added by another process meanwhile, or a read-only file: read as before
         self._role = "role" if "role" in self._columns("metric_defs") else "''"
+        # a read-only store from before parser versions reads as "not recorded"
+        self._version = "parser_version" if "parser_version" in self._columns("samples") else "NULL"
 
     def _columns(self, table: str) -> set[str]:
         return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
@@ -262,9 +277,31 @@ class Store:
         with self.db:  # committed now: a crash after this loses nothing
             self.db.execute(
                 "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, error, vals,"
-                " extra, raw, started_at, wall_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " extra, raw, started_at, wall_s, parser_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (s.run_id, s.env, s.workload, s.case, s.round, int(s.warmup), s.status, s.error,
-                 json.dumps(s.values), json.dumps(s.extra), s.raw, s.started_at, s.wall_s))
+                 json.dumps(s.values), json.dumps(s.extra), s.raw, s.started_at, s.wall_s, s.parser_version))
+
+    def rewrite_samples(self, run_id: str, rewrites: list[Rewrite],
+                        metrics: list[tuple[str, str, Metric]] = ()) -> None:
+        """isobench reparse: the samples' new values, extra and parser
+        version, and the metrics a newer parser adds ((workload, case,
+        Metric)), in one transaction: the run is rewritten whole or not at
+        all."""
+        try:
+            with self.db:
+                for r in rewrites:
+                    self.db.execute("UPDATE samples SET vals=?, extra=?, parser_version=? WHERE id=? AND run_id=?",
+                                    (json.dumps(r.values), json.dumps(r.extra), r.parser_version, r.id, run_id))
+                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
+                                          (run_id,)).fetchone()[0]
+                for workload, case, m in metrics:
+                    added = self.db.execute(
+                        "INSERT OR IGNORE INTO metric_defs (run_id, workload, ccase, metric, unit, higher_is_better,"
+                        " ordinal, role) VALUES (?,?,?,?,?,?,?,?)",
+                        (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role))
+                    ordinal += added.rowcount
+        except sqlite3.DatabaseError as exc:  # rolled back: the run is as it was
+            raise StoreError(store_problem(self.path, exc)) from None
 
     def reopen_run(self, run_id: str) -> None:
         with self.db:
@@ -403,6 +440,28 @@ class Store:
             detail = json.loads(extra) if extra else {}
             if detail:
                 out.setdefault((env, w, c), []).append(detail)
+        return out
+
+    def defined_metrics(self, run_id: str) -> set[tuple[str, str, str]]:
+        """(workload, case, metric) of every metric the run defines."""
+        return {tuple(r) for r in self.db.execute("SELECT workload, ccase, metric FROM metric_defs WHERE run_id=?",
+                                                  (run_id,))}
+
+    def parser_versions(self, run_id: str, workload: str | None = None) -> dict[tuple[str, str], dict]:
+        """The parser versions recorded with the measured samples (ok, not
+        warm-up): {(workload, case): {version: samples}}, version None where
+        the store does not say (samples stored before versions were
+        recorded); optionally for one workload. isobench/parser_versions.py
+        reads None per workload."""
+        sql = (f"SELECT workload, ccase, {self._version}, COUNT(*) FROM samples"
+               " WHERE run_id=? AND warmup=0 AND status='ok'")
+        args: list = [run_id]
+        if workload is not None:
+            sql += " AND workload=?"
+            args.append(workload)
+        out: dict[tuple[str, str], dict] = {}
+        for w, c, version, n in self.db.execute(sql + " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3", args):
+            out.setdefault((w, c), {})[version] = n
         return out
 
     def samples(self, run_id: str) -> list[dict]:

@@ -180,6 +180,9 @@ def _check(doc: dict) -> None:
         _typed(row, "round", (int,), where)
         _typed(row, "warmup", (int,), where)
         _typed(row, "wall_s", (int, float), where)
+        version = _typed(row, "parser_version", (int,), where, optional=True)  # absent: exported before versions
+        if version is not None and version < 1:
+            raise _Bad(f"{where}.parser_version: {version} is not a parser version (1 or more)")
         if row["status"] not in SAMPLE_STATUSES:
             raise _Bad(f"{where}.status: {shown(row['status'])} is not one of {', '.join(SAMPLE_STATUSES)}")
         _finite_values(_json_of(row.get("vals"), dict, f"{where}.vals"), f"{where}.vals")

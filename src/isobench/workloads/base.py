@@ -84,6 +84,12 @@ class Workload(abc.ABC):
     # Libraries those tools load whose versions matter too: recorded with
     # results, never installed by name (apt picks them as dependencies).
     libraries: ClassVar[tuple[str, ...]] = ()
+    # Raised by one whenever parse() would read other values from the same
+    # raw output (a fixed quantile, a new unit): each sample records the
+    # version that made its values, so a series that mixes two parsers is
+    # told apart, and `isobench reparse` recomputes the old samples
+    # (isobench/reparse.py; docs/reliability.md).
+    parser_version: ClassVar[int] = 1
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params
@@ -123,6 +129,18 @@ class Workload(abc.ABC):
     @abc.abstractmethod
     def parse(self, case: str, result: ExecResult) -> Measurement:
         """Pure: turn the tool's output into metric values, or raise ParseError."""
+
+    def cannot_reparse(self, case: str) -> str:
+        """Why a stored sample of `case` cannot be recomputed from what the
+        store kept of it ("" when it can): values measured outside any
+        tool output, or from outputs that were not kept."""
+        return ""
+
+    def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
+        """Pure: what parse() reads from a stored sample's raw output
+        (Measurement.raw) and its stored extra. The default holds for tools
+        whose raw output is their stdout; raises ParseError as parse() does."""
+        return self.parse(case, ExecResult([], 0, raw, "", 0.0))
 
     def run(self, case: str, env: Environment) -> Measurement:
         """One measured run. Override when the tool writes its result to a file."""

@@ -141,6 +141,10 @@ class Compression(Workload):
         return Measurement(values=values, extra={"input_bytes": self.params.size_mb * MB},
                            raw=result.stderr)
 
+    def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
+        # the raw output kept is GNU time's stderr, where parse() looks
+        return self.parse(case, ExecResult([], 0, "", raw, 0.0))
+
     def validity(self, case: str, m: Measurement) -> dict[str, str]:
         real = m.values.get("real_s", 0.0)
         if real * TIMER_SHARE >= TIMER_RESOLUTION_S:

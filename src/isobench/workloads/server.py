@@ -281,6 +281,17 @@ class ServerWorkload(Workload):
     def add_cpu_metrics(self, case: str, m: Measurement, window: CpuWindow) -> None:
         """Workloads that report CPU cost override this."""
 
+    def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
+        """The parser's values, and the CPU-cost ones again from the host
+        CPU window measure() stored beside them (they divide by what the
+        parser read, e.g. the bytes iperf3 moved). Without a whole window
+        the CPU-cost values are left out: reparse keeps the stored ones."""
+        m = super().reparse(case, raw, extra)
+        window = stored_window(extra.get("cpu_window"))
+        if window is not None:
+            self.add_cpu_metrics(case, m, window)
+        return m
+
     def _server_ticks(self, env: Environment) -> int | None:
         """utime + stime of the server process (clock ticks), read inside the
         environment; None when unreadable."""
@@ -289,6 +300,20 @@ class ServerWorkload(Workload):
             return None
         r = env.exec(["cat", f"/proc/{pid}/stat"], timeout=10)
         return proc_cpu_ticks(r.stdout) if r.ok else None
+
+
+def stored_window(doc) -> CpuWindow | None:
+    """The CpuWindow measure() kept in a sample's extra["cpu_window"], or
+    None when it is not all there (a counters-only entry, a hand-made run)."""
+    if not isinstance(doc, dict):
+        return None
+    try:
+        server = doc.get("server_cpu_s")
+        return CpuWindow(wall_s=float(doc["wall_s"]), host_busy_s=float(doc["host_busy_s"]),
+                         client_cpu_s=float(doc["client_cpu_s"]), ncpu=int(doc["ncpu"]),
+                         server_cpu_s=None if server is None else float(server))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def proc_state(stat: str) -> str:

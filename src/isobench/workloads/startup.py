@@ -51,6 +51,9 @@ class Startup(Workload):
     def parse(self, case: str, result: ExecResult) -> Measurement:
         return Measurement(values={"ready_s": result.wall_s})
 
+    def cannot_reparse(self, case: str) -> str:
+        return "its times are measured by the environment (measure_startup), not read from a tool's output"
+
     def run(self, case: str, env: Environment) -> Measurement:
         try:
             values = env.measure_startup(self.params.timeout_s)
