@@ -223,8 +223,9 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
               help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
                    "(default: the study's tolerance_pct, else 5).")
 @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
-              help="Exit 1 naming every cell of B changed for the worse (significant after "
-                   "Benjamini-Hochberg correction, beyond the metric's noise floor) by more than PCT percent.")
+              help="Exit 1 naming every primary cell of B (every cell, for runs stored before primaries) "
+                   "changed for the worse (significant after Benjamini-Hochberg correction, beyond the "
+                   "metric's noise floor) by more than PCT percent.")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
               show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
@@ -232,8 +233,9 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
                 fail_pct: float | None, fmt: str, output: str | None) -> None:
     """Compare RUN_B against RUN_A, cell by cell: the ratio of B's geometric
     mean to A's with its interval (Welch's t on logs), Benjamini-Hochberg over
-    all cells, and a verdict per cell: changed, equivalent within ±tolerance,
-    or inconclusive at this n (docs/statistics.md).
+    all cells (over the primary cells and, apart, the descriptive ones when
+    the runs store primaries), and a verdict per cell: changed, equivalent
+    within ±tolerance, or inconclusive at this n (docs/statistics.md).
 
     \b
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression

@@ -92,4 +92,5 @@ def render_compare_html(result, regressions=None, fail_pct: float | None = None)
     return _env.get_template("compare.html.j2").render(
         r=result, regressions=regressions or [], fail_pct=fail_pct, legend=cmp.legend(result),
         status=cmp.status_text, version=_version(), fmt_num=fmt_num, fmt_p=cmp.fmt_p,
-        interval=cmp.interval_text, regression_line=cmp.regression_line, emulated_note=EMULATED_NOTE)
+        interval=cmp.interval_text, regression_line=cmp.regression_line, label=cmp.metric_label,
+        emulated_note=EMULATED_NOTE)
