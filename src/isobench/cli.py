@@ -224,9 +224,10 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
               help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
                    "(default: the study's tolerance_pct, else 5).")
 @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
-              help="Exit 1 naming every cell of B changed for the worse (significant after "
-                   "Benjamini-Hochberg correction, beyond the metric's noise floor) by more than PCT percent; "
-                   "with --overhead, every environment whose cost against the baseline got worse so.")
+              help="Exit 1 naming every primary cell of B (every cell, for runs stored before primaries) "
+                   "changed for the worse (significant after Benjamini-Hochberg correction, beyond the "
+                   "metric's noise floor) by more than PCT percent; with --overhead, every environment whose "
+                   "cost against the baseline got worse so.")
 @click.option("--overhead", is_flag=True,
               help="Compare each environment's ratio to the study's baseline (within its run, paired by "
                    "round) between the runs, instead of raw values: did what isolation costs change? A host "
@@ -242,9 +243,11 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
                 output: str | None) -> None:
     """Compare RUN_B against RUN_A, cell by cell: the ratio of B's geometric
     mean to A's with its interval (Welch's t on logs), Benjamini-Hochberg over
-    all cells, and a verdict per cell: changed, equivalent within ±tolerance,
-    or inconclusive at this n (docs/statistics.md). With --overhead, each
-    environment's ratio to the baseline in B against the same in A.
+    all cells (over the primary cells and, apart, the descriptive ones when
+    the runs store primaries), and a verdict per cell: changed, equivalent
+    within ±tolerance, or inconclusive at this n (docs/statistics.md). With
+    --overhead, each environment's ratio to the baseline in B against the
+    same in A.
 
     \b
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression

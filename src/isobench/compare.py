@@ -5,9 +5,12 @@ compared with the same statistics as Table I (results/analysis.py), run A as
 the reference: the ratio of B's geometric mean to A's from Welch's t-test on
 log values (two runs cannot be paired round by round), Benjamini-Hochberg
 over all compared cells, and one of three verdicts per cell: changed,
-equivalent within ±tolerance, or inconclusive at this n. A *regression*
-(the CI gate) is a cell *changed* for the worse by more than a given
-percent. The A/A check: two runs of an unchanged study exit 0 from
+equivalent within ±tolerance, or inconclusive at this n. When the runs store
+their primaries (results/primary.py: B's, else A's), the primary cells form
+one family and the descriptive rest another, each corrected on its own. A
+*regression* (the CI gate) is a primary cell (any cell, for runs stored
+before primaries) *changed* for the worse by more than a given percent.
+The A/A check: two runs of an unchanged study exit 0 from
 ``--fail-on-regression`` in at least 95% of cases (docs/statistics.md).
 
 With ``--overhead`` (``compare_overheads``) the question is another one:
@@ -28,14 +31,17 @@ from dataclasses import dataclass, field, replace
 
 from isobench.errors import IsobenchError
 from isobench.results.analysis import (
+    DESCRIPTIVE,
+    PRIMARY,
     Question,
     Settings,
     baseline_question,
-    judge_cells,
+    judge_families,
     judge_overhead_cells,
     settings_of,
 )
 from isobench.results.model import MetricKey, RunData
+from isobench.results.primary import primary_family
 from isobench.results.table import HIGHER, LOWER, fmt_fact, is_emulated
 from isobench.stats import Effect
 from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, regressions
@@ -56,6 +62,8 @@ class CellDiff:
     baseline: str = ""
     within_a: Effect | None = None
     within_b: Effect | None = None
+    # "primary" | "descriptive" when the runs store primaries, "" otherwise (one family)
+    family: str = ""
 
     @property
     def name(self) -> str:
@@ -65,6 +73,12 @@ class CellDiff:
     def flagged(self) -> bool:
         """Changed, significantly after correction (and beyond any noise floor)."""
         return self.verdict.changed
+
+    @property
+    def gated(self) -> bool:
+        """Checked by --fail-on-regression: a primary cell, or any cell of a
+        compare of runs stored before primaries."""
+        return self.family != DESCRIPTIVE
 
     @property
     def worse_pct(self) -> float:
@@ -99,26 +113,48 @@ class RunComparison:
                 "speed between the runs is part of every change; --overhead compares each environment's "
                 "ratio to the baseline instead)")
 
-    def count(self, verdict: str) -> int:
-        return sum(1 for c in self.cells if c.verdict.verdict == verdict)
+    def count(self, verdict: str, family: str | None = None) -> int:
+        return sum(1 for c in self.cells if c.verdict.verdict == verdict and family in (None, c.family))
+
+    @property
+    def split(self) -> bool:
+        """Judged as two families (primary, descriptive)."""
+        return any(c.family for c in self.cells)
 
     @property
     def flagged(self) -> list[CellDiff]:
         return [c for c in self.cells if c.flagged]
 
     def regressions(self, pct: float) -> list[CellDiff]:
-        """The gate: cells changed for the worse by more than ``pct`` percent."""
-        worse = {id(v) for v in regressions([c.verdict for c in self.cells], pct)}
-        return [c for c in self.cells if id(c.verdict) in worse]
+        """The gate: primary cells (every cell of runs stored before
+        primaries) changed for the worse by more than ``pct`` percent."""
+        gated = [c for c in self.cells if c.gated]
+        worse = {id(v) for v in regressions([c.verdict for c in gated], pct)}
+        return [c for c in gated if id(c.verdict) in worse]
+
+    def level(self, family: str | None = None) -> float:
+        """The level of the (family's) intervals; nan when none was tested."""
+        return next((c.verdict.level for c in self.cells if c.verdict.effect.tested
+                     and family in (None, c.family)), float("nan"))
 
     def summary_line(self) -> str:
-        n = len(self.cells)
-        level = next((c.verdict.level for c in self.cells if c.verdict.effect.tested), float("nan"))
-        return (f"{self.count(CHANGED)} of {n} cells changed (significant after Benjamini-Hochberg "
-                f"correction: false discoveries <= 5%; intervals at {level * 100:.4g}%), "
-                f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
-                f"(or the metric's noise floor), "
-                f"{self.count(INCONCLUSIVE)} inconclusive at this n")
+        if not self.split:
+            n = len(self.cells)
+            return (f"{self.count(CHANGED)} of {n} cells changed (significant after Benjamini-Hochberg "
+                    f"correction: false discoveries <= 5%; intervals at {self.level() * 100:.4g}%), "
+                    f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
+                    f"(or the metric's noise floor), "
+                    f"{self.count(INCONCLUSIVE)} inconclusive at this n")
+        n = sum(1 for c in self.cells if c.family == PRIMARY)
+        d = len(self.cells) - n
+        return (f"{self.count(CHANGED, PRIMARY)} of {n} primary cells changed (significant after "
+                f"Benjamini-Hochberg correction among them: false discoveries <= 5%; intervals at "
+                f"{self.level(PRIMARY) * 100:.4g}%), {self.count(EQUIVALENT, PRIMARY)} equivalent within "
+                f"\u00b1{self.tolerance_pct:g}% (or the metric's noise floor), "
+                f"{self.count(INCONCLUSIVE, PRIMARY)} inconclusive at this n; {d} descriptive cells (their own "
+                f"family, intervals at {self.level(DESCRIPTIVE) * 100:.4g}%): {self.count(CHANGED, DESCRIPTIVE)} "
+                f"changed, {self.count(EQUIVALENT, DESCRIPTIVE)} equivalent, "
+                f"{self.count(INCONCLUSIVE, DESCRIPTIVE)} inconclusive")
 
 
 def _cell_name(key: MetricKey, env: str, baseline: str = "") -> str:
@@ -170,7 +206,8 @@ def _measured(run: RunData) -> dict[tuple[str, str, str, str], tuple[MetricKey, 
 def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> RunComparison:
     """B against A. ``tolerance_pct`` (the equivalence margin) defaults to
     B's study file's; noise floors come from B's study file; the level
-    accounts for both runs' planned looks when they were adaptive."""
+    accounts for both runs' planned looks when they were adaptive. The
+    families: B's primaries when B stores them, else A's, else one family."""
     ma, mb = _measured(a), _measured(b)
     asked, mismatched = [], []
     for ident, (kb, vb) in mb.items():  # B's order: the newer study's
@@ -184,9 +221,12 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> 
         asked.append((kb, env, Question(kb, vb, va)))
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
-    verdicts = judge_cells([q for *_, q in asked], settings, looks=sa.looks * sb.looks)
-    cells = [CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env))
-             for (k, env, _), v in zip(asked, verdicts)]
+    primaries = primary_family((a, b))
+    family = ["" if primaries is None else PRIMARY if (k.workload, k.case, k.metric) in primaries else DESCRIPTIVE
+              for k, *_ in asked]
+    verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks)
+    cells = [CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
+             for (k, env, _), v, f in zip(asked, verdicts, family)]
     only_a = [_cell_name(k, i[3]) for i, (k, _) in ma.items() if i not in mb]
     only_b = [_cell_name(k, i[3]) for i, (k, _) in mb.items() if i not in ma]
     return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b))

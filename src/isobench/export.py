@@ -31,7 +31,9 @@ CELL_COLUMNS = ("run_id", "workload", "case", "metric", "unit", "higher_is_bette
                 "pct_ci95_low", "pct_ci95_high", "p_value", "significant", "verdict",
                 # since version 2
                 "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed",
-                "warnings")
+                "warnings",
+                # appended since primaries
+                "family")
 
 # Per-sample counters (docs/attribution.md): one row per measured sample and
 # counter, its delta over the sample and the delta per unit of work.
@@ -115,6 +117,7 @@ def cell_rows(run: RunData) -> list[dict]:
                 "direction": (v.direction or None) if v else None,
                 "rounds_needed": v.rounds_needed if v else None,
                 "warnings": "; ".join(cell.warnings) or None,
+                "family": row.family or None,
             })
     return rows
 

@@ -1,8 +1,13 @@
-"""What a workload measures: a metric's name, unit, direction and role.
+"""What a workload measures: a metric's name, unit, direction, role and
+whether it is one of its case's primaries.
 
 The role tells reports what a metric is without guessing from its name:
-which figures draw it, which comparisons it enters. Workloads declare it;
-the store keeps it with the run so reports work from the store alone.
+which figures draw it, which comparisons it enters. ``primary`` says the
+metric answers the case's question (its throughput, or the latency that
+defines the workload): Table I judges the primaries in a family of their
+own, and the compare gate and adaptive stopping look at them; every other
+metric is descriptive (docs/statistics.md). Workloads declare both; the
+store keeps them with the run so reports work from the store alone.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class Metric:
     higher_is_better: bool
     description: str = ""
     role: str = ""
+    primary: bool = False  # one of the case's primaries (a study's ``primary`` list overrides)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

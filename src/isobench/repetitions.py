@@ -12,9 +12,11 @@ The rule here:
 * Rounds are added in fixed blocks, and the run looks at its data only at
   the planned points min_rounds, min_rounds + block, ..., max_rounds:
   K = ``Schedule.looks`` possible looks, fixed before anything is measured.
-* At a look, the run stops when every cell's 95% CI half-width
+* At a look, the run stops when every watched cell's 95% CI half-width
   (``stats.ci_halfwidth_pct``) is within the target, or when the cap is
-  reached; otherwise it runs one more block.
+  reached; otherwise it runs one more block. The runner watches the run's
+  primary cells (results/primary.py): a descriptive metric never holds the
+  run back. The correction below holds whichever cells are watched.
 * The final analysis tests at ``sequential_alpha(K)`` = alpha / K instead
   of alpha (Bonferroni over the looks). Whatever the stop rule does, a
   false alarm at the look where the run stopped is a false alarm at one of
@@ -109,10 +111,12 @@ def converged(values: Sequence[float], target_ci_pct: float) -> bool:
 
 
 def next_block(values_by_cell: Sequence[Sequence[float]], rounds_done: int,
-               schedule: Schedule, target_ci_pct: float) -> NextBlock:
-    """How many more rounds to run now. ``values_by_cell``: each cell's values
-    so far (a cell with failed rounds simply has fewer); ``rounds_done``:
-    rounds completed. Off the planned points, it only completes the block."""
+               schedule: Schedule, target_ci_pct: float, what: str = "cell") -> NextBlock:
+    """How many more rounds to run now. ``values_by_cell``: each watched
+    cell's values so far (a cell with failed rounds simply has fewer; the
+    runner watches a run's primary cells, results/primary.py); ``rounds_done``:
+    rounds completed; ``what`` names a cell in the text. Off the planned
+    points, it only completes the block."""
     pts = schedule.points
     if rounds_done >= schedule.max_rounds:
         return NextBlock(0, pts.index(schedule.max_rounds) + 1 if rounds_done == schedule.max_rounds
@@ -124,11 +128,11 @@ def next_block(values_by_cell: Sequence[Sequence[float]], rounds_done: int,
     look = pts.index(rounds_done) + 1
     flags = _flags(values_by_cell, target_ci_pct)
     if all(flags):
-        return NextBlock(0, look, flags, f"every cell within ±{target_ci_pct:g}% "
+        return NextBlock(0, look, flags, f"every {what} within ±{target_ci_pct:g}% "
                                          f"after {rounds_done} rounds (look {look} of {len(pts)})")
     more = pts[look] - rounds_done
     waiting = len(flags) - sum(flags)
-    return NextBlock(more, look, flags, f"{waiting} of {len(flags)} cells wider than "
+    return NextBlock(more, look, flags, f"{waiting} of {len(flags)} {what}s wider than "
                                         f"±{target_ci_pct:g}%: {more} more rounds")
 
 

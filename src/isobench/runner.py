@@ -26,6 +26,7 @@ from isobench.health import Watch, clean_pending, final_status, remember_leftove
 from isobench.hostinfo import host_info
 from isobench.noise import Noise, step_case
 from isobench.repetitions import NextBlock, next_block
+from isobench.results.primary import primary_keys, stores_primaries
 from isobench.store import Sample, Store, StoreWriteError, now_iso
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
@@ -123,7 +124,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     watch = Watch(run_id, progress.note)
     envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
     for cell in cells:
-        store.define_metrics(run_id, cell.key, cell.case, cell.workload.metrics(cell.workload_case))
+        store.define_metrics(run_id, cell.key, cell.case, cell.workload.defined_metrics(cell.workload_case))
     started: list[Environment] = []
     client = None
     noise = Noise(study.noise, run_id) if study.noise is not None else None
@@ -215,11 +216,14 @@ def _round_label(meta, round_: int) -> str:
 
 def _next_block(store: Store, run_id: str, cells: list[Cell], measured: int, meta) -> NextBlock:
     """The adaptive rule at a planned look: every (metric, environment) cell
-    of this step's workload cases, from what the store holds."""
+    of this step's workload cases whose metric is a primary (every metric, for
+    a run stored before primaries and resumed), from what the store holds."""
     run = store.load_run(run_id)
     ours = {(c.key, c.case) for c in cells}
-    values = [v for (key, _env), v in run.values.items() if (key.workload, key.case) in ours]
-    return next_block(values, measured, meta.schedule, meta.target_ci_pct)
+    watched = set(primary_keys(run)) if stores_primaries(run) else set(run.metrics)
+    values = [v for (key, _env), v in run.values.items() if (key.workload, key.case) in ours and key in watched]
+    return next_block(values, measured, meta.schedule, meta.target_ci_pct,
+                      what="primary cell" if stores_primaries(run) else "cell")
 
 
 def _record_adaptive(store: Store, run_id: str, step, measured: int, d: NextBlock) -> None:

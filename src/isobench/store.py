@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS metric_defs (
     higher_is_better INTEGER NOT NULL,
     ordinal INTEGER NOT NULL,
     role TEXT NOT NULL DEFAULT '',       -- isobench.metric role; '' in runs stored before roles
+    is_primary INTEGER NOT NULL DEFAULT 0, -- 1: a primary of its case; 0 everywhere in runs before primaries
     PRIMARY KEY (run_id, workload, ccase, metric)
 );
 CREATE TABLE IF NOT EXISTS samples (
@@ -79,7 +80,8 @@ CREATE TABLE IF NOT EXISTS fleet_hosts (   -- isobench/fleet/record.py
 # Columns added since the first schema: (table, column, definition). A store
 # created before them gets them on open, so old stores keep working.
 ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
-                 ("samples", "parser_version", "INTEGER"))
+                 ("samples", "parser_version", "INTEGER"),
+                 ("metric_defs", "is_primary", "INTEGER NOT NULL DEFAULT 0"))
 
 
 def now_iso() -> str:
@@ -235,7 +237,9 @@ class Store:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
             except sqlite3.OperationalError:
                 pass  # added by another process meanwhile, or a read-only file: read as before
-        self._role = "role" if "role" in self._columns("metric_defs") else "''"
+        defs = self._columns("metric_defs")
+        self._role = "role" if "role" in defs else "''"
+        self._primary = "is_primary" if "is_primary" in defs else "0"
         # a read-only store from before parser versions reads as "not recorded"
         self._version = "parser_version" if "parser_version" in self._columns("samples") else "NULL"
 
@@ -258,14 +262,17 @@ class Store:
                             (run_id, env, json.dumps(facts, sort_keys=True, default=str)))
 
     def define_metrics(self, run_id: str, workload: str, case: str, metrics) -> None:
+        """The case's metrics (isobench.metric.Metric) with their roles and
+        primary flags, as the run will report them."""
         with self.db:
             for m in metrics:
                 ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
                                           (run_id,)).fetchone()[0]
                 self.db.execute(
                     "INSERT OR IGNORE INTO metric_defs (run_id, workload, ccase, metric, unit, higher_is_better,"
-                    " ordinal, role) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role))
+                    " ordinal, role, is_primary) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role,
+                     int(m.primary)))
 
     def add_sample(self, s: Sample) -> None:
         try:
@@ -378,10 +385,10 @@ class Store:
         env_facts = {e: _printable(json.loads(f)) for e, f in self.db.execute(
             "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
         keys = {}
-        for w, c, m, u, hib, role in self.db.execute(
-                f"SELECT workload, ccase, metric, unit, higher_is_better, {self._role} FROM metric_defs"
-                " WHERE run_id=? ORDER BY ordinal", (run_id,)):
-            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role)
+        for w, c, m, u, hib, role, primary in self.db.execute(
+                f"SELECT workload, ccase, metric, unit, higher_is_better, {self._role}, {self._primary}"
+                " FROM metric_defs WHERE run_id=? ORDER BY ordinal", (run_id,)):
+            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role, bool(primary))
         run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
                       host_facts=_printable(json.loads(r[5])), study_text=r[6], study_hash=r[7], baseline=r[8],
                       environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))

@@ -13,7 +13,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
-from isobench.ids import NAME_RE, NAME_RULE
+from isobench.ids import NAME_RE, NAME_RULE, shown
 from isobench.readbound import BoundedReadError, read_bounded
 from isobench.noise import NoiseSpec
 from isobench.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
@@ -199,8 +199,22 @@ def _workload_entries(path: str, raw: Any) -> list[WorkloadEntry]:
             params = cls.Params.model_validate(body)
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("workloads", key), cls.Params)) from None
+        _check_primary(path, key, kind, params)
         entries.append(WorkloadEntry(key, kind, params))
     return entries
+
+
+def _check_primary(path: str, key: str, kind: str, params: WorkloadParams) -> None:
+    """Every metric a table's ``primary`` list names is one its cases emit
+    with these parameters (the workload's metric names, known before the run)."""
+    if not params.primary:
+        return
+    names = WORKLOADS[kind].metric_names(params)
+    unknown = [n for n in params.primary if n not in names]
+    if unknown:
+        shown_names = ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
+        raise StudyError(f"{path}: workloads.{key}.primary: {shown(unknown[0])} is not a metric of {kind} "
+                         f"with these parameters; its metrics: {shown_names}")
 
 
 def parse_study(text: str, path: str = "<study>") -> Study:

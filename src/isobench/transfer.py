@@ -160,6 +160,8 @@ def _check(doc: dict) -> None:
                 raise _Bad(f"{where}.{col}: {shown(row[col])} holds control characters")
         _typed(row, "higher_is_better", (int,), where)
         _typed(row, "ordinal", (int,), where)
+        if _typed(row, "is_primary", (int,), where, optional=True) not in (None, 0, 1):
+            raise _Bad(f"{where}.is_primary: {shown(row['is_primary'])} is not 0 or 1")
         check_name(row["workload"], f"{where}.workload")
         if row.get("role") not in (None, *ROLES):
             raise _Bad(f"{where}.role: {shown(row['role'])} is not a metric role")

@@ -19,7 +19,9 @@ CELLS = ["run_id", "workload", "case", "metric", "unit", "higher_is_better", "en
          "sd", "cv", "ci95_low", "ci95_high", "ratio_vs_baseline", "pct_vs_baseline", "pct_ci95_low",
          "pct_ci95_high", "p_value", "significant", "verdict",
          # version 2
-         "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed", "warnings"]
+         "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed", "warnings",
+         # appended since primaries
+         "family"]
 
 
 @pytest.fixture(scope="module")

@@ -68,6 +68,11 @@ CASES = [
     ("a workload that is a number, not a table", [('[workloads.w]\nworkload = "fio"\n', '[workloads]\nw = 5\n')],
      "workloads.w"),
     ("an HPL matrix of 10^15", [('"fio"', '"hpcc"\nn = 1000000000000000')], "workloads.w.n"),
+    # primary metrics
+    ("a primary metric the workload does not emit", [('"fio"', '"fio"\nprimary = ["rm -rf /"]')],
+     "workloads.w.primary"),
+    ("an escape sequence as a primary metric", [('"fio"', '"fio"\nprimary = ["\\u001b]52;c;aGk=\\u0007"]')],
+     "workloads.w.primary"),
 ]
 
 

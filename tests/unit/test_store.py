@@ -215,3 +215,72 @@ def test_a_failed_sample_write_is_a_store_write_error_and_keeps_earlier_samples(
         s.add_sample(Sample("run-1", "native", "compression", "default", 4, False, "ok", "t", 1.0, {}))
     s.close()
     assert len(Store(path).samples("run-1")) == before
+
+
+def test_define_metrics_keeps_the_primary_flag(store):
+    study = parse_study(STUDY, "s.toml")
+    store.create_run("r", study, {})
+    store.define_metrics("r", "compression", "default", [
+        Metric("throughput_mbs", "MB/s", True, role="throughput", primary=True), Metric("real_s", "s", False)])
+    run = store.load_run("r")
+    assert [m.primary for m in run.metrics] == [True, False]
+    from isobench.results.primary import primary_keys, stores_primaries
+    assert stores_primaries(run) and primary_keys(run) == run.metrics[:1]
+
+
+def _before_primaries(path: str) -> None:
+    """A run written as isobench wrote it with roles, before primaries: no
+    is_primary column in metric_defs."""
+    from isobench.store import SCHEMA
+    schema = "\n".join(line for line in SCHEMA.splitlines() if "is_primary" not in line)
+    db = sqlite3.connect(path)
+    db.executescript(schema)
+    db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+               ("net", "s", "s.toml", STUDY, "h", "native", json.dumps(list(NET_ENVS)), "t0", "t1", "complete",
+                "{}"))
+    for env, facts in NET_ENVS.items():
+        db.execute("INSERT INTO env_facts VALUES (?,?,?)", ("net", env, json.dumps(facts)))
+    for i, (w, c, m, u, hib, role) in enumerate(NET_METRICS):
+        db.execute("INSERT INTO metric_defs VALUES (?,?,?,?,?,?,?,?)", ("net", w, c, m, u, int(hib), i, role))
+        for env in NET_ENVS:
+            for rnd in (1, 2, 3):
+                db.execute("INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra,"
+                           " raw, started_at, wall_s) VALUES (?,?,?,?,?,0,'ok',?,'{}','','t',1.0)",
+                           ("net", env, w, c, rnd, json.dumps({m: _net_value(env, rnd)})))
+    db.commit()
+    db.close()
+
+
+def test_a_store_from_before_primaries_gets_the_column_and_reports_as_before(tmp_path):
+    from isobench.report.markdown import render_markdown
+    from isobench.results.primary import stores_primaries
+    from isobench.results.table import DESCRIPTIVE_MARK, build_table
+    old_path, new_path = str(tmp_path / "old.sqlite"), str(tmp_path / "new.sqlite")
+    _before_primaries(old_path)
+    assert "is_primary" not in {row[1] for row in sqlite3.connect(old_path).execute("PRAGMA table_info(metric_defs)")}
+    old = Store(old_path)
+    assert "is_primary" in {row[1] for row in old.db.execute("PRAGMA table_info(metric_defs)")}
+    Store(old_path).close()  # a second open finds the column there and leaves it
+    run = old.load_run("net")
+    assert [(m.role, m.primary) for m in run.metrics] == [("latency", False), ("throughput", False)]
+    assert not stores_primaries(run) and {r.family for r in build_table(run).rows} == {""}
+
+    new = Store(new_path)  # the same run as written today by a writer that flags nothing
+    new.db.execute("ATTACH DATABASE ? AS old", (old_path,))
+    with new.db:
+        for table in ("runs", "env_facts", "samples"):
+            new.db.execute(f"INSERT INTO {table} SELECT * FROM old.{table}")
+    for w, c, m, u, hib, role in NET_METRICS:
+        new.define_metrics("net", w, c, [Metric(m, u, hib, role=role)])
+    md = render_markdown(run)
+    assert md == render_markdown(new.load_run("net")) and DESCRIPTIVE_MARK not in md
+
+    # the migrated store takes a run with primaries
+    old.db.execute("INSERT INTO runs SELECT 'net2', study_name, study_path, study_text, study_hash, baseline,"
+                   " environments, started_at, finished_at, status, host_facts FROM runs WHERE run_id='net'")
+    old.db.commit()
+    old.define_metrics("net2", "netlat", "tcp", [Metric("mean_us", "µs", False, role="latency", primary=True),
+                                                 Metric("p99_us", "µs", False, role="latency")])
+    assert [m.primary for m in old.load_run("net2").metrics] == [True, False]
+    old.close()
+    new.close()

@@ -16,8 +16,9 @@ from rich.text import Text
 from isobench.junit import Case
 from isobench.results.analysis import interval_text
 from isobench.report.markdown import md_escape
+from isobench.results.analysis import DESCRIPTIVE
 from isobench.results.numbers import fmt_pct
-from isobench.results.table import DASH, EMULATED, EMULATED_NOTE, HIGHER, LOWER, MINUS, fmt_num
+from isobench.results.table import DASH, DESCRIPTIVE_MARK, EMULATED, EMULATED_NOTE, HIGHER, LOWER, MINUS, fmt_num
 from isobench.verdicts import CHANGED, INCONCLUSIVE
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]
@@ -69,12 +70,19 @@ def rows(result) -> list[list[str]]:
     out = []
     for cell in result.cells:
         v = cell.verdict
-        metric = cell.key.metric if cell.key.case in ("", "default") else f"{cell.key.case}: {cell.key.metric}"
-        arrow = HIGHER if cell.key.higher_is_better else LOWER
         env = cell.env + (f" {EMULATED}" if cell.emulated else "")
-        out.append([cell.key.workload, f"{metric} ({cell.key.unit}) {arrow}", env,
+        out.append([cell.key.workload, metric_label(cell), env,
                     *sides(result, cell), interval_text(v), fmt_p(v.p_adjusted), status_text(cell)])
     return out
+
+
+def metric_label(cell) -> str:
+    """"case: metric (unit) ↑", with the descriptive mark when the compare
+    is judged in two families and the cell is not a primary."""
+    k = cell.key
+    metric = k.metric if k.case in ("", "default") else f"{k.case}: {k.metric}"
+    mark = f" {DESCRIPTIVE_MARK}" if cell.family == DESCRIPTIVE else ""
+    return f"{metric} ({k.unit}) {HIGHER if k.higher_is_better else LOWER}{mark}"
 
 
 def regression_line(cell) -> str:
@@ -101,17 +109,30 @@ def legend(result) -> list[str]:
                  ]
     else:
         lines = [f"{ids}; A is the reference of every cell.",
-                 f"change: ratio of B's geometric mean to A's, with its interval corrected for the "
-                 f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); "
-                 f"test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p.",
+                 _change_line(result),
                  f"WORSE/better: changed (BH-significant, beyond the noise floor); equivalent: the interval "
                  f"lies within \u00b1{result.tolerance_pct:g}% (or the metric's noise floor); inconclusive: "
                  f"neither, with the rounds per side that would tell; {HIGHER} higher is better, {LOWER} lower "
                  f"is better ({MINUS}% on {HIGHER} is worse).",
                  ]
+    if result.split:
+        lines.append(f"{DESCRIPTIVE_MARK} descriptive: not one of its workload case's primary metrics (as B stores "
+                     "them, else A); judged in a Benjamini-Hochberg family of its own, never failing "
+                     "--fail-on-regression.")
     if any(c.emulated for c in result.cells):
         lines.append(f"{EMULATED} {EMULATED_NOTE}.")
     return lines
+
+
+def _change_line(result) -> str:
+    tail = "test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p."
+    if not result.split:
+        return (f"change: ratio of B's geometric mean to A's, with its interval corrected for the "
+                f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); {tail}")
+    n = sum(1 for c in result.cells if c.family != DESCRIPTIVE)
+    return (f"change: ratio of B's geometric mean to A's, with its interval corrected within its family, the "
+            f"{n} primary cells or the {len(result.cells) - n} descriptive ones marked {DESCRIPTIVE_MARK} (it "
+            f"excludes 0% exactly for the BH-significant cells of its family); {tail}")
 
 
 def render_markdown(result, regressions: list | None = None) -> str:

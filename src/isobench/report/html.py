@@ -93,4 +93,5 @@ def render_compare_html(result, regressions=None, fail_pct: float | None = None)
         r=result, regressions=regressions or [], fail_pct=fail_pct, legend=cmp.legend(result),
         header=cmp.header(result), sides=cmp.sides,
         status=cmp.status_text, version=_version(), fmt_p=cmp.fmt_p,
-        interval=cmp.interval_text, regression_line=cmp.regression_line, emulated_note=EMULATED_NOTE)
+        interval=cmp.interval_text, regression_line=cmp.regression_line, label=cmp.metric_label,
+        emulated_note=EMULATED_NOTE)

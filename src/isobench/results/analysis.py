@@ -2,9 +2,12 @@
 analysis, rounds paired across environments, and one call that turns a set
 of (candidate, reference) cells into final verdicts (docs/statistics.md).
 
-Table I, the NAT-vs-host section and compare go through ``judge_cells``;
-``compare --overhead`` through ``judge_overhead_cells`` (the same per-run
-question Table I asks, then how its answer moved between the runs);
+Table I, the NAT-vs-host section and compare go through ``judge_cells``
+(Table I and compare through ``judge_families``: a run that stores
+primaries is judged as two families, its primary cells and the descriptive
+rest, each with its own Benjamini-Hochberg correction); ``compare
+--overhead`` through ``judge_overhead_cells`` (the same per-run question
+Table I asks, then how its answer moved between the runs);
 attribution (results/attribution.py) calls ``stats.compare_cell`` and
 ``verdicts.adjust`` directly, with their defaults (alpha 0.05, ±5%, no
 noise floor). Every verdict isobench prints thus comes from the same tests,
@@ -137,6 +140,30 @@ def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], setting
     inner = [(within(qa), within(qb)) for qa, qb in questions]
     verdicts = adjust([overhead_change(ea, eb) for ea, eb in inner], alpha)
     return [OverheadJudgement(ea, eb, v) for (ea, eb), v in zip(inner, verdicts)]
+
+
+# verdict families of a run that stores its primaries (results/primary.py);
+# "" is the one family of a run stored before them
+PRIMARY = "primary"
+DESCRIPTIVE = "descriptive"
+
+
+def judge_families(questions: Sequence[Question], settings: Settings, family: Sequence[str],
+                   looks: int | None = None) -> list[Verdict]:
+    """``judge_cells`` once per family (``family``: each question's,
+    PRIMARY, DESCRIPTIVE or ""), verdicts in the order given: the primaries'
+    correction counts only the primary cells (m is their number, and their
+    intervals narrow accordingly), the descriptive cells are corrected among
+    themselves. One family ("" everywhere) is exactly ``judge_cells`` over
+    all."""
+    if len(family) != len(questions):
+        raise ValueError(f"{len(family)} families for {len(questions)} questions")
+    out: list[Verdict | None] = [None] * len(questions)
+    for name in dict.fromkeys(family):
+        idx = [i for i, f in enumerate(family) if f == name]
+        for i, v in zip(idx, judge_cells([questions[i] for i in idx], settings, looks)):
+            out[i] = v
+    return out  # type: ignore[return-value]  # every index belongs to one family
 
 
 # An upper bound beyond both +999% and ten times the estimated ratio is

@@ -15,6 +15,9 @@ class MetricKey:
     unit: str
     higher_is_better: bool
     role: str = ""  # isobench.metric role; read it through results.roles.role_of
+    # stored as one of its case's primaries; False in runs stored before
+    # primaries: read them through results.primary, which falls back to roles
+    primary: bool = False
 
 
 @dataclass

@@ -3,8 +3,9 @@
 One row per metric (study order), one column per environment with the
 baseline first. Each cell carries its Summary, its final Verdict against
 the baseline (results/analysis.py: paired per-round or Welch test on logs,
-Benjamini-Hochberg over the whole table, changed / equivalent /
-inconclusive) and the text the paper would print,
+Benjamini-Hochberg over the whole table, or, for a run that stores its
+primaries, over the primary cells and, separately, over the descriptive
+ones; changed / equivalent / inconclusive) and the text the paper would print,
 ``mean (change [interval]) [sd] marker``, plus warnings about its samples.
 Computing texts here, once, keeps terminal, Markdown and HTML identical.
 """
@@ -13,13 +14,23 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from isobench.anomalies import drift, outliers, slow_first_round
 from isobench.metric import DURATION, LATENCY, STARTUP, is_time_unit
-from isobench.results.analysis import Question, Settings, interval_text, judge_cells, pairs, settings_of
+from isobench.results.analysis import (
+    DESCRIPTIVE,
+    PRIMARY,
+    Question,
+    Settings,
+    interval_text,
+    judge_families,
+    pairs,
+    settings_of,
+)
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
+from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.roles import role_of
 from isobench.repetitions import converged
 from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
@@ -35,6 +46,9 @@ WARNED = "\u26a0"  # warning sign: see the cell's warnings below the table
 EMULATED = "\u2020"  # dagger
 EMULATED_NOTE = "emulated (TCG), not comparable to KVM"
 HIGHER = "\u2191"
+# after the label of a descriptive row (a run that stores primaries): not one
+# of its case's primaries, judged in the descriptive family
+DESCRIPTIVE_MARK = "(d)"
 LOWER = "\u2193"
 # Metrics whose spread is shown as median and min..max beside the mean: times,
 # known by their role or, for metrics declared without one (fio's
@@ -67,8 +81,11 @@ class Cell:
 @dataclass(frozen=True)
 class Row:
     key: MetricKey
-    label: str  # "case: metric (unit) ↑", workload shown by the renderer's grouping
+    label: str  # "case: metric (unit) ↑" (+ " (d)" when descriptive), workload shown by the renderer's grouping
     cells: tuple[Cell, ...]  # in column order
+    # the verdict family: "primary" | "descriptive" for a run that stores its
+    # primaries, "" for one stored before (one family over every row)
+    family: str = ""
 
 
 @dataclass(frozen=True)
@@ -263,22 +280,29 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
         f"{HIGHER} higher is better, {LOWER} lower is better: for {HIGHER} a {MINUS}% is worse, "
         f"for {LOWER} a +% is worse.",
     ]
+    split = any(r.family for r in rows)
     if judged:
-        level = judged[0].level
         how = {TEST_PAIRED: "paired t-test on the per-round log ratios (same round, interleaved)",
                TEST_WELCH_LOG: "Welch's t-test on log values (rounds could not be paired)"}
         used = "; ".join(f"{how.get(t, t)}: {k} cell{'s' if k > 1 else ''}" for t, k in tests.most_common())
-        legend += [
-            f"Change: ratio of geometric means, with its {_pct(level)} interval (corrected for the "
-            f"{judged[0].m} cells compared; it excludes 0% exactly for the BH-significant cells). "
-            f"Tests: {used}.",
-            f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction over the table "
-            f"(false discoveries <= 5%) and beyond the metric's noise floor. {MARKS[EQUIVALENT]} equivalent: "
-            f"the interval lies within \u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). "
-            f"{MARKS[INCONCLUSIVE]} "
-            f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.",
-        ]
-    legend += adaptive_lines(run, settings)
+        rest = (f"and beyond the metric's noise floor. {MARKS[EQUIVALENT]} equivalent: "
+                f"the interval lies within \u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). "
+                f"{MARKS[INCONCLUSIVE]} "
+                f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.")
+        if not split:
+            legend += [
+                f"Change: ratio of geometric means, with its {_pct(judged[0].level)} interval (corrected for the "
+                f"{judged[0].m} cells compared; it excludes 0% exactly for the BH-significant cells). "
+                f"Tests: {used}.",
+                f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction over the table "
+                f"(false discoveries <= 5%) {rest}",
+            ]
+        else:
+            legend += family_lines(rows, used) + [
+                f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction within its family "
+                f"(false discoveries <= 5% among the primary cells, and among the descriptive ones) {rest}",
+            ]
+    legend += adaptive_lines(run, settings, split)
     per_cell_n = any(cell.status == OK and col.n is None
                      for r in rows for col, cell in zip(columns, r.cells))
     if per_cell_n:
@@ -299,13 +323,36 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
     return tuple(legend)
 
 
-def adaptive_lines(run: RunData, settings: Settings) -> list[str]:
+def family_lines(rows: tuple[Row, ...], tests: str) -> list[str]:
+    """The legend of a run judged as two families: which they are, the level
+    and m of each one's intervals, and the ``tests`` used."""
+    parts = []
+    for family, what in ((PRIMARY, "primary cells"), (DESCRIPTIVE, f"descriptive cells marked {DESCRIPTIVE_MARK}")):
+        judged = [c.verdict for r in rows if r.family == family for c in r.cells
+                  if c.verdict is not None and c.verdict.effect.tested]
+        if judged:
+            parts.append(f"at {_pct(judged[0].level)} for the {judged[0].m} {what}")
+    change = ("Change: ratio of geometric means, with its interval corrected within its family"
+              + (f": {', '.join(parts)}" if parts else "")
+              + f"; each excludes 0% exactly for the BH-significant cells of its family. Tests: {tests}.")
+    return [
+        "Primary metrics answer each workload case's question (its throughput, or the latency or time that "
+        "defines it; the study's primary list where it sets one) and are corrected among themselves. "
+        f"{DESCRIPTIVE_MARK} descriptive: every other metric, corrected in a family of its own, so that it neither "
+        "widens the primaries' intervals nor counts among their discoveries.",
+        change,
+    ]
+
+
+def adaptive_lines(run: RunData, settings: Settings, split: bool = False) -> list[str]:
     """How an adaptive run stopped (the looks it recorded), and the level its
-    tests used because of them."""
+    tests used because of them. ``split``: the run stores its primaries,
+    and the rule waited for the primary cells only."""
     if settings.target_ci_pct is None:
         return []
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
-    out = [f"Adaptive repetitions: rounds added in blocks until every cell's 95% CI was within "
+    cells = "primary cell's" if split else "cell's"
+    out = [f"Adaptive repetitions: rounds added in blocks until every {cells} 95% CI was within "
            f"\u00b1{settings.target_ci_pct:g}%; tests at alpha = 0.05/{settings.looks} for the "
            f"{settings.looks} planned looks."]
     for step, looks in sorted((facts.get("adaptive") or {}).items()):
@@ -327,16 +374,31 @@ def inconclusive_lines(table: "Table") -> list[str]:
             if cell.verdict is not None and cell.verdict.verdict == INCONCLUSIVE]
 
 
+def row_families(run: RunData) -> dict[MetricKey, str]:
+    """Each metric's verdict family: "primary" or "descriptive" when the run
+    stores its primaries (results/primary.py), "" for every metric of a run
+    stored before (one family, as then)."""
+    if not stores_primaries(run):
+        return {key: "" for key in run.metrics}
+    primaries = set(primary_keys(run))
+    return {key: PRIMARY if key in primaries else DESCRIPTIVE for key in run.metrics}
+
+
 def build_table(run: RunData) -> Table:
     settings = settings_of(run)
     columns = build_columns(run)
     questions = _questions(run, columns)
-    verdicts = dict(zip(questions, judge_cells(list(questions.values()), settings)))
+    family = row_families(run)
+    asked = list(questions.values())
+    verdicts = dict(zip(questions, judge_families(asked, settings, [family[q.key] for q in asked])))
     rows = []
     for key in run.metrics:
-        cells = tuple(build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)), settings)
+        # the adaptive rule waited for the primaries only, when the run has them
+        watched = settings if family[key] != DESCRIPTIVE else replace(settings, target_ci_pct=None)
+        cells = tuple(build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)), watched)
                       for col in columns)
-        rows.append(Row(key, row_label(key), cells))
+        label = row_label(key) + (f" {DESCRIPTIVE_MARK}" if family[key] == DESCRIPTIVE else "")
+        rows.append(Row(key, label, cells, family[key]))
     rows_t = tuple(rows)
     footnotes = tuple(f"{EMULATED} {c.env}: {EMULATED_NOTE}." for c in columns if c.emulated)
     footnotes += tuple(f"{c.env}: {workload} not run: {reason}." for c in columns

@@ -9,7 +9,7 @@ interface.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from pydantic import Field, field_validator
@@ -55,6 +55,20 @@ class WorkloadParams(StrictModel):
 
     # Seconds a single run may take before it is killed and recorded as failed.
     timeout_s: float = Field(600, gt=0, le=86_400)
+    # The study's primaries for this workload table, overriding the ones the
+    # workload declares in every case that emits any of them (docs/statistics.md,
+    # families); the study checks each name against the metrics the table's
+    # cases emit before anything starts. Empty: the workload's own.
+    primary: tuple[str, ...] = ()
+
+    @field_validator("primary")
+    @classmethod
+    def _primary(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v:
+            raise ValueError("name at least one metric; leave primary out for the workload's own primaries")
+        if len(set(v)) != len(v):
+            raise ValueError("names a metric twice")
+        return v
 
 
 def distinct_counts(field: str, top: int, *, what: str = "counts", allow_empty: bool = False, sort: bool = True):
@@ -72,6 +86,11 @@ def distinct_counts(field: str, top: int, *, what: str = "counts", allow_empty: 
         return tuple(sorted(v)) if sort else v
 
     return field_validator(field)(classmethod(check))
+
+
+# A host for asking a workload what it emits: cases() and metrics() answer
+# from the parameters alone, never from the host (Workload.metric_names).
+NO_HOST = HostInfo(cores=1, mem_bytes=0, disk_free_bytes=0)
 
 
 class Workload(abc.ABC):
@@ -101,11 +120,40 @@ class Workload(abc.ABC):
         return cls.packages + cls.libraries
 
     def cases(self) -> list[str]:
-        """Sub-benchmarks; each is its own cell in the study matrix."""
+        """Sub-benchmarks; each is its own cell in the study matrix. From the
+        parameters alone (never the host)."""
         return ["default"]
 
     @abc.abstractmethod
-    def metrics(self, case: str) -> list[Metric]: ...
+    def metrics(self, case: str) -> list[Metric]:
+        """What one run of ``case`` measures, each with its role and, for
+        the metric(s) that answer the case's question (its throughput, or
+        the latency or time that defines the workload), ``primary=True``.
+        From the parameters alone (never the host), so that a study's names
+        can be checked before the run."""
+
+    def primaries(self, case: str) -> tuple[str, ...]:
+        """The names of the case's primary metrics: the study's ``primary``
+        list where the case emits any of them, else those the workload
+        declares (``Metric.primary``)."""
+        emitted = self.metrics(case)
+        names = {m.name for m in emitted}
+        chosen = tuple(n for n in self.params.primary if n in names)
+        return chosen or tuple(m.name for m in emitted if m.primary)
+
+    def defined_metrics(self, case: str) -> list[Metric]:
+        """The case's metrics as the run stores them: ``metrics(case)`` with
+        each one's primary flag settled by ``primaries(case)``."""
+        chosen = set(self.primaries(case))
+        return [replace(m, primary=m.name in chosen) for m in self.metrics(case)]
+
+    @classmethod
+    def metric_names(cls, params: WorkloadParams) -> list[str]:
+        """Every metric name the workload emits with these parameters, over
+        all its cases, in order: known before the run (the study checks its
+        ``primary`` list against it)."""
+        workload = cls(params, NO_HOST)
+        return list(dict.fromkeys(m.name for case in workload.cases() for m in workload.metrics(case)))
 
     def footprint(self) -> list[Footprint]:
         """Memory and disk one environment's copy needs (preflight checks them)."""

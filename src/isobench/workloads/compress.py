@@ -96,7 +96,8 @@ class Compression(Workload):
 
     def metrics(self, case: str) -> list[Metric]:
         return [
-            Metric("throughput_mbs", "MB/s", True, "input megabytes (10^6 B) per real second", role=THROUGHPUT),
+            Metric("throughput_mbs", "MB/s", True, "input megabytes (10^6 B) per real second", role=THROUGHPUT,
+                   primary=True),
             Metric("real_s", "s", False, "wall-clock time of pixz", role=DURATION),
             Metric("user_s", "s", False, "CPU time in user mode, all threads", role=DURATION),
             Metric("sys_s", "s", False, "CPU time in the kernel, all threads", role=DURATION),

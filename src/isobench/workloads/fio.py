@@ -162,9 +162,10 @@ def case_metrics(case: str) -> list[Metric]:
     _, _, sequential = CASES[case]
     metrics: list[Metric] = []
     if sequential:
-        metrics.append(Metric("bandwidth_mbs", "MB/s", True, "10^6 bytes per second", role=THROUGHPUT))
+        metrics.append(Metric("bandwidth_mbs", "MB/s", True, "10^6 bytes per second", role=THROUGHPUT,
+                              primary=True))
     else:
-        metrics.append(Metric("iops", "IO/s", True, "completed I/Os per second", role=THROUGHPUT))
+        metrics.append(Metric("iops", "IO/s", True, "completed I/Os per second", role=THROUGHPUT, primary=True))
         if case == "randrw70":
             metrics += [Metric("read_iops", "IO/s", True, "reads of the 70/30 mix", role=THROUGHPUT),
                         Metric("write_iops", "IO/s", True, "writes of the 70/30 mix", role=THROUGHPUT)]

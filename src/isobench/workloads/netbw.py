@@ -54,7 +54,7 @@ class Netbw(ServerWorkload):
     def metrics(self, case: str) -> list[Metric]:
         who = "environment transmits" if case == "tx" else "environment receives"
         return [
-            Metric("gbps", "Gbit/s", True, f"one TCP stream, {who}", role=THROUGHPUT),
+            Metric("gbps", "Gbit/s", True, f"one TCP stream, {who}", role=THROUGHPUT, primary=True),
             Metric("cpu_s_per_gb", "CPU-s/GB", False,
                    "host CPU-seconds per 10^9 bytes, minus the client's own process", role=CPU_COST),
             Metric("server_cpu_s_per_gb", "CPU-s/GB", False,

@@ -60,8 +60,8 @@ class Netlat(ServerWorkload):
 
     def metrics(self, case: str) -> list[Metric]:
         proto = case.upper()
-        return [Metric("mean_us", "µs", False, f"{proto} round trip, mean", role=LATENCY),
-                Metric("p50_us", "µs", False, f"{proto} round trip, median", role=LATENCY),
+        return [Metric("mean_us", "µs", False, f"{proto} round trip, mean", role=LATENCY, primary=True),
+                Metric("p50_us", "µs", False, f"{proto} round trip, median", role=LATENCY, primary=True),
                 Metric("p99_us", "µs", False, f"{proto} round trip, 99th percentile", role=LATENCY)]
 
     def server_port(self, case: str) -> tuple[int, str]:

@@ -86,7 +86,8 @@ class Oltp(ServerWorkload):
         return sweep_cases("threads", self.params.threads)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("tps", "tx/s", True, "sysbench oltp_read_write transactions per second", role=THROUGHPUT),
+        return [Metric("tps", "tx/s", True, "sysbench oltp_read_write transactions per second", role=THROUGHPUT,
+                       primary=True),
                 Metric("p95_ms", "ms", False, "95th percentile transaction latency", role=LATENCY),
                 # no role (not CPU_UTIL): the report has never drawn these against
                 # throughput, its cpu_util* naming rule did not match them

@@ -62,7 +62,8 @@ class Redis(ServerWorkload):
         return sweep_cases("clients", self.params.clients)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("rps", "req/s", True, "requests per second, SET and GET together", role=THROUGHPUT),
+        return [Metric("rps", "req/s", True, "requests per second, SET and GET together", role=THROUGHPUT,
+                       primary=True),
                 Metric("mean_ms", "ms", False, "mean request latency (mean of SET's and GET's)", role=LATENCY),
                 Metric("p99_ms", "ms", False, "99th percentile latency (max of SET's and GET's)", role=LATENCY)]
 

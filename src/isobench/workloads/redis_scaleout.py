@@ -72,7 +72,7 @@ class RedisScaleout(MultiServerWorkload):
 
     def metrics(self, case: str) -> list[Metric]:
         return [Metric("rps", "req/s", True, "aggregate GET+SET requests per second through the proxy",
-                       role=THROUGHPUT),
+                       role=THROUGHPUT, primary=True),
                 Metric("get_rps", "req/s", True, "GET requests per second", role=THROUGHPUT),
                 Metric("set_rps", "req/s", True, "SET requests per second", role=THROUGHPUT),
                 # through the proxy: not in the NAT vs host comparison (LATENCY's meaning)

@@ -37,7 +37,7 @@ class Startup(Workload):
     def metrics(self, case: str) -> list[Metric]:
         return [
             Metric("ready_s", "s", False, "start request to ready (process running / guest agent answering)",
-                   role=STARTUP),
+                   role=STARTUP, primary=True),
             Metric("guest_kernel_s", "s", False, "guest kernel boot: guest uptime when init started", role=STARTUP),
             Metric("guest_agent_start_s", "s", False, "guest uptime when the guest agent started", role=STARTUP),
         ]

@@ -13,8 +13,8 @@ from isobench.report.blocks import BAD, GOOD, Figure, Grid, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
 from isobench.results.numbers import fmt_pct
-from isobench.results.primary import primary_keys
-from isobench.results.table import OK, Cell, Row, Table, tone
+from isobench.results.primary import primary_keys, stores_primaries
+from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
 from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP
 
 SHOWN = 4  # inconclusive cells listed one by one per environment
@@ -91,10 +91,17 @@ class AnswerSection(Section):
         found = answers(table, keys)
         if not found or not keys:
             return []
-        m = max((c.verdict.m for r in table.rows for c in r.cells if c.verdict is not None), default=0)
-        out = [Para(f"{len(keys)} primary metric(s) per environment (each workload case's throughput, else its "
-                    f"latency, else its duration), with Table I's verdicts ({m} cells corrected together); "
-                    "Table I has every metric.")]
+        wanted = set(keys)
+        primary_rows = [r for r in table.rows if r.key in wanted]
+        m = max((c.verdict.m for r in primary_rows for c in r.cells if c.verdict is not None), default=0)
+        if stores_primaries(ctx.run):  # judged in a family of their own (Table I's legend)
+            out = [Para(f"{len(keys)} primary metric(s) per environment (each workload case's own, or the "
+                        f"study's primary list), with Table I's verdicts ({m} primary cells corrected together); "
+                        f"Table I has every metric, the descriptive ones marked {DESCRIPTIVE_MARK}.")]
+        else:
+            out = [Para(f"{len(keys)} primary metric(s) per environment (each workload case's throughput, else "
+                        f"its latency, else its duration), with Table I's verdicts ({m} cells corrected together); "
+                        "Table I has every metric.")]
         grid = []
         for a in found:
             worse = sum(1 for _, c in a.changed if tone(c) == "worse")
