@@ -396,12 +396,13 @@ def clean() -> None:
     console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
 
 
-# commands that live in their own modules (fleet; moving runs between stores; calibrate)
+# commands that live in their own modules (fleet; moving runs between stores; calibrate; history)
 from isobench.fleet.commands import fleet  # noqa: E402
 from isobench.transfer_cli import export_run_cmd, import_cmd  # noqa: E402
 from isobench.calibrate_cli import calibrate  # noqa: E402
+from isobench.history_cli import history  # noqa: E402
 
-for _command in (fleet, export_run_cmd, import_cmd, calibrate):
+for _command in (fleet, export_run_cmd, import_cmd, calibrate, history):
     main.add_command(_command)
 
 if __name__ == "__main__":
