@@ -152,3 +152,45 @@ def simple_run(store, run_id: str, values: dict[str, list[float]], metric=("thro
                                     {metric[0]: v}))
     store.finish_run(run_id, "complete")
     return run_id
+
+
+HISTORY_HOST = {"hostname": "bench1", "cpu_model": "Synthetic CPU @ 2.0GHz", "cores": 2, "mem_bytes": 24 * 2**30,
+                "kernel": "6.1.0-test-amd64", "docker_version": "20.10.24", "loadavg": "0.10 0.20 0.30 1/100 1"}
+
+
+def history_run(store, run_id: str, day: int, ratio: float, *, noise: float = 0.01, seed: int = 0,
+                rounds: int = 5, host: dict | None = None, env_facts: dict | None = None,
+                study_text: str | None = None, status: str = "complete",
+                metric=("throughput_mbs", "MB/s", True), envs=("native", "docker-host"),
+                ratios: dict | None = None) -> str:
+    """One run of a history series: native around 100 and each other
+    environment at RATIO times it (or ratios[env]), per-round noise NOISE
+    (relative sd), started on 2026-05-DAY (day may run past 31: the month
+    moves on), with host facts HOST (default HISTORY_HOST) and per-environment
+    facts ENV_FACTS merged over the defaults."""
+    import datetime as _dt
+    rng = np.random.default_rng(seed)
+    study = fake_study(envs)
+    if study_text is not None:
+        study.text = study_text
+        study.hash = hashlib.sha256(study_text.encode()).hexdigest()[:16]
+    store.create_run(run_id, study, dict(HISTORY_HOST if host is None else host))
+    started = _dt.datetime(2026, 5, 1, 10, 0, tzinfo=_dt.timezone.utc) + _dt.timedelta(days=day - 1)
+    with store.db:
+        store.db.execute("UPDATE runs SET started_at=? WHERE run_id=?",
+                         (started.strftime("%Y-%m-%dT%H:%M:%S%z"), run_id))
+    store.define_metrics(run_id, "compression", "default", [Metric(*metric)])
+    for env in envs:
+        facts = {"kind": env.split("-")[0], "options": {"cpus": 1.0} if env != "native" else {},
+                 "container": f"isobench-{run_id}-{env}"}
+        facts.update((env_facts or {}).get(env, {}))
+        store.set_env_facts(run_id, env, facts)
+    base = 100.0 * np.exp(rng.normal(0, noise, rounds))  # round effects shared by every environment
+    for env in envs:
+        r = 1.0 if env == envs[0] else (ratios or {}).get(env, ratio)
+        vals = base * r * np.exp(rng.normal(0, noise, rounds))
+        for i, v in enumerate(vals):
+            store.add_sample(Sample(run_id, env, "compression", "default", i, False, "ok",
+                                    started.strftime("%Y-%m-%dT%H:%M:%S%z"), 1.0, {metric[0]: float(v)}))
+    store.finish_run(run_id, status)
+    return run_id

@@ -433,13 +433,14 @@ def clean() -> None:
 
 
 # commands that live in their own modules (fleet; moving runs between stores; calibrate;
-# recomputing stored values with the current parsers)
+# recomputing stored values with the current parsers; history)
 from isobench.fleet.commands import fleet  # noqa: E402
 from isobench.transfer_cli import export_run_cmd, import_cmd  # noqa: E402
 from isobench.calibrate_cli import calibrate  # noqa: E402
 from isobench.reparse_cli import reparse  # noqa: E402
+from isobench.history_cli import history  # noqa: E402
 
-for _command in (fleet, export_run_cmd, import_cmd, calibrate, reparse):
+for _command in (fleet, export_run_cmd, import_cmd, calibrate, reparse, history):
     main.add_command(_command)
 
 if __name__ == "__main__":

@@ -87,6 +87,13 @@ def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec
         cell_class=cell_class, kind_of=_kind_of, svg=_svg, version=_version())
 
 
+def render_page(template: str, **context) -> str:
+    """Another page made of report blocks (history): TEMPLATE imports the
+    block macros with the helpers they call."""
+    return _env.get_template(template).render(kind_of=_kind_of, svg=_svg, cell_class=cell_class,
+                                              emulated_note=EMULATED_NOTE, version=_version(), **context)
+
+
 def render_compare_html(result, regressions=None, fail_pct: float | None = None) -> str:
     """``isobench compare`` as a page (result: compare.RunComparison)."""
     return _env.get_template("compare.html.j2").render(
