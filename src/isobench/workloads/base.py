@@ -84,6 +84,10 @@ class Workload(abc.ABC):
     # Libraries those tools load whose versions matter too: recorded with
     # results, never installed by name (apt picks them as dependencies).
     libraries: ClassVar[tuple[str, ...]] = ()
+    # Its time is mostly waiting for the disk: what a study can resolve for it
+    # is predicted from the host-noise pilot's I/O figure, not the CPU one
+    # (isobench.resolution). Undeclared work counts as CPU-bound.
+    io_bound: ClassVar[bool] = False
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params
