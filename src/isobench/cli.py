@@ -57,6 +57,9 @@ def validate(study_file: str, allow_large: bool) -> None:
                   + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
                      if study.noise else ""), highlight=False)
     console.print(size.describe(), highlight=False, markup=False)
+    from isobench.execution import say_resolution
+    from isobench.noisepilot import cached
+    say_resolution(study, size, cached(), console)  # the last pilot's figures: validate measures nothing
     for (env, key), reason in study.unsupported().items():
         console.print(f"not run: {key} in {env}: {reason}", highlight=False, markup=False, soft_wrap=True)
 
@@ -372,18 +375,31 @@ def envs() -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable findings.")
-def doctor(as_json: bool) -> None:
-    """Host settings that bias results, each with how to fix it.
+@click.option("--fresh", is_flag=True,
+              help="Measure the host's noise again even when the last pilot is under an hour old.")
+def doctor(as_json: bool, fresh: bool) -> None:
+    """Host settings that bias results, each with how to fix it, and the
+    host's noise: a pilot of about 30 s (fixed CPU and I/O kernels as A/A
+    pairs) whose paired SD per sample says what a study can resolve here,
+    reused for an hour (docs/statistics.md#host-noise).
 
     The same findings are stored with every run and shown in its report.
     Exits 0 whatever it finds: a warning is advice, not an error.
     """
     import json
+    import time
 
     from isobench.doctor import findings_as_facts, judge, read_host
-    findings = judge(read_host())
+    from isobench.noisepilot import ABOUT_S, as_finding, without_a_run
+    findings = judge(read_host())  # before the pilot, whose load would show in the load average
+    pilot, note = without_a_run(fresh, on_measure=lambda: err_console.print(
+        f"measuring the host's noise (about {ABOUT_S} s; reused for an hour)", highlight=False, markup=False))
+    findings.append(as_finding(pilot, note, time.time()))
     if as_json:
-        click.echo(json.dumps(findings_as_facts(findings), indent=2))
+        facts = findings_as_facts(findings)
+        if pilot is not None:
+            facts[-1]["pilot"] = pilot.as_fact(time.time())
+        click.echo(json.dumps(facts, indent=2))
         return
     colour = {"ok": "green", "warn": "yellow", "info": "blue"}
     table = Table("check", "status", "value", "how to fix")

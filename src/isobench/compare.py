@@ -184,8 +184,11 @@ def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
 def _by_check(facts: dict) -> dict:
     """Host facts with the doctor's findings one per check ("doctor load":
     "ok: load average 0.5"), so a diff names the finding that changed
-    instead of printing the whole list."""
+    instead of printing the whole list; the noise pilot by its figures."""
     out = {k: v for k, v in facts.items() if k != "doctor"}
+    noise = facts.get("host_noise")
+    if isinstance(noise, dict) and isinstance(noise.get("summary"), str):  # the figures, not every sample
+        out["host_noise"] = noise["summary"]
     for f in facts.get("doctor") or []:
         if isinstance(f, dict) and "check" in f:
             out[f"doctor {f['check']}"] = f"{f.get('status', '?')}: {f.get('value', '')}"

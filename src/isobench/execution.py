@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 from isobench.cli_common import err_console
 from isobench.cli_common import fail as _fail
@@ -33,6 +34,33 @@ def preflight_or_fail(study, allow_large: bool = False):
     return size
 
 
+def say_resolution(study, size, pilot, out) -> None:
+    """What the planned rounds can resolve here, before anything starts
+    (isobench.resolution), on ``out``; user text (workload keys) escaped."""
+    from isobench.hostinfo import host_info
+    from isobench.ids import printable
+    from isobench.resolution import compared_cells, resolution_lines
+    for line in resolution_lines(study, size, compared_cells(study, host_info()), pilot, time.time()):
+        out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+
+def host_noise_for_run(lock):
+    """The host's noise for a run: cached when under an hour old, else the
+    pilot, measured now that the run holds the host (the lock) and before
+    any environment starts, so it is neither disturbed by the study nor
+    among its samples. Ctrl-C here leaves nothing to keep."""
+    from isobench.noisepilot import ABOUT_S, host_noise
+    try:
+        return host_noise(on_measure=lambda: err_console.print(
+            f"measuring the host's noise first (about {ABOUT_S} s; reused for an hour)", highlight=False,
+            markup=False))
+    except KeyboardInterrupt:
+        lock.release()
+        err_console.print("interrupted while measuring the host's noise, before the first round: nothing was "
+                          "stored", highlight=False, markup=False)
+        sys.exit(130)
+
+
 def image_provider(bar):
     def provide() -> str:
         from isobench.dockerclient import engine
@@ -51,7 +79,7 @@ def execute(study, store, progress: bool | None, allow_large: bool = False,
     from isobench.runner import run_study
     from isobench.store import StoreError
 
-    preflight_or_fail(study, allow_large)
+    size = preflight_or_fail(study, allow_large)
     try:
         store.check_writable()
     except StoreError as exc:
@@ -64,12 +92,14 @@ def execute(study, store, progress: bool | None, allow_large: bool = False,
     except AlreadyRunning as exc:
         _fail(str(exc))
     sigterm_as_interrupt()
+    pilot = host_noise_for_run(lock)
+    say_resolution(study, size, pilot, err_console)
     show = sys.stderr.isatty() if progress is None else progress
     bar = RichProgress(err_console, bar=show)
     try:
         with lock, bar:
             return run_study(study, store, bar, image_provider=image_provider(bar), resume=resume_id,
-                             on_run_id=lock.set_run_id, run_id=new_id)
+                             on_run_id=lock.set_run_id, run_id=new_id, host_noise=pilot.as_fact(time.time()))
     except KeyboardInterrupt:
         latest = resume_id or store.latest_run_id()
         err_console.print(f"interrupted: samples measured so far are kept in run {latest} "

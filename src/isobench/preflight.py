@@ -84,10 +84,17 @@ class StudySize:
     rounds: int  # warm-up + repetitions
     samples: int  # cells x environments x rounds
     estimated_s: float
+    warmup: int = 0
+    round_s: float = 0.0  # one round of every cell in every environment
+    fixed_s: float = 0.0  # starting and stopping the instances, once
 
     def describe(self) -> str:
         return (f"size: {self.environments} environments ({self.instances} instances), {self.cells} cells, "
                 f"{self.rounds} rounds, {self.samples} samples, about {fmt_duration(self.estimated_s)}")
+
+    def seconds_at(self, measured_rounds: int) -> float:
+        """The same estimate for another number of measured rounds (warm-up kept)."""
+        return self.round_s * (self.warmup + measured_rounds) + self.fixed_s
 
 
 def study_size(study: Study, host: HostInfo) -> StudySize:
@@ -104,7 +111,8 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
     instances = sum(spec.instances for spec in study.environments.values())
     rounds = study.meta.warmup + study.meta.planned_rounds  # an adaptive study: its most
     return StudySize(n_envs, instances, cells, rounds, cells * n_envs * rounds,
-                     per_round_s * n_envs * rounds + START_S * instances)
+                     per_round_s * n_envs * rounds + START_S * instances,
+                     study.meta.warmup, per_round_s * n_envs, START_S * instances)
 
 
 def size_problems(study: Study, size: StudySize, host: HostInfo) -> list[str]:

@@ -98,17 +98,23 @@ def needs_image(study: Study) -> bool:
 
 def run_study(study: Study, store: Store, progress: Progress | None = None,
               image_provider: Callable[[], str] | None = None, resume: str | None = None,
-              on_run_id: Callable[[str], None] | None = None, run_id: str | None = None) -> str:
+              on_run_id: Callable[[str], None] | None = None, run_id: str | None = None,
+              host_noise: dict | None = None) -> str:
     """Run the study to the end (or to Ctrl-C); returns the run id. Whatever
     happens, everything started here is stopped before returning. With
-    resume=RUN_ID, continue that run: cells already measured are skipped."""
+    resume=RUN_ID, continue that run: cells already measured are skipped.
+    ``host_noise`` (the noise pilot's figures, measured by the caller before
+    this starts) is kept among a new run's host facts."""
     progress = progress or SilentProgress()
     host = host_info()
     cells = plan(study, host)
     image = image_provider() if (image_provider and needs_image(study)) else None
     if resume is None:
         run_id = run_id or new_run_id(study)  # a fleet controller chooses the id
-        store.create_run(run_id, study, {**host_facts(), "doctor": findings_as_facts(judge(read_host()))})
+        facts = {**host_facts(), "doctor": findings_as_facts(judge(read_host()))}
+        if host_noise is not None:
+            facts["host_noise"] = host_noise
+        store.create_run(run_id, study, facts)
         done: set[tuple] = set()
     else:
         run_id = resume

@@ -152,34 +152,98 @@ def _n_text(e: Effect) -> str:
 def rounds_needed(effect: Effect, q: float, margin_pct: float,
                   cap: int = ROUNDS_NEEDED_CAP) -> int | None:
     """Rounds per side after which the interval at level 1 - q would settle
-    the cell at the observed noise, whatever the estimate: the smallest n with
-    half-width t_df(n)(1 - q/2)·noise_sd/sqrt(n) < log(1 + margin/100)/2.
-
-    Why half the margin: then an interval that contains 1 lies inside
-    ±margin (equivalent) and one that does not is changed, so no outcome is
-    left inconclusive. log(1 + margin) is the narrower side of the ±margin
-    band on the log scale. Returns cap + 1 beyond the cap, None when the cell
-    is untested or the margin is 0 (nothing can be shown equivalent to ±0).
+    the cell at the observed noise, whatever the estimate
+    (``rounds_to_resolve`` with the cell's noise and degrees of freedom).
+    Returns cap + 1 beyond the cap, None when the cell is untested or the
+    margin is 0 (nothing can be shown equivalent to ±0).
     """
-    if not effect.tested or margin_pct <= 0 or math.isnan(effect.noise_sd):
+    if not effect.tested:
         return None
-    target = math.log1p(margin_pct / 100) / 2
-
-    def half(n: int) -> float:  # decreasing in n: bisection finds the smallest n
-        return float(t_critical(q, effect.df_factor * (n - 1))) * effect.noise_sd / math.sqrt(n)
-
-    if half(cap) >= target:
-        needed = cap + 1
-    else:
-        lo, hi = 1, cap  # half(lo) >= target (or lo < 2), half(hi) < target
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if half(mid) < target else (mid, hi)
-        needed = max(hi, 2)
+    needed = rounds_to_resolve(effect.noise_sd, q, margin_pct, effect.df_factor, cap)
+    if needed is None:
+        return None
     # Unequal sides make the equal-n prediction approximate: never ask for
     # fewer rounds than are already there.
     now = effect.n_pairs or min(effect.n_c, effect.n_b)
     return max(needed, now + 1)
+
+
+def rounds_to_resolve(noise_sd: float, q: float, margin_pct: float, df_factor: float = 1.0,
+                      cap: int = ROUNDS_NEEDED_CAP) -> int | None:
+    """The smallest n whose interval at level 1 - q has half-width
+    t_df(n)(1 - q/2)·noise_sd/sqrt(n) < log(1 + margin/100)/2, with
+    df(n) = df_factor·(n - 1) (1 for a paired test: n rounds, n - 1 df).
+
+    Why half the margin: then an interval that contains 1 lies inside
+    ±margin (equivalent) and one that does not is changed, so no outcome is
+    left inconclusive. log(1 + margin) is the narrower side of the ±margin
+    band on the log scale. Returns cap + 1 beyond the cap, None when the
+    margin is 0 or the noise unknown (nan). Used for an inconclusive cell
+    (``rounds_needed``) and, before a study starts, with the host's noise
+    from the pilot (``isobench.resolution``).
+    """
+    if margin_pct <= 0 or math.isnan(noise_sd):
+        return None
+    target = math.log1p(margin_pct / 100) / 2
+
+    def half(n: int) -> float:  # decreasing in n: bisection finds the smallest n
+        return float(t_critical(q, df_factor * (n - 1))) * noise_sd / math.sqrt(n)
+
+    if half(cap) >= target:
+        return cap + 1
+    lo, hi = 1, cap  # half(lo) >= target (or lo < 2), half(hi) < target
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if half(mid) < target else (mid, hi)
+    return max(hi, 2)
+
+
+# "Can find a change": the paired test at the corrected level rejects it this
+# often (the power the calibration's detection columns use, docs/statistics.md).
+DETECT_POWER = 0.8
+
+
+def detectable_change(noise_sd: float, rounds: int, q: float, power: float = DETECT_POWER) -> float:
+    """The smallest true log ratio a paired t-test of ``rounds`` rounds,
+    two-sided at level 1 - q, finds (rejects in its direction) with
+    probability ``power``, at per-round log-ratio SD ``noise_sd``.
+
+    With n rounds the statistic is noncentral t with n - 1 df and
+    noncentrality delta·sqrt(n)/noise_sd; it rejects upward when it exceeds
+    c = t_{n-1}(1 - q/2). So delta = nc·noise_sd/sqrt(n), with nc solving
+    P(T'(n - 1, nc) > c) = power. (The rejections in the wrong direction,
+    below q/2, are not a finding and are left out.) Exact where the usual
+    (c + t_power)·sd/sqrt(n) is not: at 5 rounds and q = 0.05/99 that
+    shortcut has 68% power, not 80%. inf when no change can be found (under
+    2 rounds, or a critical value beyond any float's precision).
+    """
+    if rounds < 2 or math.isnan(noise_sd) or not 0 < power < 1:
+        return math.inf
+    if noise_sd == 0:
+        return 0.0
+    import warnings
+
+    from scipy import optimize
+    df = rounds - 1
+    c = float(t_critical(q, df))
+    if not math.isfinite(c):
+        return math.inf
+
+    def shortfall(nc: float) -> float:
+        return float(_st.nct.sf(c, df, nc)) - power
+
+    # At 2 rounds and a strict level (c in the thousands) the noncentral t's
+    # series warns it is approximate: the answer is then "a many-fold change",
+    # which no digit of it changes.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        hi = c + 2.0
+        while not shortfall(hi) >= 0:  # sf grows with nc: double until the root is bracketed
+            hi *= 2
+            if hi > 1e12:
+                return math.inf
+        nc = optimize.brentq(shortfall, 0.0, hi, xtol=1e-10, rtol=1e-12)
+    return nc * noise_sd / math.sqrt(rounds)
 
 
 def _per_cell(value: float | Sequence[float] | None, effects: list[Effect], field: str) -> list[float]:

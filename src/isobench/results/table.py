@@ -448,7 +448,13 @@ def host_facts(run: RunData) -> list[tuple[str, str]]:
         if key in facts:
             v = facts[key]
             out.append((label, fmt_bytes(v) if key == "mem_bytes" else fmt_fact(v)))
-    out += [(k, fmt_fact(v)) for k, v in facts.items() if k not in known and k not in ("doctor", "adaptive")]
+    noise = facts.get("host_noise")
+    if isinstance(noise, dict) and isinstance(noise.get("line"), str):  # the noise pilot's own sentence
+        out.append(("Host noise", noise["line"]))
+    elif "host_noise" in facts:
+        out.append(("host_noise", fmt_fact(noise)))
+    out += [(k, fmt_fact(v)) for k, v in facts.items()
+            if k not in known and k not in ("doctor", "adaptive", "host_noise")]
     return out
 
 

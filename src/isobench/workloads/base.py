@@ -109,6 +109,10 @@ class Workload(abc.ABC):
     # told apart, and `isobench reparse` recomputes the old samples
     # (isobench/reparse.py; docs/reliability.md).
     parser_version: ClassVar[int] = 1
+    # Its time is mostly waiting for the disk: what a study can resolve for it
+    # is predicted from the host-noise pilot's I/O figure, not the CPU one
+    # (isobench.resolution). Undeclared work counts as CPU-bound.
+    io_bound: ClassVar[bool] = False
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params

@@ -80,6 +80,7 @@ class Fio(Workload):
     name: ClassVar[str] = "fio"
     Params: ClassVar[type[WorkloadParams]] = FioParams
     packages: ClassVar[tuple[str, ...]] = ("fio",)
+    io_bound: ClassVar[bool] = True  # O_DIRECT on the environment's storage
     params: FioParams
 
     def expected_s(self, case: str) -> float:
