@@ -97,6 +97,18 @@ def test_facts_diff_names_what_changed_and_skips_what_always_differs(store):
                     "docker-host tool_versions.pixz": ("1.0.7", "1.0.8")}  # no loadavg, no container name
 
 
+def test_the_noise_pilots_age_is_not_a_change_but_its_figures_are(store):
+    noise = {"line": "paired SD 2.1% ..., measured 5 min ago, cached", "cached": True, "measured_unix": 1.0,
+             "summary": "paired SD 2.1% per sample on CPU"}
+    history_run(store, "a", 1, 1.0, host={**HISTORY_HOST, "host_noise": noise})
+    history_run(store, "b", 2, 1.0, host={**HISTORY_HOST, "host_noise": {**noise, "line": "measured 9 min ago",
+                                                                          "measured_unix": 2.0}})
+    history_run(store, "c", 3, 1.0, host={**HISTORY_HOST, "host_noise": {**noise, "summary": "paired SD 6.0%"}})
+    a, b, c = loaded(store)
+    assert facts_diff(a, b, ["native"]) == []
+    assert [k for k, *_ in facts_diff(b, c, ["native"])] == ["host_noise.summary"]
+
+
 def test_a_doctor_finding_that_changed_is_named(store):
     doctor = [{"check": "swap", "status": "ok", "value": "0 device(s)"}, {"check": "load", "status": "ok", "value": "1"}]
     history_run(store, "a", 1, 1.0, host={**HISTORY_HOST, "doctor": doctor})

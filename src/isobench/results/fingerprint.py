@@ -29,6 +29,9 @@ MEMORY_TOLERANCE = 0.05
 # calibration or adaptive run added about itself.
 VOLATILE_HOST = frozenset({"loadavg", "fleet", "calibration", "adaptive", "doctor load", "doctor free memory",
                            "doctor free disk"})
+# The noise pilot's fact (noisepilot.Pilot.as_fact) says when it was measured
+# and how long ago: only its summary of the figures is a fact of the host.
+NOISE_PREFIX, NOISE_KEPT = "host_noise.", "host_noise.summary"
 # Environment facts that do: per-run names and argv (sockets under the run's
 # directory), boot timings, and the runtime's details (its version is in
 # "runtime" already).
@@ -125,7 +128,8 @@ def host_fact_texts(run: RunData) -> dict[str, str]:
             out[k] = fmt_bytes(v)
         else:
             _flatten(str(k), v, out)
-    return {k: v for k, v in out.items() if k not in VOLATILE_HOST and k.split(".")[0] not in VOLATILE_HOST}
+    return {k: v for k, v in out.items() if k not in VOLATILE_HOST and k.split(".")[0] not in VOLATILE_HOST
+            and not (k.startswith(NOISE_PREFIX) and k != NOISE_KEPT)}
 
 
 def env_fact_texts(run: RunData, env: str) -> dict[str, str]:
