@@ -189,7 +189,8 @@ def test_report_renders_in_chromium(report, tmp_path):
     assert table and table["visible"] and table["w"] > 600 and table["h"] > 300
     assert page["rows"] == n_metrics  # one row per metric
     assert page["emulatedBadges"] == 1
-    assert [f["id"] for f in page["figures"]] and sorted(f["id"] for f in page["figures"]) == figure_slugs
+    # every figure of the run, and the answer's overview of the primary cells
+    assert [f["id"] for f in page["figures"]] and sorted(f["id"] for f in page["figures"]) == sorted(figure_slugs + ["overview"])
     for fig in page["figures"]:
         svg = fig["svg"]
         assert svg and svg["visible"] and svg["w"] > 300 and svg["h"] > 150, fig
