@@ -40,20 +40,23 @@ def main() -> None:
 @main.command()
 @click.argument("study_file", type=click.Path(dir_okay=False))
 @click.option("--allow-large", is_flag=True, help="Accept a study beyond the size limits (docs/reliability.md).")
-def validate(study_file: str, allow_large: bool) -> None:
+@click.option("--budget", metavar="DURATION", help="Check the study as `run --budget DURATION` would run it.")
+def validate(study_file: str, allow_large: bool, budget: str | None) -> None:
     """Check a study file without running anything."""
-    from isobench.study import StudyError, load_study
+    from isobench.study import StudyError, load_study, with_budget
     try:
         study = load_study(study_file)
+        if budget is not None:
+            study = with_budget(study, budget)
     except StudyError as exc:
         _fail(str(exc))
     from isobench.execution import preflight_or_fail
-    size = preflight_or_fail(study, allow_large)
+    size = preflight_or_fail(study, allow_large, "--budget" if budget is not None else "study.budget")
     instances = sum(spec.instances for spec in study.environments.values())
     console.print(f"{escape(study_file)}: ok — {len(study.environments)} environments"
                   + (f" ({instances} instances)" if instances > len(study.environments) else "")
                   + f", {len(study.workloads)} workloads, "
-                  f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta)}"
+                  f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta, study.budget_plan())}"
                   + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
                      if study.noise else ""), highlight=False)
     console.print(size.describe(), highlight=False, markup=False)
@@ -64,7 +67,10 @@ def validate(study_file: str, allow_large: bool) -> None:
         console.print(f"not run: {key} in {env}: {reason}", highlight=False, markup=False, soft_wrap=True)
 
 
-def _repetitions_text(meta) -> str:
+def _repetitions_text(meta, plan=None) -> str:
+    if plan is not None:
+        return (f"a {meta.budget} budget ({plan.first} rounds of every case, then blocks to the cases still "
+                f"open, up to {plan.cap} rounds; {plan.looks} planned looks)")
     if not meta.adaptive:
         return f"{meta.repetitions} repetitions"
     s = meta.schedule
@@ -84,8 +90,12 @@ def _repetitions_text(meta) -> str:
 @click.option("--allow-large", is_flag=True,
               help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).")
 @click.option("--run-id", "new_id", metavar="ID", help="Id for the new run (a fleet controller chooses it).")
+@click.option("--budget", metavar="DURATION",
+              help="Spend about this long (30m, 1h30m): the study's rounds are a first block, then rounds go "
+                   "to the workload cases that can still resolve (changed or equivalent) in the time left; "
+                   "resolved and hopeless cases stop. Overrides the study's budget (docs/statistics.md#budget).")
 def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | None,
-        resume_id: str | None, allow_large: bool, new_id: str | None) -> None:
+        resume_id: str | None, allow_large: bool, new_id: str | None, budget: str | None) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
     Each sample is committed to the store as soon as it is measured; Ctrl-C
@@ -96,7 +106,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
     """
     from isobench.execution import execute
     from isobench.store import StoreError
-    from isobench.study import StudyError, load_study, parse_study
+    from isobench.study import StudyError, load_study, parse_study, with_budget
 
     if (study_file is None) == (resume_id is None):
         _fail("give a study file to start a run, or --resume RUN to continue one (not both)")
@@ -114,11 +124,17 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
         if resume_id is not None:
             resume_id = check_run_id(store.resolve(resume_id), "--resume")
             study = parse_study(store.study_of(resume_id)[1], f"{resume_id} (stored study)")
+            stored = (store.run_facts(resume_id).get("budget") or {}).get("budget_s")
+            if budget is None and stored:  # the budget it was started with, perhaps from --budget
+                budget = f"{int(stored)}s"
         else:
             study = load_study(study_file)
+        if budget is not None:
+            study = with_budget(study, budget)
     except (StudyError, StoreError, BadIdentifier) as exc:
         _fail(str(exc))
-    run_id = execute(study, store, progress, allow_large, resume_id, new_id)
+    run_id = execute(study, store, progress, allow_large, resume_id, new_id,
+                     budget_label="--budget" if budget is not None else "study.budget")
     _print_report(store, run_id, out_dir)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)
     if row is not None and row.status == "incomplete":

@@ -20,13 +20,16 @@ def sigterm_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def preflight_or_fail(study, allow_large: bool = False):
+def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "study.budget"):
     """The study's size, after refusing (one line) what this host cannot run."""
     from isobench.hostinfo import host_info
-    from isobench.preflight import preflight, size_problems, study_size
+    from isobench.preflight import budget_problem, preflight, size_problems, study_size
     host = host_info()
     problems = preflight(study, host)
     size = study_size(study, host)
+    short = budget_problem(study, size, budget_label)
+    if short:
+        _fail(short)
     if not allow_large:
         problems += size_problems(study, size, host)
     if problems:
@@ -70,7 +73,7 @@ def image_provider(bar):
 
 
 def execute(study, store, progress: bool | None, allow_large: bool = False,
-            resume_id: str | None = None, new_id: str | None = None) -> str:
+            resume_id: str | None = None, new_id: str | None = None, budget_label: str = "study.budget") -> str:
     """Run ``study`` into ``store`` and return its run id; every refusal and
     fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130)."""
     from isobench.errors import EnvironmentError_
@@ -79,7 +82,7 @@ def execute(study, store, progress: bool | None, allow_large: bool = False,
     from isobench.runner import run_study
     from isobench.store import StoreError
 
-    size = preflight_or_fail(study, allow_large)
+    size = preflight_or_fail(study, allow_large, budget_label)
     try:
         store.check_writable()
     except StoreError as exc:

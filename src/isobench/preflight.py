@@ -4,6 +4,7 @@ naming the file and the field."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from isobench.envs.kinds import kind_of
@@ -109,10 +110,26 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
         per_round_s += sum(workload.expected_s(c) for c in cases) * steps
     n_envs = len(study.environments)
     instances = sum(spec.instances for spec in study.environments.values())
-    rounds = study.meta.warmup + study.meta.planned_rounds  # an adaptive study: its most
+    plan = study.budget_plan()
+    # an adaptive study: its most rounds; a budgeted one: its first block, and its budget as its length
+    rounds = study.meta.warmup + (plan.first if plan else study.meta.planned_rounds)
+    estimated = per_round_s * n_envs * rounds + START_S * instances
     return StudySize(n_envs, instances, cells, rounds, cells * n_envs * rounds,
-                     per_round_s * n_envs * rounds + START_S * instances,
+                     max(estimated, plan.budget_s) if plan else estimated,
                      study.meta.warmup, per_round_s * n_envs, START_S * instances)
+
+
+def budget_problem(study: Study, size: StudySize, label: str = "study.budget") -> str | None:
+    """A budget shorter than the first block: nothing could be decided in it."""
+    plan = study.budget_plan()
+    if plan is None:
+        return None
+    need = size.seconds_at(plan.first)
+    if plan.budget_s >= need:
+        return None
+    return (f"{study.path}: {label}: {study.meta.budget} is shorter than the first block ({plan.first} rounds of "
+            f"every case, about {fmt_duration(need)} here); give at least {math.ceil(need / 60)}m, or fewer "
+            "repetitions")
 
 
 def size_problems(study: Study, size: StudySize, host: HostInfo) -> list[str]:

@@ -32,6 +32,11 @@ class RichProgress:
             return
         self._task = self._progress.add_task("samples", total=total)
 
+    def extend(self, more: int) -> None:
+        self._total += more
+        if self._task is not None:
+            self._progress.update(self._task, total=self._total)
+
     def step(self, label: str) -> None:
         if not self.bar:  # logs (CI, pipes): one line per sample instead of a bar
             self.console.print(f"[{self._done + 1}/{self._total}] {label}", highlight=False, markup=False)

@@ -3,9 +3,10 @@ starts (`validate`, `run`): from the host-noise pilot (isobench.noisepilot),
 the study's rounds and the number of cells its Table I compares
 (docs/statistics.md#host-noise).
 
-Table I tests every metric of every workload case in every environment
-against the baseline, paired by round (n - 1 df at n rounds), and corrects
-over all m of them: with nothing changed its intervals are at level
+Table I answers with the primary metrics of every workload case in every
+environment against the baseline, paired by round (n - 1 df at n rounds),
+and corrects over those m cells (the descriptive metrics are a family of
+their own, results/primary.py): with nothing changed its intervals are at level
 1 - alpha/m, and an adaptive study's K looks make that alpha/K instead of
 alpha. The pilot's A/A pairs give the per-round log-ratio SD of its kernels,
 which stands in for each cell's own. At the study's n rounds, then:
@@ -25,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from isobench.budget import Plan
 from isobench.hostinfo import HostInfo
 from isobench.noisepilot import ABOUT_S, MAX_AGE_S, Pilot, fmt_noise
 from isobench.preflight import StudySize
@@ -44,7 +46,7 @@ SHOWN_CHANGE_MAX_PCT = 999.0
 class Compared:
     """The cells Table I will compare with the baseline."""
 
-    cells: int  # m: metrics x cases (x noise steps) x non-baseline environments that run them
+    cells: int  # m: primary metrics x cases (x noise steps) x non-baseline environments that run them
     io_cells: int  # of them, those of I/O-bound workloads
     io_workloads: tuple[str, ...]  # their keys in the study
 
@@ -60,7 +62,8 @@ def compared_cells(study: Study, host: HostInfo) -> Compared:
             continue  # no baseline cell: nothing of it is compared
         envs = [e for e in study.environments if e != baseline and (e, entry.key) not in skip]
         workload = WORKLOADS[entry.workload](entry.params, host)
-        rows = sum(len(workload.metrics(case)) for case in workload.cases()) * steps
+        # a case that declares no primary gets one by role (results/primary.py)
+        rows = sum(max(len(workload.primaries(case)), 1) for case in workload.cases()) * steps
         cells += rows * len(envs)
         if workload.io_bound and envs:
             io_cells += rows * len(envs)
@@ -102,6 +105,15 @@ def _needs_text(r: Resolution, size: StudySize) -> str:
     return f"{tol} equivalence needs about {n} rounds, about {fmt_duration(size.seconds_at(n))}"
 
 
+def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
+    """Measured rounds of every case the budget pays for, by the study's own
+    estimate, within the plan's first block and cap."""
+    if size.round_s <= 0:
+        return plan.cap
+    fits = int((plan.budget_s - size.fixed_s) / size.round_s) - warmup
+    return min(max(fits, plan.first), plan.cap)
+
+
 def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None,
                      now: float) -> list[str]:
     """Two lines: what the planned rounds can find here and the rounds
@@ -114,10 +126,14 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     meta = study.meta
     rounds = meta.planned_rounds
     at = f"at {'up to ' if meta.adaptive else ''}{rounds} rounds"
-    if pilot is None or not pilot.kernels:
-        return [f"host noise not measured here lately, so what {at[3:]} can resolve is unknown: "
-                f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"]
+    plan = study.budget_plan()
     looks = meta.schedule.looks if meta.adaptive else 1
+    if plan is not None:
+        rounds, looks = budget_rounds(plan, size, meta.warmup), plan.looks
+        at = f"in the {meta.budget} budget (about {rounds} rounds of every case, more for the cases still open)"
+    if pilot is None or not pilot.kernels:
+        return [f"host noise not measured here lately, so what {at.split(' ', 1)[1]} can resolve is unknown: "
+                f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"]
     q = sequential_alpha(looks, alpha=ALPHA) / m
     cpu, io = pilot.noise("cpu"), pilot.noise("io")
     io_keys = ", ".join(compared.io_workloads)

@@ -1,8 +1,11 @@
 """Runs a study's matrix: environments × workload cases × rounds.
 
 Each round runs every cell once in every environment, environments
-interleaved (and rotated each round) so that drift in the machine shows up
-as spread, not as overhead. Every sample is stored the moment it exists.
+interleaved (in the order of a Williams square's rows, so that over every
+square each environment is in each position once and follows each other one
+once) so that drift in the machine shows up as spread, not as overhead.
+Every sample is stored the moment it exists. A budgeted study (isobench.budget)
+measures, after its first block, only the cases still worth rounds.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from isobench import counters
+from isobench.budget import Allocation, Evidence, Plan, allocate
 from isobench.clean import clean
 from isobench.clienthost import ClientHost
 from isobench.doctor import findings_as_facts, judge, read_host
@@ -25,8 +29,10 @@ from isobench.facts import host_facts
 from isobench.health import Watch, clean_pending, final_status, remember_leftovers
 from isobench.hostinfo import host_info
 from isobench.noise import Noise, step_case
-from isobench.repetitions import NextBlock, next_block
+from isobench.repetitions import NextBlock, next_block, sequential_alpha
+from isobench.results.analysis import baseline_question, settings_of
 from isobench.results.primary import primary_keys, stores_primaries
+from isobench.stats import ALPHA, compare_cell
 from isobench.store import Sample, Store, StoreWriteError, now_iso
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
@@ -39,6 +45,7 @@ class Progress(Protocol):
     def step(self, label: str) -> None: ...
     def advance(self) -> None: ...
     def note(self, message: str) -> None: ...
+    def extend(self, more: int) -> None: ...  # more samples than start() said (a budget's next block)
 
 
 class SilentProgress:
@@ -46,6 +53,7 @@ class SilentProgress:
     def step(self, label: str) -> None: ...
     def advance(self) -> None: ...
     def note(self, message: str) -> None: ...
+    def extend(self, more: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -65,11 +73,31 @@ def new_run_id(study: Study) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{study.meta.name}-{secrets.token_hex(2)}"
 
 
-def round_order(envs: list[Environment], round_: int, order: str) -> list[Environment]:
+def williams_row(n: int, row: int) -> list[int]:
+    """Row ``row`` of a Williams square over n items: the first row is
+    0, 1, n-1, 2, n-2, ...; row i adds i (mod n). For odd n the rows after
+    the first n are the first n reversed, so 2n rows balance who follows whom."""
+    if n <= 0:
+        return []
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    period = n if n % 2 == 0 else 2 * n
+    r = row % period
+    out = [(x + r % n) % n for x in first]
+    return out[::-1] if r >= n else out
+
+
+def round_order(envs: list[Environment], measured_round: int, order: str) -> list[Environment]:
+    """The environments in the order ``measured_round`` runs them (0 is the
+    first measured round; warm-up rounds are negative)."""
     if order == "blocked":
         return envs
-    shift = round_ % len(envs)
-    return envs[shift:] + envs[:shift]
+    return [envs[i] for i in williams_row(len(envs), measured_round)]
 
 
 def plan(study: Study, host) -> list[Cell]:
@@ -106,6 +134,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     ``host_noise`` (the noise pilot's figures, measured by the caller before
     this starts) is kept among a new run's host facts."""
     progress = progress or SilentProgress()
+    clock = _Clock(time.monotonic())
     host = host_info()
     cells = plan(study, host)
     image = image_provider() if (image_provider and needs_image(study)) else None
@@ -120,6 +149,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         run_id = resume
         done = store.measured_cells(run_id)
         store.reopen_run(run_id)
+        clock.spent_before = float((store.run_facts(run_id).get("budget") or {}).get("spent_s") or 0.0)
     if on_run_id is not None:
         on_run_id(run_id)
     for item in clean_pending(clean):  # what an earlier run's teardown could not remove (engine was down)
@@ -150,7 +180,10 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
         runnable = len(cells) * len(envs) - sum((e.name, c.key) in skip for c in cells for e in envs)
-        progress.start((meta.warmup + meta.planned_rounds) * runnable - len(done))
+        budget = study.budget_plan()
+        if budget is not None:
+            _record_budget_plan(store, run_id, budget)
+        progress.start((meta.warmup + (budget.first if budget else meta.planned_rounds)) * runnable - len(done))
         planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
         for step, step_cells in by_step(cells):
             noise_facts = None
@@ -159,17 +192,23 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                                          for c in step_cells for e in started):
                 progress.note(f"noise: {study.noise.stressor} stressor, {step} workers")
                 noise_facts = noise.start_step(step)
-            rounds, first = meta.warmup + (meta.schedule.min_rounds if meta.adaptive else meta.repetitions), 0
+            first_block = budget.first if budget else meta.schedule.min_rounds if meta.adaptive else meta.repetitions
+            rounds, first = meta.warmup + first_block, 0
+            active = {(c.key, c.case) for c in step_cells}
+            ended: dict[tuple[str, str], int] = {}  # case -> rounds (warm-up included) when a budget stopped it
             while True:
                 for round_ in range(first, rounds):
                     for cell in step_cells:
-                        for env in round_order(started, round_, meta.order):
+                        if (cell.key, cell.case) not in active:
+                            continue
+                        began, measured_here = time.monotonic(), False
+                        for env in round_order(started, round_ - meta.warmup, meta.order):
                             if (env.name, cell.key, cell.case, round_) in done or (env.name, cell.key) in skip:
                                 continue
                             if watch.skips(env):  # its engine or guest died: --resume measures these
                                 progress.advance()
                                 continue
-                            warmup = round_ < meta.warmup
+                            warmup, measured_here = round_ < meta.warmup, True
                             progress.step(f"{_round_label(meta, round_)} {cell.key}/{cell.case} in {env.name}")
                             problem = prepare_failures.get((cell.key, env.name))
                             if problem is None:
@@ -179,6 +218,19 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                             else:
                                 _record_failure(store, run_id, cell, env, round_, warmup, problem)
                             progress.advance()
+                        if measured_here and round_ >= meta.warmup:  # resumed cells took no time
+                            clock.add((cell.key, cell.case), time.monotonic() - began)
+                if budget is not None:
+                    alloc = _budget_look(store, run_id, step_cells, active, rounds - meta.warmup, budget, clock,
+                                         len(started), meta.tolerance_pct)
+                    progress.note(f"budget: {alloc.text}")
+                    ended.update({c.case: rounds for c in alloc.calls if c.case not in alloc.measure})
+                    active = set(alloc.measure)
+                    if alloc.stop:
+                        break
+                    first, rounds = rounds, rounds + alloc.more
+                    progress.extend(alloc.more * len(active) * len(started))
+                    continue
                 if not meta.adaptive:
                     break
                 decision = _next_block(store, run_id, step_cells, rounds - meta.warmup, meta)
@@ -187,8 +239,8 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                 if decision.stop:
                     break
                 first, rounds = rounds, rounds + decision.more
-            planned |= {(e.name, c.key, c.case, r) for r in range(rounds) for c in step_cells for e in envs
-                        if (e.name, c.key) not in skip}
+            planned |= {(e.name, c.key, c.case, r) for c in step_cells for r in range(ended.get((c.key, c.case), rounds))
+                        for e in envs if (e.name, c.key) not in skip}
         status = final_status(planned, store.measured_cells(run_id))
     except KeyboardInterrupt:
         status = "interrupted"
@@ -216,7 +268,8 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
 def _round_label(meta, round_: int) -> str:
     if round_ < meta.warmup:
         return "warm-up"
-    of = f"/{meta.repetitions}" if not meta.adaptive else f" (up to {meta.schedule.max_rounds})"
+    of = (f" (budget {meta.budget})" if meta.budget is not None else f"/{meta.repetitions}" if not meta.adaptive
+          else f" (up to {meta.schedule.max_rounds})")
     return f"round {round_ - meta.warmup + 1}{of}"
 
 
@@ -230,6 +283,75 @@ def _next_block(store: Store, run_id: str, cells: list[Cell], measured: int, met
     values = [v for (key, _env), v in run.values.items() if (key.workload, key.case) in ours and key in watched]
     return next_block(values, measured, meta.schedule, meta.target_ci_pct,
                       what="primary cell" if stores_primaries(run) else "cell")
+
+
+class _Clock:
+    """The budget's clock: seconds spent (an interrupted run's earlier part
+    included) and each case's measured seconds per round, every environment."""
+
+    def __init__(self, started: float):
+        self.started = started
+        self.spent_before = 0.0
+        self.case_s: dict[tuple[str, str], list[float]] = {}
+
+    def add(self, case: tuple[str, str], seconds: float) -> None:
+        self.case_s.setdefault(case, []).append(seconds)
+
+    def spent(self) -> float:
+        return self.spent_before + time.monotonic() - self.started
+
+    def round_s(self, case: tuple[str, str], fallback: float) -> float:
+        times = self.case_s.get(case)
+        return sum(times) / len(times) if times else fallback
+
+
+def _budget_look(store: Store, run_id: str, cells: list[Cell], active: set, measured: int, plan: Plan,
+                 clock: _Clock, environments: int, tol_pct: float) -> Allocation:
+    """The budget's call at a look: every case's primary cells against the
+    baseline, tested as Table I tests them, at the strictest level the final
+    analysis can use (alpha/K over m primary cells); recorded in the run's facts."""
+    run = store.load_run(run_id)
+    settings = settings_of(run)
+    ours = {(c.key, c.case): c for c in cells}
+    effects: dict[tuple[str, str], list] = {case: [] for case in ours}
+    for key in primary_keys(run):
+        case = (key.workload, key.case)
+        if case not in ours:
+            continue
+        for env in run.environments:
+            if env == run.baseline:
+                continue
+            q = baseline_question(run, key, env, settings)
+            effects[case].append(compare_cell(q.candidate if q else [], q.reference if q else [],
+                                              key.higher_is_better, pairs=q.pairs if q else None,
+                                              tol_pct=tol_pct, noise_pct=settings.noise_pct(key)))
+    m = max(sum(len(v) for v in effects.values()), 1)
+    q_level = sequential_alpha(plan.looks, alpha=ALPHA) / m
+    evidence = [Evidence(case, tuple(effects[case]), measured,
+                         clock.round_s(case, ours[case].workload.expected_s(ours[case].workload_case) * environments))
+                for case in ours if case in active]
+    left = plan.budget_s - clock.spent()
+    alloc = allocate(evidence, plan, left, q_level, tol_pct)
+    facts = store.run_facts(run_id)
+    record = facts.setdefault("budget", {})
+    record["spent_s"] = round(clock.spent(), 1)
+    record.setdefault("looks_taken", []).append({"rounds": measured, "left_s": round(left, 1), "text": alloc.text})
+    cases = record.setdefault("cases", {})
+    for call in alloc.calls:
+        cases[f"{call.case[0]}/{call.case[1]}"] = {"state": call.state, "rounds": call.rounds,
+                                                   "needed": call.needed, "why": call.why}
+    store.set_run_facts(run_id, facts)
+    return alloc
+
+
+def _record_budget_plan(store: Store, run_id: str, plan: Plan) -> None:
+    """The plan goes with the run's facts before the first round: the analysis
+    reads its looks from there (a --budget on the command line is not in the
+    stored study text), and --resume its budget."""
+    facts = store.run_facts(run_id)
+    record = facts.setdefault("budget", {})
+    record.update({"budget_s": plan.budget_s, "points": list(plan.points), "looks": plan.looks})
+    store.set_run_facts(run_id, facts)
 
 
 def _record_adaptive(store: Store, run_id: str, step, measured: int, d: NextBlock) -> None:

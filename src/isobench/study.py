@@ -4,6 +4,7 @@ is allowed."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tomllib
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from isobench.budget import Plan, make_plan, parse_duration
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.ids import NAME_RE, NAME_RULE, shown
 from isobench.readbound import BoundedReadError, read_bounded
@@ -48,6 +50,20 @@ class StudyMeta(StrictModel):
     # changes within ±pct of a workload ("fio") or one metric ("fio.iops") are
     # never "changed": the metric moves that much between runs anyway
     noise_floor_pct: dict[str, float] = Field(default_factory=dict)
+    # "30m": after a first block of `repetitions` rounds, rounds go to the
+    # workload cases that can still resolve in the time left (isobench.budget)
+    budget: str | None = None
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget(cls, v):
+        if v is not None:
+            parse_duration(v if isinstance(v, str) else repr(v))
+        return v
+
+    @property
+    def budget_s(self) -> float | None:
+        return parse_duration(self.budget) if self.budget is not None else None
 
     @field_validator("repetitions", mode="before")
     @classmethod
@@ -67,6 +83,9 @@ class StudyMeta(StrictModel):
 
     @model_validator(mode="after")
     def _schedule(self) -> "StudyMeta":
+        if self.budget is not None and self.adaptive:
+            raise ValueError("budget and repetitions = \"auto\" are two stopping rules: keep one "
+                             "(with a budget, repetitions is the first block)")
         if self.adaptive:
             try:
                 self.schedule
@@ -119,6 +138,13 @@ class Study:
     def hash(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
 
+    def budget_plan(self) -> Plan | None:
+        """A budgeted study's looks, fixed before it runs (isobench.budget)."""
+        meta = self.meta
+        if meta.budget_s is None:
+            return None
+        return make_plan(meta.budget_s, int(meta.repetitions), len(self.environments), meta.max_repetitions)
+
     def unsupported(self) -> dict[tuple[str, str], str]:
         """(environment, workload key) -> why that environment cannot run the
         workload at all (EnvKind.unsupported): those cells are never run."""
@@ -142,6 +168,8 @@ def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseMo
             msg = "unknown field" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")  # pydantic's prefix says nothing to a user
         msgs.append(f"{'.'.join(str(p) for p in loc)}: {msg}")
     return f"{path}: " + "; ".join(msgs)
 
@@ -255,12 +283,29 @@ def parse_study(text: str, path: str = "<study>") -> Study:
         shown = ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
         raise StudyError(f"{path}: study.baseline: {meta.baseline!r} is not one of the environments ({shown})")
     noise = None
+    if "noise" in raw and meta.budget is not None:
+        raise StudyError(f"{path}: study.budget: not with a [noise] table (each noise step would need its own "
+                         "budget); remove one of them")
     if "noise" in raw:
         try:
             noise = NoiseSpec.model_validate(raw["noise"])
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("noise",), NoiseSpec)) from None
     return Study(path, text, meta, specs, workloads, noise)
+
+
+def with_budget(study: Study, budget: str, label: str = "--budget") -> Study:
+    """The study with a time budget given outside its file (``run --budget``,
+    or the one a resumed run stored), checked as the file's would be."""
+    if study.noise is not None:
+        raise StudyError(f"{label} {shown(budget)}: not with the study's [noise] table (each noise step would "
+                         "need its own budget)")
+    try:
+        meta = StudyMeta.model_validate({**study.meta.model_dump(), "budget": budget})
+    except ValidationError as exc:
+        msg = _one_line(study.path, exc, ("study",), StudyMeta).split(": ", 2)[-1]
+        raise StudyError(f"{label} {shown(budget)}: {msg}") from None
+    return dataclasses.replace(study, meta=meta)
 
 
 # A study is a page of TOML; this leaves room for generated ones and refuses

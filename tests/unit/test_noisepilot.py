@@ -403,12 +403,16 @@ def expected_pct(sd, n, m):
     return math.expm1(detectable_change(sd, n, 0.05 / m)) * 100
 
 
-def test_the_resolution_counts_table_cells_and_uses_each_kernels_figure():
+def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
     from isobench.resolution import compared_cells
     from isobench.workloads import WORKLOADS
     (first, second), study = lines_for(STUDY, pilot(5000.0))
-    per_env = {e.key: sum(len(w.metrics(c)) for c in w.cases())
+    # Table I's answer is the primary family: each case's primaries, not every metric
+    per_env = {e.key: sum(len(w.primaries(c)) for c in w.cases())
                for e in study.workloads for w in [WORKLOADS[e.workload](e.params, HOST)]}
+    every = {e.key: sum(len(w.metrics(c)) for c in w.cases())
+             for e in study.workloads for w in [WORKLOADS[e.workload](e.params, HOST)]}
+    assert per_env["fio"] == 5 and every["fio"] > per_env["fio"]
     m = 2 * (per_env["compression"] + per_env["fio"])  # two environments against the baseline
     assert compared_cells(study, HOST).cells == m and compared_cells(study, HOST).io_workloads == ("fio",)
     cpu_pct, io_pct = expected_pct(0.041, 5, m), expected_pct(0.095, 5, m)

@@ -57,9 +57,17 @@ def settings_of(run: RunData) -> Settings:
         tolerance_pct=float(meta.get("tolerance_pct", DEFAULT_TOL_PCT)),
         noise_floor_pct={str(k): float(v) for k, v in floors.items()} if isinstance(floors, dict) else {},
         paired=meta.get("order", "interleaved") != "blocked",
-        looks=_looks(meta),
+        looks=_budget_looks(run) or _looks(meta),
         target_ci_pct=float(meta.get("target_ci_pct", AUTO_TARGET_CI_PCT)) if meta.get("repetitions") == "auto"
         else None)
+
+
+def _budget_looks(run: RunData) -> int | None:
+    """A budgeted run's planned looks, kept in its facts before its first round
+    (a --budget given on the command line is not in the study text)."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    looks = (facts.get("budget") or {}).get("looks") if isinstance(facts.get("budget"), dict) else None
+    return looks if isinstance(looks, int) and looks >= 1 else None
 
 
 def _looks(meta: dict) -> int:

@@ -29,7 +29,7 @@ from isobench.results.analysis import (
     settings_of,
 )
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
-from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
+from isobench.results.numbers import DASH, MINUS, fmt_duration, fmt_num, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.roles import role_of
 from isobench.repetitions import converged
@@ -302,7 +302,7 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
                 f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction within its family "
                 f"(false discoveries <= 5% among the primary cells, and among the descriptive ones) {rest}",
             ]
-    legend += adaptive_lines(run, settings, split)
+    legend += adaptive_lines(run, settings, split) + budget_lines(run)
     per_cell_n = any(cell.status == OK and col.n is None
                      for r in rows for col, cell in zip(columns, r.cells))
     if per_cell_n:
@@ -359,6 +359,30 @@ def adaptive_lines(run: RunData, settings: Settings, split: bool = False) -> lis
         if looks:
             where = "" if step == "all" else f" (noise step {step})"
             out.append(f"Stopped{where} after {looks[-1]['rounds']} rounds: {looks[-1]['text']}.")
+    return out
+
+
+def budget_lines(run: RunData) -> list[str]:
+    """How a budgeted run spent its time (the facts isobench.budget's calls
+    left): the rule, the count per state, and each case it left unresolved."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    record = facts.get("budget")
+    if not isinstance(record, dict) or not record.get("points"):
+        return []
+    pts, looks = record["points"], record.get("looks", len(record["points"]))
+    spent = record.get("spent_s")
+    out = [f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}"
+           + (f" ({fmt_duration(float(spent))} spent at the last look)" if spent is not None else "")
+           + f": a first block of {pts[0]} rounds, then blocks only for the workload cases that could still "
+           f"resolve in the time left; tests at alpha = 0.05/{looks} for the {looks} planned looks "
+           f"(at {', '.join(str(p) for p in pts)} rounds)."]
+    cases = record.get("cases") or {}
+    if cases:
+        counts = Counter(c.get("state", "?") for c in cases.values())
+        out.append(f"Workload cases: {', '.join(f'{k} {s}' for s, k in counts.most_common())} (of {len(cases)}).")
+        for name, c in sorted(cases.items()):
+            if c.get("state") not in ("resolved", "open"):
+                out.append(f"{name}: {c.get('state')} after {c.get('rounds')} rounds: {c.get('why', '')}.")
     return out
 
 
