@@ -34,12 +34,8 @@ from isobench.repetitions import sequential_alpha
 from isobench.results.numbers import fmt_duration
 from isobench.stats import ALPHA
 from isobench.study import Study
-from isobench.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
+from isobench.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, rounds_to_resolve
 from isobench.workloads import WORKLOADS
-
-# A change beyond this many percent is printed as ">+999%": at 2 rounds and
-# a strict level the exact figure (a many-fold change) says only "nothing".
-SHOWN_CHANGE_MAX_PCT = 999.0
 
 
 @dataclass(frozen=True)
@@ -86,11 +82,6 @@ def resolve(noise_sd: float, rounds: int, q: float, tol_pct: float) -> Resolutio
     change = detectable_change(noise_sd, rounds, q)
     change_pct = math.expm1(change) * 100 if change < 700 else math.inf  # exp would overflow
     return Resolution(noise_sd, rounds, change_pct, rounds_to_resolve(noise_sd, q, tol_pct), tol_pct)
-
-
-def _change_text(pct: float) -> str:
-    return f">+{SHOWN_CHANGE_MAX_PCT:.0f}%" if not pct <= SHOWN_CHANGE_MAX_PCT else f"{pct:.0f}%" if pct >= 10 \
-        else f"{pct:.1f}%"
 
 
 def _needs_text(r: Resolution, size: StudySize) -> str:
@@ -151,14 +142,14 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
     if not rest and compared.io_cells:
         named += f", {io_keys} I/O-bound"
-    first = (f"{at} this host can find changes of about {_change_text(r.change_pct)} or more ({named}, "
+    first = (f"{at} this host can find changes of about {change_text(r.change_pct)} or more ({named}, "
              f"{m} cells compared" + (f", tested at alpha/{looks} for {looks} looks" if looks > 1 else "") + ")")
     needs = _needs_text(r, size)
     first += f"; {needs}" if needs else ""
     for figure, named in rest:
         r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
         needs = _needs_text(r, size).replace(" equivalence", "")
-        first += (f"; I/O-bound {io_keys} ({named}): about {_change_text(r.change_pct)}"
+        first += (f"; I/O-bound {io_keys} ({named}): about {change_text(r.change_pct)}"
                   + (f", and {needs}" if needs else ""))
     age = pilot.when(now) + ("" if pilot.age_s(now) < MAX_AGE_S else "; `isobench doctor --fresh` measures again")
     second = (f"a workload can be noisier than the pilot's kernels ({age}): its inconclusive cells then "

@@ -34,7 +34,9 @@ The rules (docs/statistics.md explains them for users):
     implies it for the 90% one. Each equivalence claim is a TOST at size
     (1 - level)/2 <= alpha/2, Bonferroni-strict (alpha/2m) when nothing
     changed;
-  - *inconclusive*: neither; ``rounds_needed`` says how many rounds per side
+  - *inconclusive*: neither; ``callable_pct`` says the smallest change this
+    run could have called at its n and level (found 4 times in 5, see
+    ``detectable_change``), and ``rounds_needed`` how many rounds per side
     would resolve it at the observed noise.
 
 * **Noise floor** (``noise_pct``, per cell, Firecracker's noise threshold):
@@ -47,6 +49,7 @@ The rules (docs/statistics.md explains them for users):
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -86,6 +89,9 @@ class Verdict:
     m: int  # tested cells corrected together
     rounds_needed: int | None  # inconclusive only; > ROUNDS_NEEDED_CAP means "more than the cap"
     reason: str  # for inconclusive/untested and noise-floor cases; "" otherwise
+    # inconclusive only: the smallest change (percent, upward) this run could have
+    # called at its n and level; None when untested or no change could be
+    callable_pct: float | None = None
 
     @property
     def changed(self) -> bool:
@@ -121,6 +127,13 @@ class Verdict:
         return f">{ROUNDS_NEEDED_CAP}" if n > ROUNDS_NEEDED_CAP else str(n)
 
     @property
+    def callable_text(self) -> str:
+        """"this run could call changes of about 31% or more"; "" when unknown."""
+        if self.callable_pct is None:
+            return ""
+        return f"this run could call changes of about {change_text(self.callable_pct)} or more"
+
+    @property
     def text(self) -> str:
         """One line for a person, e.g. "worse: -26.2% [-45.0%, -1.1%] at 95%,
         significant after correction (BH p = 0.045, welch-log)"."""
@@ -137,8 +150,17 @@ class Verdict:
         if self.verdict == EQUIVALENT:
             extra = f" ({self.reason})" if self.reason else ""
             return f"equivalent within ±{self.margin_pct:g}%: {where}{extra}"
-        return (f"inconclusive at n = {_n_text(e)}: {where}; about {self.rounds_needed_text} "
+        could = f"; {self.callable_text}" if self.callable_text else ""
+        return (f"inconclusive at n = {_n_text(e)}: {where}{could}; about {self.rounds_needed_text} "
                 f"rounds per side would resolve ±{self.margin_pct:g}%")
+
+
+def change_text(pct: float) -> str:
+    """A change found 4 times in 5, as printed: ">+999%" beyond SHOWN_PCT_HIGH
+    (at 2 rounds and a strict level the exact figure, a many-fold change,
+    says only "nothing"), whole percent from 10%, one decimal below."""
+    return f">+{SHOWN_PCT_HIGH:.0f}%" if not pct <= SHOWN_PCT_HIGH else f"{pct:.0f}%" if pct >= 10 \
+        else f"{pct:.1f}%"
 
 
 def _level(level: float) -> str:
@@ -166,6 +188,25 @@ def rounds_needed(effect: Effect, q: float, margin_pct: float,
     # fewer rounds than are already there.
     now = effect.n_pairs or min(effect.n_c, effect.n_b)
     return max(needed, now + 1)
+
+
+def callable_change(effect: Effect, q: float) -> float | None:
+    """The smallest change, in percent, this cell's own test could have
+    called at its n and level 1 - q, at its observed noise: the change a
+    paired test of that many rounds finds 4 times in 5
+    (``detectable_change``), as (e^delta - 1)·100. A Welch cell uses the
+    same with n = min(n_c, n_b), an approximation on the safe side: its
+    test has between n - 1 and 2(n - 1) degrees of freedom, the paired one
+    n - 1. None when the cell is untested or no change could be called
+    (under 2 rounds, a critical value beyond a float's precision, a change
+    too large for exp).
+    """
+    if not effect.tested:
+        return None
+    delta = detectable_change(effect.noise_sd, effect.n_pairs or min(effect.n_c, effect.n_b), q)
+    if not math.isfinite(delta) or delta >= 700:  # exp would overflow: "no change could be"
+        return None
+    return math.expm1(delta) * 100
 
 
 def rounds_to_resolve(noise_sd: float, q: float, margin_pct: float, df_factor: float = 1.0,
@@ -221,6 +262,15 @@ def detectable_change(noise_sd: float, rounds: int, q: float, power: float = DET
         return math.inf
     if noise_sd == 0:
         return 0.0
+    nc = _noncentrality(rounds, float(q), float(power))
+    return nc * noise_sd / math.sqrt(rounds) if math.isfinite(nc) else math.inf
+
+
+@functools.lru_cache(maxsize=4096)
+def _noncentrality(rounds: int, q: float, power: float) -> float:
+    """nc of ``detectable_change``: it depends on the rounds, level and power
+    only, so every inconclusive cell of a table (one n, one level) solves it
+    once."""
     import warnings
 
     from scipy import optimize
@@ -242,8 +292,7 @@ def detectable_change(noise_sd: float, rounds: int, q: float, power: float = DET
             hi *= 2
             if hi > 1e12:
                 return math.inf
-        nc = optimize.brentq(shortfall, 0.0, hi, xtol=1e-10, rtol=1e-12)
-    return nc * noise_sd / math.sqrt(rounds)
+        return float(optimize.brentq(shortfall, 0.0, hi, xtol=1e-10, rtol=1e-12))
 
 
 def _per_cell(value: float | Sequence[float] | None, effects: list[Effect], field: str) -> list[float]:
@@ -297,7 +346,7 @@ def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, nois
     margin = max(tol, noise)
     nan = float("nan")
     if not e.tested:
-        return Verdict(e, INCONCLUSIVE, nan, False, nan, nan, nan, margin, noise, m, None, e.reason)
+        return Verdict(e, INCONCLUSIVE, nan, False, nan, nan, nan, margin, noise, m, None, e.reason, None)
     lo, hi = ratio_interval(e.log_ratio, e.se, e.df, q, exclude=rejected)
 
     def inside(pct: float) -> bool:
@@ -305,13 +354,14 @@ def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, nois
 
     within_noise = inside(noise)  # with noise 0: only [1, 1], never a rejected cell
     if rejected and not within_noise:
-        return Verdict(e, CHANGED, p_adj, True, 1 - q, lo, hi, margin, noise, m, None, "")
+        return Verdict(e, CHANGED, p_adj, True, 1 - q, lo, hi, margin, noise, m, None, "", None)
     if inside(margin):
         reason = f"significant, but inside the noise floor ±{noise:g}%" if rejected else ""
-        return Verdict(e, EQUIVALENT, p_adj, rejected, 1 - q, lo, hi, margin, noise, m, None, reason)
+        return Verdict(e, EQUIVALENT, p_adj, rejected, 1 - q, lo, hi, margin, noise, m, None, reason, None)
     return Verdict(e, INCONCLUSIVE, p_adj, rejected, 1 - q, lo, hi, margin, noise, m,
                    rounds_needed(e, q, margin),
-                   f"the interval holds both no change and changes beyond ±{margin:g}%")
+                   f"the interval holds both no change and changes beyond ±{margin:g}%",
+                   callable_change(e, q))
 
 
 def judge(effect: Effect) -> Verdict:

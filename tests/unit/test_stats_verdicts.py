@@ -15,6 +15,9 @@ from isobench.verdicts import (
     INCONCLUSIVE,
     ROUNDS_NEEDED_CAP,
     adjust,
+    callable_change,
+    change_text,
+    detectable_change,
     judge,
     regressions,
     rounds_needed,
@@ -204,6 +207,57 @@ def test_rounds_needed_is_capped():
     assert v.verdict == INCONCLUSIVE
     assert v.rounds_needed == ROUNDS_NEEDED_CAP + 1 and v.rounds_needed_text == ">1000"
     assert "about >1000 rounds" in v.text
+
+
+# -- the smallest change an inconclusive cell's run could have called ---------------------
+
+def test_an_inconclusive_cell_says_the_smallest_change_its_run_could_call():
+    # paired, per-round log-ratio sd 0.05 at n = 3, alone (m = 1: q = alpha)
+    e = _paired_cell(3, 0.0, seed=5)
+    v = judge(e)
+    assert v.verdict == INCONCLUSIVE and e.noise_sd == pytest.approx(0.05)
+    expected = math.expm1(detectable_change(e.noise_sd, 3, ALPHA)) * 100
+    assert v.callable_pct == pytest.approx(expected, rel=1e-12) and 10 < expected < 30
+    assert callable_change(e, ALPHA) == v.callable_pct
+    assert (f"; this run could call changes of about {change_text(expected)} or more; about "
+            f"{v.rounds_needed} rounds per side would resolve ±5%") in v.text
+    # Welch (no pairs): the same with n = min(n_c, n_b), at the level of the printed interval
+    w = compare_cell(exact(4, math.log(100), 0.2, 3), exact(3, math.log(100), 0.2, 4), True)
+    many = adjust([w] + [_paired_cell(3, 0.0, seed=5)] * 9)
+    assert w.test == "welch-log" and many[0].verdict == INCONCLUSIVE and many[0].m == 10
+    q = 1 - many[0].level
+    assert many[0].callable_pct == pytest.approx(math.expm1(detectable_change(w.noise_sd, 3, q)) * 100)
+    assert many[0].callable_pct > judge(w).callable_pct  # the stricter level of ten cells calls less
+
+
+def test_only_inconclusive_cells_carry_the_callable_change():
+    changed = judge(compare_cell([80, 81, 79, 80, 80.5], [100, 101, 99, 100, 100.5], True))
+    c, b = exact(10, math.log(100.3), 0.005, 1), exact(10, math.log(100), 0.005, 2)
+    equivalent = judge(compare_cell(c, b, True))
+    untested = judge(compare_cell([5.0], [1.0, 2.0], True))
+    assert [v.verdict for v in (changed, equivalent, untested)] == [CHANGED, EQUIVALENT, INCONCLUSIVE]
+    for v in (changed, equivalent, untested):
+        assert v.callable_pct is None and v.callable_text == "" and "could call" not in v.text
+
+
+def test_the_callable_change_shrinks_as_rounds_grow():
+    verdicts = [judge(_paired_cell(n, 0.0, sd=0.2)) for n in (3, 5, 8, 12, 20)]
+    assert all(v.verdict == INCONCLUSIVE for v in verdicts)
+    pcts = [v.callable_pct for v in verdicts]
+    assert all(a > b for a, b in zip(pcts, pcts[1:])), pcts
+
+
+def test_the_callable_change_is_printed_like_the_pilots_resolution():
+    assert [change_text(p) for p in (3.14159, 9.96, 10.4, 31.2, 999.0, 1000.0, math.inf)] == [
+        "3.1%", "10.0%", "10%", "31%", "999%", ">+999%", ">+999%"]
+    # three noisy rounds among 99 cells: a many-fold change, said as such
+    calm = compare_cell([100, 101, 99], [100, 100.5, 99.5], True)
+    v = adjust([_paired_cell(3, 0.0, sd=0.5)] + [calm] * 98)[0]
+    assert v.callable_pct > 999 and "; this run could call changes of about >+999% or more;" in v.text
+    # two: beyond what exp can say (e^delta overflows), so nothing is said, never "inf"
+    wild = compare_cell([100, 60], [50, 100], True, pairs=[(100, 50), (60, 100)])
+    v = adjust([wild] + [calm] * 98)[0]
+    assert v.verdict == INCONCLUSIVE and v.callable_pct is None and "could call" not in v.text
 
 
 def test_two_rounds_among_99_cells_keep_a_finite_positive_interval():

@@ -5,9 +5,12 @@ from pydantic import ValidationError
 
 from isobench.envs.base import Paths
 from isobench.proc import ExecResult
-from isobench.workloads.base import ParseError, WorkloadError
-from isobench.hostinfo import HostInfo
+from isobench.workloads.base import Measurement, ParseError, WorkloadError
+from isobench.hostinfo import HostInfo, host_info
+from isobench.study import load_study
 from isobench.workloads.hpcc import (
+    STREAM_CACHE_FACTOR,
+    STREAM_METRICS,
     Hpcc,
     HpccParams,
     build_argv,
@@ -15,10 +18,12 @@ from isobench.workloads.hpcc import (
     grid,
     parse_summary,
     render_input,
+    stream_vector_size,
     summary_metrics,
 )
 
 DATA = Path(__file__).parent.parent / "data"
+STUDIES = Path(__file__).parents[2] / "studies"
 HOST = HostInfo(cores=2, mem_bytes=16 * 10**9, disk_free_bytes=100 << 30)
 PATHS = Paths(data="/data/r-env", tmp="/dev/shm/isobench/r-env")
 
@@ -145,3 +150,49 @@ def test_failed_shared_memory_copies_invalidate_the_run(real_output):
     stderr = (DATA / "mpirun-cma-stderr.txt").read_text()
     with pytest.raises(ParseError, match="shared-memory"):
         Hpcc(HpccParams(n=2000), HOST).parse("default", ExecResult(["mpirun"], 0, real_output, stderr, 3.0))
+
+
+# -- STREAM's arrays: sized by N alone, so a small study leaves STREAM out ----------------
+
+def test_stream_arrays_are_predicted_from_n_and_the_process_count(real_output):
+    s = parse_summary(real_output)  # N = 2000 on a 1 x 2 grid: 8 N^2 / 2 bytes a process, 3 arrays
+    assert stream_vector_size(int(s["HPL_N"]), int(s["CommWorldProcs"])) == s["STREAM_VectorSize"] == 666666
+    assert Hpcc(HpccParams(n=2000), HOST).stream_array_bytes() == 666666 * 8
+    assert stream_vector_size(1_000_000, 1) == 2**30  # hpcc's cap (its vector sizes are ints)
+
+
+def test_stream_metrics_false_leaves_streams_figures_in_the_summary_only(real_output):
+    host = HostInfo(cores=2, mem_bytes=16 * 10**9, disk_free_bytes=100 << 30, llc_bytes=32 * 2**20)
+    w = Hpcc(HpccParams(n=2000, stream_metrics=False), host)
+    names = [x.name for x in w.metrics("default")]
+    assert len(names) == 6 and not STREAM_METRICS & set(names) and names[0] == "hpl_gflops"
+    assert Hpcc.metric_names(w.params) == names and w.primaries("default") == ("hpl_gflops",)
+    m = w.parse("default", output(real_output))
+    assert set(m.values) == set(names) and m.extra["summary"]["StarSTREAM_Triad"] > 0
+    assert w.validity("default", m) == {}  # 5.1 MiB arrays under a 32 MiB cache: nothing reported, nothing said
+    assert set(Hpcc(HpccParams(n=2000), host).validity("default", m)) == STREAM_METRICS
+    assert w.input_text() == Hpcc(HpccParams(n=2000), host).input_text()  # the same hpcc run
+
+
+@pytest.mark.parametrize("host", [
+    host_info(),  # this host (its LLC may be unknown: 0)
+    HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=100 << 30, llc_bytes=32 * 2**20),
+], ids=["this-host", "2-cores-24GiB-32MiB-llc"])
+def test_the_quick_study_trips_none_of_its_own_stream_cache_warnings(host):
+    """Every hpcc table of studies/quick.toml, as sized on this host: the
+    workload's own validity check, fed the STREAM_VectorSize hpcc will run,
+    flags none of the metrics the table reports."""
+    study = load_study(STUDIES / "quick.toml")
+    entries = [e for e in study.workloads if e.workload == "hpcc"]
+    assert entries
+    for entry in entries:
+        w = Hpcc(entry.params, host)
+        run = Measurement({}, extra={"summary": {
+            "STREAM_VectorSize": stream_vector_size(w.problem_size(), w.procs())}})
+        for case in w.cases():
+            reported = {x.name for x in w.metrics(case)}
+            assert not set(w.validity(case, run)) & reported, entry.key
+        if w.stream_array_bytes() < STREAM_CACHE_FACTOR * host.llc_bytes:  # the check has teeth:
+            # reported, these STREAM figures would be flagged
+            loud = Hpcc(entry.params.model_copy(update={"stream_metrics": True}), host)
+            assert set(loud.validity("default", run)) == STREAM_METRICS

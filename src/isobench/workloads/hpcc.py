@@ -7,7 +7,10 @@ variant), PTRANS (parallel matrix transpose), StarDGEMM, SingleDGEMM,
 StarSTREAM, SingleSTREAM, MPIFFT, StarFFT, SingleFFT, LatencyBandwidth
 (MPI ping-pong and rings), then HPL. Every test is sized from the memory the
 HPL matrix takes (8 N^2 bytes), so N sets the run time of all of them; at
-small N the STREAM arrays fit in cache and report cache bandwidth.
+small N the STREAM arrays fit in cache and report cache bandwidth. hpcc
+offers no way to size STREAM on its own (``stream_vector_size``), so a
+study too short for a memory-sized N leaves the STREAM metrics out
+(``stream_metrics = false``) rather than report cache figures as memory ones.
 
 Which figures become metrics:
 - hpl_gflops: HPL_Tflops x 1000, the whole MPI job solving one system.
@@ -113,6 +116,8 @@ class HpccParams(WorkloadParams):
                                 description="share of host memory for the HPL matrix")
     n: int | None = Field(None, ge=256, le=1_000_000, description="explicit HPL N; overrides mem_fraction")
     nb: int = Field(192, ge=16, le=1024, description="HPL block size")
+    stream_metrics: bool = Field(True, description="report StarSTREAM's four figures as metrics; hpcc runs "
+                                 "STREAM either way (sized from N), false leaves them in extra.summary only")
     timeout_s: float = Field(3600, gt=0, le=86_400)
 
     @model_validator(mode="after")
@@ -143,7 +148,7 @@ class Hpcc(Workload):
             raise WorkloadError(str(exc)) from None
 
     def metrics(self, case: str) -> list[Metric]:
-        return [
+        every = [
             # the suite's headline figure; a study may add others: primary = [...]
             Metric("hpl_gflops", "GFLOPS", True, "HPL (Linpack), all processes", role=THROUGHPUT, primary=True),
             Metric("stream_copy_gbs", "GB/s", True, "StarSTREAM copy x processes", role=THROUGHPUT),
@@ -156,6 +161,12 @@ class Hpcc(Workload):
             Metric("fft_gflops", "GFLOPS", True, "MPIFFT, all processes", role=THROUGHPUT),
             Metric("ptrans_gbs", "GB/s", True, "PTRANS matrix transpose", role=THROUGHPUT),
         ]
+        return every if self.params.stream_metrics else [m for m in every if m.name not in STREAM_METRICS]
+
+    def stream_array_bytes(self) -> int:
+        """Each STREAM array of each process, as hpcc will size it for this N
+        and process count (what the run's STREAM_VectorSize will say)."""
+        return stream_vector_size(self.problem_size(), self.procs()) * 8
 
     def input_text(self) -> str:
         p, q = grid(self.procs())
@@ -209,13 +220,14 @@ class Hpcc(Workload):
         """result.stdout is the content of hpccoutf.txt, result.stderr mpirun's (see run())."""
         check_mpi_stderr(result.stderr)
         summary = parse_summary(result.stdout)
-        return Measurement(values=summary_metrics(summary), extra={"summary": summary},
-                           raw=result.stdout)
+        emitted = {m.name for m in self.metrics(case)}
+        values = {name: v for name, v in summary_metrics(summary).items() if name in emitted}
+        return Measurement(values=values, extra={"summary": summary}, raw=result.stdout)
 
     def validity(self, case: str, m: Measurement) -> dict[str, str]:
-        note = stream_validity(m.extra.get("summary", {}), self.host.llc_bytes)
-        return dict.fromkeys((name for name, key, _ in _METRIC_KEYS if key.startswith("StarSTREAM")), note) \
-            if note else {}
+        reported = [x.name for x in self.metrics(case) if x.name in STREAM_METRICS]
+        note = stream_validity(m.extra.get("summary", {}), self.host.llc_bytes) if reported else ""
+        return dict.fromkeys(reported, note) if note else {}
 
     def cleanup(self, env: Environment) -> None:
         wd, shm = self.work_dir(env.paths), self.shm_dir(env.paths)
@@ -332,6 +344,19 @@ def _require(summary: dict[str, float], key: str) -> float:
 
 # STREAM's rule: each array at least 4x the size of all last-level caches together.
 STREAM_CACHE_FACTOR = 4
+STREAM_METRICS = frozenset(name for name, key, _ in _METRIC_KEYS if key.startswith("StarSTREAM"))
+
+
+def stream_vector_size(n: int, procs: int) -> int:
+    """STREAM_VectorSize hpcc 1.5.0 uses for HPL size n on one procs-process
+    grid (src/io.c): HPLMaxProcMem = 8 n^2 / (the smallest grid's P x Q)
+    bytes per process, then HPCC_LocalVectorSize(3 vectors of doubles),
+    capped at 2^30 elements. Only N and the grid size it: no input line
+    sizes STREAM alone (a second, larger N or a smaller grid would also run
+    HPL there, and every other test grows with it)."""
+    per_process = n * n * 8 // procs
+    elements = per_process // 8 // 3
+    return elements if elements < 2**31 else 2**30
 
 
 def stream_validity(summary: dict, llc_bytes: int) -> str:
@@ -345,4 +370,5 @@ def stream_validity(summary: dict, llc_bytes: int) -> str:
     if llc_bytes <= 0 or array >= STREAM_CACHE_FACTOR * llc_bytes:
         return ""
     return (f"STREAM measures cache, not memory: each array is {array / 2**20:.1f} MiB, under "
-            f"{STREAM_CACHE_FACTOR}x the {llc_bytes / 2**20:.0f} MiB last-level cache (raise mem_fraction or n)")
+            f"{STREAM_CACHE_FACTOR}x the {llc_bytes / 2**20:.0f} MiB last-level cache (raise mem_fraction or n, "
+            "or leave STREAM out: stream_metrics = false)")

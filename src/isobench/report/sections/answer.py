@@ -140,8 +140,10 @@ def _open_items(a: EnvAnswer) -> list[Item]:
     """The SHOWN cells cheapest to settle, one line each; the rest in one line
     (the Inconclusive section lists every one)."""
     cells = sorted(a.inconclusive, key=lambda rc: _cost(rc[1].verdict.rounds_needed))
-    items = [Item(f"{_name(r)}: {interval_text(c.verdict)}; about {_rounds(c.verdict.rounds_needed)} rounds "
-                  "per side would settle it", strong=f"{a.env}:") for r, c in cells[:SHOWN]]
+    items = [Item(f"{_name(r)}: {interval_text(c.verdict)}; "
+                  + (f"{c.verdict.callable_text}; " if c.verdict.callable_text else "")
+                  + f"about {_rounds(c.verdict.rounds_needed)} rounds per side would settle it",
+                  strong=f"{a.env}:") for r, c in cells[:SHOWN]]
     if rest := cells[SHOWN:]:
         low, high = rest[0][1].verdict.rounds_needed, rest[-1][1].verdict.rounds_needed
         span = _rounds(low) if _rounds(low) == _rounds(high) else f"{_rounds(low)} to {_rounds(high)}"
