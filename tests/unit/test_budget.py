@@ -150,3 +150,21 @@ def test_the_study_budget_field_and_its_refusals():
     with pytest.raises(StudyError, match=r"^--budget '3x': '3x' is not a duration"):
         with_budget(parse_study(QUICK, "q.toml"), "3x")
     assert with_budget(parse_study(QUICK, "q.toml"), "45m").meta.budget_s == 2700
+
+
+def test_the_report_says_how_the_budget_was_spent():
+    from isobench.results.model import RunData
+    from isobench.results.table import budget_lines, budget_summary
+    facts = {"budget": {"budget_s": 1800.0, "points": [6, 9, 15], "looks": 3, "spent_s": 1500.0,
+                        "cases": {"compression/default": {"state": "resolved", "rounds": 6, "needed": None, "why": ""},
+                                  "fio/randread": {"state": "hopeless", "rounds": 6, "needed": 471,
+                                                   "why": "needs about 471 rounds, beyond the cap of 15"}}}}
+    run = RunData("r", "quick", "", None, "complete", facts, "", "", "native", ["native"], {}, [])
+    lines = budget_lines(run)
+    assert lines[0].startswith("Time budget 30 min (25 min spent at the last look): a first block of 6 rounds")
+    assert "tests at alpha = 0.05/3 for the 3 planned looks (at 6, 9, 15 rounds)" in lines[0]
+    assert lines[1] == "Workload cases: 1 resolved, 1 hopeless (of 2)."
+    assert lines[2] == "fio/randread: hopeless after 6 rounds: needs about 471 rounds, beyond the cap of 15."
+    assert budget_summary(run).startswith("Time budget 30 min: of 2 workload cases, 1 resolved, 1 hopeless")
+    plain = RunData("r", "quick", "", None, "complete", {}, "", "", "native", ["native"], {}, [])
+    assert budget_lines(plain) == [] and budget_summary(plain) == ""

@@ -362,6 +362,18 @@ def adaptive_lines(run: RunData, settings: Settings, split: bool = False) -> lis
     return out
 
 
+def budget_summary(run: RunData) -> str:
+    """One sentence on a budgeted run's cases ("" for any other run)."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    record = facts.get("budget")
+    cases = record.get("cases") if isinstance(record, dict) else None
+    if not cases:
+        return ""
+    counts = Counter(c.get("state", "?") for c in cases.values())
+    return (f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}: of {len(cases)} workload cases, "
+            + ", ".join(f"{k} {s}" for s, k in counts.most_common()) + " (the legend says why).")
+
+
 def budget_lines(run: RunData) -> list[str]:
     """How a budgeted run spent its time (the facts isobench.budget's calls
     left): the rule, the count per state, and each case it left unresolved."""

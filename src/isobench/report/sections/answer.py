@@ -14,7 +14,7 @@ from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
 from isobench.results.numbers import fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
-from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
+from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, budget_summary, tone
 from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP
 
 SHOWN = 4  # inconclusive cells listed one by one per environment
@@ -102,6 +102,10 @@ class AnswerSection(Section):
             out = [Para(f"{len(keys)} primary metric(s) per environment (each workload case's throughput, else "
                         f"its latency, else its duration), with Table I's verdicts ({m} cells corrected together); "
                         "Table I has every metric.")]
+        told = sum(len(a.changed) + len(a.equivalent) for a in found)
+        total = sum(len(a.changed) + len(a.equivalent) + len(a.inconclusive) + len(a.untold) for a in found)
+        out.append(Para(f"Resolved: {told} of {total} primary cells ({told / max(total, 1):.0%}) are changed or "
+                        "equivalent." + (f" {spent}" if (spent := budget_summary(ctx.run)) else "")))
         grid = []
         for a in found:
             worse = sum(1 for _, c in a.changed if tone(c) == "worse")
