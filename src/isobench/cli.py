@@ -183,9 +183,15 @@ def runs(store_path: str) -> None:
               help="Write to this file instead of stdout (html: default results/RUN_ID.html).")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False),
               help="Also write every figure to this directory, as SVG and PNG.")
-def report(run_id: str | None, store_path: str, fmt: str, output: str | None, figures_dir: str | None) -> None:
+@click.option("--all", "show_all", is_flag=True,
+              help="Terminal: also open the folded sections (every warning, every inconclusive cell); "
+                   "Markdown shows them whole, HTML folds them.")
+def report(run_id: str | None, store_path: str, fmt: str, output: str | None, figures_dir: str | None,
+           show_all: bool) -> None:
     """Report RUN_ID (an id, a unique prefix, or the latest run when omitted),
-    computed from the store alone."""
+    computed from the store alone. In a terminal the answer comes last (it
+    stays on screen); Table I's cells there are short (mean, change, interval,
+    marks) and in as many panels as the width needs."""
     from isobench.report.markdown import render_markdown
     from isobench.report.terminal import render_terminal
     from isobench.store import StoreError
@@ -228,9 +234,9 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
         return
     if output:
         with writing(output), open(output, "w") as fh:
-            render_terminal(run, Console(file=fh, width=200))
+            render_terminal(run, Console(file=fh, width=200), show_all)
     else:
-        render_terminal(run, console)
+        render_terminal(run, console, show_all)
 
 
 @main.command("compare")

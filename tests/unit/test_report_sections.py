@@ -23,6 +23,7 @@ from isobench.report.sections.time_spent import time_rows
 from isobench.report.terminal import render_terminal
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_keys
+from isobench.results.table import short_text
 from isobench.store import Store
 from isobench.transfer import import_run
 
@@ -46,12 +47,39 @@ def _section(md: str, title: str) -> list[str]:
     return [ln for ln in m.group(1).splitlines() if ln.strip()]
 
 
-@pytest.mark.parametrize("title,renamed", [("Results", "Table I"), ("Warnings", None), ("Inconclusive", None),
+@pytest.mark.parametrize("title,renamed", [("Results", "Table I"), ("Inconclusive", None),
                                            ("Where the overhead comes from", None)])
 def test_the_same_run_renders_the_same_numbers_and_verdicts(quick, title, renamed):
     run, before = quick
     after = render_markdown(run)
     assert _section(after, renamed or title) == _section(before, title)
+
+
+def _said(lines: list[str], envs: list[str]) -> list[tuple[str, str, str]]:
+    """(cell, environment, warning) for every warning a Markdown section says,
+    whether one line a cell or one line a warning with its cells under it."""
+    on = re.compile(r"^(.*) on (" + "|".join(map(re.escape, envs)) + r")(?:: (.*))?$")
+    out, text = [], None
+    for line in lines:
+        if line.startswith("  - "):  # a cell under a warning said of many
+            cell, listed = line[4:].rsplit(" on ", 1)
+            out += [(cell, env, text) for env in listed.split(", ")]
+        elif m := on.match(line[2:]):
+            out.append((m[1], m[2], m[3]))
+        else:
+            text = re.sub(r" \(\d+ cells\)$", "", line[2:])
+    return out
+
+
+def test_each_warning_is_said_once_with_the_cells_it_covers(quick):
+    run, before = quick
+    after = _section(render_markdown(run), "Warnings")
+    envs = list(run.environments)
+    old, new = _said(_section(before, "Warnings"), envs), _said(after, envs)
+    assert sorted(new) == sorted(old) and len(old) == 19  # the same warnings of the same cells
+    stream = [ln for ln in after if "STREAM measures cache" in ln]
+    assert len(stream) == 1 and stream[0].endswith("(12 cells)")  # said 12 times before
+    assert len(after) < len(_section(before, "Warnings"))
 
 
 def test_the_answer_comes_first_on_a_page_and_last_in_a_terminal(quick):
@@ -144,3 +172,40 @@ def test_formats_and_applies_choose_the_sections(quick):
     assert [s.slug for s, _ in sections_for(ctx, HTML)][:2] == ["answer", "results"]
     # a run without failures has no Failures section
     assert "failures" not in terminal
+
+
+def _terminal(run, width: int, show_all: bool = False) -> str:
+    console = Console(width=width, record=True, file=open("/dev/null", "w"))
+    render_terminal(run, console, show_all)
+    return console.export_text()
+
+
+def test_table_i_fits_a_120_column_terminal_without_wrapping_a_cell(quick):
+    run, _ = quick
+    table = ReportContext(run).table
+    text = _terminal(run, 120)
+    assert max(len(line) for line in text.splitlines()) <= 120
+    lines = text.splitlines()
+    for row in table.rows:  # every short cell whole on its row's line
+        for cell in row.cells:
+            assert any(row.label in ln and short_text(cell) in ln for ln in lines), (row.label, cell.env)
+    assert "(continued)" in text  # two environments beside native need two panels at 120
+    wide = _terminal(run, 200)
+    assert "(continued)" not in wide and "docker-nat, n=5" in wide and "docker-host, n=5" in wide
+    assert "Cell: mean, change vs native [interval, %], verdict" in text
+
+
+def test_long_lists_are_folded_in_a_terminal_and_a_page_but_not_in_markdown(quick):
+    run, _ = quick
+    text = _terminal(run, 120)
+    assert f"8 warning(s) on 16 cell(s): `isobench report {run.run_id} --all` shows them" in text
+    assert "values fall across 5 rounds" not in text  # a warning's text: folded
+    assert "61 inconclusive cell(s)" in text
+    opened = _terminal(run, 120, show_all=True)
+    assert "values fall across 5 rounds" in opened and "--all` shows them" not in opened
+    html = render_html(run)
+    assert html.count("<details>") == 2 and "<summary>8 warning(s) on 16 cell(s)</summary>" in html
+    warnings = html.index('<section id="warnings">')
+    assert warnings < html.index("<details>", warnings) < html.index("values fall across", warnings)
+    md = render_markdown(run)
+    assert "values fall across 5 rounds" in md and "--all" not in md and "<details>" not in md

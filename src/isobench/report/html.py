@@ -81,7 +81,8 @@ def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec
     notes = []
     if run.status != "complete":
         notes.append(f"This run is {run.status}: the figures use the samples measured so far.")
-    shown = [(section, section.heading(ctx), blocks) for section, blocks in sections_for(ctx, HTML)]
+    shown = [(section, section.heading(ctx), blocks, section.fold(ctx, blocks))
+             for section, blocks in sections_for(ctx, HTML)]
     return _env.get_template("report.html.j2").render(
         run=run, table=ctx.table, sections=shown, notes=notes, emulated_note=EMULATED_NOTE,
         cell_class=cell_class, kind_of=_kind_of, svg=_svg, version=_version())

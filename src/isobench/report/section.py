@@ -31,6 +31,7 @@ class ReportContext:
         self.extras = extras or {}
         self._specs = specs
         self.wants_figures = wants_figures  # only formats that draw them pay for matplotlib
+        self.fmt = ""  # the format being drawn, set by sections_for
 
     @cached_property
     def table(self) -> Table:
@@ -64,6 +65,12 @@ class Section(ABC):
     @abstractmethod
     def blocks(self, ctx: ReportContext) -> list[Block]:
         """The content; an empty list drops the section."""
+
+    def fold(self, ctx: ReportContext, blocks: list[Block]) -> str:
+        """A long list a reader opens when he wants it: the one line that
+        stands for the section folded (HTML <details>, a terminal without
+        `report --all`; Markdown shows it whole); "" keeps it open."""
+        return ""
 
 
 SECTIONS: dict[str, Section] = {}

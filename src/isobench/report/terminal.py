@@ -12,7 +12,7 @@ from isobench.report.blocks import BAD, DIM, GOOD, NOTE, WARN, Code, Facts, Figu
 from isobench.report.section import TERMINAL, ReportContext
 from isobench.report.sections import sections_for
 from isobench.results.model import RunData
-from isobench.results.table import Cell, Table, tone
+from isobench.results.table import Cell, Table, short_text, tone
 
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
 MAX_FACT_CHARS = 100
@@ -27,19 +27,42 @@ def _cell_style(cell: Cell) -> str:
     return {"failed": "red", "missing": "dim", "worse": "red", "better": "green"}.get(tone(cell), "")
 
 
-def _results_table(table: Table) -> RichTable:
-    rt = RichTable(title=table.title, box=box.SIMPLE_HEAVY, show_lines=False)
+def _results_table(table: Table, columns: list[int], title: str) -> RichTable:
+    rt = RichTable(title=title, box=box.SIMPLE_HEAVY, show_lines=False)
     rt.add_column("workload", style="bold")
     rt.add_column("metric")
-    for col in table.columns:
-        rt.add_column(Text(col.header), justify="right")
-    for i, (workload, rows) in enumerate(table.groups()):
-        if i:
+    for i in columns:
+        rt.add_column(Text(table.columns[i].header), justify="right")
+    for k, (workload, rows) in enumerate(table.groups()):
+        if k:
             rt.add_section()
         for j, row in enumerate(rows):
-            cells = [Text(c.text, style=_cell_style(c)) for c in row.cells]
+            cells = [Text(short_text(row.cells[i]), style=_cell_style(row.cells[i])) for i in columns]
             rt.add_row(Text(workload if j == 0 else ""), Text(row.label), *cells)
     return rt
+
+
+def _width(console: Console, rt: RichTable) -> int:
+    """The width the table takes without wrapping a cell (rich clamps a
+    measurement to the width it is given, so give it room)."""
+    return console.measure(rt, options=console.options.update_width(10_000)).maximum
+
+
+def results_tables(table: Table, console: Console) -> list[RichTable]:
+    """Table I in the console's width without wrapping a cell: short cells,
+    and beside the baseline as many environments as fit; the others follow
+    in further panels of the same rows."""
+    base = [i for i, c in enumerate(table.columns) if c.is_baseline]
+    panels: list[list[int]] = [[]]
+    for i, col in enumerate(table.columns):
+        if col.is_baseline:
+            continue
+        trial = _results_table(table, base + panels[-1] + [i], table.title)
+        if panels[-1] and _width(console, trial) > console.width:
+            panels.append([])
+        panels[-1].append(i)
+    return [_results_table(table, base + cols, table.title if k == 0 else f"{table.title} (continued)")
+            for k, cols in enumerate(panels)]
 
 
 def _grid(block: Grid) -> RichTable:
@@ -63,7 +86,8 @@ def _facts(block: Facts) -> RichTable:
 
 def draw(console: Console, block) -> None:
     if isinstance(block, Results):
-        console.print(_results_table(block.table))
+        for rt in results_tables(block.table, console):
+            console.print(rt)
     elif isinstance(block, Para):
         console.print(Text(block.text, style=STYLES.get(block.tone, "")))
     elif isinstance(block, Items):
@@ -95,12 +119,17 @@ def draw(console: Console, block) -> None:
         raise TypeError(f"no terminal drawing for {type(block).__name__}")
 
 
-def render_terminal(run: RunData, console: Console) -> None:
+def render_terminal(run: RunData, console: Console, show_all: bool = False) -> None:
+    """The report; a folded section (Section.fold) is one line unless ``show_all``."""
     ctx = ReportContext(run)
     for i, (section, blocks) in enumerate(sections_for(ctx, TERMINAL)):
         if i:
             console.print()
         if not any(isinstance(b, Results) for b in blocks):  # Table I carries its own title
             console.print(Text(section.heading(ctx), style="bold underline"))
+        fold = "" if show_all else section.fold(ctx, blocks)
+        if fold:
+            console.print(Text(f"{fold}: `isobench report {run.run_id} --all` shows them", style="dim"))
+            continue
         for block in blocks:
             draw(console, block)

@@ -134,19 +134,46 @@ def cell_text(summary: Summary, verdict: Verdict | None, show_n: bool, failures:
     parts.append(f"[{fmt_num(summary.sd, 2)}]")
     if show_n:
         parts.append(f"n={summary.n}")
-    markers = ""
-    if verdict is not None:
-        markers += MARKS[verdict.verdict] if verdict.effect.tested else UNTESTED
-    if failures:
-        markers += SOME_FAILED
-    if warned:
-        markers += WARNED
+    markers = cell_marks(verdict, failures, warned)
     if markers:
         parts.append(markers)
     text = " ".join(parts)
     if spread and summary.n > 1:
         text += f"; median {fmt_num(summary.median)} ({fmt_num(summary.min)}..{fmt_num(summary.max)})"
     return text
+
+
+def cell_marks(verdict: Verdict | None, failures: int = 0, warned: bool = False) -> str:
+    """The verdict's mark, then ! for failed repetitions and the warning sign."""
+    marks = ""
+    if verdict is not None:
+        marks += MARKS[verdict.verdict] if verdict.effect.tested else UNTESTED
+    if failures:
+        marks += SOME_FAILED
+    if warned:
+        marks += WARNED
+    return marks
+
+
+def short_key(baseline: str) -> str:
+    """What a short cell holds (the first legend line where cells are short)."""
+    return (f"Cell: mean, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
+            f"(min..max) are in `report --format md` and `html`.")
+
+
+def short_text(cell: Cell) -> str:
+    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (mean,
+    change with its interval in percent, marks); the same numbers as
+    ``cell_text`` less the sd, n and medians, which the Markdown and HTML
+    reports keep."""
+    if cell.summary is None:
+        return cell.text
+    parts = [fmt_num(cell.summary.mean)]
+    if cell.verdict is not None:
+        point = fmt_pct(cell.verdict.pct)
+        parts.append(point + interval_text(cell.verdict)[len(point):].replace("%", ""))
+    marks = cell_marks(cell.verdict, cell.failures, bool(cell.warnings))
+    return " ".join(parts + ([marks] if marks else []))
 
 
 # -- building --------------------------------------------------------------------

@@ -11,6 +11,7 @@ discover(__path__, f"{__name__}.")
 
 def sections_for(ctx: ReportContext, fmt: str) -> list[tuple[Section, list[Block]]]:
     """The sections a format shows for this run, in order, with their blocks."""
+    ctx.fmt = fmt
     chosen = sorted((s for s in SECTIONS.values() if fmt in s.formats), key=lambda s: s.order)
     if fmt == TERMINAL:
         chosen = [s for s in chosen if not s.lead] + [s for s in chosen if s.lead]

@@ -15,3 +15,7 @@ class InconclusiveSection(Section):
     def blocks(self, ctx: ReportContext):
         lines = inconclusive_lines(ctx.table)
         return [Items(tuple(Item(line) for line in lines))] if lines else []
+
+    def fold(self, ctx: ReportContext, blocks) -> str:
+        n = sum(len(b.items) for b in blocks if isinstance(b, Items))
+        return f"{n} inconclusive cell(s), each with the change this run could call and the rounds that would settle it"

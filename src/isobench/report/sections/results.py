@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from isobench.report.blocks import DIM, NOTE, Item, Items, Para, Results
-from isobench.report.section import ReportContext, Section
+from isobench.report.section import TERMINAL, ReportContext, Section
+from isobench.results.table import short_key
 
 
 class ResultsSection(Section):
@@ -13,5 +14,8 @@ class ResultsSection(Section):
 
     def blocks(self, ctx: ReportContext):
         table = ctx.table
+        legend = list(table.legend)
+        if legend and ctx.fmt == TERMINAL:  # the terminal draws short cells (results.table.short_text)
+            legend[0] = short_key(table.baseline)
         return [Results(table), *(Para(n, NOTE) for n in table.footnotes),
-                Items(tuple(Item(line) for line in table.legend), tone=DIM)]
+                Items(tuple(Item(line) for line in legend), tone=DIM)]
