@@ -211,17 +211,8 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> 
     B's study file's; noise floors come from B's study file; the level
     accounts for both runs' planned looks when they were adaptive. The
     families: B's primaries when B stores them, else A's, else one family."""
-    ma, mb = _measured(a), _measured(b)
-    asked, mismatched = [], []
-    for ident, (kb, vb) in mb.items():  # B's order: the newer study's
-        if ident not in ma:
-            continue
-        ka, va = ma[ident]
-        env = ident[3]
-        if ka.unit != kb.unit or ka.higher_is_better != kb.higher_is_better:
-            mismatched.append(f"{_cell_name(kb, env)}: {ka.unit} {_arrow(ka)} vs {kb.unit} {_arrow(kb)}")
-            continue
-        asked.append((kb, env, Question(kb, vb, va)))
+    matched, only_a, only_b, mismatched = _match(_measured(a), _measured(b))
+    asked = [(kb, env, Question(kb, vb, va)) for kb, env, va, vb in matched]
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     primaries = primary_family((a, b))
@@ -230,13 +221,31 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> 
     verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks)
     cells = [CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
              for (k, env, _), v, f in zip(asked, verdicts, family)]
-    only_a = [_cell_name(k, i[3]) for i, (k, _) in ma.items() if i not in mb]
-    only_b = [_cell_name(k, i[3]) for i, (k, _) in mb.items() if i not in ma]
     return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b))
 
 
 def _arrow(k: MetricKey) -> str:
     return HIGHER if k.higher_is_better else LOWER
+
+
+def _match(ma: dict, mb: dict, base: str = "") -> tuple[list, list[str], list[str], list[str]]:
+    """The cells of A and B (``(workload, case, metric, env) -> (key, X)``)
+    matched in B's order, the newer study's: ``(key_b, env, x_a, x_b)`` for
+    each cell in both with the same unit and direction; the names of the
+    cells only A has, only B has, and those whose unit or direction differ."""
+    matched, mismatched = [], []
+    for ident, (kb, xb) in mb.items():
+        if ident not in ma:
+            continue
+        ka, xa = ma[ident]
+        env = ident[3]
+        if ka.unit != kb.unit or ka.higher_is_better != kb.higher_is_better:
+            mismatched.append(f"{_cell_name(kb, env, base)}: {ka.unit} {_arrow(ka)} vs {kb.unit} {_arrow(kb)}")
+            continue
+        matched.append((kb, env, xa, xb))
+    only_a = [_cell_name(k, i[3], base) for i, (k, _) in ma.items() if i not in mb]
+    only_b = [_cell_name(k, i[3], base) for i, (k, _) in mb.items() if i not in ma]
+    return matched, only_a, only_b, mismatched
 
 
 def _check_overhead_runs(a: RunData, b: RunData) -> str:
@@ -283,19 +292,7 @@ def compare_overheads(a: RunData, b: RunData, tolerance_pct: float | None = None
     base = _check_overhead_runs(a, b)
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
-    ra, rb = _ratios(a, sa), _ratios(b, sb)
-    asked, mismatched = [], []
-    for ident, (kb, qb) in rb.items():  # B's order: the newer study's
-        if ident not in ra:
-            continue
-        ka, qa = ra[ident]
-        env = ident[3]
-        if ka.unit != kb.unit or ka.higher_is_better != kb.higher_is_better:
-            mismatched.append(f"{_cell_name(kb, env, base)}: {ka.unit} {_arrow(ka)} vs {kb.unit} {_arrow(kb)}")
-            continue
-        asked.append((kb, env, qa, qb))
-    only_a = [_cell_name(k, i[3], base) for i, (k, _) in ra.items() if i not in rb]
-    only_b = [_cell_name(k, i[3], base) for i, (k, _) in rb.items() if i not in ra]
+    asked, only_a, only_b, mismatched = _match(_ratios(a, sa), _ratios(b, sb), base)
     judged = judge_overhead_cells([(qa, qb) for *_, qa, qb in asked], settings, looks=sa.looks * sb.looks)
     cells = [CellDiff(k, env, j.verdict, is_emulated(a, env) or is_emulated(b, env), base, j.within_a, j.within_b)
              for (k, env, _, _), j in zip(asked, judged)]
