@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -ra "$@"
+exec .venv/bin/python -m pytest -ra --durations=25 "$@"
