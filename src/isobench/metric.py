@@ -64,3 +64,21 @@ def parse_instance_metric(metric: str) -> tuple[int, str] | None:
     """(index, name) of a per-instance metric name, or None for any other metric."""
     m = _INSTANCE_RE.match(metric)
     return (int(m["index"]), m["name"]) if m else None
+
+
+# A response-time limit a workload checks, as a metric: pass_<L> is 1 when
+# every operation's p90 stayed under L ms. The limits come from the
+# workload's parameters; reports find them back here (the lines of the p90
+# figure) and never know which workload set them.
+_LIMIT_RE = re.compile(r"^pass_(?P<ms>[0-9]+(?:\.[0-9]+)?)$")
+
+
+def limit_metric(ms: float) -> str:
+    """The name of the metric that checks a limit of `ms` milliseconds."""
+    return f"pass_{ms:g}"
+
+
+def parse_limit_metric(metric: str) -> float | None:
+    """The limit in ms a pass_<L> metric checks, or None for any other metric."""
+    m = _LIMIT_RE.match(metric)
+    return float(m["ms"]) if m else None

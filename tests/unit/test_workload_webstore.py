@@ -64,6 +64,9 @@ def test_pass_fail_against_the_limits():
     doc["instances"][0]["ops"]["purchase"]["hist"] = {str(loghist.bucket(0.3)): sum(h.values())}
     values, _ = parse_webstore(json.dumps(doc), list(OPS), 0.05)
     assert values["pass_250"] == 0.0 and values["pass_500"] == 1.0
+    # a study's own limits (limits_ms) are the ones checked
+    values, _ = parse_webstore(json.dumps(doc), list(OPS), 0.05, (100.0, 320.5))
+    assert values["pass_100"] == 0.0 and values["pass_320.5"] == 1.0 and "pass_250" not in values
 
 
 def test_saturated_driver_and_errors_are_refused():

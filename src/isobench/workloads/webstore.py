@@ -26,7 +26,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from isobench.envs.base import Environment
-from isobench.metric import FAIRNESS, THROUGHPUT, Metric
+from isobench.metric import FAIRNESS, THROUGHPUT, Metric, limit_metric
 from isobench.proc import ExecResult
 from isobench.workloads import webstore_data
 from isobench.workloads.base import (
@@ -39,7 +39,7 @@ from isobench.workloads.base import (
 )
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics
 from isobench.workloads.server import READY_TIMEOUT_S, bounded_timeout, servers_dir, sweep_cases, sweep_value
-from isobench.workloads.webstore_metrics import OPS, parse_webstore, peak_metrics, peak_search
+from isobench.workloads.webstore_metrics import LIMITS_MS, OPS, parse_webstore, peak_metrics, peak_search
 
 BASE_PORT = 18480
 PG_BIN = "/usr/lib/postgresql/15/bin"
@@ -74,6 +74,9 @@ class WebstoreParams(WorkloadParams):
     peak_max_rate: int = Field(400, ge=1, le=100_000)
     peak_steps: int = Field(6, ge=2, le=30, description="probes of the peak search, duration_s each")
     peak_limit_ms: float = Field(250, gt=0, le=60_000, description="every operation's p90 must stay under it")
+    limits_ms: tuple[float, ...] = Field(LIMITS_MS, description="response-time limits (CloudStone's 250 and 500 "
+                                         "ms): each L is a metric pass_L, 1 when every operation's worst-instance "
+                                         "p90 stayed under L ms, and a line on the p90 figure")
 
     _rates = distinct_counts("rates", 100_000, what="arrivals per second", allow_empty=True)
     _instances = distinct_counts("instances", 64)
@@ -87,6 +90,14 @@ class WebstoreParams(WorkloadParams):
         if any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
             raise ValueError("mix weights must be >= 0 with a positive sum")
         return {op: float(w) for op, w in v.items() if w > 0}
+
+    @field_validator("limits_ms")
+    @classmethod
+    def _limits(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not 1 <= len(v) <= 4 or len(set(v)) != len(v) or not all(0 < x <= 60_000 for x in v):
+            raise ValueError(f"limits_ms {list(v)}: one to four distinct limits, each above 0 and at most "
+                             "60000 ms")
+        return tuple(sorted(v))
 
     @model_validator(mode="after")
     def _peak_range(self) -> "WebstoreParams":
@@ -160,8 +171,8 @@ class Webstore(MultiServerWorkload):
                Metric("p90_ms", "ms", False, "90th percentile latency over all operations", primary=open_loop),
                Metric("error_rate", "", False, "failed operations over all operations"),
                Metric("rollback_rate", "", False, "purchases rolled back (out of stock) over purchases"),
-               Metric("pass_250", "", True, "1 when every operation's p90 (worst instance) is under 250 ms"),
-               Metric("pass_500", "", True, "1 when every operation's p90 (worst instance) is under 500 ms"),
+               *(Metric(limit_metric(ms), "", True, f"1 when every operation's p90 (worst instance) is under {ms:g} ms")
+                 for ms in self.params.limits_ms),
                Metric("imbalance", "x", False, "most over fewest orders of one instance", role=FAIRNESS),
                Metric("jain", "", True, "Jain's fairness index of per-instance orders", role=FAIRNESS),
                Metric("driver_cpu_pct", "%", False, "load generator's CPU use, % of one core")]
@@ -351,7 +362,8 @@ class Webstore(MultiServerWorkload):
         if not run.result.ok:
             raise WorkloadError(run.result.describe(), run.result)
         try:
-            return parse_webstore(run.result.stdout, self.ops(), self.params.max_error_rate)[0]
+            return parse_webstore(run.result.stdout, self.ops(), self.params.max_error_rate,
+                                  self.params.limits_ms)[0]
         except ParseError as exc:
             if "load generator" in str(exc):
                 raise
@@ -371,5 +383,6 @@ class Webstore(MultiServerWorkload):
         return ""
 
     def parse(self, case: str, result: ExecResult) -> Measurement:
-        values, extra = parse_webstore(result.stdout, self.ops(), self.params.max_error_rate)
+        values, extra = parse_webstore(result.stdout, self.ops(), self.params.max_error_rate,
+                                      self.params.limits_ms)
         return Measurement(values=values, extra=extra, raw=result.stdout)
