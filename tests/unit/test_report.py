@@ -106,6 +106,7 @@ def test_unchanged_cell_shows_its_interval_and_is_equivalent(run):
     # 2 cells tested, 1 changed: the interval is at 1 - 1 * 0.05 / 2 = 97.5%
     assert c.text == "1034 (\u22120.9% [\u22123.5%, +1.8%]) [16] \u2248"
     assert short_text(c) == "1034 \u22120.9% [\u22123.5, +1.8] \u2248"  # the terminal's cell
+    assert short_text(c, show_n=True) == "1034 \u22120.9% [\u22123.5, +1.8] n=5 \u2248"  # a column of mixed n
     assert not c.verdict.changed and c.verdict.verdict == "equivalent"
     assert c.verdict.level == pytest.approx(0.975)
     # ratio of geometric means; lower throughput is worse

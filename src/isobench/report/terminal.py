@@ -37,7 +37,8 @@ def _results_table(table: Table, columns: list[int], title: str) -> RichTable:
         if k:
             rt.add_section()
         for j, row in enumerate(rows):
-            cells = [Text(short_text(row.cells[i]), style=_cell_style(row.cells[i])) for i in columns]
+            cells = [Text(short_text(row.cells[i], table.columns[i].n is None), style=_cell_style(row.cells[i]))
+                     for i in columns]
             rt.add_row(Text(workload if j == 0 else ""), Text(row.label), *cells)
     return rt
 

@@ -105,8 +105,7 @@ class Table:
     rows: tuple[Row, ...]
     legend: tuple[str, ...]
     footnotes: tuple[str, ...]  # per-column notes (emulated environments)
-    failures: tuple[Failure, ...]
-    warnings: tuple[str, ...] = ()  # "workload case metric on env: text", one per warning
+    failures: tuple[Failure, ...]  # each cell's warnings are its own (Cell.warnings)
 
 
     def groups(self) -> list[tuple[str, list[Row]]]:
@@ -161,17 +160,19 @@ def short_key(baseline: str) -> str:
             f"(min..max) are in `report --format md` and `html`.")
 
 
-def short_text(cell: Cell) -> str:
+def short_text(cell: Cell, show_n: bool = False) -> str:
     """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (mean,
-    change with its interval in percent, marks); the same numbers as
-    ``cell_text`` less the sd, n and medians, which the Markdown and HTML
-    reports keep."""
+    change with its interval in percent, n when the column's varies, marks);
+    the same numbers as ``cell_text`` less the sd and medians, which the
+    Markdown and HTML reports keep."""
     if cell.summary is None:
         return cell.text
     parts = [fmt_num(cell.summary.mean)]
     if cell.verdict is not None:
         point = fmt_pct(cell.verdict.pct)
         parts.append(point + interval_text(cell.verdict)[len(point):].replace("%", ""))
+    if show_n:
+        parts.append(f"n={cell.summary.n}")
     marks = cell_marks(cell.verdict, cell.failures, bool(cell.warnings))
     return " ".join(parts + ([marks] if marks else []))
 
@@ -467,11 +468,9 @@ def build_table(run: RunData) -> Table:
     footnotes += tuple(f"{c.env}: {workload} not run: {reason}." for c in columns
                        for workload in dict.fromkeys(k.workload for k in run.metrics)
                        if (reason := unsupported_reason(run, workload, c.env)))
-    warnings = tuple(f"{row.key.workload} {row.label} on {cell.env}: {w}"
-                     for row in rows_t for cell in row.cells for w in cell.warnings)
     return Table(title=f"{run.study_name}: run {run.run_id}", baseline=run.baseline,
                  columns=columns, rows=rows_t, legend=build_legend(run, rows_t, columns, settings),
-                 footnotes=footnotes, failures=build_failures(run), warnings=warnings)
+                 footnotes=footnotes, failures=build_failures(run))
 
 
 # -- facts shared by the renderers ---------------------------------------------------
