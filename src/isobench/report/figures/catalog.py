@@ -40,7 +40,7 @@ KIND_TITLES = {
     KIND_NORMALISED: "Performance relative to the baseline",
     KIND_SWEEP: "Curves vs the swept parameter (concurrency, noise step, instances)",
     KIND_TPUT_LAT: "Throughput vs latency",
-    KIND_P90_LIMITS: "Per-operation p90 vs load, 250/500 ms limits",
+    KIND_P90_LIMITS: "Per-operation p90 vs load, with the response-time limits",
     KIND_CDF: "Latency CDFs",
     KIND_CPU_COST: "CPU cost per GB",
     KIND_TPUT_CPU: "Throughput vs CPU utilisation",
