@@ -44,7 +44,7 @@ from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
 from isobench.results.table import HIGHER, LOWER, fmt_fact, is_emulated
 from isobench.stats import Effect
-from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, regressions
+from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level, regressions
 
 __all__ = ["RAW", "OVERHEAD", "CellDiff", "RunComparison", "compare_runs", "compare_overheads"]
 
@@ -141,7 +141,7 @@ class RunComparison:
         if not self.split:
             n = len(self.cells)
             return (f"{self.count(CHANGED)} of {n} cells changed (significant after Benjamini-Hochberg "
-                    f"correction: false discoveries <= 5%; intervals at {self.level() * 100:.4g}%), "
+                    f"correction: false discoveries <= 5%; intervals at {fmt_level(self.level())}), "
                     f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
                     f"(or the metric's noise floor), "
                     f"{self.count(INCONCLUSIVE)} inconclusive at this n")
@@ -149,10 +149,10 @@ class RunComparison:
         d = len(self.cells) - n
         return (f"{self.count(CHANGED, PRIMARY)} of {n} primary cells changed (significant after "
                 f"Benjamini-Hochberg correction among them: false discoveries <= 5%; intervals at "
-                f"{self.level(PRIMARY) * 100:.4g}%), {self.count(EQUIVALENT, PRIMARY)} equivalent within "
+                f"{fmt_level(self.level(PRIMARY))}), {self.count(EQUIVALENT, PRIMARY)} equivalent within "
                 f"\u00b1{self.tolerance_pct:g}% (or the metric's noise floor), "
                 f"{self.count(INCONCLUSIVE, PRIMARY)} inconclusive at this n; {d} descriptive cells (their own "
-                f"family, intervals at {self.level(DESCRIPTIVE) * 100:.4g}%): {self.count(CHANGED, DESCRIPTIVE)} "
+                f"family, intervals at {fmt_level(self.level(DESCRIPTIVE))}): {self.count(CHANGED, DESCRIPTIVE)} "
                 f"changed, {self.count(EQUIVALENT, DESCRIPTIVE)} equivalent, "
                 f"{self.count(INCONCLUSIVE, DESCRIPTIVE)} inconclusive")
 
@@ -215,9 +215,7 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> 
     asked = [(kb, env, Question(kb, vb, va)) for kb, env, va, vb in matched]
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
-    primaries = primary_family((a, b))
-    family = ["" if primaries is None else PRIMARY if (k.workload, k.case, k.metric) in primaries else DESCRIPTIVE
-              for k, *_ in asked]
+    family = _families(asked, primary_family((a, b)))
     verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks)
     cells = [CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
              for (k, env, _), v, f in zip(asked, verdicts, family)]
@@ -226,6 +224,13 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> 
 
 def _arrow(k: MetricKey) -> str:
     return HIGHER if k.higher_is_better else LOWER
+
+
+def _families(asked: list, primaries: set | None) -> list[str]:
+    """Each asked cell's verdict family: PRIMARY or DESCRIPTIVE by the runs'
+    primaries (``primary_family``), "" for all when neither run stores any."""
+    return ["" if primaries is None else PRIMARY if (k.workload, k.case, k.metric) in primaries else DESCRIPTIVE
+            for k, *_ in asked]
 
 
 def _match(ma: dict, mb: dict, base: str = "") -> tuple[list, list[str], list[str], list[str]]:
@@ -293,8 +298,11 @@ def compare_overheads(a: RunData, b: RunData, tolerance_pct: float | None = None
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     asked, only_a, only_b, mismatched = _match(_ratios(a, sa), _ratios(b, sb), base)
-    judged = judge_overhead_cells([(qa, qb) for *_, qa, qb in asked], settings, looks=sa.looks * sb.looks)
-    cells = [CellDiff(k, env, j.verdict, is_emulated(a, env) or is_emulated(b, env), base, j.within_a, j.within_b)
-             for (k, env, _, _), j in zip(asked, judged)]
+    family = _families(asked, primary_family((a, b)))
+    judged = judge_overhead_cells([(qa, qb) for *_, qa, qb in asked], settings, looks=sa.looks * sb.looks,
+                                  family=family)
+    cells = [CellDiff(k, env, j.verdict, is_emulated(a, env) or is_emulated(b, env), base, j.within_a, j.within_b,
+                      family=f)
+             for (k, env, _, _), j, f in zip(asked, judged, family)]
     return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b),
                          form=OVERHEAD, baseline=base)

@@ -143,7 +143,7 @@ class Verdict:
         low = f"<{SHOWN_PCT_LOW:+.1f}" if self.pct_low < SHOWN_PCT_LOW else f"{self.pct_low:+.1f}"
         # an upper bound this far out says only "unbounded at this n" (and may be inf)
         high = f">+{SHOWN_PCT_HIGH:.0f}" if not self.pct_high <= SHOWN_PCT_HIGH else f"{self.pct_high:+.1f}"
-        where = f"{e.pct:+.1f}% [{low}%, {high}%] at {_level(self.level)}"
+        where = f"{e.pct:+.1f}% [{low}%, {high}%] at {fmt_level(self.level)}"
         if self.changed:
             return (f"{self.direction}: {where}, significant after correction "
                     f"(BH p = {self.p_adjusted:.3g}, {e.test})")
@@ -163,8 +163,15 @@ def change_text(pct: float) -> str:
         else f"{pct:.1f}%"
 
 
-def _level(level: float) -> str:
-    return f"{level * 100:.4g}%"
+def fmt_level(level: float) -> str:
+    """A confidence level as a percentage, "99.92%", with the digits that keep
+    it below 100%: a level corrected for many cells and looks (1 - 0.05/1344)
+    reads 99.9963%, never "100%"."""
+    text = f"{level * 100:.4g}"
+    if 0 < level < 1 and float(text) >= 100:
+        decimals = 1 - math.floor(math.log10((1 - level) * 100))
+        text = f"{level * 100:.{decimals}f}".rstrip("0").rstrip(".")
+    return text + "%"
 
 
 def _n_text(e: Effect) -> str:

@@ -168,6 +168,28 @@ def test_compare_judges_two_families_and_gates_on_the_primaries(store, tmp_path)
     assert invoke(main, ["compare", "a", "b-prim", "--store", path, "--fail-on-regression", "5"]).exit_code == 1
 
 
+def test_the_overhead_compare_judges_the_same_two_families(store):
+    """--overhead too: the primaries corrected among themselves, the
+    descriptive cells in their own family and never gated."""
+    from isobench.compare import compare_overheads
+    a = _run(store, "a")
+    b_desc = _run(store, "b-desc", inject={("docker-nat", "redis", "latency_mean_us"): 1.5})
+    b_prim = _run(store, "b-prim", inject={("docker-nat", "fio", "iops"): 0.8})
+    result = compare_overheads(a, b_desc)
+    assert result.split and {c.family for c in result.cells} == {PRIMARY, DESCRIPTIVE}
+    n_primary = sum(c.family == PRIMARY for c in result.cells)
+    assert 0 < n_primary < len(result.cells)
+    assert {c.verdict.m for c in result.cells if c.family == PRIMARY} == {n_primary}
+    worse = [c for c in result.cells if c.flagged and c.key.metric == "latency_mean_us"]
+    assert worse and all(c.family == DESCRIPTIVE for c in worse) and result.regressions(5) == []
+    assert result.summary_line().startswith(f"0 of {n_primary} primary cells changed")
+    assert "corrected within its family" in compare_markdown(result)
+    assert [c.name for c in compare_overheads(a, b_prim).regressions(5)] == [
+        "fio/randread iops on docker-nat vs native"]
+    old = compare_overheads(_run(store, "old-a", flagged=False), _run(store, "old-b", flagged=False))
+    assert not old.split and {c.family for c in old.cells} == {""}
+
+
 def test_compare_of_runs_stored_before_primaries_gates_every_cell(store):
     a = _run(store, "a", flagged=False)
     b = _run(store, "b", flagged=False, inject={("docker-nat", "redis", "latency_mean_us"): 1.5})

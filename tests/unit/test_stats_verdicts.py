@@ -321,3 +321,11 @@ def test_regressions_are_bh_changed_worse_beyond_pct():
     assert regressions(v, 15) == [v[0]]
     assert regressions(v, 2) == [v[0], v[2], v[3]]
 
+
+
+def test_a_level_never_reads_100_percent():
+    from isobench.verdicts import fmt_level
+    assert fmt_level(0.95) == "95%" and fmt_level(0.975) == "97.5%"
+    assert fmt_level(1 - 0.05 / 66) == "99.92%"  # as before: four significant digits
+    assert fmt_level(1 - 0.05 / (64 * 21)) == "99.9963%"  # two budgeted runs' 21 primaries
+    assert fmt_level(1 - 0.05 / 1e6) == "99.999995%"

@@ -97,8 +97,7 @@ def legend(result) -> list[str]:
         lines = [f"{ids}; in each run every environment is compared with {base} of the same run.",
                  f"A/B: vs {base}: the environment's change against {base} in that run (ratio of geometric "
                  f"means, paired by round as in Table I; not corrected here), its rounds and test.",
-                 f"change of the ratio: B's ratio to {base} over A's, with its interval corrected for the "
-                 f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); "
+                 f"change of the ratio: B's ratio to {base} over A's, with its interval {_corrected(result)}; "
                  f"test: Welch-type t on the difference of the two runs' mean log ratios; BH p: "
                  f"Benjamini-Hochberg adjusted p. A host faster or slower in B moves {base} and the "
                  f"environment alike and cancels.",
@@ -124,15 +123,20 @@ def legend(result) -> list[str]:
     return lines
 
 
-def _change_line(result) -> str:
-    tail = "test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p."
+def _corrected(result) -> str:
+    """How a compare's intervals are corrected: over all its cells, or within
+    the primary and the descriptive family."""
     if not result.split:
-        return (f"change: ratio of B's geometric mean to A's, with its interval corrected for the "
-                f"{len(result.cells)} cells compared (it excludes 0% exactly for the BH-significant cells); {tail}")
+        return (f"corrected for the {len(result.cells)} cells compared (it excludes 0% exactly for the "
+                f"BH-significant cells)")
     n = sum(1 for c in result.cells if c.family != DESCRIPTIVE)
-    return (f"change: ratio of B's geometric mean to A's, with its interval corrected within its family, the "
-            f"{n} primary cells or the {len(result.cells) - n} descriptive ones marked {DESCRIPTIVE_MARK} (it "
-            f"excludes 0% exactly for the BH-significant cells of its family); {tail}")
+    return (f"corrected within its family, the {n} primary cells or the {len(result.cells) - n} descriptive "
+            f"ones marked {DESCRIPTIVE_MARK} (it excludes 0% exactly for the BH-significant cells of its family)")
+
+
+def _change_line(result) -> str:
+    return (f"change: ratio of B's geometric mean to A's, with its interval {_corrected(result)}; "
+            "test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p.")
 
 
 def render_markdown(result, regressions: list | None = None) -> str:

@@ -15,6 +15,7 @@ from isobench.results.history import Change, Group, History, Series
 from isobench.results.numbers import DASH
 from isobench.results.table import HIGHER, LOWER
 from isobench.stats import ALPHA
+from isobench.verdicts import fmt_level
 
 STEP_MARK = "\u25c6"  # ◆ on the first run after a confirmed step
 EDIT_MARK = "study edited"
@@ -48,7 +49,7 @@ def _answer(h: History, fail_pct: float | None) -> list[Block]:
         f"{runs} run(s) of study {h.study} in {len(h.groups)} host class(es); {len(series)} series "
         f"(primary cells), {judged} long enough to judge; {h.m} candidate step(s) tested together "
         f"(Benjamini-Hochberg, false discoveries <= {ALPHA * 100:g}%), {len(changes)} confirmed"
-        + (f", intervals at {h.level * 100:.4g}%." if changes else "."))]
+        + (f", intervals at {fmt_level(h.level)}." if changes else "."))]
     if changes:
         blocks.append(Items(tuple(change_item(c) for c in changes)))
     elif judged:

@@ -133,20 +133,30 @@ class OverheadJudgement:
 
 
 def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], settings: Settings,
-                         looks: int) -> list[OverheadJudgement]:
+                         looks: int, family: Sequence[str] | None = None) -> list[OverheadJudgement]:
     """Verdicts on how each (run A, run B) pair of within-run questions moved:
     each run's log ratio tested as Table I tests it (its pairing was decided
     by ``baseline_question``), ``stats.overhead_change`` between the runs,
-    then Benjamini-Hochberg over all pairs at the alpha the design allows.
+    then Benjamini-Hochberg at the alpha the design allows, within each
+    family (``family``: each pair's PRIMARY, DESCRIPTIVE or "", as
+    ``judge_families``; one family over all pairs when None).
     ``settings`` (B's, with any --tolerance) give the margin and noise floors."""
     alpha = sequential_alpha(looks, alpha=ALPHA)
+    family = list(family) if family is not None else [""] * len(questions)
+    if len(family) != len(questions):
+        raise ValueError(f"{len(family)} families for {len(questions)} questions")
 
     def within(q: Question) -> Effect:
         return compare_cell(q.candidate, q.reference, q.key.higher_is_better, pairs=q.pairs,
                             tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
 
     inner = [(within(qa), within(qb)) for qa, qb in questions]
-    verdicts = adjust([overhead_change(ea, eb) for ea, eb in inner], alpha)
+    changes = [overhead_change(ea, eb) for ea, eb in inner]
+    verdicts: list[Verdict | None] = [None] * len(changes)
+    for name in dict.fromkeys(family):
+        idx = [i for i, f in enumerate(family) if f == name]
+        for i, v in zip(idx, adjust([changes[i] for i in idx], alpha)):
+            verdicts[i] = v
     return [OverheadJudgement(ea, eb, v) for (ea, eb), v in zip(inner, verdicts)]
 
 

@@ -26,7 +26,7 @@ from isobench.results.numbers import fmt_pct
 from isobench.results.primary import primary_keys
 from isobench.results.table import HIGHER, LOWER, build_table
 from isobench.stats import ALPHA
-from isobench.verdicts import Verdict
+from isobench.verdicts import Verdict, fmt_level
 
 # Runs whose cells were all attempted; a running, interrupted or failed run
 # has some cells measured under conditions the others did not see.
@@ -137,7 +137,7 @@ class Change:
     def summary(self) -> str:
         j = self.judged
         return (f"{self.direction} step {_fmt(self.step_pct)} [{_fmt(self.low_pct)}, {_fmt(self.high_pct)}] at "
-                f"{j.level * 100:.4g}% {self.where}: {_fmt(self.level_before_pct)} over {len(self.before)} "
+                f"{fmt_level(j.level)} {self.where}: {_fmt(self.level_before_pct)} over {len(self.before)} "
                 f"run(s) before, {_fmt(self.level_after_pct)} over {len(self.after)} after (vs {self.cell.baseline}; "
                 f"BH p = {j.p_adjusted:.2g})")
 

@@ -34,7 +34,7 @@ from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.roles import role_of
 from isobench.repetitions import converged
 from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
-from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict
+from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
 
 __all__ = ["DASH", "MINUS", "fmt_num", "fmt_pct"]  # re-exported: renderers format through the table
 
@@ -319,7 +319,7 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
                 f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.")
         if not split:
             legend += [
-                f"Change: ratio of geometric means, with its {_pct(judged[0].level)} interval (corrected for the "
+                f"Change: ratio of geometric means, with its {fmt_level(judged[0].level)} interval (corrected for the "
                 f"{judged[0].m} cells compared; it excludes 0% exactly for the BH-significant cells). "
                 f"Tests: {used}.",
                 f"{MARKS[CHANGED]} changed: significant after Benjamini-Hochberg correction over the table "
@@ -359,7 +359,7 @@ def family_lines(rows: tuple[Row, ...], tests: str) -> list[str]:
         judged = [c.verdict for r in rows if r.family == family for c in r.cells
                   if c.verdict is not None and c.verdict.effect.tested]
         if judged:
-            parts.append(f"at {_pct(judged[0].level)} for the {judged[0].m} {what}")
+            parts.append(f"at {fmt_level(judged[0].level)} for the {judged[0].m} {what}")
     change = ("Change: ratio of geometric means, with its interval corrected within its family"
               + (f": {', '.join(parts)}" if parts else "")
               + f"; each excludes 0% exactly for the BH-significant cells of its family. Tests: {tests}.")
@@ -425,9 +425,6 @@ def budget_lines(run: RunData) -> list[str]:
                 out.append(f"{name}: {c.get('state')} after {c.get('rounds')} rounds: {c.get('why', '')}.")
     return out
 
-
-def _pct(level: float) -> str:
-    return f"{level * 100:.4g}%"
 
 
 def inconclusive_lines(table: "Table") -> list[str]:
