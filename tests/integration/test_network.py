@@ -143,12 +143,15 @@ def test_sigint_during_network_workload_leaves_nothing(tmp_path):
             run_ns = next((line.split()[0] for line in out.splitlines() if "-sigint-net-" in line), None)
             time.sleep(0.2)
         assert run_ns, "the client namespace never appeared"
-        # wait until iperf3 is moving data, then interrupt
+        # wait until iperf3 is moving data, then interrupt (`ip netns exec`
+        # execs the client in place: its command line is iperf3's own)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if subprocess.run(["pgrep", "-f", f"ip netns exec {run_ns} iperf3"], capture_output=True).returncode == 0:
+            if subprocess.run(["pgrep", "-f", "iperf3 --client"], capture_output=True).returncode == 0:
                 break
             time.sleep(0.2)
+        else:
+            raise AssertionError("the iperf3 client never started")
         time.sleep(1)
         proc.send_signal(signal.SIGINT)
         output, _ = proc.communicate(timeout=120)
