@@ -151,12 +151,8 @@ def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], setting
                             tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
 
     inner = [(within(qa), within(qb)) for qa, qb in questions]
-    changes = [overhead_change(ea, eb) for ea, eb in inner]
-    verdicts: list[Verdict | None] = [None] * len(changes)
-    for name in dict.fromkeys(family):
-        idx = [i for i, f in enumerate(family) if f == name]
-        for i, v in zip(idx, adjust([changes[i] for i in idx], alpha)):
-            verdicts[i] = v
+    verdicts = per_family([overhead_change(ea, eb) for ea, eb in inner], family,
+                          lambda changes: adjust(changes, alpha))
     return [OverheadJudgement(ea, eb, v) for (ea, eb), v in zip(inner, verdicts)]
 
 
@@ -176,10 +172,16 @@ def judge_families(questions: Sequence[Question], settings: Settings, family: Se
     all."""
     if len(family) != len(questions):
         raise ValueError(f"{len(family)} families for {len(questions)} questions")
-    out: list[Verdict | None] = [None] * len(questions)
+    return per_family(questions, family, lambda asked: judge_cells(asked, settings, looks))
+
+
+def per_family(items: Sequence, family: Sequence[str], judge) -> list[Verdict]:
+    """``judge`` (a list of items -> their verdicts, corrected together)
+    called once per family, the verdicts returned in the items' order."""
+    out: list[Verdict | None] = [None] * len(items)
     for name in dict.fromkeys(family):
         idx = [i for i, f in enumerate(family) if f == name]
-        for i, v in zip(idx, judge_cells([questions[i] for i in idx], settings, looks)):
+        for i, v in zip(idx, judge([items[i] for i in idx])):
             out[i] = v
     return out  # type: ignore[return-value]  # every index belongs to one family
 

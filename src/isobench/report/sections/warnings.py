@@ -44,5 +44,5 @@ class WarningsSection(Section):
 
     def fold(self, ctx: ReportContext, blocks) -> str:
         cells = sum(len(c.warnings) > 0 for r in ctx.table.rows for c in r.cells)
-        said = len(grouped_warnings(ctx.table))
+        said = sum(len(b.items) for b in blocks if isinstance(b, Items))  # one item per distinct warning
         return f"{said} warning(s) on {cells} cell(s)"
