@@ -20,10 +20,11 @@ At a look, a case is
   strictest level its final verdict can use, alpha/(K·m) for m primary cells
   (Bonferroni over the table: a cell resolved so is still resolved under the
   final Benjamini-Hochberg, whose level is never stricter);
-* hopeless: the rounds its noisiest open cell needs (``rounds_needed``) are
-  beyond the cap, or beyond what the time left buys even if the case had it
-  all;
-* open: neither. The next block goes to the open cases in order of the time
+* hopeless: the rounds each of its open cells needs (``rounds_needed``)
+  are beyond the cap, or beyond what the time left buys even if the case
+  had it all;
+* open: some open cell can still resolve; the case needs the rounds of the
+  slowest of those (a cell out of reach does not hold the others back). The next block goes to the open cases in order of the time
   they still need, as many as the time left pays for; the others are out of
   time (they would not finish before the cases ahead of them).
 """
@@ -187,21 +188,28 @@ def allocate(evidence: Sequence[Evidence], plan: Plan, time_left_s: float, q: fl
             calls.append(Call(ev.case, RESOLVED, ev.rounds, None, ""))
             continue
         untested = [e for e in open_cells if not e.tested]
-        if untested:
+        if len(untested) == len(open_cells):
             calls.append(Call(ev.case, HOPELESS, ev.rounds, None, f"cannot be tested: {untested[0].reason}"))
             continue
-        needed = max(cell_needs(e, q, tol_pct) for e in open_cells)
+        needs = [cell_needs(e, q, tol_pct) for e in open_cells if e.tested]
         affordable = ev.rounds + (int(time_left_s // ev.round_s) if ev.round_s > 0 else 0)
+        # a case's rounds serve all its cells: it stays open while any of them
+        # can still resolve, for as many rounds as the reachable ones need (one
+        # hopeless environment no longer stops the others' answers)
+        reachable = [n for n in needs if n <= min(plan.cap, affordable)]
+        needed = max(reachable) if reachable else max(needs)
         if plan.next_point(ev.rounds) is None:
-            calls.append(Call(ev.case, HOPELESS, ev.rounds, needed, f"unresolved at the cap of {plan.cap} rounds"))
+            calls.append(Call(ev.case, HOPELESS, ev.rounds, max(needs), f"unresolved at the cap of {plan.cap} rounds"))
+        elif reachable:
+            out_of_reach = len(open_cells) - len(reachable)
+            calls.append(Call(ev.case, OPEN, ev.rounds, needed,
+                              f"{out_of_reach} of its {len(open_cells)} open cells out of reach" if out_of_reach else ""))
         elif needed > plan.cap:
             calls.append(Call(ev.case, HOPELESS, ev.rounds, needed,
                               f"needs about {_needs(needed)} rounds, beyond the cap of {plan.cap}"))
-        elif needed > affordable:
+        else:
             calls.append(Call(ev.case, HOPELESS, ev.rounds, needed,
                               f"needs about {needed} rounds; the time left allows about {affordable}"))
-        else:
-            calls.append(Call(ev.case, OPEN, ev.rounds, needed, ""))
     opened = [c for c in calls if c.state == OPEN]
     if not opened:
         return Allocation(tuple(calls), 0, (), _text(calls, 0, time_left_s))

@@ -150,6 +150,48 @@ def test_a_load_that_fails_is_a_prepare_failure_not_a_hang(monkeypatch):
     assert webstore_processes() == []
 
 
+def test_the_database_is_loaded_once_and_copied_to_every_instance(monkeypatch):
+    # with a client host, prepare loads the data set once on it and unpacks a
+    # copy of the cluster in each instance: one load for three instances, and
+    # each copy is a working database of the full data set, owned by postgres
+    from types import SimpleNamespace
+
+    from isobench.envs.native import NativeEnvironment
+    from isobench.hostinfo import HostInfo
+    from isobench.workloads import get
+    from isobench.workloads.webstore import Webstore
+
+    run_id = f"wsseed{os.getpid()}"
+    members = [NativeEnvironment(name=f"native-{i}", run_id=run_id) for i in range(3)]
+    cls = get("webstore")
+    w = cls(cls.Params(customers=300, products=200, instances=(3,)), HostInfo(cores=2, mem_bytes=1 << 30, disk_free_bytes=0))
+    w.client = SimpleNamespace(run_id=run_id)
+    monkeypatch.setattr(w, "instances", lambda env, n: members[:n])
+    loads = []
+    real_load = Webstore._load
+    monkeypatch.setattr(w, "_load", lambda member, i: (loads.append(member.name), real_load(w, member, i)))
+    for m in members:
+        m.expose("127.0.0.1", [])
+        m.start()
+    try:
+        w.prepare(members[0])
+        assert loads == ["webstore-seed"]
+        assert not [e for e in os.listdir(os.path.dirname(members[0].paths.data)) if e.endswith("webstore-seed")]
+        for i, m in enumerate(members):
+            w._start_servers(m, i, ("pg",))
+            try:
+                r = m.exec(["psql", "-h", w._run(m, i), "-U", "postgres", "-X", "-At", "-c",
+                            "SELECT count(*) FROM customers"], timeout=60)
+                assert r.ok and r.stdout.strip() == "300", r.describe()
+            finally:
+                w._stop_servers(m, i, ("pg",))
+        w.cleanup(members[0])
+    finally:
+        for m in members:
+            m.stop()
+    assert webstore_processes() == []
+
+
 KILL_STUDY = study("webstore-kill-it", "native", """
 [environments.native]
 instances = 2

@@ -99,6 +99,23 @@ def test_allocate_stops_resolved_cases_measures_open_ones_and_drops_hopeless_one
     assert "beyond the cap" in why or "time left" in why
 
 
+def test_a_case_stays_open_for_the_cells_that_can_still_resolve():
+    # docker-host's cell needs a few more rounds, docker-nat's hundreds: the
+    # case's rounds serve both, so it is measured for docker-host's sake, for
+    # the rounds that cell needs, and says one cell is out of reach
+    plan = b.make_plan(1800, 5, 3, None)
+    near, far = _effect(0.02, 0.012, 6), _effect(0.05, 0.5, 6, 1)
+    need = b.cell_needs(near, Q, 5.0)
+    assert need < 20 and b.cell_needs(far, Q, 5.0) > plan.cap
+    a = b.allocate([_ev(("compression", "default"), [far, near])], plan, 1200.0, Q, 5.0)
+    call = a.calls[0]
+    assert call.state == b.OPEN and call.needed == need and call.why == "1 of its 2 open cells out of reach"
+    assert a.measure == (("compression", "default"),) and a.more == 3
+    # with only the far cell open it is hopeless, as before
+    alone = b.allocate([_ev(("compression", "default"), [far])], plan, 1200.0, Q, 5.0)
+    assert alone.calls[0].state == b.HOPELESS and alone.stop
+
+
 def test_allocate_gives_the_block_to_the_cases_nearest_an_answer_when_time_is_short():
     plan = b.make_plan(1800, 5, 3, None)
     e = _effect(0.02, 0.012, 6)  # open, needs about 9 rounds

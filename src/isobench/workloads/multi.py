@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import ClassVar
 
 from isobench import counters
@@ -32,6 +33,25 @@ def per_instance_metrics(name: str, unit: str, higher_is_better: bool, n: int,
 def per_instance_values(name: str, values: list[float]) -> dict[str, float]:
     """The values of per_instance_metrics, in instance order."""
     return {instance_metric(i, name): v for i, v in enumerate(values, start=1)}
+
+
+def in_parallel(members: list[Environment], fn: Callable[[int, Environment], object]) -> None:
+    """fn(index, member) for every member at once (each its own container or
+    guest: starting four stacks one after another left the other guests
+    idle). Every call ends before this returns, so a caller's cleanup never
+    races a start; the first error (in member order) is raised."""
+    if len(members) <= 1:
+        for i, m in enumerate(members):
+            fn(i, m)
+        return
+    pool = ThreadPoolExecutor(max_workers=len(members))
+    try:
+        futures = [pool.submit(fn, i, m) for i, m in enumerate(members)]
+        wait(futures)
+    finally:
+        pool.shutdown(wait=True)  # after a Ctrl-C too: the calls are bounded, and a cleanup must not race them
+    for f in futures:
+        f.result()
 
 
 class MultiServerWorkload(ServerWorkload):

@@ -17,9 +17,9 @@ docs/workloads/webstore.md.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import sys
-import time
 from importlib import resources
 from typing import ClassVar
 
@@ -37,8 +37,9 @@ from isobench.workloads.base import (
     WorkloadParams,
     distinct_counts,
 )
-from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics
+from isobench.workloads.multi import MultiServerWorkload, in_parallel, per_instance_metrics
 from isobench.workloads.server import READY_TIMEOUT_S, bounded_timeout, servers_dir, sweep_cases, sweep_value
+from isobench.workloads.webstore_scripts import Daemon, start_script, stop_script
 from isobench.workloads.webstore_metrics import LIMITS_MS, OPS, parse_webstore, peak_metrics, peak_search
 
 BASE_PORT = 18480
@@ -46,6 +47,8 @@ PG_BIN = "/usr/lib/postgresql/15/bin"
 EXES = {"pg": f"{PG_BIN}/postgres", "fpm": "/usr/sbin/php-fpm8.2", "nginx": "/usr/sbin/nginx"}
 USER = "postgres"  # PostgreSQL refuses root; php-fpm and nginx run as it too
 PREPARE_STEP_S = 900  # initdb / load under an emulated guest can be slow; a hang still ends
+TAGS = ("pg", "fpm", "nginx")  # start order; stopped in reverse
+STOP_GRACE_S = 20
 DEFAULT_MIX = {"login": 10, "newcust": 2, "browse": 30, "product": 30, "purchase": 18, "history": 10}
 
 
@@ -120,9 +123,9 @@ class Webstore(MultiServerWorkload):
 
     def __init__(self, params, host):
         super().__init__(params, host)
-        self._tag = "nginx"
         self._draws: dict[tuple[str, str], int] = {}  # samples run per (case, environment)
         self._stream = str(params.seed)
+        self._seed_tar: bytes | None = None  # the loaded cluster, packed once per run
 
     def max_instances(self) -> int:
         return max(self.params.instances)
@@ -193,11 +196,6 @@ class Webstore(MultiServerWorkload):
         # sockets on the tmpfs, with a short path (unix socket paths are < 108 bytes)
         return posixpath.join(env.paths.tmp, f"webstore-{index}")
 
-    def _files(self, env: Environment) -> tuple[str, str]:
-        d = servers_dir(env)
-        stem = f"{self.name}-{self._current or 0}-{self._tag}"
-        return posixpath.join(d, f"{stem}.pid"), posixpath.join(d, f"{stem}.log")
-
     def _argv(self, env: Environment, index: int, tag: str) -> list[str]:
         base, run = self._base(env, index), self._run(env, index)
         if tag == "pg":
@@ -226,35 +224,75 @@ class Webstore(MultiServerWorkload):
 
     # -- prepare / cleanup ------------------------------------------------------------
     def prepare(self, env: Environment) -> None:
+        """Every instance's files and its loaded database: a copy of one
+        loaded once on the client host (initdb and COPY under TCG took
+        minutes per guest), or, without a client host or PostgreSQL there,
+        loaded in each instance. Instances are prepared in parallel."""
+        seed = self._seed()
+        in_parallel(self.instances(env, self.max_instances()), lambda i, m: self._prepare_one(m, i, seed))
+
+    def _prepare_one(self, member: Environment, i: int, seed: bytes | None) -> None:
+        base, run = self._base(member, i), self._run(member, i)
+        self._check(member, ["rm", "-rf", base, run], "clearing old files")
+        self._check(member, ["mkdir", "-p", f"{base}/www", f"{base}/log", f"{base}/tmp", run], "creating directories")
+        for name, text in self.config_files(member, i).items():
+            member.write_file(f"{base}/{name}", text.encode())
+        member.write_file(f"{base}/www/ds.php", resources.files("isobench.data").joinpath("webstore").joinpath("ds.php").read_bytes())
+        if seed is None:
+            self._load(member, i)
+            return
+        member.write_file(f"{base}/seed.tar.gz", seed)
+        self._check(member, ["tar", "-C", base, "-xzf", f"{base}/seed.tar.gz"], "unpacking the loaded database")
+        self._check(member, ["rm", "-f", f"{base}/seed.tar.gz"], "removing the copy's archive")
+        self._own(member, base, run)
+
+    def _own(self, member: Environment, base: str, run: str) -> None:
+        # the postgres user must reach its files: the run's own directories only
+        self._check(member, ["chmod", "o+x", member.paths.data, member.paths.tmp], "opening directories")
+        self._check(member, ["chown", "-R", f"{USER}:{USER}", base, run], "chown to postgres")
+
+    def _load(self, member: Environment, i: int) -> None:
+        """initdb and COPY the data set into instance i's cluster (pg/)."""
         p = self.params
-        data = webstore_data.tables(p.customers, p.products, p.seed, p.stock)
+        base, run = self._base(member, i), self._run(member, i)
         pkg = resources.files("isobench.data").joinpath("webstore")
-        for i, member in enumerate(self.instances(env, self.max_instances())):
-            base, run = self._base(member, i), self._run(member, i)
-            self._check(member, ["rm", "-rf", base, run], "clearing old files")
-            self._check(member, ["mkdir", "-p", f"{base}/www", f"{base}/log", f"{base}/tmp", f"{base}/load", run],
-                        "creating directories")
-            for name, text in self.config_files(member, i).items():
-                member.write_file(f"{base}/{name}", text.encode())
-            member.write_file(f"{base}/www/ds.php", pkg.joinpath("ds.php").read_bytes())
-            member.write_file(f"{base}/load/schema.sql", pkg.joinpath("schema.sql").read_bytes())
-            for name, text in data.items():
-                member.write_file(f"{base}/load/{name}", text.encode())
-            # the postgres user must reach its files: the run's own directories only
-            self._check(member, ["chmod", "o+x", member.paths.data, member.paths.tmp], "opening directories")
-            self._check(member, ["chown", "-R", f"{USER}:{USER}", base, run], "chown to postgres")
-            self._check(member, ["runuser", "-u", USER, "--", f"{PG_BIN}/initdb", "-D", f"{base}/pg",
-                                 "--auth=trust", "-U", "postgres", "-E", "UTF8", "--locale=C"], "initdb")
-            self._current, self._tag = i, "pg"
-            try:
-                self._daemon(member, i, "pg")
-                self._check(member, ["psql", "-h", run, "-U", "postgres", "-X", "-q", "-v", "ON_ERROR_STOP=1",
-                                     "-v", f"datadir={base}/load", "-f", f"{base}/load/schema.sql", "postgres"],
-                            "loading the database")
-            finally:
-                self.stop_server(member)
-                self._current, self._tag = None, "nginx"
-            member.exec(["rm", "-rf", f"{base}/load"], timeout=60)
+        self._check(member, ["mkdir", "-p", f"{base}/load", f"{base}/log", run], "creating directories")
+        member.write_file(f"{base}/load/schema.sql", pkg.joinpath("schema.sql").read_bytes())
+        for name, text in webstore_data.tables(p.customers, p.products, p.seed, p.stock).items():
+            member.write_file(f"{base}/load/{name}", text.encode())
+        self._own(member, base, run)
+        self._check(member, ["runuser", "-u", USER, "--", f"{PG_BIN}/initdb", "-D", f"{base}/pg",
+                             "--auth=trust", "-U", "postgres", "-E", "UTF8", "--locale=C"], "initdb")
+        try:
+            self._start_servers(member, i, ("pg",))
+            self._check(member, ["psql", "-h", run, "-U", "postgres", "-X", "-q", "-v", "ON_ERROR_STOP=1",
+                                 "-v", f"datadir={base}/load", "-f", f"{base}/load/schema.sql", "postgres"],
+                        "loading the database")
+        finally:
+            self._stop_servers(member, i, ("pg",))
+        member.exec(["rm", "-rf", f"{base}/load"], timeout=60)
+
+    def _seed(self) -> bytes | None:
+        """The loaded cluster's pg/ as a tar.gz, built once per run on the
+        client host (the same Debian PostgreSQL 15 as the image's, so the
+        data directory is valid in every environment); None when there is
+        no client host or no PostgreSQL on it."""
+        if self._seed_tar is not None or self.client is None or not os.path.exists(f"{PG_BIN}/initdb"):
+            return self._seed_tar
+        # the host as a scratch environment: its files under the run's own
+        # directories, its temporary server's pidfile where `isobench clean` looks
+        from isobench.envs.native import NativeEnvironment
+        host = NativeEnvironment(name="webstore-seed", run_id=self.client.run_id)
+        host.start()
+        try:
+            self._load(host, 0)
+            archive = posixpath.join(host.paths.data, "seed.tar.gz")
+            self._check(host, ["tar", "-C", self._base(host, 0), "-czf", archive, "pg"], "packing the loaded database")
+            with open(archive, "rb") as fh:
+                self._seed_tar = fh.read()
+        finally:
+            host.stop()
+        return self._seed_tar
 
     def _check(self, env: Environment, argv: list[str], what: str) -> ExecResult:
         r = env.exec(argv, timeout=PREPARE_STEP_S)
@@ -263,61 +301,67 @@ class Webstore(MultiServerWorkload):
         return r
 
     def cleanup(self, env: Environment) -> None:
-        for i, member in enumerate(self.instances(env, self.max_instances())):
-            for tag in ("nginx", "fpm", "pg"):
-                self._current, self._tag = i, tag
-                try:
-                    self.stop_server(member)
-                finally:
-                    self._current, self._tag = None, "nginx"
-            member.exec(["rm", "-rf", self._base(member, i), self._run(member, i)], timeout=120)
+        def one(i: int, member: Environment) -> None:
+            try:
+                self._stop_servers(member, i)
+            finally:
+                member.exec(["rm", "-rf", self._base(member, i), self._run(member, i)], timeout=120)
+        in_parallel(self.instances(env, self.max_instances()), one)
 
     # -- servers ----------------------------------------------------------------------
-    def _daemon(self, env: Environment, index: int, tag: str) -> None:
-        """Start one server of instance `index` (self._current/_tag set) and wait until it answers."""
-        pidfile, log = self._files(env)
-        env.exec(["mkdir", "-p", posixpath.dirname(pidfile)], timeout=30)
-        r = env.exec(["start-stop-daemon", "--start", "--background", "--make-pidfile", "--pidfile", pidfile,
-                      "--output", log, "--chuid", USER, "--exec", EXES[tag], "--", *self._argv(env, index, tag)],
-                     timeout=60)
-        if not r.ok:
-            raise WorkloadError(f"webstore {tag} of instance {index} did not start: {r.describe()}", r)
-        if tag == "nginx":
-            return self.wait_ready(env, "")
+    def _instance_files(self, env: Environment, index: int, tag: str = "nginx") -> tuple[str, str]:
+        stem = posixpath.join(servers_dir(env), f"{self.name}-{index}-{tag}")
+        return f"{stem}.pid", f"{stem}.log"
+
+    def _files(self, env: Environment) -> tuple[str, str]:
+        # the single-server lifecycle (wait_ready) watches an instance's nginx
+        return self._instance_files(env, self._current or 0)
+
+    def _daemons(self, env: Environment, index: int, tags: tuple[str, ...]) -> list[Daemon]:
         run = self._run(env, index)
-        probe = (["pg_isready", "-q", "-h", run] if tag == "pg" else ["test", "-S", f"{run}/fpm.sock"])
-        deadline = time.monotonic() + READY_TIMEOUT_S * 3
-        while time.monotonic() < deadline:
-            if env.exec(probe, timeout=30).ok:
-                return
-            if not self._server_alive(env):
-                break
-            time.sleep(0.2)
-        tail = env.exec(["tail", "-n", "5", log], timeout=10).stdout.strip().replace("\n", " | ")
-        raise WorkloadError(f"webstore {tag} of instance {index} not ready in {env.name}: {tail or 'no output'}")
+        probes = {"pg": ("pg_isready", "-q", "-h", run), "fpm": ("test", "-S", f"{run}/fpm.sock"), "nginx": ()}
+        return [Daemon(tag, EXES[tag], tuple(self._argv(env, index, tag)), *self._instance_files(env, index, tag),
+                       probe=probes[tag]) for tag in tags]
 
-    def _start_one(self, member: Environment, case: str, index: int) -> None:
-        started = []
+    def _start_servers(self, member: Environment, index: int, tags: tuple[str, ...] = TAGS) -> None:
+        """One exec starts the instance's servers in order, each waited for
+        (nginx by the client host, after); on failure they are stopped."""
+        script = start_script(self._daemons(member, index, tags), USER, READY_TIMEOUT_S * 3)
+        r = member.exec(["sh", "-c", script], timeout=READY_TIMEOUT_S * 3 * len(tags) + 60)
+        if not r.ok:
+            try:
+                self._stop_servers(member, index, tags)
+            except WorkloadError:
+                pass  # the start's own error says more
+            raise WorkloadError(f"webstore instance {index} in {member.name}: "
+                                f"{' '.join((r.stderr or r.describe()).split())[:400]}", r)
+
+    def _stop_servers(self, member: Environment, index: int, tags: tuple[str, ...] = TAGS) -> None:
+        pidfiles = [(tag, self._instance_files(member, index, tag)[0]) for tag in reversed(tags)]
+        r = member.exec(["sh", "-c", stop_script(pidfiles, STOP_GRACE_S)], timeout=len(tags) * (STOP_GRACE_S + 15) + 30)
+        if not r.ok:
+            raise WorkloadError(f"webstore instance {index} in {member.name}: "
+                                f"{' '.join((r.stderr or r.describe()).split())[:400]}", r)
+
+    def start_instances(self, env: Environment, case: str, n: int) -> None:
+        members = self.instances(env, n)
         try:
-            for tag in ("pg", "fpm", "nginx"):
-                self._current, self._tag = index, tag
-                self._daemon(member, index, tag)
-                started.append(tag)
+            in_parallel(members, lambda i, m: self._start_servers(m, i))
+            for i, member in enumerate(members):  # nginx answers the client host
+                self._current = i
+                try:
+                    self.wait_ready(member, "")
+                finally:
+                    self._current = None
         except BaseException:
-            for tag in reversed(started):
-                self._current, self._tag = index, tag
-                self.stop_server(member)
+            try:
+                self.stop_instances(env, n)
+            except WorkloadError:
+                pass  # the start's own error says more
             raise
-        finally:
-            self._current, self._tag = None, "nginx"
 
-    def _stop_one(self, member: Environment, index: int) -> None:
-        try:
-            for tag in ("nginx", "fpm", "pg"):
-                self._current, self._tag = index, tag
-                self.stop_server(member)
-        finally:
-            self._current, self._tag = None, "nginx"
+    def stop_instances(self, env: Environment, n: int) -> None:
+        in_parallel(self.instances(env, n), lambda i, m: self._stop_servers(m, i))
 
     # -- the driver -----------------------------------------------------------------
     def client_timeout(self, case: str) -> float:
