@@ -34,7 +34,7 @@ from isobench.repetitions import sequential_alpha
 from isobench.results.numbers import fmt_duration
 from isobench.stats import ALPHA
 from isobench.study import Study
-from isobench.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, rounds_to_resolve
+from isobench.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable, rounds_to_resolve
 from isobench.workloads import WORKLOADS
 
 
@@ -142,7 +142,7 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
     if not rest and compared.io_cells:
         named += f", {io_keys} I/O-bound"
-    first = (f"{at} this host can find changes of about {change_text(r.change_pct)} or more ({named}, "
+    first = (f"{at} this host can find {findable(r.change_pct)} ({named}, "
              f"{m} cells compared" + (f", tested at alpha/{looks} for {looks} looks" if looks > 1 else "") + ")")
     needs = _needs_text(r, size)
     first += f"; {needs}" if needs else ""

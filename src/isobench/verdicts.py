@@ -131,7 +131,7 @@ class Verdict:
         """"this run could call changes of about 31% or more"; "" when unknown."""
         if self.callable_pct is None:
             return ""
-        return f"this run could call changes of about {change_text(self.callable_pct)} or more"
+        return f"this run could call {findable(self.callable_pct)}"
 
     @property
     def text(self) -> str:
@@ -161,6 +161,13 @@ def change_text(pct: float) -> str:
     says only "nothing"), whole percent from 10%, one decimal below."""
     return f">+{SHOWN_PCT_HIGH:.0f}%" if not pct <= SHOWN_PCT_HIGH else f"{pct:.0f}%" if pct >= 10 \
         else f"{pct:.1f}%"
+
+
+def findable(pct: float) -> str:
+    """"changes of about 31% or more", or "only changes beyond +999%" when
+    the figure is past what is printed (">+999% or more" read as a typo)."""
+    text = change_text(pct)
+    return f"only changes beyond {text[1:]}" if text.startswith(">") else f"changes of about {text} or more"
 
 
 def fmt_level(level: float) -> str:
