@@ -24,9 +24,10 @@ At a look, a case is
   are beyond the cap, or beyond what the time left buys even if the case
   had it all;
 * open: some open cell can still resolve; the case needs the rounds of the
-  slowest of those (a cell out of reach does not hold the others back). The next block goes to the open cases in order of the time
-  they still need, as many as the time left pays for; the others are out of
-  time (they would not finish before the cases ahead of them).
+  slowest of those (a cell out of reach does not hold the others back). The
+  next block goes to the open cases in order of the time they still need,
+  as many as the time left pays for; the others are out of time (they
+  would not finish before the cases ahead of them).
 """
 
 from __future__ import annotations
