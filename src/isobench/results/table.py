@@ -426,7 +426,6 @@ def budget_lines(run: RunData) -> list[str]:
     return out
 
 
-
 def inconclusive_lines(table: "Table") -> list[str]:
     """One line per inconclusive cell: what the data allow, and the rounds
     per side that would settle it at the observed noise."""

@@ -237,7 +237,8 @@ class Webstore(MultiServerWorkload):
         self._check(member, ["mkdir", "-p", f"{base}/www", f"{base}/log", f"{base}/tmp", run], "creating directories")
         for name, text in self.config_files(member, i).items():
             member.write_file(f"{base}/{name}", text.encode())
-        member.write_file(f"{base}/www/ds.php", resources.files("isobench.data").joinpath("webstore").joinpath("ds.php").read_bytes())
+        page = resources.files("isobench.data").joinpath("webstore").joinpath("ds.php")
+        member.write_file(f"{base}/www/ds.php", page.read_bytes())
         if seed is None:
             self._load(member, i)
             return
@@ -333,15 +334,13 @@ class Webstore(MultiServerWorkload):
                 self._stop_servers(member, index, tags)
             except WorkloadError:
                 pass  # the start's own error says more
-            raise WorkloadError(f"webstore instance {index} in {member.name}: "
-                                f"{' '.join((r.stderr or r.describe()).split())[:400]}", r)
+            raise _instance_error(member, index, r)
 
     def _stop_servers(self, member: Environment, index: int, tags: tuple[str, ...] = TAGS) -> None:
         pidfiles = [(tag, self._instance_files(member, index, tag)[0]) for tag in reversed(tags)]
         r = member.exec(["sh", "-c", stop_script(pidfiles, STOP_GRACE_S)], timeout=len(tags) * (STOP_GRACE_S + 15) + 30)
         if not r.ok:
-            raise WorkloadError(f"webstore instance {index} in {member.name}: "
-                                f"{' '.join((r.stderr or r.describe()).split())[:400]}", r)
+            raise _instance_error(member, index, r)
 
     def start_instances(self, env: Environment, case: str, n: int) -> None:
         members = self.instances(env, n)
@@ -430,3 +429,9 @@ class Webstore(MultiServerWorkload):
         values, extra = parse_webstore(result.stdout, self.ops(), self.params.max_error_rate,
                                       self.params.limits_ms)
         return Measurement(values=values, extra=extra, raw=result.stdout)
+
+
+def _instance_error(member: Environment, index: int, r: ExecResult) -> WorkloadError:
+    """One line: the instance, and what its start or stop script said."""
+    said = " ".join((r.stderr or r.describe()).split())[:400]
+    return WorkloadError(f"webstore instance {index} in {member.name}: {said}", r)
