@@ -257,6 +257,11 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
               help="Compare each environment's ratio to the study's baseline (within its run, paired by "
                    "round) between the runs, instead of raw values: did what isolation costs change? A host "
                    "faster or slower between the runs cancels.")
+@click.option("--between-runs/--no-between-runs", "between_runs", default=True, show_default=True,
+              help="Add to each cell's interval how far a run's mean (with --overhead: its ratio to the "
+                   "baseline) moves between runs of A's configuration on this host class, estimated from the "
+                   "runs --store holds (at least 2 in an environment); without it a shift of the host between "
+                   "the two runs reads as a change.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write JUnit XML: one test case per compared cell, failed where "
                    "--fail-on-regression fails, skipped when inconclusive.")
@@ -264,7 +269,7 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
               show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float | None,
-                fail_pct: float | None, overhead: bool, junit_path: str | None, fmt: str,
+                fail_pct: float | None, overhead: bool, between_runs: bool, junit_path: str | None, fmt: str,
                 output: str | None) -> None:
     """Compare RUN_B against RUN_A, cell by cell: the ratio of B's geometric
     mean to A's with its interval (Welch's t on logs), Benjamini-Hochberg over
@@ -291,8 +296,14 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         b = store_b.load_run(store_b.resolve(run_b))
     except StoreError as exc:
         _fail(str(exc))
+    between = None
+    if between_runs:
+        from isobench.results.between import spreads
+        stored = [store_a.load_run(r.run_id) for r in store_a.list_runs()
+                  if r.study_name == a.study_name and r.run_id not in (a.run_id, b.run_id)]
+        between = spreads(stored + [a], a, b, overhead=overhead)
     try:
-        result = compare_overheads(a, b, tolerance) if overhead else compare_runs(a, b, tolerance)
+        result = compare_overheads(a, b, tolerance, between) if overhead else compare_runs(a, b, tolerance, between)
     except IsobenchError as exc:
         _fail(str(exc))
     if not result.cells and overhead:
@@ -339,6 +350,8 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     if output:
         err_console.print(f"comparison written to {printable(output)}", markup=False, highlight=False)
         err_console.print(result.form_line, markup=False, highlight=False)
+        if result.between_line:
+            err_console.print(result.between_line, markup=False, highlight=False)
         err_console.print(result.summary_line(), markup=False, highlight=False)
     if junit_path:
         err_console.print(f"JUnit XML written to {printable(junit_path)}", markup=False, highlight=False)

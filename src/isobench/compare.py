@@ -7,7 +7,11 @@ log values (two runs cannot be paired round by round), Benjamini-Hochberg
 over all compared cells, and one of three verdicts per cell: changed,
 equivalent within ±tolerance, or inconclusive at this n. When the runs store
 their primaries (results/primary.py: B's, else A's), the primary cells form
-one family and the descriptive rest another, each corrected on its own. A
+one family and the descriptive rest another, each corrected on its own.
+The stored runs of A's configuration, when there are enough, say how far a
+run's mean moves between runs on its own (results/between.py): each raw
+cell's interval holds that too (and in the overhead form, how far a run's
+ratio to the baseline moves). A
 *regression* (the CI gate) is a primary cell (any cell, for runs stored
 before primaries) *changed* for the worse by more than a given percent.
 The A/A check: two runs of an unchanged study exit 0 from
@@ -40,6 +44,7 @@ from isobench.results.analysis import (
     judge_overhead_cells,
     settings_of,
 )
+from isobench.results.between import Spread
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
 from isobench.results.table import HIGHER, LOWER, fmt_fact, is_emulated
@@ -98,6 +103,11 @@ class RunComparison:
     facts_diff: list[tuple[str, str, str]] = field(default_factory=list)  # (fact, A, B)
     form: str = RAW
     baseline: str = ""  # the overhead form's baseline environment
+    # cells whose intervals hold the between-run spread, and the runs of A's
+    # configuration that spread rests on (fewest over the cells)
+    between_cells: int = 0
+    between_runs: int = 0
+    between_asked: bool = False
 
     @property
     def is_overhead(self) -> bool:
@@ -112,6 +122,22 @@ class RunComparison:
         return ("form: raw values: each cell of B against the same cell of A (a change of the host's "
                 "speed between the runs is part of every change; --overhead compares each environment's "
                 "ratio to the baseline instead)")
+
+    @property
+    def between_line(self) -> str:
+        """What the compare knew of how far runs move apart; "" when not asked."""
+        if not self.between_asked:
+            return ""
+        what = "ratio to the baseline" if self.form == OVERHEAD else "mean"
+        n = len(self.cells)
+        if self.between_cells == 0:
+            return ("between runs: no metric has enough stored runs of A's configuration on this host class "
+                    "(2 in an environment, 3 over the metric's environments), so a shift of the host between "
+                    "the two runs reads as a change here (run the study again, or compare --overhead)")
+        rest = n - self.between_cells
+        return (f"between runs: {self.between_cells} of {n} cells' intervals hold how far a run's {what} moves "
+                f"between runs (from {self.between_runs}+ stored runs of A's configuration on this host class)"
+                + (f"; {rest} without enough such runs use the two runs' own noise only" if rest else ""))
 
     def count(self, verdict: str, family: str | None = None) -> int:
         return sum(1 for c in self.cells if c.verdict.verdict == verdict and family in (None, c.family))
@@ -184,8 +210,12 @@ def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
 def _by_check(facts: dict) -> dict:
     """Host facts with the doctor's findings one per check ("doctor load":
     "ok: load average 0.5"), so a diff names the finding that changed
-    instead of printing the whole list; the noise pilot by its figures."""
+    instead of printing the whole list; the noise pilot by its figures, a
+    budget by its minutes."""
     out = {k: v for k, v in facts.items() if k != "doctor"}
+    budget = facts.get("budget")
+    if isinstance(budget, dict) and isinstance(budget.get("budget_s"), (int, float)):  # not every look's state
+        out["budget"] = f"{budget['budget_s'] / 60:g} min"
     noise = facts.get("host_noise")
     if isinstance(noise, dict) and isinstance(noise.get("summary"), str):  # the figures, not every sample
         out["host_noise"] = noise["summary"]
@@ -206,20 +236,32 @@ def _measured(run: RunData) -> dict[tuple[str, str, str, str], tuple[MetricKey, 
     return out
 
 
-def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None) -> RunComparison:
+def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None,
+                 between: dict[tuple[str, str, str, str], Spread] | None = None) -> RunComparison:
     """B against A. ``tolerance_pct`` (the equivalence margin) defaults to
     B's study file's; noise floors come from B's study file; the level
     accounts for both runs' planned looks when they were adaptive. The
-    families: B's primaries when B stores them, else A's, else one family."""
+    families: B's primaries when B stores them, else A's, else one family.
+    ``between`` (``results.between.spreads``): each cell's spread between
+    runs, added to its interval; None: not asked (the runs' own noise only)."""
     matched, only_a, only_b, mismatched = _match(_measured(a), _measured(b))
-    asked = [(kb, env, Question(kb, vb, va)) for kb, env, va, vb in matched]
+    asked = [(kb, env, Question(kb, vb, va, between=_held(between, kb, env))) for kb, env, va, vb in matched]
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     family = _families(asked, primary_family((a, b)))
     verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks)
     cells = [CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
              for (k, env, _), v, f in zip(asked, verdicts, family)]
-    return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b))
+    used = [q.between[2] for *_, q in asked if q.between is not None]
+    return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b),
+                         between_cells=len(used), between_runs=min(used, default=0),
+                         between_asked=between is not None)
+
+
+def _held(between: dict | None, k: MetricKey, env: str) -> tuple[float, int, int] | None:
+    """The cell's between-run spread as the analysis takes it (tau², df, runs)."""
+    s = (between or {}).get((k.workload, k.case, k.metric, env))
+    return None if s is None else (s.tau2, s.df, s.runs)
 
 
 def _arrow(k: MetricKey) -> str:
@@ -288,21 +330,27 @@ def _ratios(run: RunData, settings: Settings) -> dict[tuple[str, str, str, str],
     return out
 
 
-def compare_overheads(a: RunData, b: RunData, tolerance_pct: float | None = None) -> RunComparison:
+def compare_overheads(a: RunData, b: RunData, tolerance_pct: float | None = None,
+                      between: dict[tuple[str, str, str, str], Spread] | None = None) -> RunComparison:
     """Did what an environment costs move? For every environment other than
     the shared baseline and every metric measured in both runs, B's ratio to
     the baseline against A's (``results.analysis.judge_overhead_cells``).
-    Settings as ``compare_runs``. Raises IsobenchError (one line naming what
-    is missing) when the runs share no baseline or no other environment."""
+    Settings as ``compare_runs``; ``between`` as there, the spread of each
+    environment's ratio (``results.between.spreads(..., overhead=True)``).
+    Raises IsobenchError (one line naming what is missing) when the runs
+    share no baseline or no other environment."""
     base = _check_overhead_runs(a, b)
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     asked, only_a, only_b, mismatched = _match(_ratios(a, sa), _ratios(b, sb), base)
     family = _families(asked, primary_family((a, b)))
+    held = [_held(between, kb, env) for kb, env, _, _ in asked]
     judged = judge_overhead_cells([(qa, qb) for *_, qa, qb in asked], settings, looks=sa.looks * sb.looks,
-                                  family=family)
+                                  family=family, between=held)
     cells = [CellDiff(k, env, j.verdict, is_emulated(a, env) or is_emulated(b, env), base, j.within_a, j.within_b,
                       family=f)
              for (k, env, _, _), j, f in zip(asked, judged, family)]
+    used = [h[2] for h in held if h is not None]
     return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b),
-                         form=OVERHEAD, baseline=base)
+                         form=OVERHEAD, baseline=base, between_cells=len(used), between_runs=min(used, default=0),
+                         between_asked=between is not None)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -368,6 +368,31 @@ def overhead_change(a: Effect, b: Effect) -> Effect:
         f"within-run tests: A {a.test}, B {b.test}"
     return Effect(TEST_WELCH_DIFF, reason, log_ratio=estimate, se=math.sqrt(se2), df=float(df), p=p,
                   noise_sd=math.sqrt(va + vb), df_factor=df_factor, **common)
+
+
+BETWEEN = "+between"  # a test's name with the between-run spread of both runs added
+
+
+def add_between_runs(e: Effect, tau2: float, df_tau: float, runs: int) -> Effect:
+    """A compare of two runs (``compare_cell`` unpaired, A's values against
+    B's, or ``overhead_change``) with the spread between runs added: each
+    run's mean log value (or log ratio) carries its own run's shift, of
+    variance ``tau2`` estimated from ``runs`` stored runs with ``df_tau``
+    degrees of freedom. Standard error sqrt(se² + 2·tau2),
+    Welch-Satterthwaite df over both components.
+    More rounds shrink se, not tau2: ``noise_sd`` and ``df_factor`` keep
+    the within-run noise, and the reason says the between-run part.
+    Unchanged when untested or tau2 is 0."""
+    if not e.tested or not tau2 > 0 or not df_tau > 0:
+        return e
+    w = 2.0 * tau2
+    se2 = e.se**2 + w
+    df = se2**2 / ((e.se**4 / e.df if e.df > 0 else 0.0) + w**2 / df_tau)
+    p = float(t_pvalue(e.log_ratio, math.sqrt(se2), df))
+    why = (f"between runs ±{math.expm1(math.sqrt(tau2)) * 100:.1f}% (SD of a run's mean, {df_tau:g} df "
+           f"from {runs}+ runs) added")
+    return replace(e, test=e.test + BETWEEN, reason="; ".join(x for x in (e.reason, why) if x),
+                   se=math.sqrt(se2), df=float(df), p=p)
 
 
 # exp() of a log ratio is kept finite and positive: at a tiny corrected level

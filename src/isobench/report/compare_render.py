@@ -141,7 +141,8 @@ def _change_line(result) -> str:
 
 def render_markdown(result, regressions: list | None = None) -> str:
     out = [f"# Compare {md_escape(result.run_a.run_id)} (A) \u2192 {md_escape(result.run_b.run_id)} (B)", "",
-           md_escape(result.form_line), "", f"**{md_escape(result.summary_line())}**", ""]
+           md_escape(result.form_line), ""] + ([md_escape(result.between_line), ""] if result.between_line else []) \
+        + [f"**{md_escape(result.summary_line())}**", ""]
     if regressions:
         out += ["## Regressions", ""] + [f"- {md_escape(regression_line(c))}" for c in regressions] + [""]
     out += ["| " + " | ".join(md_escape(h) for h in header(result)) + " |", "|" + "|".join([":---"] * 3 + ["---:"] * 4 + [":---"]) + "|"]
@@ -166,6 +167,8 @@ def _extras_md(result) -> list[str]:
 
 def render_terminal(result, console, regressions: list | None = None) -> None:
     console.print(Text(result.form_line, style="bold"))
+    if result.between_line:
+        console.print(Text(result.between_line))
     t = RichTable(box=box.SIMPLE_HEAVY, title=Text(f"{result.run_a.run_id} (A) \u2192 {result.run_b.run_id} (B)"))
     for i, h in enumerate(header(result)):  # Text: an environment's name is shown, never read as markup
         t.add_column(Text(h), justify="right" if 3 <= i < 7 else "left")

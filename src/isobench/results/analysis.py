@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
-from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell, overhead_change
+from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, add_between_runs, compare_cell, overhead_change
 from isobench.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 
 
@@ -97,6 +97,8 @@ class Question:
     candidate: Sequence[float]
     reference: Sequence[float]
     pairs: Sequence[tuple[float, float]] | None = None  # same-round values; None: unpaired
+    # a raw compare's between-run spread (tau², its df, runs): results/between.py
+    between: tuple[float, int, int] | None = None
 
 
 def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | None = None) -> list[Verdict]:
@@ -109,6 +111,8 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
                      pairs=q.pairs if settings.paired else None,
                      tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
         for q in questions]
+    effects = [e if q.between is None else add_between_runs(e, *q.between)
+               for e, q in zip(effects, questions)]
     return adjust(effects, alpha)
 
 
@@ -133,14 +137,17 @@ class OverheadJudgement:
 
 
 def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], settings: Settings,
-                         looks: int, family: Sequence[str] | None = None) -> list[OverheadJudgement]:
+                         looks: int, family: Sequence[str] | None = None,
+                         between: Sequence[tuple[float, int, int] | None] | None = None) -> list[OverheadJudgement]:
     """Verdicts on how each (run A, run B) pair of within-run questions moved:
     each run's log ratio tested as Table I tests it (its pairing was decided
     by ``baseline_question``), ``stats.overhead_change`` between the runs,
     then Benjamini-Hochberg at the alpha the design allows, within each
     family (``family``: each pair's PRIMARY, DESCRIPTIVE or "", as
     ``judge_families``; one family over all pairs when None).
-    ``settings`` (B's, with any --tolerance) give the margin and noise floors."""
+    ``settings`` (B's, with any --tolerance) give the margin and noise floors.
+    ``between``: each pair's between-run spread of the ratio (tau², df,
+    runs; results/between.py) or None, added to its interval."""
     alpha = sequential_alpha(looks, alpha=ALPHA)
     family = list(family) if family is not None else [""] * len(questions)
     if len(family) != len(questions):
@@ -151,7 +158,10 @@ def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], setting
                             tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
 
     inner = [(within(qa), within(qb)) for qa, qb in questions]
-    verdicts = per_family([overhead_change(ea, eb) for ea, eb in inner], family,
+    spread = list(between) if between is not None else [None] * len(questions)
+    changes = [overhead_change(ea, eb) if s is None else add_between_runs(overhead_change(ea, eb), *s)
+               for (ea, eb), s in zip(inner, spread)]
+    verdicts = per_family(changes, family,
                           lambda changes: adjust(changes, alpha))
     return [OverheadJudgement(ea, eb, v) for (ea, eb), v in zip(inner, verdicts)]
 
