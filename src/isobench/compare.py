@@ -132,7 +132,7 @@ class RunComparison:
         n = len(self.cells)
         if self.between_cells == 0:
             return ("between runs: no metric has enough stored runs of A's configuration on this host class "
-                    "(2 in an environment, 3 over the metric's environments), so a shift of the host between "
+                    "(2 in an environment, 4 degrees of freedom over the metric's environments), so a shift of the host between "
                     "the two runs reads as a change here (run the study again, or compare --overhead)")
         rest = n - self.between_cells
         return (f"between runs: {self.between_cells} of {n} cells' intervals hold how far a run's {what} moves "

@@ -378,8 +378,8 @@ def add_between_runs(e: Effect, tau2: float, df_tau: float, runs: int) -> Effect
     B's, or ``overhead_change``) with the spread between runs added: each
     run's mean log value (or log ratio) carries its own run's shift, of
     variance ``tau2`` estimated from ``runs`` stored runs with ``df_tau``
-    degrees of freedom. Standard error sqrt(se² + 2·tau2),
-    Welch-Satterthwaite df over both components.
+    degrees of freedom. Standard error sqrt(se² + 2·tau2), the
+    Welch-Satterthwaite df over both components, at most ``df_tau``.
     More rounds shrink se, not tau2: ``noise_sd`` and ``df_factor`` keep
     the within-run noise, and the reason says the between-run part.
     Unchanged when untested or tau2 is 0."""
@@ -387,7 +387,11 @@ def add_between_runs(e: Effect, tau2: float, df_tau: float, runs: int) -> Effect
         return e
     w = 2.0 * tau2
     se2 = e.se**2 + w
-    df = se2**2 / ((e.se**4 / e.df if e.df > 0 else 0.0) + w**2 / df_tau)
+    # Never more df than the spread's own: when tau2 comes out small by
+    # chance, Satterthwaite's df would follow the within-run part and the
+    # interval narrow just when it should not (13% A/A at 2 df without this,
+    # benchmarks/between_calibration.py).
+    df = min(se2**2 / ((e.se**4 / e.df if e.df > 0 else 0.0) + w**2 / df_tau), df_tau)
     p = float(t_pvalue(e.log_ratio, math.sqrt(se2), df))
     why = (f"between runs ±{math.expm1(math.sqrt(tau2)) * 100:.1f}% (SD of a run's mean, {df_tau:g} df "
            f"from {runs}+ runs) added")
