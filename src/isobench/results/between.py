@@ -7,11 +7,11 @@ round's noise; between two runs the host can shift as a whole (a disk's
 write-back state, a neighbour that came or went: fio randwrite moved by 20%
 in one environment between two half-hour runs on the development VM, and
 with it that environment's ratio to native). A compare with one run a side
-reads such a shift as a change. When the store
-holds enough runs of the reference run's configuration for a cell, the
-shift's variance is estimated from them and added to both runs' means
-(``stats.add_between_runs``), or of each run's ratio to the baseline; with
-fewer, the compare says it could not.
+reads such a shift as a change. When the store holds enough runs of the
+reference run's configuration for a cell, the variance of such shifts of a
+run's mean (or of its ratio to the baseline) is estimated from them and
+added for both runs (``stats.add_between_runs``); with fewer, the compare
+says it could not.
 
 A run counts for a cell when it is of the same study on the same host class
 (results/fingerprint.py), finished as history uses runs, not the candidate
@@ -20,7 +20,8 @@ settings as the reference run's (another ``size_mb`` or ``cpus`` measures
 something else). The estimate is the method of moments (DerSimonian and
 Laird): the variance of the runs' mean log values about each environment's
 mean, pooled over the environments, less their mean squared standard
-error, at least 0, with sum(runs - 1) degrees of freedom (MIN_DF at least). Pure.
+error, at least 0, with sum(runs - 1) degrees of freedom (at least MIN_DF).
+Pure.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ MIN_DF = 4
 
 @dataclass(frozen=True)
 class Spread:
-    tau2: float  # variance of a run's mean log value between runs
+    tau2: float  # variance between runs of a run's mean log value (or mean log ratio)
     runs: int  # runs of A's configuration it rests on, per environment (the fewest)
     df: int  # pooled over the metric's environments: sum of (runs - 1)
 
@@ -84,10 +85,10 @@ def run_mean(values: Iterable[float]) -> tuple[float, float] | None:
     return float(lx.mean()), float(lx.var(ddof=1) / x.size)
 
 
-def ratio_mean(pairs: Iterable[tuple[float, float]]) -> tuple[float, float] | None:
+def ratio_mean(paired: Iterable[tuple[float, float]]) -> tuple[float, float] | None:
     """(mean per-round log ratio, its squared standard error) of (env,
     baseline) pairs, as Table I's paired test; None below 2 usable pairs."""
-    d = np.asarray([math.log(x) - math.log(y) for x, y in pairs
+    d = np.asarray([math.log(x) - math.log(y) for x, y in paired
                     if math.isfinite(x) and math.isfinite(y) and x > 0 and y > 0], dtype=float)
     if d.size < 2:
         return None
