@@ -131,9 +131,10 @@ class RunComparison:
         what = "ratio to the baseline" if self.form == OVERHEAD else "mean"
         n = len(self.cells)
         if self.between_cells == 0:
-            return ("between runs: no metric has enough stored runs of A's configuration on this host class "
-                    "(2 in an environment, 4 degrees of freedom over the metric's environments), so a shift of the host between "
-                    "the two runs reads as a change here (run the study again, or compare --overhead)")
+            hint = "run the study again" if self.form == OVERHEAD else "run the study again, or compare --overhead"
+            return ("between runs: no metric has enough stored runs of A's configuration on this host class (2 in "
+                    "an environment, 4 degrees of freedom over the metric's environments), so a shift of the host "
+                    f"between the two runs reads as a change here ({hint})")
         rest = n - self.between_cells
         return (f"between runs: {self.between_cells} of {n} cells' intervals hold how far a run's {what} moves "
                 f"between runs (from {self.between_runs}+ stored runs of A's configuration on this host class)"

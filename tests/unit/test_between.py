@@ -88,7 +88,8 @@ def test_a_shift_the_host_makes_on_its_own_is_not_a_regression(shifty):
     assert cell.verdict.effect.test == "welch-log+between" and "between runs" in cell.verdict.effect.reason
     assert cell.verdict.pct_low < flagged.verdict.pct_low
     assert "between runs: 2 of 2 cells" in held.between_line
-    assert "between runs: 2 of 2 cells" in render_markdown(held) and "between runs: 2 of 2 cells" in render_compare_html(held)
+    said = "between runs: 2 of 2 cells"
+    assert said in render_markdown(held) and said in render_compare_html(held)
     assert alone.between_line == ""  # not asked: nothing said
 
 
@@ -173,8 +174,8 @@ def test_the_overhead_form_allows_for_how_far_an_environments_ratio_moves(shifty
     assert held.regressions(5) == [] and held.between_cells == 1
     assert held.cells[0].verdict.effect.test == "welch-diff+between"
     assert "ratio to the baseline moves" in held.between_line
-    r = CliRunner().invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--overhead", "--fail-on-regression", "5"],
-                           catch_exceptions=False)
+    r = CliRunner().invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--overhead",
+                                  "--fail-on-regression", "5"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
 
 
