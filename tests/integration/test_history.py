@@ -1,6 +1,6 @@
 """isobench history for real: six runs of a tiny study (single-threaded
 compression, native and docker-host), the docker-host CPU quota lowered
-from 1.0 to 0.5 in the study file between the third and the fourth run.
+from 1.0 to 0.25 in the study file between the third and the fourth run.
 History finds that one step, at that place, names the quota (and the study
 edit) as what changed, and --fail-on-change 5 exits 1. About 5 minutes on
 2 cores."""
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 STUDY = """
 [study]
 name = "hist-tiny"
-repetitions = 3
+repetitions = 4
 warmup = 1
 baseline = "native"
 
@@ -37,9 +37,10 @@ def test_history_finds_the_quota_step_where_it_was_made(tmp_path):
     store = tmp_path / "r.sqlite"
     study = tmp_path / "hist.toml"
     for i in range(6):
-        # a halving: a 30% step (0.7) was missed once on this shared host, whose
-        # 3-round runs of a 4 MB sample read the same quota from -12% to +16%
-        study.write_text(STUDY.format(cpus="1.0" if i < 3 else "0.5"))
+        # a quarter, at 4 rounds: a 30% step (0.7) and a halving (0.5) at 3 rounds
+        # were each missed once on this shared host, whose runs read the same
+        # quota 20 to 30 points apart (the step's test counts that spread)
+        study.write_text(STUDY.format(cpus="1.0" if i < 3 else "0.25"))
         isobench("run", str(study), "--run-id", f"hist-{i}", "--out", str(tmp_path / "results"), "--no-progress",
                  store=store, cwd=tmp_path)
     assert isobench_containers() == []
@@ -50,7 +51,7 @@ def test_history_finds_the_quota_step_where_it_was_made(tmp_path):
     assert len(steps) == 1, md  # one step, in the one series
     assert steps[0].startswith(f"- **{CELL}:** worse step"), md
     assert "between run hist-2 (" in steps[0] and ") and run hist-3 (" in steps[0], md
-    assert "  - docker-host options.cpus 1.0 -> 0.5" in plain, md
+    assert "  - docker-host options.cpus 1.0 -> 0.25" in plain, md
     assert "  - study hash " in plain, md  # the edit is a fact of the step, not a new series
     assert "Study file edited" in plain and "hist-3" in plain
 
@@ -60,7 +61,7 @@ def test_history_finds_the_quota_step_where_it_was_made(tmp_path):
     assert gate.returncode == 1, gate.stdout + gate.stderr
     failing = [line for line in gate.stderr.splitlines() if line.strip().startswith(CELL)]
     assert len(failing) == 1, gate.stderr
-    assert "between run hist-2" in failing[0] and "docker-host options.cpus 1.0 -> 0.5" in failing[0]
+    assert "between run hist-2" in failing[0] and "docker-host options.cpus 1.0 -> 0.25" in failing[0]
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
     # a gate beyond the step's size passes
