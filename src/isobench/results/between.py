@@ -17,11 +17,11 @@ A run counts for a cell when it is of the same study on the same host class
 (results/fingerprint.py), finished as history uses runs, not the candidate
 (B), and its study file gives the cell's workload and environment the same
 settings as the reference run's (another ``size_mb`` or ``cpus`` measures
-something else). The estimate is the method of moments (DerSimonian and
-Laird): the variance of the runs' mean log values about each environment's
-mean, pooled over the environments, less their mean squared standard
-error, at least 0, with sum(runs - 1) degrees of freedom (at least MIN_DF).
-Pure.
+something else). The estimate is DerSimonian and Laird's method of moments
+over groups, the one history's change points use
+(``changepoints.dersimonian_laird``): each environment a group of runs
+about its own mean, pooled, with sum(runs - 1) degrees of freedom (at
+least MIN_DF). Pure.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isobench import changepoints as cp
 from isobench.results.analysis import pairs
 from isobench.results.fingerprint import host_class
 from isobench.results.history import USABLE_STATUSES
@@ -41,7 +42,8 @@ from isobench.results.model import RunData
 
 # Pooled degrees of freedom of a spread worth using: at 2, the A/A rate of
 # the overhead gate was 6.3% [4.1, 9.7] on a host whose runs shift by 10%
-# (benchmarks/between_calibration.py); from 4, at most 2.7%.
+# (benchmarks/between_calibration.py, an unweighted estimate then); from 4,
+# at most 2.7%.
 MIN_DF = 4
 
 
@@ -147,10 +149,11 @@ def spreads(stored: Iterable[RunData], a: RunData, b: RunData,
         df = sum(len(m) - 1 for m in per_env.values())
         if df < MIN_DF:
             continue
-        ss = sum(float(((np.array([y for y, _ in m]) - np.mean([y for y, _ in m])) ** 2).sum())
-                 for m in per_env.values())
-        se2 = float(np.mean([s for m in per_env.values() for _, s in m]))
-        tau2 = max(0.0, ss / df - se2)
+        # each environment a group with its own mean, as history's segments
+        ys = np.array([y for m in per_env.values() for y, _ in m])
+        v = np.maximum([s for m in per_env.values() for _, s in m], cp.MIN_VARIANCE)
+        edges = np.cumsum([0] + [len(m) for m in per_env.values()]).tolist()
+        tau2 = cp.dersimonian_laird(ys, v, edges)
         runs = min(len(m) for m in per_env.values())
         for env in per_env:
             out[(*ident, env)] = Spread(tau2, runs, df)
