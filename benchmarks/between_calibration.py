@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from isobench.compare import compare_overheads, compare_runs
+from isobench.results.compare import compare_overheads, compare_runs
 from isobench.results.between import spreads
 from isobench.results.model import MetricKey, RunData
 

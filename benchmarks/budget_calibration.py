@@ -1,4 +1,4 @@
-"""Calibration of the time budget (isobench.budget) and of the primary
+"""Calibration of the time budget (isobench.analysis.budget) and of the primary
 family, by simulation through the real code (no benchmark is run).
 
     .venv/bin/python benchmarks/budget_calibration.py           # about a minute
@@ -36,10 +36,10 @@ import time
 
 import numpy as np
 
-from isobench import budget as b
-from isobench.repetitions import sequential_alpha
-from isobench.stats import ALPHA, compare_cell
-from isobench.verdicts import CHANGED, EQUIVALENT, adjust, regressions
+from isobench.analysis import budget as b
+from isobench.analysis.repetitions import sequential_alpha
+from isobench.analysis.stats import ALPHA, compare_cell
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, adjust, regressions
 
 SEED = 20261125
 CELLS = 14

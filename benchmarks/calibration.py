@@ -15,9 +15,9 @@ noise of a given CV, it measures:
   (|change| > 2%) and with a regression beyond 5%;
 * the smallest slowdown of one cell among 99 that the current rule finds
   with 80% power: reported "changed" (worse), and failing the 5% gate;
-* the A/A rate of the adaptive repetition rule (isobench.repetitions), and
+* the A/A rate of the adaptive repetition rule (isobench.analysis.repetitions), and
   of the naive "stop when the CI is narrow" rule it replaces;
-* how often each warning (isobench.anomalies) fires on pure noise.
+* how often each warning (isobench.analysis.anomalies) fires on pure noise.
 
 Thousands of compares are simulated at once through the same vectorised
 t-test code as ``stats.compare_cell`` (``stats.log_welch``), and a sample
@@ -35,10 +35,10 @@ import time
 import numpy as np
 from scipy import stats as st
 
-from isobench.anomalies import drift, outliers, slow_first_round
-from isobench.repetitions import Schedule, sequential_alpha
-from isobench.stats import ALPHA, compare_cell, log_welch
-from isobench.verdicts import adjust, regressions
+from isobench.analysis.anomalies import drift, outliers, slow_first_round
+from isobench.analysis.repetitions import Schedule, sequential_alpha
+from isobench.analysis.stats import ALPHA, compare_cell, log_welch
+from isobench.analysis.verdicts import adjust, regressions
 
 CELLS = 99
 GATE_PCT = 5.0

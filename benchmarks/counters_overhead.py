@@ -20,9 +20,9 @@ import sys
 import tempfile
 import time
 
-from isobench import counters
-from isobench.stats import compare_cell
-from isobench.verdicts import adjust
+from isobench.host import counters
+from isobench.analysis.stats import compare_cell
+from isobench.analysis.verdicts import adjust
 
 STUDY = """
 [study]
@@ -47,7 +47,7 @@ def one_run(workdir: str, size: int, on: bool) -> dict[str, float]:
     with open(study, "w") as fh:
         fh.write(STUDY.format(size=size))
     store = os.path.join(workdir, f"r-{time.monotonic_ns()}.sqlite")
-    subprocess.run([sys.executable, "-m", "isobench.cli", "run", study, "--no-progress", "--out",
+    subprocess.run([sys.executable, "-m", "isobench.cli.main", "run", study, "--no-progress", "--out",
                     os.path.join(workdir, "results")], check=True, capture_output=True, timeout=1800,
                    env={**os.environ, "ISOBENCH_STORE": store, counters.ENV_VAR: "1" if on else "0"})
     out: dict[str, list[float]] = {}

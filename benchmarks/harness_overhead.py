@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from isobench.stats import compare, summarize
+from isobench.analysis.stats import compare, summarize
 from isobench.workloads.compress import build_argv, corpus_bytes, parse_time
 
 STUDY = """
@@ -39,7 +39,7 @@ def via_isobench(workdir: str, size: int, threads: int) -> float:
     with open(study, "w") as fh:
         fh.write(STUDY.format(size=size, threads=threads))
     store = os.path.join(workdir, "r.sqlite")
-    subprocess.run([sys.executable, "-m", "isobench.cli", "run", study, "--no-progress", "--out",
+    subprocess.run([sys.executable, "-m", "isobench.cli.main", "run", study, "--no-progress", "--out",
                     os.path.join(workdir, "results")], check=True, capture_output=True,
                    env={**os.environ, "ISOBENCH_STORE": store}, timeout=900)
     row = sqlite3.connect(store).execute(

@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from isobench import changepoints as cp
+from isobench.analysis import changepoints as cp
 
 NS = (8, 16, 32)
 SES = (0.02, 0.05, 0.10)

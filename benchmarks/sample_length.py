@@ -21,7 +21,7 @@ from collections import defaultdict
 
 from scipy import stats
 
-from isobench.workspace import DEFAULT_STORE
+from isobench.core.workspace import DEFAULT_STORE
 
 
 def sd_interval(sd: float, n: int) -> tuple[float, float]:

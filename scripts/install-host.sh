@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare a Debian 12 host for isobench: Docker Engine, debootstrap, QEMU,
-# Python, and the workload tools (`python3 -m isobench.packages`: each
+# Python, and the workload tools (`python3 -m isobench.host.packages`: each
 # workload module's declared packages plus src/isobench/data/base-packages.txt,
 # the same list the image is built from, so native runs use the same versions).
 #
@@ -47,7 +47,7 @@ apt-get install -y -q --no-install-recommends "${INFRA[@]}" >/dev/null
 
 # The workload tools, from the workload modules themselves: Debian's python3
 # (just installed) without site packages, since the venv does not exist yet.
-TOOLS_OUT=$(PYTHONPATH="$ROOT/src" /usr/bin/python3 -S -m isobench.packages) || die "cannot list the workload tools"
+TOOLS_OUT=$(PYTHONPATH="$ROOT/src" /usr/bin/python3 -S -m isobench.host.packages) || die "cannot list the workload tools"
 mapfile -t TOOLS <<<"$TOOLS_OUT"
 [ "${#TOOLS[@]}" -gt 0 ] && [ -n "${TOOLS[0]}" ] || die "empty workload tool list"
 

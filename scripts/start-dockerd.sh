@@ -5,7 +5,7 @@
 #   docker0 at 198.18.0.1/24 and user networks from 198.18.64.0/18, inside the
 #   RFC 2544 benchmarking range 198.18.0.0/15, never a LAN range; overlay2;
 #   the installed OCI runtimes crun and runsc (gVisor) under "runtimes"
-#   (src/isobench/daemonconf.py, docs/environments/runtimes.md).
+#   (src/isobench/host/daemonconf.py, docs/environments/runtimes.md).
 # - If dockerd answers with that bridge and the file did not change: nothing.
 # - If only "runtimes" changed: SIGHUP (dockerd reloads them, containers keep running).
 # - Else (re)start it: `systemctl restart docker` when systemd is PID 1,
@@ -41,8 +41,8 @@ bridge_gateway() {
 # 1. daemon.json
 mkdir -p /etc/docker
 # base keys plus the installed OCI runtimes (crun, runsc), merged by
-# isobench.daemonconf (Debian's python3, stdlib only)
-conf_state=$(PYTHONPATH="$ROOT/src" python3 -S -m isobench.daemonconf "$CONF") || die "cannot update $CONF"
+# isobench.host.daemonconf (Debian's python3, stdlib only)
+conf_state=$(PYTHONPATH="$ROOT/src" python3 -S -m isobench.host.daemonconf "$CONF") || die "cannot update $CONF"
 say "$CONF $conf_state (bip $BIP_GATEWAY/24, pools 198.18.64.0/18, overlay2, runtimes: $(command -v crun runsc | xargs -r -n1 basename | xargs))"
 
 # crun refuses a "hybrid" cgroup host whose cgroup2 still holds controllers

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from isobench.metric import Metric
-from isobench.store import Sample
+from isobench.core.metric import Metric
+from isobench.store.db import Sample
 
 ENVS = ("native", "docker-nat", "docker-host", "vm-tcg")
 

@@ -1,5 +1,5 @@
 """`python -m isobench`: the same command, through the same error frame."""
 
-from isobench.entry import main
+from isobench.cli.entry import main
 
 main()

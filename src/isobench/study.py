@@ -13,16 +13,16 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from isobench.budget import Plan, make_plan, parse_duration
+from isobench.analysis.budget import Plan, make_plan, parse_duration
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
-from isobench.ids import NAME_RE, NAME_RULE, shown
-from isobench.readbound import BoundedReadError, read_bounded
-from isobench.noise import NoiseSpec
-from isobench.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
-from isobench.stats import DEFAULT_TOL_PCT
+from isobench.core.ids import NAME_RE, NAME_RULE, shown
+from isobench.core.readbound import BoundedReadError, read_bounded
+from isobench.host.noise import NoiseSpec
+from isobench.analysis.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
+from isobench.analysis.stats import DEFAULT_TOL_PCT
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadParams
-from isobench.strictmodel import StrictModel
+from isobench.core.strictmodel import StrictModel
 
 
 
@@ -51,7 +51,7 @@ class StudyMeta(StrictModel):
     # never "changed": the metric moves that much between runs anyway
     noise_floor_pct: dict[str, float] = Field(default_factory=dict)
     # "30m": after a first block of `repetitions` rounds, rounds go to the
-    # workload cases that can still resolve in the time left (isobench.budget)
+    # workload cases that can still resolve in the time left (isobench.analysis.budget)
     budget: str | None = None
 
     @field_validator("budget", mode="before")
@@ -139,7 +139,7 @@ class Study:
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
 
     def budget_plan(self) -> Plan | None:
-        """A budgeted study's looks, fixed before it runs (isobench.budget)."""
+        """A budgeted study's looks, fixed before it runs (isobench.analysis.budget)."""
         meta = self.meta
         if meta.budget_s is None:
             return None

@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from isobench.results.attribution import build_rows, per_unit
-from isobench.runner import run_study
-from isobench.stats import compare_cell
-from isobench.store import Store
+from isobench.run.runner import run_study
+from isobench.analysis.stats import compare_cell
+from isobench.store.db import Store
 from isobench.study import parse_study
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ KERNEL = ("cpu.sut_s", "cpu.system_s", "cpu.softirq_s")
 
 
 def image() -> str:
-    from isobench.dockerclient import engine
+    from isobench.core.dockerclient import engine
     from isobench.images import ensure_image  # the built isobench/debian image
     return ensure_image(engine(), log=lambda *a, **k: None)
 

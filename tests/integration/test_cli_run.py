@@ -11,7 +11,7 @@ import time
 import docker
 import pytest
 
-from isobench.workspace import DATA_ROOT, TMP_ROOT
+from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ cases = ["randread", "seqwrite"]
 
 def isobench(*args, store, cwd, timeout=600, check=True):
     env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli", *args], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-m", "isobench.cli.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"isobench {args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
@@ -111,7 +111,7 @@ def study_under_way(tmp_path, repetitions: int, samples: int):
     study.write_text(TINY.replace("repetitions = 2", f"repetitions = {repetitions}"))
     store = tmp_path / "r.sqlite"
     log = tmp_path / "stderr.log"  # a file, not a pipe: per-sample lines would fill a pipe and stall the run
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study), "--out",
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "run", str(study), "--out",
                              str(tmp_path / "results")], cwd=tmp_path,
                             env={**os.environ, "ISOBENCH_STORE": str(store)},
                             stdout=subprocess.DEVNULL, stderr=open(log, "w"))
@@ -173,7 +173,7 @@ def test_sigkill_leftovers_are_removed_by_clean(tmp_path):
     assert isobench_containers() == []
     assert ok_samples(store) >= done >= 4
     # the kernel released the run lock with the process: a new run may start
-    from isobench.lock import RunLock
+    from isobench.core.lock import RunLock
     lock = RunLock()
     lock.acquire("after-kill")
     lock.release()

@@ -22,7 +22,7 @@ import time
 import docker
 import pytest
 
-from isobench.workspace import DATA_ROOT, TMP_ROOT
+from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ class Run:
     def __init__(self, args: list[str], store, cwd):
         env = {**os.environ, "ISOBENCH_STORE": str(store), "PYTHONPATH": os.path.join(REPO, "src")}
         self.store = str(store)
-        self.proc = subprocess.Popen([sys.executable, "-m", "isobench.entry", "run", "--no-progress", *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.entry", "run", "--no-progress", *args],
                                      cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[tuple[float, str]] = []
         self._t = threading.Thread(target=self._read, daemon=True)
@@ -107,7 +107,7 @@ def run_row(store) -> tuple[str, str]:
 
 def isobench(*args, store, cwd, timeout=600) -> subprocess.CompletedProcess:
     env = {**os.environ, "ISOBENCH_STORE": str(store), "PYTHONPATH": os.path.join(REPO, "src")}
-    return subprocess.run([sys.executable, "-m", "isobench.entry", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "isobench.cli.entry", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

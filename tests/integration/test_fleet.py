@@ -93,7 +93,7 @@ def wait_ssh(ip: str, timeout: float = 60) -> None:
 
 def isobench(*args, store, timeout=1800, check=False):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "ISOBENCH_FLEET_WHEELS": str(WHEELS)}
-    return sh(sys.executable, "-m", "isobench.cli", *args, "--store", store, timeout=timeout, check=check, env=env)
+    return sh(sys.executable, "-m", "isobench.cli.main", *args, "--store", store, timeout=timeout, check=check, env=env)
 
 
 def missing_wheels() -> list[str]:
@@ -232,7 +232,7 @@ def test_bad_hosts_one_line_each(fleet):
 
 def test_host_killed_mid_run_then_resume_then_clean(fleet):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "ISOBENCH_FLEET_WHEELS": str(WHEELS)}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "fleet", "run", str(fleet["dir"] / "longer.toml"),
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "fleet", "run", str(fleet["dir"] / "longer.toml"),
                              "-i", fleet["inv"], "--no-setup", "--forks", "3", "--poll", "2", "--timeout", "900",
                              "--store", fleet["store"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
@@ -270,7 +270,7 @@ def test_host_killed_mid_run_then_resume_then_clean(fleet):
     rounds = [r for (r,) in db.execute("SELECT round FROM samples WHERE run_id=? AND warmup=0", (run_id,))]
     db.close()
     assert sorted(rounds) == list(range(12)), rounds
-    clean = sh(sys.executable, "-m", "isobench.cli", "fleet", "clean", "-i", fleet["inv"], env=env, check=False)
+    clean = sh(sys.executable, "-m", "isobench.cli.main", "fleet", "clean", "-i", fleet["inv"], env=env, check=False)
     print(clean.stdout, clean.stderr)
     assert clean.returncode == 0
     for name in fleet["names"]:

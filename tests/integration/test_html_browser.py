@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from isobench.cli import main
-from isobench.store import Store
+from isobench.cli.main import main
+from isobench.store.db import Store
 from synthetic_runs import Synthetic, write_run
 
 pytestmark = pytest.mark.integration

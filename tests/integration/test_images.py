@@ -11,7 +11,7 @@ import time
 import pytest
 
 from isobench import images
-from isobench.workspace import LABEL
+from isobench.core.workspace import LABEL
 
 pytestmark = pytest.mark.integration
 
@@ -106,7 +106,7 @@ def test_interrupted_build_leaves_no_staging_mount_or_process(tmp_path, sig):
 
     home = tmp_path / "home"  # its own IMAGE_ROOT, so the real cache is never at risk
     env = {**os.environ, "ISOBENCH_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "images", "build", "--force"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "images", "build", "--force"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     images_dir = home / "images"
     try:

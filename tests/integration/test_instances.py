@@ -13,7 +13,7 @@ import docker
 import pytest
 
 from isobench.clienthost import leftovers
-from isobench.noise import leftover_stressors
+from isobench.host.noise import leftover_stressors
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,7 @@ def run_study(tmp_path, text: str) -> tuple[sqlite3.Connection, dict]:
     (tmp_path / "study.toml").write_text(text)
     store = tmp_path / "r.sqlite"
     env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli", "run", "study.toml", "--out", "results"],
+    proc = subprocess.run([sys.executable, "-m", "isobench.cli.main", "run", "study.toml", "--out", "results"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return sqlite3.connect(store), env
@@ -86,7 +86,7 @@ def test_groups_noise_and_multi_instance_workloads(tmp_path):
     assert json.loads(extra)["noise"]["argv"][:1] == ["stress-ng"]
     # the HTML report draws the many-instance figures
     html = tmp_path / "r.html"
-    subprocess.run([sys.executable, "-m", "isobench.cli", "report", run_id, "--format", "html", "-o", str(html)],
+    subprocess.run([sys.executable, "-m", "isobench.cli.main", "report", run_id, "--format", "html", "-o", str(html)],
                    cwd=tmp_path, env=env, check=True, capture_output=True, timeout=300)
     text = html.read_text()
     for slug in ("sweep-redis-scaleout-instances-2-noise", "per-instance-api-noise", "fairness-api-noise",

@@ -13,7 +13,7 @@ import pytest
 
 from isobench.clienthost import ClientHost, clean_network, leftovers, link_names, netns_name
 from isobench.workloads import get
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 
 pytestmark = pytest.mark.integration
 
@@ -133,7 +133,7 @@ def test_sigint_during_network_workload_leaves_nothing(tmp_path):
     study.write_text(STUDY)
     home = tmp_path / "home"  # own lock and scratch, so a study running elsewhere does not refuse this
     env = {**os.environ, "ISOBENCH_HOME": str(home), "ISOBENCH_STORE": str(tmp_path / "r.sqlite")}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli", "run", str(study), "--no-progress"],
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "run", str(study), "--no-progress"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120

@@ -6,12 +6,12 @@ command runs, startup is measured, and nothing is left behind."""
 import docker
 import pytest
 
-from isobench.dockerclient import engine
+from isobench.core.dockerclient import engine
 from isobench.envs import runtimes as rt
 from isobench.envs.docker import DockerKind, DockerSpec
-from isobench.hostinfo import host_info
+from isobench.host.hostinfo import host_info
 from isobench.images import image_tag
-from isobench.workspace import LABEL
+from isobench.core.workspace import LABEL
 
 pytestmark = pytest.mark.integration
 

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from isobench.clean import clean
+from isobench.run.clean import clean
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
 from isobench.envs.vm.kind import is_isobench_qemu
 from isobench.envs.vm.spec import VmSpec
-from isobench.workspace import DATA_ROOT
+from isobench.core.workspace import DATA_ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from isobench.clienthost import ClientHost, leftovers, tag_of
 from isobench.envs.vm.environment import VmEnvironment
 from isobench.envs.vm.spec import VmSpec
 from isobench.workloads import get
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 
 from .test_vm import isobench_qemus
 

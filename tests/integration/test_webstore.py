@@ -54,7 +54,7 @@ def webstore_processes() -> list[str]:
 
 
 def isobench_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "isobench.cli", *args]
+    return [sys.executable, "-m", "isobench.cli.main", *args]
 
 
 def study_env(tmp_path, study: str) -> dict:
@@ -116,7 +116,7 @@ def test_a_load_that_fails_is_a_prepare_failure_not_a_hang(monkeypatch):
     # ends at once with one line naming the step, and the temporary server
     # it started for the load is stopped
     from isobench.envs.native import NativeEnvironment
-    from isobench.hostinfo import HostInfo
+    from isobench.host.hostinfo import HostInfo
     from isobench.workloads import get, webstore_data
     from isobench.workloads.base import WorkloadError
 
@@ -157,7 +157,7 @@ def test_the_database_is_loaded_once_and_copied_to_every_instance(monkeypatch):
     from types import SimpleNamespace
 
     from isobench.envs.native import NativeEnvironment
-    from isobench.hostinfo import HostInfo
+    from isobench.host.hostinfo import HostInfo
     from isobench.workloads import get
     from isobench.workloads.webstore import Webstore
 
@@ -209,7 +209,7 @@ def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
     # php-fpm and PostgreSQL, with their workers) outlive it; `isobench clean`
     # finds them by their pidfiles and removes every file. The load generator
     # dies with the run (it kept loading for its whole duration before)
-    from isobench.workspace import DATA_ROOT, TMP_ROOT
+    from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
     env = study_env(tmp_path, KILL_STUDY)
     proc = subprocess.Popen(isobench_argv("run", "study.toml", "--out", "results"), cwd=tmp_path, env=env,

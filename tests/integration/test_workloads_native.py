@@ -7,7 +7,7 @@ import pytest
 
 from isobench.envs.native import NativeEnvironment
 from isobench.workloads import get
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 
 pytestmark = pytest.mark.integration
 

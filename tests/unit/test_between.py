@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from isobench.cli import main
-from isobench.compare import compare_overheads, compare_runs
-from isobench.metric import Metric
+from isobench.cli.main import main
+from isobench.results.compare import compare_overheads, compare_runs
+from isobench.core.metric import Metric
 from isobench.report.compare_render import render_markdown
 from isobench.report.html import render_compare_html
 from isobench.results.between import cell_config, run_mean, spreads
-from isobench.stats import add_between_runs, compare_cell
-from isobench.store import Sample, Store
+from isobench.analysis.stats import add_between_runs, compare_cell
+from isobench.store.db import Sample, Store
 
 ENVS = ("native", "docker-nat")
 TEXT = """[study]

@@ -1,4 +1,4 @@
-"""The time budget's rules (isobench.budget): durations, the fixed looks, and
+"""The time budget's rules (isobench.analysis.budget): durations, the fixed looks, and
 the call on each case at a look, on effects computed by the real tests."""
 
 import math
@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from isobench import budget as b
-from isobench.repetitions import sequential_alpha
-from isobench.runner import williams_row
-from isobench.stats import compare_cell
+from isobench.analysis import budget as b
+from isobench.analysis.repetitions import sequential_alpha
+from isobench.run.runner import williams_row
+from isobench.analysis.stats import compare_cell
 from isobench.study import StudyError, parse_study, with_budget
 
 QUICK = open("studies/quick.toml").read()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from isobench.calibration import derive, judge, parse_sizes
+from isobench.run.calibration import derive, judge, parse_sizes
 from isobench.results.model import MetricKey, RunData
 from isobench.study import StudyError, parse_study
 

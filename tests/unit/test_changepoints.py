@@ -1,4 +1,4 @@
-"""isobench.changepoints: a known step is found at its place with its size;
+"""isobench.analysis.changepoints: a known step is found at its place with its size;
 A/A series and a single wild run make none; the interval excludes 0 exactly
 for the confirmed steps; too short a series has no candidate."""
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from isobench import changepoints as cp
+from isobench.analysis import changepoints as cp
 
 
 def series(n, sigma, step=0.0, at=None, seed=0, df=4):

@@ -5,10 +5,10 @@ equivalent within the tolerance, a noisy one is inconclusive."""
 import pytest
 from click.testing import CliRunner
 
-from isobench.cli import main
-from isobench.compare import compare_runs
+from isobench.cli.main import main
+from isobench.results.compare import compare_runs
 from isobench.report.compare_render import render_markdown
-from isobench.store import Store
+from isobench.store.db import Store
 from synthetic_runs import Synthetic, simple_run, write_run
 
 A_VALUES = [100.0, 101.0, 99.0, 100.5, 99.5]
@@ -144,7 +144,7 @@ def test_nothing_in_common_is_an_error(store_path):
 
 
 def test_facts_diff_names_the_doctor_finding_that_changed():
-    from isobench.compare import _facts_diff
+    from isobench.results.compare import _facts_diff
     from isobench.results.model import RunData
 
     def run(load: str) -> RunData:

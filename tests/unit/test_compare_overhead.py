@@ -9,12 +9,12 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from isobench.cli import main
-from isobench.compare import compare_overheads, compare_runs
-from isobench.errors import IsobenchError
+from isobench.cli.main import main
+from isobench.results.compare import compare_overheads, compare_runs
+from isobench.core.errors import IsobenchError
 from isobench.report.compare_render import junit_cases, render_markdown
-from isobench.store import Store
-from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE
+from isobench.store.db import Store
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE
 from synthetic_runs import ENVS, PLAIN, Synthetic, simple_run, write_run
 
 # (workload, metric, higher is better) of every synthetic cell (redis: every clients=N case)

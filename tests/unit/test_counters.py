@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from isobench import counters as c
+from isobench.host import counters as c
 
 DATA = Path(__file__).parent.parent / "data" / "proc"
 

@@ -1,4 +1,4 @@
-from isobench.doctor import judge
+from isobench.checks.doctor import judge
 
 GiB = 2**30
 CLEAN = {"governors": ["performance"], "turbo": "off", "thp": "madvise", "irqbalance": False, "swap_devices": 0,

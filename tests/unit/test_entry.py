@@ -8,8 +8,8 @@ import sys
 import click
 import pytest
 
-from isobench import entry
-from isobench.errors import EnvironmentError_
+from isobench.cli import entry
+from isobench.core.errors import EnvironmentError_
 
 
 @pytest.fixture
@@ -25,8 +25,8 @@ def boom(monkeypatch, tmp_path):
     def go():
         raise box["exc"]
 
-    import isobench.cli
-    monkeypatch.setattr(isobench.cli, "main", fake)
+    import isobench.cli.main
+    monkeypatch.setattr(isobench.cli.main, "main", fake)
     monkeypatch.setattr(entry, "_log_dir", lambda: str(tmp_path))
     return box
 

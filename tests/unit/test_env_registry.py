@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import isobench.envs
 from isobench.envs import kinds as registry
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 
 HERE = pathlib.Path(__file__).resolve().parent
 SRC = HERE.parent.parent / "src" / "isobench"
@@ -63,7 +63,7 @@ def test_fake_kind_in_the_study_model(fake):
 
 
 def test_fake_kind_listed_by_isobench_envs(fake, monkeypatch):
-    from isobench.cli import main
+    from isobench.cli.main import main
     # the shipped kinds' probes start containers and guests: not in a unit test
     for kind in registry.kinds().values():
         if kind.name != "fake":
@@ -77,7 +77,7 @@ def test_fake_kind_listed_by_isobench_envs(fake, monkeypatch):
 
 
 def test_preflight_counts_the_fake_kinds_footprint(fake):
-    from isobench.preflight import preflight
+    from isobench.checks.preflight import preflight
     from isobench.study import parse_study
     s = parse_study(study_text("[environments.fake]\nreserve_mb = 4096\ninstances = 2\n[workloads.startup]\n"),
                     "f.toml")
@@ -87,9 +87,9 @@ def test_preflight_counts_the_fake_kinds_footprint(fake):
 
 
 def test_runner_starts_and_uses_the_fake_kind_and_clean_sweeps_it(fake, tmp_path):
-    from isobench.clean import clean
-    from isobench.runner import run_study
-    from isobench.store import Store
+    from isobench.run.clean import clean
+    from isobench.run.runner import run_study
+    from isobench.store.db import Store
     from isobench.study import parse_study
     study = parse_study(study_text("[environments.fake]\n[workloads.startup]\n"
                                    "[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n"), "f.toml")
@@ -113,7 +113,7 @@ def test_runner_starts_and_uses_the_fake_kind_and_clean_sweeps_it(fake, tmp_path
 
 def test_the_core_names_no_kind():
     """study, runner, preflight, clean and the CLI loop over the registry."""
-    for name in ("study.py", "runner.py", "preflight.py", "clean.py", "cli.py"):
+    for name in ("study.py", "run/runner.py", "checks/preflight.py", "run/clean.py", "cli/main.py"):
         text = (SRC / name).read_text()
         for kind in ('"native"', '"docker"', '"vm"', "envs.vm", "envs.docker", "envs.native"):
             if name == "study.py" and kind == '"native"':
@@ -130,7 +130,7 @@ def test_no_duck_typing_in_the_envs_package():
 
 def test_environment_capabilities_have_defaults():
     from isobench.envs.base import Environment, Paths
-    from isobench.proc import ExecResult
+    from isobench.core.proc import ExecResult
 
     class Bare(Environment):
         def start(self): ...
@@ -173,10 +173,10 @@ def test_a_kind_must_declare_its_name_on_its_spec():
 def test_a_workload_the_kind_cannot_run_is_skipped_and_said(fake, tmp_path):
     """EnvKind.unsupported: the cells are never run (no failed samples), the
     run still ends complete, and validate and Table I say why."""
-    from isobench.cli import main
+    from isobench.cli.main import main
     from isobench.results.table import UNSUPPORTED, build_table
-    from isobench.runner import run_study
-    from isobench.store import Store
+    from isobench.run.runner import run_study
+    from isobench.store.db import Store
     from isobench.study import parse_study
     text = study_text('[environments.fake]\n[environments.boxed]\nkind = "fake"\nrefuse = ["compression"]\n'
                       "[workloads.startup]\n[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n")

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from isobench import daemonconf
+from isobench.host import daemonconf
 from isobench.envs import make_environment
 from isobench.envs import runtimes as rt
 from isobench.envs.base import Environment
@@ -26,7 +26,7 @@ from isobench.envs.vm.kind import VmKind
 from isobench.envs.vm.qemu import qemu_config
 from isobench.envs.vm.qemu_cmdline import Topology
 from isobench.envs.vm.spec import VmSpec
-from isobench.hostinfo import HostInfo, parse_cpulist
+from isobench.host.hostinfo import HostInfo, parse_cpulist
 
 HOST = HostInfo(cores=8, mem_bytes=16 * 2**30, disk_free_bytes=0)
 DOCKER_OPTIONS = ["network", "storage", "cpuset", "cpus", "memory_mb", "tmpfs_mb", "runtime", "gvisor_platform"]

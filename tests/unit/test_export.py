@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from isobench.cli import main
-from isobench.export import CELL_COLUMNS, SAMPLE_COLUMNS
-from isobench.store import Store
+from isobench.cli.main import main
+from isobench.store.export import CELL_COLUMNS, SAMPLE_COLUMNS
+from isobench.store.db import Store
 from synthetic_runs import ENVS, Synthetic, write_run
 
 # Pinned on purpose: these names are a public interface (docs/export.md).
@@ -91,7 +91,7 @@ COUNTERS = ["run_id", "env", "workload", "case", "round", "warmup", "counter", "
 
 def test_counter_columns_pinned_and_documented():
     from pathlib import Path
-    from isobench.export import COUNTER_COLUMNS
+    from isobench.store.export import COUNTER_COLUMNS
     assert list(COUNTER_COLUMNS) == COUNTERS
     doc = (Path(__file__).parents[2] / "docs" / "attribution.md").read_text()
     for name in COUNTERS:
@@ -99,8 +99,8 @@ def test_counter_columns_pinned_and_documented():
 
 
 def test_counters_csv_per_unit(tmp_path):
-    from isobench.export import COUNTER_COLUMNS, counter_rows
-    from isobench.store import Sample
+    from isobench.store.export import COUNTER_COLUMNS, counter_rows
+    from isobench.store.db import Sample
     path = str(tmp_path / "c.sqlite")
     s = Store(path)
     write_run(s, Synthetic("run-c", repetitions=2))

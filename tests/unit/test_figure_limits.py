@@ -31,7 +31,7 @@ def test_no_p90_no_figure():
 def test_the_limit_lines_are_the_workloads_own():
     """The lines come from the pass_<L> metrics the workload emitted (its
     limits_ms), not from constants in the report."""
-    from isobench.metric import limit_metric, parse_limit_metric
+    from isobench.core.metric import limit_metric, parse_limit_metric
     from isobench.report.figures.limits import limits_of
     assert limit_metric(250.0) == "pass_250" and limit_metric(120.5) == "pass_120.5"
     assert parse_limit_metric("pass_250") == 250.0 and parse_limit_metric("pass_120.5") == 120.5

@@ -14,8 +14,8 @@ from isobench.fleet.controller import host_problems
 from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
 from isobench.report.fleet import build_fleet, cross_cell
 from isobench.report.fleet_render import render_html, render_markdown
-from isobench.store import Store
-from isobench.transfer import TABLES, TransferError, export_run, import_run, read_export, write_export
+from isobench.store.db import Store
+from isobench.store.transfer import TABLES, TransferError, export_run, import_run, read_export, write_export
 from tests.synthetic_runs import simple_run
 
 INI = """
@@ -203,7 +203,7 @@ def test_every_value_in_a_playbook_shell_line_is_quoted():
 
 
 def test_hostile_host_names_are_refused_by_the_identifier_check():
-    from isobench.ids import BadIdentifier, check_host
+    from isobench.core.ids import BadIdentifier, check_host
     for bad in ("h1;id", "h$(id)", "a b", "*", "web,db", "h1\n", "-x", ""):
         with pytest.raises(BadIdentifier):
             check_host(bad, "inventory.ini: host")

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from isobench import entry
-from isobench.store import Store
+from isobench.cli import entry
+from isobench.store.db import Store
 from tests.synthetic_runs import simple_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +141,7 @@ def test_fuzzed_study_files(sandbox, capfd):
 def real_export(tmp_path_factory):
     store = Store(str(tmp_path_factory.mktemp("src") / "src.sqlite"))
     simple_run(store, "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
-    from isobench.transfer import export_run
+    from isobench.store.transfer import export_run
     return export_run(store, "r1")
 
 

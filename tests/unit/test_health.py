@@ -1,4 +1,4 @@
-"""The runner's view of dying environments (isobench.health) and the study
+"""The runner's view of dying environments (isobench.checks.health) and the study
 size check (preflight.study_size): pure logic, no engine needed. The
 environments here are stand-ins that only answer health(); the real kinds'
 answers are exercised in tests/integration/test_faults.py."""
@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from isobench import health
+from isobench.checks import health
 from isobench.envs.base import Environment, Paths
-from isobench.hostinfo import HostInfo
-from isobench.preflight import size_problems, study_size
+from isobench.host.hostinfo import HostInfo
+from isobench.checks.preflight import size_problems, study_size
 from isobench.study import parse_study
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from isobench.results.fingerprint import facts_diff, group_runs, host_class
 from isobench.results.history import build_history, select
-from isobench.store import Store
-from isobench.transfer import export_run, import_run
+from isobench.store.db import Store
+from isobench.store.transfer import export_run, import_run
 from synthetic_runs import HISTORY_HOST, STUDY_TEXT, history_run
 
 

@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from isobench.cli import main
-from isobench.store import Store
+from isobench.cli.main import main
+from isobench.store.db import Store
 from synthetic_runs import HISTORY_HOST, history_run
 
 

@@ -4,9 +4,9 @@ prints the table kept in docs/hostile-inputs.md."""
 
 import pytest
 
-from isobench.preflight import preflight
+from isobench.checks.preflight import preflight
 from isobench.study import StudyError, parse_study
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 
 HOST = HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=80 * 2**30)
 
@@ -119,7 +119,7 @@ SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
 def isobench(*args: str, home: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC), "ISOBENCH_HOME": home}
     env.pop("ISOBENCH_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "isobench.entry", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True,
                           env=env, timeout=60)
 
 

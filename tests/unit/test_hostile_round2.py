@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from isobench.store import Store
+from isobench.store.db import Store
 from tests.synthetic_runs import simple_run
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "src"))
@@ -25,7 +25,7 @@ def isobench(*args: str, cwd: Path, store: Path | None = None, timeout: float = 
     env.pop("ISOBENCH_DEBUG", None)
     if store is not None:
         env["ISOBENCH_STORE"] = str(store)
-    return subprocess.run([sys.executable, "-m", "isobench.entry", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=cwd)
 
 
@@ -46,7 +46,7 @@ def export(tmp_path):
     """A real run export (export-run's format) to mutate."""
     store = Store(str(tmp_path / "src.sqlite"))
     simple_run(store, "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
-    from isobench.transfer import export_run
+    from isobench.store.transfer import export_run
     return export_run(store, "r1")
 
 

@@ -140,3 +140,40 @@ def test_no_room_is_too_large(limit):
     big = {name: n for name, path in modules().items()
            if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit + 100}
     assert big == {}, f"modules far over ~{limit} lines: {big}"
+
+
+def package_of(module: str) -> str:
+    """The room a module lives in at the top of the tree: its first-level
+    package (`isobench.run.runner` -> `isobench.run`), or itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def package_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for m, ts in edges.items():
+        src = package_of(m)
+        out.setdefault(src, set())
+        out[src] |= {package_of(t) for t in ts if package_of(t) not in (src, PACKAGE)}
+    return out
+
+
+def test_no_circles_between_packages():
+    # Packages are the rooms a newcomer sees: `run` importing `store` while
+    # `store` imports `run` would make the floors of the tree a lie even when
+    # no two modules import each other.
+    edges, _ = graph()
+    assert cycles(package_edges(edges)) == []
+
+
+def test_the_package_check_can_fail():
+    planted = {"isobench.a.x": {"isobench.b.y"}, "isobench.b.y": set(), "isobench.b.z": {"isobench.a.w"},
+               "isobench.a.w": set()}
+    assert cycles(package_edges(planted)) == [["isobench.a", "isobench.b"]]
+
+
+def test_the_top_of_the_tree_is_packages():
+    # What a newcomer sees first: packages by concern, and only the study
+    # model and the package's face beside them.
+    top = sorted(p.name for p in (SRC / PACKAGE).glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "study.py"]

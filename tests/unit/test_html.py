@@ -8,7 +8,7 @@ import pytest
 from isobench.report.html import inline_svg, render_html
 from isobench.report.figures import build_figures
 from isobench.results.table import EMULATED_NOTE, build_table
-from isobench.store import Store
+from isobench.store.db import Store
 from synthetic_runs import ENVS, Synthetic, write_run
 
 
@@ -91,7 +91,7 @@ def test_names_are_escaped(page):
 def test_cli_html_default_path_and_figures(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from isobench.cli import main
+    from isobench.cli.main import main
     store_path = str(tmp_path / "c.sqlite")
     s = Store(store_path)
     write_run(s, Synthetic("run-cli", repetitions=2))

@@ -2,7 +2,9 @@
 
 import re
 
-from isobench import images, packages
+from isobench import images
+
+from isobench.host import packages
 from isobench.images import definition, rootfs, versions
 
 

@@ -6,22 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from isobench import noise
+from isobench.host import noise
 from isobench.envs.pinning import pinned_cpus
-from isobench.hostinfo import numa_nodes, parse_cpulist, parse_meminfo
+from isobench.host.hostinfo import numa_nodes, parse_cpulist, parse_meminfo
 from isobench.envs.base import Environment, Paths
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.envs.group import InstanceGroup, density_points, members_of, parse_pss
 from isobench.report.figures import instances as inst
 from isobench.report import figures as plots
 from isobench.results.model import MetricKey, RunData
 from isobench.results.table import build_table
-from isobench.runner import by_step, plan
-from isobench.stats import jain_index, max_min_ratio
+from isobench.run.runner import by_step, plan
+from isobench.analysis.stats import jain_index, max_min_ratio
 from isobench.study import StudyError, parse_study
 from isobench.workloads.api import Api, ApiParams, parse_api_rounds
 from isobench.workloads.base import ParseError, WorkloadError
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 from isobench.workloads.redis_scaleout import RedisScaleout, RedisScaleoutParams, parse_scaleout
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -330,7 +330,7 @@ def test_markdown_shows_speedup_and_density():
 
 
 def test_preflight_counts_every_guest_instance():
-    from isobench.preflight import preflight
+    from isobench.checks.preflight import preflight
     s = parse_study('[study]\nname = "v"\n[environments.native]\n[environments.vm]\npreset = "vm-stock"\n'
                     'instances = 30\nmemory_mb = 1024\n[workloads.compression]\nsize_mb = 8\n', "v.toml")
     assert preflight(s, HOST)[0].startswith("v.toml: environments.vm.memory_mb: ")

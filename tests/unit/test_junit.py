@@ -4,8 +4,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from isobench.errors import IsobenchError
-from isobench.junit import Case, junit_xml, write_junit
+from isobench.core.errors import IsobenchError
+from isobench.report.junit import Case, junit_xml, write_junit
 
 
 def test_cases_failures_and_skips_are_counted():

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from isobench.lock import AlreadyRunning, RunLock
+from isobench.core.lock import AlreadyRunning, RunLock
 
 
 def test_second_holder_is_refused_naming_the_first(tmp_path):
@@ -37,7 +37,7 @@ def test_a_dead_holder_does_not_keep_the_host_locked(tmp_path):
 
 
 def test_running_run_id_names_the_live_holder_only(tmp_path):
-    from isobench.lock import running_run_id
+    from isobench.core.lock import running_run_id
     path = str(tmp_path / "run.lock")
     assert running_run_id(path) is None  # no lock file yet
     lock = RunLock(path)
@@ -53,9 +53,9 @@ def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypat
     for (SIGKILL, a disk too full to write its status) shows as died."""
     from click.testing import CliRunner
 
-    import isobench.lock
-    from isobench.cli import main
-    from isobench.store import Store
+    import isobench.core.lock
+    from isobench.cli.main import main
+    from isobench.store.db import Store
     from isobench.study import parse_study
     study = parse_study('[study]\nname = "s"\nbaseline = "native"\n[environments.native]\n[workloads.startup]\n',
                         "s.toml")
@@ -65,11 +65,11 @@ def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypat
         if status:
             store.finish_run(run_id, status)
     store.close()
-    monkeypatch.setattr(isobench.lock, "running_run_id", lambda: None)
+    monkeypatch.setattr(isobench.core.lock, "running_run_id", lambda: None)
     out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
     rows = {line.split("│")[1].strip(): line.split("│")[4].strip() for line in out.splitlines()
             if line.startswith("│ r")}
     assert rows == {"r1": "complete", "r2": "incomplete", "r3": "interrupted", "r4": "died"}, out
-    monkeypatch.setattr(isobench.lock, "running_run_id", lambda: "r4")  # its isobench is alive
+    monkeypatch.setattr(isobench.core.lock, "running_run_id", lambda: "r4")  # its isobench is alive
     out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
     assert "died" not in out and "running" in out

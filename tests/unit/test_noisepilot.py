@@ -16,11 +16,11 @@ from click.testing import CliRunner
 from scipy import integrate
 from scipy import stats as st
 
-from isobench import noisepilot as npl
-from isobench.hostinfo import HostInfo
-from isobench.noisepilot import KernelNoise, Pilot, Timings
-from isobench.pilotstats import drift, pair_noise
-from isobench.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
+from isobench.checks import noisepilot as npl
+from isobench.host.hostinfo import HostInfo
+from isobench.checks.noisepilot import KernelNoise, Pilot, Timings
+from isobench.analysis.pilotstats import drift, pair_noise
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
 
 HOST = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
@@ -391,8 +391,8 @@ ramp_s = 1
 
 
 def lines_for(text, p, now=None):
-    from isobench.preflight import study_size
-    from isobench.resolution import compared_cells, resolution_lines
+    from isobench.checks.preflight import study_size
+    from isobench.checks.resolution import compared_cells, resolution_lines
     from isobench.study import parse_study
     study = parse_study(text, "s.toml")
     return resolution_lines(study, study_size(study, HOST), compared_cells(study, HOST), p,
@@ -404,7 +404,7 @@ def expected_pct(sd, n, m):
 
 
 def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
-    from isobench.resolution import compared_cells
+    from isobench.checks.resolution import compared_cells
     from isobench.workloads import WORKLOADS
     (first, second), study = lines_for(STUDY, pilot(5000.0))
     # Table I's answer is the primary family: each case's primaries, not every metric
@@ -426,7 +426,7 @@ def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
 
 
 def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
-    from isobench.preflight import study_size
+    from isobench.checks.preflight import study_size
     from isobench.results.numbers import fmt_duration
     (first, _), study = lines_for(STUDY.replace("[workloads.fio]\nsize_mb = 256\nruntime_s = 1\nramp_s = 1\n", ""),
                                   pilot(5000.0))
@@ -437,7 +437,7 @@ def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
 
 
 def test_resolution_variants():
-    from isobench.resolution import compared_cells
+    from isobench.checks.resolution import compared_cells
     adaptive = STUDY.replace("repetitions = 5", 'repetitions = "auto"')
     (first, _), _ = lines_for(adaptive, pilot(5000.0))
     assert first.startswith("at up to 12 rounds") and "tested at alpha/4 for 4 looks" in first
@@ -460,7 +460,7 @@ def test_resolution_variants():
 
 
 def test_validate_says_what_the_study_can_resolve(tmp_path, monkeypatch):
-    from isobench.cli import main
+    from isobench.cli.main import main
     path = tmp_path / "s.toml"
     path.write_text(STUDY)
     monkeypatch.setattr(npl, "cached", lambda identity=None, path=None: pilot(time.time() - 60, cached=True))
@@ -475,8 +475,8 @@ def test_validate_says_what_the_study_can_resolve(tmp_path, monkeypatch):
 
 def test_a_run_keeps_the_pilot_among_its_host_facts(fake, tmp_path):  # noqa: F811
     from isobench.results.table import host_facts
-    from isobench.runner import run_study
-    from isobench.store import Store
+    from isobench.run.runner import run_study
+    from isobench.store.db import Store
     from isobench.study import parse_study
     study = parse_study(study_text("[environments.fake]\n[workloads.startup]\n"), "f.toml")
     store = Store(str(tmp_path / "r.sqlite"))
@@ -489,9 +489,10 @@ def test_a_run_keeps_the_pilot_among_its_host_facts(fake, tmp_path):  # noqa: F8
 
 
 def test_run_takes_the_pilot_under_its_lock_says_the_resolution_and_stores_it(tmp_path, monkeypatch, capsys):
-    import isobench.runner
-    from isobench import execution, lock
-    from isobench.store import Store
+    import isobench.run.runner
+    from isobench.cli import execution
+    from isobench.core import lock
+    from isobench.store.db import Store
     from isobench.study import parse_study
     monkeypatch.setattr(lock.RunLock.__init__, "__defaults__", (str(tmp_path / "run.lock"),))
     monkeypatch.setattr(execution.os, "geteuid", lambda: 0)
@@ -507,7 +508,7 @@ def test_run_takes_the_pilot_under_its_lock_says_the_resolution_and_stores_it(tm
         return "r1"
 
     monkeypatch.setattr(npl, "host_noise", host_noise)
-    monkeypatch.setattr(isobench.runner, "run_study", run_study)
+    monkeypatch.setattr(isobench.run.runner, "run_study", run_study)
     study = parse_study(STUDY, "s.toml")
     assert execution.execute(study, Store(str(tmp_path / "r.sqlite")), progress=False) == "r1"
     assert order == [("pilot", "?"), ("run", 0.041)]
@@ -518,7 +519,7 @@ def test_run_takes_the_pilot_under_its_lock_says_the_resolution_and_stores_it(tm
 
 
 def test_a_compare_names_the_host_noise_by_its_figures():
-    from isobench.compare import _facts_diff
+    from isobench.results.compare import _facts_diff
     from isobench.results.model import RunData
 
     def run(p: Pilot) -> RunData:

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from isobench.report import figures as plots
 from isobench.results.model import MetricKey, RunData
 from isobench.results.table import EMULATED_NOTE, build_table
-from isobench.store import Store
+from isobench.store.db import Store
 from synthetic_runs import CLIENTS, ENVS, Synthetic, write_run
 
 

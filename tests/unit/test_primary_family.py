@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from isobench.cli import main
-from isobench.compare import compare_runs
+from isobench.cli.main import main
+from isobench.results.compare import compare_runs
 from isobench.report.compare_render import render_markdown as compare_markdown
 from isobench.report.markdown import render_markdown
 from isobench.results.analysis import DESCRIPTIVE, PRIMARY, Question, judge_cells, pairs, settings_of
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family, primary_keys, stores_primaries
 from isobench.results.table import DESCRIPTIVE_MARK, build_table
-from isobench.store import Store
+from isobench.store.db import Store
 from isobench.study import StudyError, parse_study
-from isobench.transfer import TransferError, export_run, import_run
+from isobench.store.transfer import TransferError, export_run, import_run
 from synthetic_runs import DECLARED, Synthetic, write_run
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
 
@@ -171,7 +171,7 @@ def test_compare_judges_two_families_and_gates_on_the_primaries(store, tmp_path)
 def test_the_overhead_compare_judges_the_same_two_families(store):
     """--overhead too: the primaries corrected among themselves, the
     descriptive cells in their own family and never gated."""
-    from isobench.compare import compare_overheads
+    from isobench.results.compare import compare_overheads
     a = _run(store, "a")
     b_desc = _run(store, "b-desc", inject={("docker-nat", "redis", "latency_mean_us"): 1.5})
     b_prim = _run(store, "b-prim", inject={("docker-nat", "fio", "iops"): 0.8})
@@ -237,8 +237,8 @@ LAT_STUDY = '[study]\nname = "s"\n[environments.native]\n[workloads.lat]\nworklo
 
 
 def _plan(text: str):
-    from isobench.hostinfo import HostInfo
-    from isobench.runner import plan
+    from isobench.host.hostinfo import HostInfo
+    from isobench.run.runner import plan
     host = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
     return {(c.key, c.case): [m.name for m in c.workload.defined_metrics(c.workload_case) if m.primary]
             for c in plan(parse_study(text, "s.toml"), host)}
@@ -283,7 +283,7 @@ def test_a_metric_of_a_case_the_parameters_leave_out_is_unknown():
 @pytest.mark.parametrize(("override", "rounds"), [("", 2), ('primary = ["real_s"]\n', 4)])
 def test_adaptive_repetitions_wait_for_the_primary_cells_only(fake, tmp_path, monkeypatch,  # noqa: F811
                                                                 override, rounds):
-    from isobench.runner import run_study
+    from isobench.run.runner import run_study
     from isobench.workloads.base import Measurement
     from isobench.workloads.compress import Compression
     # throughput (the declared primary) within 0.1%; real_s (descriptive) never converges
@@ -341,7 +341,7 @@ def test_every_shipped_workload_case_declares_its_primaries():
 
 
 def test_the_metric_names_follow_the_parameters_never_the_host():
-    from isobench.hostinfo import HostInfo
+    from isobench.host.hostinfo import HostInfo
     from isobench.workloads import WORKLOADS
     hosts = (HostInfo(cores=1, mem_bytes=2**30, disk_free_bytes=2**30),
              HostInfo(cores=64, mem_bytes=2**40, disk_free_bytes=2**42, llc_bytes=2**26))

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from isobench.drivers import loghist
-from isobench.hostinfo import HostInfo
-from isobench.noise import step_case, unstep_case
-from isobench.parser_versions import read_version, series_versions
-from isobench.reparse import reparse_run
-from isobench.store import Sample, Store
+from isobench.host.hostinfo import HostInfo
+from isobench.host.noise import step_case, unstep_case
+from isobench.store.parser_versions import read_version, series_versions
+from isobench.store.reparse import reparse_run
+from isobench.store.db import Sample, Store
 from isobench.study import parse_study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.api import parse_api_rounds
@@ -357,7 +357,7 @@ def test_an_old_store_gets_the_version_column_and_reads_unrecorded(tmp_path):
 
 def test_the_runner_records_the_parser_version(tmp_path, monkeypatch):
     from isobench.envs.base import Paths
-    from isobench.runner import Cell, _measure  # the runner stores one sample
+    from isobench.run.runner import Cell, _measure  # the runner stores one sample
     from isobench.workloads.compress import Compression
     from isobench.workloads.base import Measurement
     study = parse_study(STUDY, "s.toml")
@@ -385,7 +385,7 @@ def test_unstep_case_undoes_step_case(stored, own):
 
 
 def test_export_carries_the_version_and_refuses_a_bad_one(store, tmp_path):
-    from isobench.transfer import TransferError, export_run, import_run
+    from isobench.store.transfer import TransferError, export_run, import_run
     build_run(store)
     reparse_run(store, "r1")
     doc = export_run(store, "r1")
@@ -398,8 +398,8 @@ def test_export_carries_the_version_and_refuses_a_bad_one(store, tmp_path):
 
 
 def invoke(store_path, *args, monkeypatch):
-    from isobench import lock
-    from isobench.cli import main
+    from isobench.core import lock
+    from isobench.cli.main import main
     monkeypatch.setattr(lock, "running_run_id", lambda *a: None)  # not this host's real run lock
     return CliRunner().invoke(main, ["reparse", "--store", store_path, *args])
 

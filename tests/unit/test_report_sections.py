@@ -24,8 +24,8 @@ from isobench.report.terminal import render_terminal
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_keys
 from isobench.results.table import short_text
-from isobench.store import Store
-from isobench.transfer import import_run
+from isobench.store.db import Store
+from isobench.store.transfer import import_run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPORT = Path(__file__).resolve().parents[2] / "src" / "isobench" / "report"

@@ -7,20 +7,20 @@ import json
 
 import pytest
 
-from isobench.metric import LATENCY
+from isobench.core.metric import LATENCY
 from isobench.report.figures.normalised import AXIS_LIMIT, axis_limits, performance
 from isobench.report.markdown import render_markdown
 from isobench.results.model import MetricKey, RunData
 from isobench.report import compare_render
 from isobench.results.analysis import interval_text as change_text
 from isobench.results.table import WARNED, build_table
-from isobench.stats import compare_cell
-from isobench.verdicts import adjust
+from isobench.analysis.stats import compare_cell
+from isobench.analysis.verdicts import adjust
 from isobench.study import StudyError, parse_study
 from isobench.workloads.compress import Compression
 from isobench.workloads.hpcc import Hpcc, stream_validity
 from isobench.workloads.base import Measurement
-from isobench.hostinfo import HostInfo, parse_cache_size
+from isobench.host.hostinfo import HostInfo, parse_cache_size
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
 
 TPUT = MetricKey("compress", "default", "throughput_mbs", "MB/s", True, "throughput")
@@ -154,8 +154,8 @@ def test_bad_statistics_settings_are_one_line(body, message):
 @pytest.mark.parametrize("target,rounds", [(10.0, 2), (1e-9, 4)])
 def test_adaptive_repetitions_stop_when_converged_or_at_the_cap(fake, tmp_path, monkeypatch,  # noqa: F811
                                                                 target, rounds):
-    from isobench.runner import run_study
-    from isobench.store import Store
+    from isobench.run.runner import run_study
+    from isobench.store.db import Store
     # The runner's loop is under test, not pixz: values 1% apart, so a 10%
     # target is met at the first look and a 1e-9% one never.
     calls = iter(range(100))

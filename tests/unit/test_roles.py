@@ -1,7 +1,7 @@
 """Metric roles choose what the report draws and compares; the old naming
 conventions apply only to metrics stored without a role."""
 
-from isobench.metric import CPU_COST, CPU_UTIL, FAIRNESS, LATENCY, PER_INSTANCE, THROUGHPUT
+from isobench.core.metric import CPU_COST, CPU_UTIL, FAIRNESS, LATENCY, PER_INSTANCE, THROUGHPUT
 from isobench.report import figures
 from isobench.results.model import MetricKey, RunData
 from isobench.report.netpairs import nat_vs_host

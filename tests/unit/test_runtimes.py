@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from isobench import daemonconf
+from isobench.host import daemonconf
 from isobench.envs import runtimes as rt
 from isobench.envs.docker import DockerKind, DockerSpec
 from isobench.study import StudyError, parse_study

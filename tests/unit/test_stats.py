@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.stats import Summary, ci_halfwidth_pct, summarize
+from isobench.analysis.stats import Summary, ci_halfwidth_pct, summarize
 
 # t(0.975, df=4), from statistical tables.
 T975_DF4 = 2.776445105

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.anomalies import drift, outliers, slow_first_round
+from isobench.analysis.anomalies import drift, outliers, slow_first_round
 
 # -- outliers -------------------------------------------------------------------------
 

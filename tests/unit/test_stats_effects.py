@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.stats import (
+from isobench.analysis.stats import (
     Effect,
     compare_cell,
     interval,

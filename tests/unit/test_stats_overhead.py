@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.stats import TEST_NONE, TEST_WELCH_DIFF, compare_cell, overhead_change
-from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, adjust, judge
+from isobench.analysis.stats import TEST_NONE, TEST_WELCH_DIFF, compare_cell, overhead_change
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, adjust, judge
 
 ALPHA = 0.05
 

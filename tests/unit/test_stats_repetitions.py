@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.repetitions import Schedule, converged, next_block, sequential_alpha
-from isobench.stats import ci_halfwidth_pct, log_welch, summarize
+from isobench.analysis.repetitions import Schedule, converged, next_block, sequential_alpha
+from isobench.analysis.stats import ci_halfwidth_pct, log_welch, summarize
 
 
 def test_schedule_points_and_looks():

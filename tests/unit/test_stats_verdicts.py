@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.stats import compare_cell, interval
-from isobench.verdicts import (
+from isobench.analysis.stats import compare_cell, interval
+from isobench.analysis.verdicts import (
     CHANGED,
     EQUIVALENT,
     INCONCLUSIVE,
@@ -324,7 +324,7 @@ def test_regressions_are_bh_changed_worse_beyond_pct():
 
 
 def test_a_level_never_reads_100_percent():
-    from isobench.verdicts import fmt_level
+    from isobench.analysis.verdicts import fmt_level
     assert fmt_level(0.95) == "95%" and fmt_level(0.975) == "97.5%"
     assert fmt_level(1 - 0.05 / 66) == "99.92%"  # as before: four significant digits
     assert fmt_level(1 - 0.05 / (64 * 21)) == "99.9963%"  # two budgeted runs' 21 primaries

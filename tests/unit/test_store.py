@@ -1,9 +1,9 @@
 import json
 import sqlite3
 
-from isobench.store import Sample, Store, StoreError
+from isobench.store.db import Sample, Store, StoreError
 from isobench.study import parse_study
-from isobench.metric import Metric
+from isobench.core.metric import Metric
 
 import pytest
 
@@ -205,7 +205,7 @@ def test_a_read_only_store_is_refused_before_a_run(tmp_path):
 
 
 def test_a_failed_sample_write_is_a_store_write_error_and_keeps_earlier_samples(tmp_path):
-    from isobench.store import StoreWriteError
+    from isobench.store.db import StoreWriteError
     path = str(tmp_path / "r.sqlite")
     s = Store(path)
     _fill(s)
@@ -231,7 +231,7 @@ def test_define_metrics_keeps_the_primary_flag(store):
 def _before_primaries(path: str) -> None:
     """A run written as isobench wrote it with roles, before primaries: no
     is_primary column in metric_defs."""
-    from isobench.store import SCHEMA
+    from isobench.store.db import SCHEMA
     schema = "\n".join(line for line in SCHEMA.splitlines() if "is_primary" not in line)
     db = sqlite3.connect(path)
     db.executescript(schema)

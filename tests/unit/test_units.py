@@ -2,7 +2,7 @@
 
 import os
 
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import Measurement
 

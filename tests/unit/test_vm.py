@@ -191,7 +191,7 @@ def test_tap_mac_and_address_naming():
 
 
 def test_vm_endpoint_and_bind_address():
-    from isobench.errors import EnvironmentError_
+    from isobench.core.errors import EnvironmentError_
     from isobench.envs.vm.environment import VmEnvironment
     from isobench.envs.vm.spec import VmSpec
     vm = VmEnvironment(name="vm-stock", run_id="r1")

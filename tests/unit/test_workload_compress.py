@@ -6,9 +6,9 @@ import pytest
 from pydantic import ValidationError
 
 from isobench.envs.base import Paths
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import ParseError
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 from isobench.workloads.compress import (
     MB,
     Compression,

@@ -5,9 +5,9 @@ import pytest
 from pydantic import ValidationError
 
 from isobench.envs.base import Paths
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import ParseError, WorkloadError
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 from isobench.workloads.fio import (
     CASES,
     Fio,

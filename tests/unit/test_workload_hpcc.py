@@ -4,9 +4,9 @@ import pytest
 from pydantic import ValidationError
 
 from isobench.envs.base import Paths
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadError
-from isobench.hostinfo import HostInfo, host_info
+from isobench.host.hostinfo import HostInfo, host_info
 from isobench.study import load_study
 from isobench.workloads.hpcc import (
     STREAM_CACHE_FACTOR,

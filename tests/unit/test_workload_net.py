@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from isobench.envs.base import Paths
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads import get
 from isobench.workloads.base import ParseError
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 from isobench.workloads.netbw import parse_iperf3
 from isobench.workloads.netlat import parse_sockperf
 from isobench.workloads.oltp import parse_sysbench

@@ -14,9 +14,10 @@ import sys
 import pytest
 
 import isobench.workloads
-from isobench import images, packages
-from isobench.hostinfo import HostInfo
-from isobench.proc import ExecResult
+from isobench import images
+from isobench.host import packages
+from isobench.host.hostinfo import HostInfo
+from isobench.core.proc import ExecResult
 from isobench.workloads import WORKLOADS, registry
 from isobench.workloads.base import Workload
 from isobench.workloads.leftovers import is_server_process, kill_leftover_servers
@@ -69,7 +70,7 @@ def test_two_workloads_under_one_name_are_refused():
 
 
 def test_throwaway_in_the_study_model_and_the_runners_plan(throwaway):
-    from isobench.runner import plan
+    from isobench.run.runner import plan
     from isobench.study import StudyError, parse_study
     study = parse_study(STUDY, "t.toml")
     (entry,) = study.workloads
@@ -114,8 +115,8 @@ def test_throwaway_metrics_reach_a_report_with_their_roles(throwaway, tmp_path):
     """Table I lists its metrics; its latency role alone puts rtt_us (and
     not ops) in the NAT vs host comparison, which names no workload."""
     from isobench.report.markdown import render_markdown
-    from isobench.runner import plan
-    from isobench.store import Sample, Store
+    from isobench.run.runner import plan
+    from isobench.store.db import Sample, Store
     from isobench.study import parse_study
     study = parse_study(STUDY, "t.toml")
     store = Store(str(tmp_path / "r.sqlite"))
@@ -165,8 +166,8 @@ def test_host_install_lists_packages_with_debians_python_alone():
     python = "/usr/bin/python3"
     if not os.access(python, os.X_OK):
         pytest.skip("no Debian python3")
-    out = subprocess.run([python, "-S", "-m", "isobench.packages"], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([python, "-S", "-m", "isobench.host.packages"], capture_output=True, text=True, timeout=60,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}, check=True).stdout
     assert out.split() == packages.tool_packages()
-    assert "-m isobench.packages" in (ROOT / "scripts" / "install-host.sh").read_text()
+    assert "-m isobench.host.packages" in (ROOT / "scripts" / "install-host.sh").read_text()
 

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from isobench.drivers import loghist
 from isobench.drivers.webstore_load import pick_path
 from isobench.envs.base import Paths
-from isobench.hostinfo import HostInfo
-from isobench.metric import FAIRNESS, PER_INSTANCE, THROUGHPUT
+from isobench.host.hostinfo import HostInfo
+from isobench.core.metric import FAIRNESS, PER_INSTANCE, THROUGHPUT
 from isobench.workloads import webstore_data
 from isobench.workloads.base import ParseError
 from isobench.workloads.webstore import Webstore

@@ -35,8 +35,8 @@ from isobench.clienthost.addresses import (
     netns_name,
     pick_subnet,
 )
-from isobench.lifetime import die_with_parent
-from isobench.proc import ExecResult, as_text, run_argv
+from isobench.core.lifetime import die_with_parent
+from isobench.core.proc import ExecResult, as_text, run_argv
 
 MTU = 1500
 STEP_TIMEOUT_S = 30

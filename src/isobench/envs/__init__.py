@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from isobench.envs.base import Environment
 from isobench.envs.kinds import kind_of
-from isobench.hostinfo import HostInfo
+from isobench.host.hostinfo import HostInfo
 
 
 def make_environment(name: str, spec, run_id: str, host: HostInfo, image: str | None) -> Environment:

@@ -13,9 +13,9 @@ import abc
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from isobench.errors import EnvironmentError_
-from isobench.proc import ExecResult
-from isobench.strictmodel import StrictModel
+from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import ExecResult
+from isobench.core.strictmodel import StrictModel
 
 
 class EnvSpec(StrictModel):
@@ -81,7 +81,7 @@ class Environment(abc.ABC):
         return None
 
     def counters(self) -> dict[str, float]:
-        """This environment's own cumulative counters (isobench.counters
+        """This environment's own cumulative counters (isobench.host.counters
         names: cgroup.*, vmm.*), read before and after every sample; empty
         when the kind has nothing beyond the host's (native)."""
         return {}

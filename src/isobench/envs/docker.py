@@ -18,16 +18,16 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from isobench.counters import cgroup_cpu
-from isobench.dockerclient import engine, engine_or_none
+from isobench.host.counters import cgroup_cpu
+from isobench.core.dockerclient import engine, engine_or_none
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
 from isobench.envs import runtimes as rt
 from isobench.envs.pinning import placement
-from isobench.errors import EnvironmentError_
-from isobench.hostinfo import Finding
-from isobench.proc import KILL_GRACE_S, ExecResult, bounded
-from isobench.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
+from isobench.core.errors import EnvironmentError_
+from isobench.host.hostinfo import Finding
+from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded
+from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
 

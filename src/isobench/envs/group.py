@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 
 from isobench.envs.base import Environment, Paths
-from isobench.errors import EnvironmentError_
-from isobench.hostinfo import meminfo
-from isobench.proc import ExecResult
+from isobench.core.errors import EnvironmentError_
+from isobench.host.hostinfo import meminfo
+from isobench.core.proc import ExecResult
 
 
 def parse_pss(smaps_rollup: str) -> int | None:

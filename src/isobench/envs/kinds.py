@@ -22,7 +22,7 @@ from pydantic import Field
 # EnvSpec, the base of every kind's study-file model, is defined beside
 # Environment (which keeps one) and imported from here by the kinds
 from isobench.envs.base import Environment, EnvSpec
-from isobench.hostinfo import Finding, HostInfo
+from isobench.host.hostinfo import Finding, HostInfo
 
 
 # Every kind can be a group of identical instances (envs/group.py): N

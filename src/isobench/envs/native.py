@@ -12,8 +12,8 @@ from typing import Literal
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
 from isobench.envs.pinning import placement
-from isobench.proc import ExecResult, run_argv
-from isobench.workspace import DATA_ROOT, TMP_ROOT
+from isobench.core.proc import ExecResult, run_argv
+from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
 
 class NativeSpec(EnvSpec):
@@ -32,8 +32,8 @@ class NativeKind(EnvKind):
         return NativeEnvironment(name=name, spec=spec, run_id=run_id, cpu=placement(spec.pin, index))
 
     def probe(self) -> EnvProbe:
-        from isobench.facts import host_facts
-        from isobench.hostinfo import cpu_model
+        from isobench.host.facts import host_facts
+        from isobench.host.hostinfo import cpu_model
         facts = host_facts()
         return EnvProbe("native", True, f"{cpu_model()}, {facts['cores']} cores, kernel {facts['kernel']}")
 

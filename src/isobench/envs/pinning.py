@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from isobench.hostinfo import numa_nodes
+from isobench.host.hostinfo import numa_nodes
 
 
 def pinned_cpus(index: int, mode, cpus: list[int], nodes: list[list[int]]) -> list[int]:

@@ -5,7 +5,7 @@ really start a container with it.
 runc is Docker's own; crun (Red Hat's runtime in C) and runsc (gVisor, a
 user-space kernel that intercepts the container's system calls) are
 Debian's packages, registered by scripts/start-dockerd.sh
-(isobench.daemonconf). "Installed" is not "works": crun refuses hosts whose
+(isobench.host.daemonconf). "Installed" is not "works": crun refuses hosts whose
 cgroup2 still holds controllers beside cgroup v1, gVisor's own network
 stack refuses to start in some namespaces. So the probe starts a tiny
 container with each runtime and keeps the verdict, keyed by everything it
@@ -22,11 +22,11 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 
-from isobench.workspace import LABEL, STATE_ROOT
+from isobench.core.workspace import LABEL, STATE_ROOT
 
 RUNTIMES = ("runc", "crun", "runsc")
 # gVisor's platform when an environment names none: ptrace runs anywhere
-# (isobench.daemonconf registers runsc with it; that module imports nothing
+# (isobench.host.daemonconf registers runsc with it; that module imports nothing
 # of isobench, tests/unit/test_env_specs.py checks the two agree)
 GVISOR_DEFAULT_PLATFORM = "ptrace"
 GVISOR_PLATFORMS = (GVISOR_DEFAULT_PLATFORM,)  # kvm hangs in create where /dev/kvm cannot run a guest

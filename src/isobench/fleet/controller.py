@@ -20,8 +20,8 @@ from pathlib import Path
 import isobench
 from isobench.fleet import record
 from isobench.fleet.inventory import ansible_bin
-from isobench.readbound import BoundedReadError, read_bounded
-from isobench.transfer import TransferError, import_run, read_export
+from isobench.core.readbound import BoundedReadError, read_bounded
+from isobench.store.transfer import TransferError, import_run, read_export
 
 FACTS_CAP = 1 << 20
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isobench.store import now_iso
+from isobench.store.db import now_iso
 
 PENDING, COMPLETE, FAILED, UNREACHABLE = "pending", "complete", "failed", "unreachable"
 

@@ -19,7 +19,7 @@ from isobench.images.definition import (
 from isobench.images.dockerimage import ensure_image, image_info, remove_old_images
 from isobench.images.rootfs import ImageBuildError, build_lock, build_rootfs, ensure_rootfs
 from isobench.images.versions import host_tool_versions, tool_versions
-from isobench.packages import image_only_packages, tool_packages
+from isobench.host.packages import image_only_packages, tool_packages
 
 __all__ = ["DOCKER_CHANGES", "IMAGE_REPO", "IMAGE_STAMP", "RECIPE_VERSION", "ImageBuildError", "build_lock",
            "build_rootfs", "ensure_image", "ensure_rootfs", "host_tool_versions", "image_dir", "image_info",

@@ -27,7 +27,7 @@ from isobench.images.rootfs import (
     ensure_rootfs,
     remove_tree,
 )
-from isobench.workspace import IMAGE_ROOT, LABEL
+from isobench.core.workspace import IMAGE_ROOT, LABEL
 
 
 def _find_image(client, tag: str):

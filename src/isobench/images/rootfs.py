@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Callable, Iterator
 
-from isobench.errors import EnvironmentError_
+from isobench.core.errors import EnvironmentError_
 from isobench.images.definition import (
     ARCH,
     CHROOT_SETUP,
@@ -41,8 +41,8 @@ from isobench.images.definition import (
     rootfs_tar,
 )
 from isobench.images.versions import read_packages_tsv
-from isobench.proc import run_argv
-from isobench.workspace import IMAGE_ROOT
+from isobench.core.proc import run_argv
+from isobench.core.workspace import IMAGE_ROOT
 
 DEFAULT_BUILD_TIMEOUT_S = 3600.0
 

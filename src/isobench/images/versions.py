@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from isobench import packages
+from isobench.host import packages
 from isobench.images.definition import image_dir
-from isobench.proc import run_argv
+from isobench.core.proc import run_argv
 
 
 def read_packages_tsv(path: str) -> dict[str, str]:

@@ -13,13 +13,13 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from isobench.junit import Case
+from isobench.report.junit import Case
 from isobench.results.analysis import interval_text
 from isobench.report.markdown import md_escape
 from isobench.results.analysis import DESCRIPTIVE
 from isobench.results.numbers import fmt_pct
 from isobench.results.table import DASH, DESCRIPTIVE_MARK, EMULATED, EMULATED_NOTE, HIGHER, LOWER, MINUS, fmt_num
-from isobench.verdicts import CHANGED, INCONCLUSIVE
+from isobench.analysis.verdicts import CHANGED, INCONCLUSIVE
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]
 

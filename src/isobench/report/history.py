@@ -14,8 +14,8 @@ from isobench.report.figures.history import history_figure
 from isobench.results.history import Change, Group, History, Series
 from isobench.results.numbers import DASH
 from isobench.results.table import HIGHER, LOWER
-from isobench.stats import ALPHA
-from isobench.verdicts import fmt_level
+from isobench.analysis.stats import ALPHA
+from isobench.analysis.verdicts import fmt_level
 
 STEP_MARK = "\u25c6"  # ◆ on the first run after a confirmed step
 EDIT_MARK = "study edited"

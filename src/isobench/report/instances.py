@@ -10,7 +10,7 @@ Metrics are recognised by role (report.roles): ``per-instance`` values
 
 from __future__ import annotations
 
-from isobench.metric import FAIRNESS, PER_INSTANCE, parse_instance_metric
+from isobench.core.metric import FAIRNESS, PER_INSTANCE, parse_instance_metric
 from isobench.report.sweeps import Sweep
 from isobench.results.table import OK, Table
 

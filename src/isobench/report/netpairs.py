@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isobench.metric import LATENCY
+from isobench.core.metric import LATENCY
 from isobench.results.analysis import Question, judge_cells, pairs, settings_of
 from isobench.results.model import MetricKey, RunData
 from isobench.results.roles import role_of
 from isobench.results.table import fmt_num, row_label
-from isobench.verdicts import Verdict
+from isobench.analysis.verdicts import Verdict
 
 TITLE = "NAT vs host networking"
 

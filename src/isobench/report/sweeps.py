@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from isobench.metric import CPU_UTIL, STARTUP, is_time_unit
+from isobench.core.metric import CPU_UTIL, STARTUP, is_time_unit
 from isobench.results.roles import LATENCY_AXIS, THROUGHPUT_AXIS, role_of
 from isobench.results.table import Row, Table
 

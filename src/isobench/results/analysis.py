@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
-from isobench.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
-from isobench.stats import ALPHA, DEFAULT_TOL_PCT, Effect, add_between_runs, compare_cell, overhead_change
-from isobench.verdicts import SHOWN_PCT_LOW, Verdict, adjust
+from isobench.analysis.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
+from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, Effect, add_between_runs, compare_cell, overhead_change
+from isobench.analysis.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Where the overhead comes from: per-unit counter costs of each environment
 against the baseline, tested like Table I's cells.
 
-Every measured sample carries counter deltas (isobench.counters) and the
+Every measured sample carries counter deltas (isobench.host.counters) and the
 units of work it did (Workload.units). Per sample, a counter divided by the
 units is a per-unit cost (µs of system CPU per round trip, NET_RX softirqs
 per request ...). For each workload case and environment, those costs are
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from isobench.results.model import RunData
-from isobench.stats import compare_cell
-from isobench.verdicts import CHANGED, Verdict, adjust
+from isobench.analysis.stats import compare_cell
+from isobench.analysis.verdicts import CHANGED, Verdict, adjust
 
 US = 1e6  # CPU-seconds -> µs
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isobench import changepoints as cp
+from isobench.analysis import changepoints as cp
 from isobench.results.analysis import pairs
 from isobench.results.fingerprint import host_class
 from isobench.results.history import USABLE_STATUSES

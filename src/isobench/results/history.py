@@ -5,7 +5,7 @@ Runs of one study are grouped by host class (results/fingerprint.py); within
 a group, every primary cell (workload case metric x environment, against the
 run's baseline) is a *series*: that cell's change vs the baseline in each
 run, exactly as the run's Table I gives it (estimate, standard error,
-interval). isobench.changepoints finds the steps of every series, judged
+interval). isobench.analysis.changepoints finds the steps of every series, judged
 together; each confirmed step comes with the runs on either side and the
 facts that differ between the last run before it and the first run after.
 An edit of the study file (a new study hash) stays in its series: it is a
@@ -18,15 +18,15 @@ import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 
-from isobench import changepoints as cp
+from isobench.analysis import changepoints as cp
 from isobench.results.analysis import interval_text
 from isobench.results.fingerprint import HostClass, facts_diff, group_runs, host_name
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.results.primary import primary_keys
 from isobench.results.table import HIGHER, LOWER, build_table
-from isobench.stats import ALPHA
-from isobench.verdicts import Verdict, fmt_level
+from isobench.analysis.stats import ALPHA
+from isobench.analysis.verdicts import Verdict, fmt_level
 
 # Runs whose cells were all attempted; a running, interrupted or failed run
 # has some cells measured under conditions the others did not see.

@@ -14,7 +14,7 @@ class MetricKey:
     metric: str
     unit: str
     higher_is_better: bool
-    role: str = ""  # isobench.metric role; read it through results.roles.role_of
+    role: str = ""  # isobench.core.metric role; read it through results.roles.role_of
     # stored as one of its case's primaries; False in runs stored before
     # primaries: read them through results.primary, which falls back to roles
     primary: bool = False
@@ -46,7 +46,7 @@ class RunData:
     # figure does not mean there (Workload.validity), distinct texts in order
     validity: dict[tuple[str, str, str, str], list[str]] = field(default_factory=dict)
     # (workload, case, environment) -> [(round, counter deltas, [unit, count])] of
-    # the measured samples that carry counters (isobench.counters); filled by
+    # the measured samples that carry counters (isobench.host.counters); filled by
     # Store.load_run, read by results.attribution
     counters: dict[tuple[str, str, str], list[tuple[int, dict, list]]] = field(default_factory=dict)
     # (workload, environment) -> (wall seconds, samples) over every sample, warm-up

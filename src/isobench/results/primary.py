@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from isobench.metric import DURATION, LATENCY, STARTUP, THROUGHPUT
+from isobench.core.metric import DURATION, LATENCY, STARTUP, THROUGHPUT
 from isobench.results.model import MetricKey, RunData
 from isobench.results.roles import role_of
 

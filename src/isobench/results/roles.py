@@ -1,4 +1,4 @@
-"""What a metric is, for the report: its role (isobench.metric).
+"""What a metric is, for the report: its role (isobench.core.metric).
 
 Workloads declare each metric's role and the store keeps it, so the report
 chooses figures and comparisons by role alone. A metric stored without one
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from isobench.metric import (
+from isobench.core.metric import (
     CPU_COST,
     CPU_UTIL,
     DURATION,

@@ -16,8 +16,8 @@ import json
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from isobench.anomalies import drift, outliers, slow_first_round
-from isobench.metric import DURATION, LATENCY, STARTUP, is_time_unit
+from isobench.analysis.anomalies import drift, outliers, slow_first_round
+from isobench.core.metric import DURATION, LATENCY, STARTUP, is_time_unit
 from isobench.results.analysis import (
     DESCRIPTIVE,
     PRIMARY,
@@ -32,9 +32,9 @@ from isobench.results.model import ALL_METRICS, MetricKey, RunData
 from isobench.results.numbers import DASH, MINUS, fmt_duration, fmt_num, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.roles import role_of
-from isobench.repetitions import converged
-from isobench.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
-from isobench.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
+from isobench.analysis.repetitions import converged
+from isobench.analysis.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
 
 __all__ = ["DASH", "MINUS", "fmt_num", "fmt_pct"]  # re-exported: renderers format through the table
 
@@ -403,7 +403,7 @@ def budget_summary(run: RunData) -> str:
 
 
 def budget_lines(run: RunData) -> list[str]:
-    """How a budgeted run spent its time (the facts isobench.budget's calls
+    """How a budgeted run spent its time (the facts isobench.analysis.budget's calls
     left): the rule, the count per state, and each case it left unresolved."""
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
     record = facts.get("budget")

@@ -27,9 +27,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from isobench.envs.base import Environment
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadParams
-from isobench.metric import DURATION, FAIRNESS, THROUGHPUT, Metric
+from isobench.core.metric import DURATION, FAIRNESS, THROUGHPUT, Metric
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
 from isobench.workloads.server import bounded_timeout
 
@@ -127,7 +127,7 @@ def parse_api_rounds(stdout: str, n: int) -> tuple[dict[str, float], dict]:
         raise ParseError(f"api client output does not parse ({type(exc).__name__}: {exc})") from exc
     if not rounds or any(t <= 0 for ts in per_instance for t in ts):
         raise ParseError("api client reported no rounds or a non-positive task time")
-    from isobench.stats import jain_index, max_min_ratio  # here: scipy would slow every `validate` by ~1 s
+    from isobench.analysis.stats import jain_index, max_min_ratio  # here: scipy would slow every `validate` by ~1 s
     means = [sum(ts) / len(ts) for ts in per_instance]
     values = {"task_s": sum(means) / n, "task_s_slowest": max(means),
               "imbalance": max_min_ratio(means), "jain": jain_index([1.0 / m for m in means]),

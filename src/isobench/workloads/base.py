@@ -15,10 +15,10 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment, Paths
-from isobench.hostinfo import HostInfo
-from isobench.metric import Metric
-from isobench.proc import ExecResult
-from isobench.strictmodel import StrictModel
+from isobench.host.hostinfo import HostInfo
+from isobench.core.metric import Metric
+from isobench.core.proc import ExecResult
+from isobench.core.strictmodel import StrictModel
 
 
 class ParseError(ValueError):
@@ -111,7 +111,7 @@ class Workload(abc.ABC):
     parser_version: ClassVar[int] = 1
     # Its time is mostly waiting for the disk: what a study can resolve for it
     # is predicted from the host-noise pilot's I/O figure, not the CPU one
-    # (isobench.resolution). Undeclared work counts as CPU-bound.
+    # (isobench.checks.resolution). Undeclared work counts as CPU-bound.
     io_bound: ClassVar[bool] = False
 
     def __init__(self, params: WorkloadParams, host: HostInfo):

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from isobench.envs.base import Environment, Paths
-from isobench.metric import DURATION, THROUGHPUT, Metric
-from isobench.proc import ExecResult
+from isobench.core.metric import DURATION, THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,

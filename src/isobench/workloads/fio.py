@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from isobench.envs.base import Environment, Paths
-from isobench.metric import THROUGHPUT, Metric
-from isobench.proc import ExecResult
+from isobench.core.metric import THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,

@@ -40,8 +40,8 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from isobench.envs.base import Environment, Paths
-from isobench.metric import THROUGHPUT, Metric
-from isobench.proc import ExecResult
+from isobench.core.metric import THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import (
     Footprint,
     Measurement,

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import ClassVar
 
-from isobench import counters
+from isobench.host import counters
 from isobench.envs.base import Environment
 from isobench.envs.group import members_of
-from isobench.metric import PER_INSTANCE, Metric, instance_metric
+from isobench.core.metric import PER_INSTANCE, Metric, instance_metric
 from isobench.workloads.base import Measurement, WorkloadError
 from isobench.workloads.server import ServerWorkload, servers_dir
 

@@ -18,9 +18,9 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.metric import CPU_COST, THROUGHPUT, Metric
+from isobench.core.metric import CPU_COST, THROUGHPUT, Metric
 from isobench.workloads.server import CpuWindow, ServerWorkload, bounded_timeout, known_cases, per_gb
 
 PORT = 15201

@@ -19,9 +19,9 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.metric import LATENCY, Metric
+from isobench.core.metric import LATENCY, Metric
 from isobench.workloads.server import ServerWorkload, bounded_timeout, known_cases
 
 PORT = 11111

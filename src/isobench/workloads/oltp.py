@@ -28,9 +28,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from isobench.envs.base import Environment
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadError, WorkloadParams, check, distinct_counts
-from isobench.metric import LATENCY, THROUGHPUT, Metric
+from isobench.core.metric import LATENCY, THROUGHPUT, Metric
 from isobench.workloads.server import (
     CpuWindow,
     ServerWorkload,

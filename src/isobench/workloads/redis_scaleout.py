@@ -23,13 +23,13 @@ from typing import ClassVar
 from pydantic import Field
 
 from isobench.envs.base import Environment
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams, distinct_counts
-from isobench.metric import FAIRNESS, THROUGHPUT, Metric
+from isobench.core.metric import FAIRNESS, THROUGHPUT, Metric
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
 from isobench.workloads.redis import parse_redis_csv_rows
 from isobench.workloads.server import bounded_timeout, sweep_cases, sweep_value
-from isobench.workspace import DATA_ROOT
+from isobench.core.workspace import DATA_ROOT
 
 BASE_PORT = 16400
 PROXY_PORT = 22121  # on the client namespace's loopback
@@ -141,7 +141,7 @@ def parse_scaleout(stdout: str) -> tuple[dict[str, float], dict]:
               "p99_ms": max(get["p99_latency_ms"], set_["p99_latency_ms"])}
     values.update(per_instance_values("rps", [n / wall for n in served]))
     if len(served) > 1:
-        from isobench.stats import jain_index, max_min_ratio  # here: scipy would slow every `validate`
+        from isobench.analysis.stats import jain_index, max_min_ratio  # here: scipy would slow every `validate`
         values["imbalance"] = max_min_ratio(served)
         values["jain"] = jain_index(served)
     else:

@@ -37,9 +37,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from isobench import counters
+from isobench.host import counters
 from isobench.envs.base import Environment, Paths
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
 
 READY_TIMEOUT_S = 60

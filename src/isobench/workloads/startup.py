@@ -21,9 +21,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from isobench.envs.base import Environment, Paths
-from isobench.proc import ExecResult
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, Workload, WorkloadError, WorkloadParams
-from isobench.metric import STARTUP, Metric
+from isobench.core.metric import STARTUP, Metric
 
 
 class StartupParams(WorkloadParams):

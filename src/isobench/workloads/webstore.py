@@ -26,8 +26,8 @@ from typing import ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from isobench.envs.base import Environment
-from isobench.metric import FAIRNESS, THROUGHPUT, Metric, limit_metric
-from isobench.proc import ExecResult
+from isobench.core.metric import FAIRNESS, THROUGHPUT, Metric, limit_metric
+from isobench.core.proc import ExecResult
 from isobench.workloads import webstore_data
 from isobench.workloads.base import (
     Footprint,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 from isobench.drivers import loghist
-from isobench.metric import THROUGHPUT, Metric, limit_metric
-from isobench.stats import jain_index, max_min_ratio
+from isobench.core.metric import THROUGHPUT, Metric, limit_metric
+from isobench.analysis.stats import jain_index, max_min_ratio
 from isobench.workloads.base import Measurement, ParseError
 from isobench.workloads.multi import per_instance_values
 

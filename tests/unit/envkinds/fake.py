@@ -14,7 +14,7 @@ from pydantic import Field
 
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Footprint
-from isobench.proc import ExecResult, run_argv
+from isobench.core.proc import ExecResult, run_argv
 
 EVENTS: list[tuple[str, str]] = []  # (what, environment or run id), for the test to read
 

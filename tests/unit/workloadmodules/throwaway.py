@@ -11,8 +11,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from isobench.envs.base import Environment
-from isobench.metric import LATENCY, THROUGHPUT, Metric
-from isobench.proc import ExecResult
+from isobench.core.metric import LATENCY, THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
 from isobench.workloads.server import ServerWorkload
 

@@ -18,7 +18,7 @@ import subprocess
 import time
 
 from isobench import images
-from isobench.errors import EnvironmentError_
+from isobench.core.errors import EnvironmentError_
 
 VM_DISK_VERSION = 1
 ROOT_LABEL = "isobench-root"

@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from isobench.counters import vmm_threads
+from isobench.host.counters import vmm_threads
 from isobench.envs.base import Environment, Paths
 from isobench.envs.vm import guestnet
 from isobench.envs.vm.guestagent import GuestAgent
@@ -19,9 +19,9 @@ from isobench.envs.vm.guestdocker import GUEST_DOCKER_BIP, GuestDocker, exec_arg
 from isobench.envs.vm.qemu import READY_TIMEOUT_KVM_S, READY_TIMEOUT_TCG_S, QemuProcess, qemu_config
 from isobench.envs.vm.qemu_cmdline import Nic, build_argv
 from isobench.envs.vm.spec import VmSpec
-from isobench.errors import EnvironmentError_
-from isobench.proc import KILL_GRACE_S, ExecResult, bounded, run_argv
-from isobench.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR
+from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, run_argv
+from isobench.core.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR
 
 SOCKET_ROOT = "/run/isobench"
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR

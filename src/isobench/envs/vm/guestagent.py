@@ -10,8 +10,8 @@ import os
 import time
 
 from isobench.envs.vm.qmp_sync import QmpCommandError, QmpTimeout, SyncQmp
-from isobench.errors import EnvironmentError_
-from isobench.proc import ExecResult
+from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import ExecResult
 
 WRITE_CHUNK = 4 * 1024 * 1024
 

@@ -10,9 +10,9 @@ import sys
 import time
 
 from isobench.envs.vm.guestagent import GuestAgent
-from isobench.errors import EnvironmentError_
-from isobench.proc import ExecResult
-from isobench.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
+from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import ExecResult
+from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
 # Docker Engine inside the guest: its own addresses in the benchmarking
 # range, distinct from the host's 198.18.0.1/24 bridge

@@ -11,8 +11,8 @@ from typing import Callable
 
 from isobench.envs.vm.guestagent import GuestAgent
 from isobench.envs.vm.qemu_cmdline import Nic
-from isobench.errors import EnvironmentError_
-from isobench.proc import ExecResult, run_argv
+from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import ExecResult, run_argv
 
 VHOST_NET = "/dev/vhost-net"
 NET_STEP_TIMEOUT_S = 30

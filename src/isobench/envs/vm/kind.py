@@ -15,7 +15,7 @@ from isobench.envs.kinds import EnvKind, EnvProbe, Footprint
 from isobench.envs.pinning import placement
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
 from isobench.envs.vm.spec import VmSpec
-from isobench.hostinfo import Finding, parse_cpulist
+from isobench.host.hostinfo import Finding, parse_cpulist
 
 
 class VmKind(EnvKind):
@@ -47,7 +47,7 @@ class VmKind(EnvKind):
         """QEMU, whether KVM can run a guest (the cached verdict of the boot
         probe; none yet means the first vm run will probe), huge pages, vhost."""
         from isobench.envs.vm import kvm_probe
-        from isobench.hostinfo import hugetlbfs_free_mb, thp_mode
+        from isobench.host.hostinfo import hugetlbfs_free_mb, thp_mode
         from isobench.images import kernel_paths, recipe_hash
 
         qemu = kvm_probe.qemu_version()

@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 
-from isobench.workspace import STATE_ROOT
+from isobench.core.workspace import STATE_ROOT
 
 CACHE_FILE = os.path.join(STATE_ROOT, "kvm-probe.json")
 PROBE_DEADLINE_S = 25.0

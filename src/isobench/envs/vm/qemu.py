@@ -13,9 +13,9 @@ from isobench.envs.vm.guestagent import GuestAgent
 from isobench.envs.vm.qemu_cmdline import MemoryBacking, Nic, QemuConfig, Topology
 from isobench.envs.vm.qmp_sync import QmpTimeout, SyncQmp
 from isobench.envs.vm.spec import VmSpec
-from isobench.errors import EnvironmentError_
-from isobench.hostinfo import hugetlbfs_free_mb, thp_mode
-from isobench.lifetime import die_with_parent
+from isobench.core.errors import EnvironmentError_
+from isobench.host.hostinfo import hugetlbfs_free_mb, thp_mode
+from isobench.core.lifetime import die_with_parent
 
 READY_TIMEOUT_TCG_S = 240.0
 READY_TIMEOUT_KVM_S = 120.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from isobench.metric import CPU_COST
+from isobench.core.metric import CPU_COST
 from isobench.results.roles import role_of
 from isobench.report.style import ci_half, emulated_note, env_colors, env_label, new_figure
 from isobench.report.sweeps import is_startup

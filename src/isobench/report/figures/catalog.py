@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
-from isobench.metric import STARTUP
+from isobench.core.metric import STARTUP
 from isobench.results.attribution import counters_of, cpu_per_unit
 from isobench.report.figures.attribution import cpu_per_unit_figure
 from isobench.report.figures.bars import cpu_cost_figure, startup_figure

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from isobench.metric import PER_INSTANCE
+from isobench.core.metric import PER_INSTANCE
 from isobench.report.style import (
     BASELINE_COLOR,
     ci_half,

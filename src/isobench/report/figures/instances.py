@@ -30,7 +30,7 @@ from isobench.report.style import (
 from isobench.report.sweeps import Sweep
 from isobench.results.table import HIGHER, LOWER, OK, Table
 
-# axis labels of the fairness metrics isobench.stats computes; others show name and unit
+# axis labels of the fairness metrics isobench.analysis.stats computes; others show name and unit
 FAIRNESS_LABELS = {"jain": "Jain's index (1 = fair)", "imbalance": "slowest / fastest instance"}
 
 

@@ -2,14 +2,14 @@
 whose metrics include per-operation 90th percentiles (names ending in
 ``_p90_ms`` or ``_p90_worst_ms``, in ms), one panel per operation, one line
 per environment, and the limits the workload checked (its pass_<L>
-metrics, isobench.metric.limit_metric: the limits come from its parameters)
+metrics, isobench.core.metric.limit_metric: the limits come from its parameters)
 as horizontal lines. The worst instance's p90 is drawn when the sweep has it."""
 
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from isobench.metric import parse_limit_metric
+from isobench.core.metric import parse_limit_metric
 from isobench.report.style import emulated_note, env_colors, env_lines, new_figure, step_ticks, value_axis
 from isobench.report.sweeps import Sweep
 from isobench.results.table import Table

@@ -1,0 +1,8 @@
+"""The statistics, pure functions over numbers: per-cell tests and
+intervals (`stats`), verdicts and the BH correction over a family
+(`verdicts`), warnings (`anomalies`), adaptive repetitions, the time
+budget's looks (`budget`), steps in a series (`changepoints`) and the noise
+pilot's statistics (`pilotstats`).
+
+Imports only `core` (and numpy/scipy); nothing here touches the host, the
+store or a file."""

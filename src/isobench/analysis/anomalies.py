@@ -1,0 +1,201 @@
+"""Warnings about one cell's samples: outliers, a slow first measured round,
+drift across rounds. Pure functions; each returns a small dataclass with
+``flagged`` and a one-line ``text``. They never change a value or a verdict:
+a report shows them next to the cell so that a reader can look.
+
+Rules and thresholds (docs/statistics.md gives the measured false-warning
+rates):
+
+* **Outliers**: modified z-score of Iglewicz & Hoaglin (1993),
+  M = 0.6745·(x - median)/MAD, flagged when |M| > 7 (OUTLIER_Z). 0.6745 makes MAD/0.6745
+  estimate the sd of normal data. When the MAD is 0 (more than half the
+  values equal) the scale falls back to 1.253314·mean absolute deviation
+  (sqrt(pi/2)·MeanAD also estimates the sd), and when that is 0 too, all
+  values are equal and none is an outlier. Only from 8 values (OUTLIER_MIN_N): with 3, the
+  MAD is the smaller of the two gaps, so any sample whose gaps differ by 5×
+  would be "flagged" (29% of pure normal samples).
+* **Slow first round** (warm-up too short): with at least 5 rounds, the first
+  measured round is flagged when it is the worst of all rounds, in the
+  metric's bad direction, and its modified z-score against the other rounds
+  (their median and MAD, same fallback) is beyond 3.5.
+* **Drift**: Spearman's rank correlation between round number and value,
+  flagged when its two-sided p < alpha and |rho| >= 0.5 (a strong monotonic
+  trend, not a significant wiggle over many rounds). p is exact (all
+  permutations) up to 8 rounds, scipy's t approximation beyond; under 5
+  rounds no trend can reach p < 0.05.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats as _st
+
+from isobench.analysis.stats import ALPHA
+
+# Iglewicz & Hoaglin recommend 3.5, for large samples: on pure normal noise it
+# flags a value in 20% of 5-value cells and 10% of 20-value ones (the MAD of a
+# few values is itself noisy). 7 from 8 values keeps that near 1% (1.4% at 8,
+# 0.9% at 10, 0.1% at 20; benchmarks/calibration.py, docs/statistics.md), so a
+# warning is worth a look.
+OUTLIER_Z = 7.0
+OUTLIER_MIN_N = 8
+SLOW_FIRST_Z = 3.5  # one named value against the others' median: 0.5-5.2% on noise (20 to 5 rounds)
+SLOW_FIRST_MIN_N = 5
+DRIFT_MIN_RHO = 0.5
+DRIFT_EXACT_MAX_N = 8  # 8! = 40320 permutations: exact and still instant
+
+_MAD_TO_Z = 0.6745  # MAD / 0.6745 estimates sigma for normal data
+_MEANAD_TO_SD = 1.253314  # sqrt(pi / 2): MeanAD * this estimates sigma
+
+
+def _finite(values: Sequence[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=float).ravel()
+    if not np.all(np.isfinite(a)):
+        raise ValueError("values must be finite numbers")
+    return a
+
+
+def _robust_z(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Modified z-scores of x against the median and MAD of ref; ±inf for a
+    value off a constant reference, 0 for a value on it."""
+    med = float(np.median(ref))
+    dev = x - med
+    mad = float(np.median(np.abs(ref - med)))
+    if mad > 0:
+        return _MAD_TO_Z * dev / mad
+    mean_ad = float(np.mean(np.abs(ref - med)))
+    if mean_ad > 0:
+        return dev / (_MEANAD_TO_SD * mean_ad)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(dev == 0, 0.0, np.sign(dev) * np.inf)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class Outliers:
+    indices: tuple[int, ...]  # positions of the flagged values, in the order given
+    values: tuple[float, ...]
+    scores: tuple[float, ...]  # modified z of every value; empty below min_n
+    threshold: float
+    text: str
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.indices)
+
+
+def outliers(values: Sequence[float], threshold: float = OUTLIER_Z,
+             min_n: int = OUTLIER_MIN_N) -> Outliers:
+    """Values whose modified z-score is beyond ``threshold`` (module docstring)."""
+    a = _finite(values)
+    if a.size < min_n:
+        return Outliers((), (), (), threshold,
+                        f"too few values ({a.size} < {min_n}) to look for outliers")
+    z = _robust_z(a, a)
+    idx = tuple(int(i) for i in np.flatnonzero(np.abs(z) > threshold))
+    if not idx:
+        text = f"no outlier (modified z <= {threshold:g})"
+    else:
+        listed = ", ".join(f"{_fmt(a[i])} (z {z[i]:+.1f})" for i in idx)
+        text = (f"{len(idx)} outlier{'s' if len(idx) > 1 else ''} of {a.size} values "
+                f"(modified z > {threshold:g}, median {_fmt(float(np.median(a)))}): {listed}")
+    return Outliers(idx, tuple(float(a[i]) for i in idx), tuple(float(v) for v in z),
+                    threshold, text)
+
+
+@dataclass(frozen=True)
+class SlowFirstRound:
+    flagged: bool
+    first: float  # the first measured round's value
+    rest_median: float  # median of the other rounds
+    score: float  # modified z of the first round against the others; nan below min n
+    pct: float  # first vs the others' median, % change of the value
+    text: str
+
+
+def slow_first_round(values_by_round: Sequence[float], higher_is_better: bool,
+                     threshold: float = SLOW_FIRST_Z) -> SlowFirstRound:
+    """Is the first measured round a warm-up leftover? ``values_by_round``:
+    one value per round, in round order (module docstring for the rule)."""
+    a = _finite(values_by_round)
+    nan = float("nan")
+    if a.size < SLOW_FIRST_MIN_N:
+        return SlowFirstRound(False, float(a[0]) if a.size else nan, nan, nan, nan,
+                              f"too few rounds ({a.size} < {SLOW_FIRST_MIN_N}) to judge the first")
+    first, rest = a[0], a[1:]
+    med = float(np.median(rest))
+    z = float(_robust_z(np.array([first]), rest)[0])
+    bad_z = -z if higher_is_better else z  # > 0: the first round is in the bad direction
+    worst = first < rest.min() if higher_is_better else first > rest.max()
+    flagged = bool(worst and bad_z > threshold)
+    pct = (first / med - 1) * 100 if med != 0 else nan
+    word = "slower" if flagged else "not slower"
+    text = (f"first measured round {word} than the others: {_fmt(first)} vs median "
+            f"{_fmt(med)} ({pct:+.1f}%, modified z {z:+.1f})")
+    if flagged:
+        text += "; warm-up may be too short"
+    return SlowFirstRound(flagged, float(first), med, z, pct, text)
+
+
+@dataclass(frozen=True)
+class Drift:
+    flagged: bool
+    rho: float  # Spearman's rank correlation of value with round; nan if constant
+    p: float  # two-sided; exact up to DRIFT_EXACT_MAX_N rounds
+    n: int
+    slope_pct_per_round: float  # Theil-Sen slope relative to the median
+    text: str
+
+
+@lru_cache(maxsize=None)
+def _permutations(n: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(n))), dtype=np.int8)
+
+
+def _spearman_p_exact(ranks: np.ndarray, rho: float) -> float:
+    """Share of all orderings of the values over the rounds whose |rho| is at
+    least the observed one (ties keep their average ranks)."""
+    n = ranks.size
+    t = np.arange(n) - (n - 1) / 2
+    r = ranks - ranks.mean()
+    rhos = r[_permutations(n)] @ t / math.sqrt(float(r @ r) * float(t @ t))
+    return float(np.mean(np.abs(rhos) >= abs(rho) - 1e-12))
+
+
+def drift(values_by_round: Sequence[float], alpha: float = ALPHA,
+          min_rho: float = DRIFT_MIN_RHO) -> Drift:
+    """A monotonic trend across rounds (module docstring for the rule)."""
+    a = _finite(values_by_round)
+    n = int(a.size)
+    nan = float("nan")
+    if n < 3 or np.ptp(a) == 0:
+        why = "constant values" if n >= 3 else f"too few rounds ({n} < 3)"
+        return Drift(False, nan, nan, n, nan, f"no drift to measure: {why}")
+    ranks = _st.rankdata(a)
+    t = np.arange(n) - (n - 1) / 2
+    r = ranks - ranks.mean()
+    rho = float(r @ t / math.sqrt(float(r @ r) * float(t @ t)))
+    if n <= DRIFT_EXACT_MAX_N:
+        p = _spearman_p_exact(ranks, rho)
+    else:
+        p = float(_st.spearmanr(np.arange(n), a).pvalue)
+    med = float(np.median(a))
+    slope = float(_st.theilslopes(a, np.arange(n)).slope)
+    slope_pct = slope / abs(med) * 100 if med != 0 else nan
+    flagged = bool(p < alpha and abs(rho) >= min_rho)
+    trend = "rise" if rho > 0 else "fall"
+    if flagged:
+        text = (f"values {trend} across {n} rounds (Spearman rho {rho:+.2f}, p = {p:.3g}; "
+                f"{slope_pct:+.2f}% per round): the host drifted")
+    else:
+        text = f"no drift across {n} rounds (Spearman rho {rho:+.2f}, p = {p:.3g})"
+    return Drift(flagged, rho, p, n, slope_pct, text)

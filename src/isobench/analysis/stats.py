@@ -1,0 +1,501 @@
+"""Statistics of repeated measurements: pure functions, no I/O.
+
+What one cell measured: ``summarize`` (n, mean, median, sd, CV, Student-t
+95% CI of the mean).
+
+How a candidate differs from the baseline, per cell: ``compare_cell`` (the
+current API, explained in docs/statistics.md). It works on log values, so
+the change is a ratio of geometric means and its interval is always
+positive: with rounds paired (same round, interleaved), a one-sample t-test
+on the per-round log ratios ("paired"); otherwise Welch's t-test on the logs
+("welch-log"). The p-value and the interval (``interval``) come from the
+same estimate, standard error and degrees of freedom, so "the interval
+excludes 1" and "p < 1 - level" are the same statement. How such a
+within-run ratio moved between two runs (``isobench compare --overhead``):
+``overhead_change``, a Welch-type test on the difference of the two runs'
+mean log ratios, whose Effect goes through the same verdicts. Verdicts over a
+whole table (Benjamini-Hochberg, changed / equivalent / inconclusive, the
+regression gate) live in ``isobench.analysis.verdicts``; outlier, slow-first-round
+and drift warnings in ``isobench.analysis.anomalies``; the adaptive repetition rule
+in ``isobench.analysis.repetitions``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+def _special():
+    # scipy.special takes ~0.4 s to import; the study parser and `validate`
+    # need only this module's constants, so it loads on the first test
+    from scipy import special
+    return special
+
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float
+    median: float
+    sd: float  # sample standard deviation (ddof=1); nan when n == 1
+    cv: float  # sd / |mean|; nan when undefined (n == 1 or mean == 0)
+    ci95_low: float  # Student-t 95% CI of the mean; nan when n == 1
+    ci95_high: float
+    min: float
+    max: float
+
+    @property
+    def se(self) -> float:
+        """Standard error of the mean."""
+        return self.sd / math.sqrt(self.n)
+
+
+def _array(values: Sequence[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=float).ravel()
+    if a.size == 0:
+        raise ValueError("no values to summarize")
+    if not np.all(np.isfinite(a)):
+        raise ValueError("values must be finite numbers")
+    return a
+
+
+def _t_crit(df: float) -> float:
+    return float(_special().stdtrit(df, 0.975))  # t.ppf(0.975, df) without the rv machinery
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    a = _array(values)
+    n = int(a.size)
+    mean = float(np.mean(a))
+    nan = float("nan")
+    if n == 1:
+        return Summary(n, mean, mean, nan, nan, nan, nan, mean, mean)
+    # Identical values have exactly zero spread; computing it could leave
+    # rounding residue (1e-16) that later looks like a real, tiny variance.
+    sd = 0.0 if np.ptp(a) == 0 else float(np.std(a, ddof=1))
+    half = _t_crit(n - 1) * sd / math.sqrt(n)
+    cv = sd / abs(mean) if mean != 0 else nan
+    return Summary(n, mean, float(np.median(a)), sd, cv, mean - half, mean + half,
+                   float(a.min()), float(a.max()))
+
+
+def ci_halfwidth_pct(summary: Summary) -> float:
+    """Half width of the mean's 95% CI relative to the mean, in percent.
+
+    For adaptive repetitions: stop once this is below a target. nan (n == 1)
+    never compares below a target, so repetitions continue; a zero-width CI
+    is 0 even when the mean is 0.
+    """
+    if summary.n < 2:
+        return float("nan")
+    half = (summary.ci95_high - summary.ci95_low) / 2
+    if half == 0:
+        return 0.0
+    if summary.mean == 0:
+        return float("inf")
+    return half / abs(summary.mean) * 100
+
+
+# -- log-scale per-cell comparison (the current API) ------------------------------
+
+DEFAULT_TOL_PCT = 5.0  # equivalence margin (± % of the baseline) when the study sets none
+
+TEST_PAIRED = "paired"  # one-sample t on per-round log ratios
+TEST_WELCH_LOG = "welch-log"  # Welch's t on the log values of both sides
+TEST_NONE = "none"  # not tested; Effect.reason says why
+
+
+@dataclass(frozen=True)
+class TTest:
+    """A t-test on the log scale: the estimated log ratio, its standard error,
+    degrees of freedom and two-sided p. Arrays from the vectorised helpers
+    (one entry per cell), 0-d arrays for one cell."""
+
+    estimate: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+    p: np.ndarray
+
+
+def _var1(x: np.ndarray) -> np.ndarray:
+    """Sample variance along the last axis, exactly 0 for constant rows (the
+    computed one can be rounding residue that looks like real, tiny noise)."""
+    v = np.var(x, axis=-1, ddof=1)
+    return np.where(np.ptp(x, axis=-1) == 0, 0.0, v)
+
+
+def _mean1(x: np.ndarray) -> np.ndarray:
+    """Mean along the last axis, exactly the value for constant rows: the mean
+    of three copies of log(7) can differ from that of four by an ulp, which
+    would make two constant, equal samples "certainly different"."""
+    return np.where(np.ptp(x, axis=-1) == 0, x[..., 0], np.mean(x, axis=-1))
+
+
+def t_pvalue(estimate, se, df) -> np.ndarray:
+    """Two-sided p of estimate/se against Student's t with df, vectorised.
+
+    se == 0 means no noise at all: an estimate of exactly 0 cannot differ
+    (p = 1), any other is certain (p = 0), where scipy would give nan or a
+    precision warning."""
+    est, se, df = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (estimate, se, df)))
+    noisy = se > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(est) / np.where(noisy, se, 1.0)
+        p = 2 * _special().stdtr(np.where(noisy, df, 1.0), -t)  # t.sf(t, df), a ufunc: 100x cheaper
+    return np.where(noisy, np.minimum(p, 1.0), np.where(est == 0, 1.0, 0.0))
+
+
+def log_welch(log_c, log_b) -> TTest:
+    """Welch's t-test of mean(log_c) - mean(log_b) along the last axis.
+
+    Vectorised: leading axes are independent cells (the calibration benchmark
+    runs thousands of compares at once through this same code). Needs at
+    least 2 values per side. When both sides are constant the df is
+    irrelevant (se is 0) and set to the pooled n_c + n_b - 2."""
+    lc, lb = np.asarray(log_c, dtype=float), np.asarray(log_b, dtype=float)
+    nc, nb = lc.shape[-1], lb.shape[-1]
+    vc, vb = _var1(lc) / nc, _var1(lb) / nb
+    se2 = vc + vb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = se2**2 / (vc**2 / (nc - 1) + vb**2 / (nb - 1))
+    df = np.where(se2 > 0, df, nc + nb - 2.0)
+    est = _mean1(lc) - _mean1(lb)
+    se = np.sqrt(se2)
+    return TTest(est, se, df, t_pvalue(est, se, df))
+
+
+def log_paired(log_ratios) -> TTest:
+    """One-sample t-test of the per-round log ratios against 0, along the
+    last axis (vectorised like ``log_welch``). Needs at least 2 rounds."""
+    d = np.asarray(log_ratios, dtype=float)
+    k = d.shape[-1]
+    est = _mean1(d)
+    se = np.sqrt(_var1(d) / k)
+    df = np.full(est.shape, k - 1.0)
+    return TTest(est, se, df, t_pvalue(est, se, df))
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One cell: how the candidate differs from the baseline, on the log scale.
+
+    ``ratio`` is the ratio of geometric means (paired: exp of the mean
+    per-round log ratio), ``pct`` the change of the value in percent, and
+    ``overhead_pct`` the same signed by the metric's direction: positive means
+    worse than the baseline (lower throughput, higher latency), so a halved
+    throughput is +50% and a doubled latency +100%.
+
+    ``log_ratio``, ``se`` and ``df`` define both the test (``p``, raw and
+    two-sided, before any correction) and every interval (``interval``).
+    ``noise_sd`` and ``df_factor`` describe the noise per round so that the
+    rounds needed for a given precision can be predicted: at n rounds per side
+    the standard error would be noise_sd / sqrt(n) with df_factor * (n - 1)
+    degrees of freedom.
+
+    ``test`` is "none" when the data cannot be tested (n < 2, values <= 0,
+    non-finite values); ``reason`` then says why, and the test fields are nan.
+    """
+
+    test: str  # paired | welch-log | none
+    reason: str  # why "none", or why pairs given were not used; "" otherwise
+    higher_is_better: bool
+    candidate: Summary  # of the raw values, for the mean [sd] cell
+    baseline: Summary
+    n_c: int
+    n_b: int
+    n_pairs: int  # rounds used by the paired test; 0 for Welch
+    ratio: float
+    pct: float
+    overhead_pct: float
+    log_ratio: float
+    se: float
+    df: float
+    p: float
+    noise_sd: float
+    df_factor: float
+    tol_pct: float  # equivalence margin, ± % of the baseline
+    noise_pct: float  # noise floor, see isobench.analysis.verdicts
+    alpha: float
+
+    @property
+    def tested(self) -> bool:
+        return self.test != TEST_NONE
+
+
+def _summary_or_empty(a: np.ndarray) -> Summary:
+    if a.size == 0:
+        nan = float("nan")
+        return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan)
+    return summarize(a)
+
+
+def _untestable(c: np.ndarray, b: np.ndarray, prs: np.ndarray) -> str:
+    every = np.concatenate([c, b, prs.ravel()])
+    if not np.all(np.isfinite(every)):
+        return "non-finite values: not tested"
+    if np.any(every <= 0):
+        # A log-scale ratio has no meaning for them, and falling back to a
+        # raw-scale test would print a different kind of number in the same
+        # column; saying so is better than a verdict on another scale.
+        return "values <= 0 have no logarithm: not tested"
+    if prs.shape[0] < 2 and (c.size < 2 or b.size < 2):
+        return "n < 2 on a side: not tested"
+    return ""
+
+
+def _check_settings(tol_pct: float, noise_pct: float, alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), not {alpha!r}")
+    if not (0 <= tol_pct < 100 and 0 <= noise_pct < 100):
+        raise ValueError(f"tol_pct and noise_pct must be in [0, 100), not {tol_pct!r}, {noise_pct!r}")
+
+
+def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_is_better: bool,
+                 *, pairs: Sequence[tuple[float, float]] | None = None,
+                 tol_pct: float = DEFAULT_TOL_PCT, noise_pct: float = 0.0,
+                 alpha: float = ALPHA) -> Effect:
+    """Compare one cell's candidate values with the baseline's, on logs.
+
+    ``pairs``: (candidate, baseline) values measured in the same round. With
+    2 or more, the paired test decides (it cancels the host's drift between
+    rounds); with fewer, or None, Welch on the logs of all values. Never
+    raises on data: untestable cells come back with test "none" and a reason.
+    """
+    _check_settings(tol_pct, noise_pct, alpha)
+    c = np.asarray(candidate, dtype=float).ravel()
+    b = np.asarray(baseline, dtype=float).ravel()
+    prs = np.asarray([] if pairs is None else pairs, dtype=float).reshape(-1, 2)
+    nan = float("nan")
+    common = dict(higher_is_better=bool(higher_is_better),
+                  candidate=_summary_or_empty(c[np.isfinite(c)]),
+                  baseline=_summary_or_empty(b[np.isfinite(b)]),
+                  n_c=int(c.size), n_b=int(b.size),
+                  tol_pct=float(tol_pct), noise_pct=float(noise_pct), alpha=float(alpha))
+
+    problem = _untestable(c, b, prs)
+    if problem:
+        # Too few values still have a point estimate worth printing.
+        loggable = c.size and b.size and np.all(np.isfinite(c)) and np.all(np.isfinite(b)) \
+            and c.min() > 0 and b.min() > 0
+        log_ratio = float(np.mean(np.log(c)) - np.mean(np.log(b))) if loggable else nan
+        return Effect(TEST_NONE, problem, n_pairs=0, log_ratio=log_ratio, se=nan, df=nan, p=nan,
+                      noise_sd=nan, df_factor=nan, **_ratio_fields(log_ratio, higher_is_better),
+                      **common)
+
+    if prs.shape[0] >= 2:
+        d = np.log(prs[:, 0]) - np.log(prs[:, 1])
+        tt, test, reason, n_pairs = log_paired(d), TEST_PAIRED, "", int(prs.shape[0])
+        noise_sd, df_factor = math.sqrt(float(_var1(d))), 1.0
+    else:
+        lc, lb = np.log(c), np.log(b)
+        tt, test, n_pairs = log_welch(lc, lb), TEST_WELCH_LOG, 0
+        reason = "" if pairs is None else f"{prs.shape[0]} complete round(s) to pair: Welch on logs"
+        vc, vb = float(_var1(lc)), float(_var1(lb))
+        noise_sd = math.sqrt(vc + vb)
+        # Welch-Satterthwaite df with n per side is (n - 1) * this factor (1..2).
+        df_factor = (vc + vb) ** 2 / (vc**2 + vb**2) if vc + vb > 0 else 1.0
+    log_ratio = float(tt.estimate)
+    return Effect(test, reason, n_pairs=n_pairs, log_ratio=log_ratio, se=float(tt.se),
+                  df=float(tt.df), p=float(tt.p), noise_sd=noise_sd, df_factor=df_factor,
+                  **_ratio_fields(log_ratio, higher_is_better), **common)
+
+
+TEST_WELCH_DIFF = "welch-diff"  # Welch-type t on the difference of two runs' mean log ratios
+# Two log ratios of the same ratio computed from differently scaled values
+# differ by a few ulps of the logs (|log| <= 710): far below any real change.
+NOISELESS_ATOL = 1e-12
+
+
+def _rounds(e: Effect) -> int:
+    return e.n_pairs or min(e.n_c, e.n_b)
+
+
+def overhead_change(a: Effect, b: Effect) -> Effect:
+    """How an environment's ratio to its run's baseline moved from run A to
+    run B: ``a`` and ``b`` are the within-run effects (``compare_cell`` of the
+    environment against the baseline of the same run, paired by round where
+    the run allows), the result is the ratio of ratios on the log scale.
+
+    Estimate D = mean log ratio in B - mean log ratio in A; standard error
+    sqrt(se_A² + se_B²) (the runs are independent); Welch-Satterthwaite df
+    se⁴ / (se_A⁴/df_A + se_B⁴/df_B). A run's own df is itself Satterthwaite's
+    when it was tested by Welch, and se_X⁴/df_X is then exactly the sum of its
+    components' w²/ν, so this is Satterthwaite over every variance component
+    of both runs. A drift of the host between the runs scales the baseline
+    and the environment of a run alike, so it cancels in each run's ratio.
+
+    ``candidate``/``baseline`` summarise the environment's raw values in B
+    and A; n_c/n_b are the rounds each run's ratio rests on. Untested when
+    either run's ratio is, with that run's reason. ``tol_pct``, ``noise_pct``
+    and ``alpha`` are b's (the caller computes both with the same settings).
+    """
+    if a.alpha != b.alpha or a.higher_is_better != b.higher_is_better:
+        raise ValueError("the two runs' effects disagree on alpha or direction")
+    nan = float("nan")
+    estimate = b.log_ratio - a.log_ratio
+    common = dict(higher_is_better=b.higher_is_better, candidate=b.candidate, baseline=a.candidate,
+                  n_c=_rounds(b), n_b=_rounds(a), n_pairs=0, tol_pct=b.tol_pct, noise_pct=b.noise_pct,
+                  alpha=b.alpha, **_ratio_fields(estimate, b.higher_is_better))
+    if not (a.tested and b.tested):
+        why = "; ".join(f"{run}: {e.reason}" for run, e in (("A", a), ("B", b)) if not e.tested)
+        return Effect(TEST_NONE, why, log_ratio=estimate, se=nan, df=nan, p=nan, noise_sd=nan,
+                      df_factor=nan, **common)
+    wa, wb = a.se**2, b.se**2
+    se2 = wa + wb
+    if se2 == 0 and abs(estimate) <= NOISELESS_ATOL:
+        # Two noise-free runs with the same ratio (every value scaled alike):
+        # log(0.8x) - log(0.8y) and log(x) - log(y) differ by rounding, which
+        # with se 0 would read as a certain change.
+        estimate = 0.0
+        common.update(_ratio_fields(0.0, b.higher_is_better))
+    # A run without noise (se 0) adds nothing to either sum; with no noise at
+    # all the df is irrelevant (t_pvalue decides exactly) and is kept finite.
+    df = se2**2 / (wa**2 / a.df + wb**2 / b.df) if se2 > 0 else a.df + b.df
+    p = float(t_pvalue(estimate, math.sqrt(se2), df))
+    # At n rounds in each run the se would be sqrt(va + vb)/sqrt(n) with
+    # (n - 1)·df_factor df: the per-run predictions combined the same way.
+    va, vb = a.noise_sd**2, b.noise_sd**2
+    df_factor = (va + vb) ** 2 / (va**2 / a.df_factor + vb**2 / b.df_factor) if va + vb > 0 else 1.0
+    reason = "" if a.test == b.test == TEST_PAIRED else \
+        f"within-run tests: A {a.test}, B {b.test}"
+    return Effect(TEST_WELCH_DIFF, reason, log_ratio=estimate, se=math.sqrt(se2), df=float(df), p=p,
+                  noise_sd=math.sqrt(va + vb), df_factor=df_factor, **common)
+
+
+BETWEEN = "+between"  # a test's name with the between-run spread of both runs added
+
+
+def add_between_runs(e: Effect, tau2: float, df_tau: float, runs: int) -> Effect:
+    """A compare of two runs (``compare_cell`` unpaired, A's values against
+    B's, or ``overhead_change``) with the spread between runs added: each
+    run's mean log value (or log ratio) carries its own run's shift, of
+    variance ``tau2`` estimated from ``runs`` stored runs with ``df_tau``
+    degrees of freedom. Standard error sqrt(se² + 2·tau2), the
+    Welch-Satterthwaite df over both components, at most ``df_tau``.
+    More rounds shrink se, not tau2: ``noise_sd`` and ``df_factor`` keep
+    the within-run noise, and the reason says the between-run part.
+    Unchanged when untested or tau2 is 0."""
+    if not e.tested or not tau2 > 0 or not df_tau > 0:
+        return e
+    w = 2.0 * tau2
+    se2 = e.se**2 + w
+    # Never more df than the spread's own: when tau2 comes out small by
+    # chance, Satterthwaite's df would follow the within-run part and the
+    # interval narrow just when it should not (13% A/A at 2 df without this,
+    # benchmarks/between_calibration.py).
+    df = min(se2**2 / ((e.se**4 / e.df if e.df > 0 else 0.0) + w**2 / df_tau), df_tau)
+    p = float(t_pvalue(e.log_ratio, math.sqrt(se2), df))
+    why = (f"between runs ±{math.expm1(math.sqrt(tau2)) * 100:.1f}% (SD of a run's mean, {df_tau:g} df "
+           f"from {runs}+ runs) added")
+    return replace(e, test=e.test + BETWEEN, reason="; ".join(x for x in (e.reason, why) if x),
+                   se=math.sqrt(se2), df=float(df), p=p)
+
+
+# exp() of a log ratio is kept finite and positive: at a tiny corrected level
+# and 2 or 3 rounds, exp(log ratio ± t·se) can underflow to 0 or overflow.
+RATIO_MIN = sys.float_info.min  # smallest positive (normal) float
+RATIO_MAX = sys.float_info.max  # largest finite float
+
+
+def _exp(x: float) -> float:
+    """math.exp clamped to [RATIO_MIN, RATIO_MAX]: the same function for the
+    ratio and its bounds, so a zero-width interval is exactly the ratio and
+    low <= ratio <= high survives the clamp."""
+    try:
+        return min(max(math.exp(x), RATIO_MIN), RATIO_MAX)
+    except OverflowError:
+        return RATIO_MAX
+
+
+def _ratio_fields(log_ratio: float, higher_is_better: bool) -> dict[str, float]:
+    ratio = _exp(log_ratio) if math.isfinite(log_ratio) else float("nan")
+    pct = (ratio - 1) * 100
+    return dict(ratio=ratio, pct=pct, overhead_pct=(-pct if higher_is_better else pct) + 0.0)
+
+
+# A bound this close to 1 (relative) on the wrong side of the decision is a
+# floating-point tie between p and the bounds, not a disagreement.
+TIE_RTOL = 1e-9
+
+
+def t_critical(q, df):
+    """Two-sided critical value t_df(1 - q/2) (= t.isf(q/2, df), computed on
+    the small tail so that it stays accurate for tiny q); vectorised."""
+    return -_special().stdtrit(df, q / 2)
+
+
+def ratio_interval(log_ratio: float, se: float, df: float, q: float,
+                   exclude: bool) -> tuple[float, float]:
+    """exp(log_ratio ± t·se) with t the two-sided 1-q critical value of t(df),
+    finite and positive (see ``_exp``).
+
+    ``exclude`` is the decision ("excludes 1"), taken on p. The bounds come
+    from another special function (isf instead of sf) and exp: when |t| sits
+    on the critical value they can disagree with it in the last digits. Only
+    such a floating-point tie, a bound within TIE_RTOL of 1 on the wrong
+    side, is resolved in favour of the decision (that bound is moved to, or
+    just past, 1). Any larger disagreement is left as computed, so that a
+    real inconsistency between the test and the interval shows (the unit
+    tests check on 10,000 data sets that none occurs).
+    """
+    half = 0.0 if se == 0 else float(t_critical(q, df)) * se
+    lo, hi = _exp(log_ratio - half), _exp(log_ratio + half)
+    if exclude and lo <= 1.0 <= hi:
+        if log_ratio > 0 and 1.0 - lo <= TIE_RTOL:
+            lo = math.nextafter(1.0, 2.0)
+            hi = max(hi, lo)
+        elif log_ratio <= 0 and hi - 1.0 <= TIE_RTOL:
+            hi = math.nextafter(1.0, 0.0)
+            lo = min(lo, hi)
+    elif not exclude:
+        if 1.0 < lo <= 1.0 + TIE_RTOL:
+            lo = 1.0
+        elif 1.0 - TIE_RTOL <= hi < 1.0:
+            hi = 1.0
+    return lo, hi
+
+
+def interval(effect: Effect, level: float | None = None) -> tuple[float, float]:
+    """(low, high) of the ratio at ``level`` (default 1 - effect.alpha):
+    exp(log_ratio ± t_df(1 - (1 - level)/2) · se), always positive.
+
+    It excludes 1 exactly when effect.p < 1 - level: both are the same t
+    statistic read two ways. (nan, nan) for an untested cell."""
+    if not effect.tested:
+        return float("nan"), float("nan")
+    q = effect.alpha if level is None else 1.0 - level
+    if not 0 < q < 1:
+        raise ValueError(f"level must be in (0, 1), not {level!r}")
+    return ratio_interval(effect.log_ratio, effect.se, effect.df, q, effect.p < q)
+
+
+# -- fairness across instances ------------------------------------------------------
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index of per-instance throughputs: (Σx)² / (n·Σx²),
+    1 when all are equal, 1/n when one instance gets everything."""
+    if len(values) == 0:
+        return float("nan")
+    x = _array(values)
+    if np.any(x < 0):
+        return float("nan")
+    sq = float(np.sum(x * x))
+    return float(np.sum(x)) ** 2 / (x.size * sq) if sq > 0 else float("nan")
+
+
+def max_min_ratio(values: Sequence[float]) -> float:
+    """Largest over smallest per-instance value (1 = balanced)."""
+    if len(values) == 0:
+        return float("nan")
+    x = _array(values)
+    if np.min(x) <= 0:
+        return float("nan")
+    return float(np.max(x) / np.min(x))

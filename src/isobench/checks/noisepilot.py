@@ -1,0 +1,494 @@
+"""The host's noise, measured: a short pilot of two fixed kernels, one CPU
+and one I/O, each run as A/A pairs (the same work twice, back to back), so
+that `doctor`, `validate` and `run` can say up front what a study's rounds
+can resolve here (isobench.checks.resolution; docs/statistics.md#host-noise).
+
+The statistics are pure functions in isobench.analysis.pilotstats; this module runs
+the kernels, keeps the result and says it. The result is cached in
+STATE_ROOT/noise-pilot.json with the host's identity and the time: a pilot
+under an hour old from the same host (name, boot, CPU, kernel) is reused,
+anything else is measured again (``doctor --fresh`` always measures).
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import json
+import math
+import mmap
+import os
+import platform
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from isobench.host.hostinfo import Finding, cpu_model, read_text
+from isobench.analysis.pilotstats import drift, pair_noise
+from isobench.workloads.compress import corpus_bytes
+from isobench.core.workspace import DATA_ROOT, STATE_ROOT
+
+# Bump when a kernel or the schedule changes: a cached figure of other work
+# is not this pilot's figure.
+PILOT_VERSION = 1
+CACHE_FILE = os.path.join(STATE_ROOT, "noise-pilot.json")
+MAX_AGE_S = 3600.0  # a shared host's neighbours come and go: older figures are measured again
+SCRATCH_DIR = os.path.join(DATA_ROOT, "noise-pilot")  # `isobench clean` removes it after a SIGKILL
+
+PAIRS = 20  # pairs per kernel: 19 df, the SD known to within about -25%/+45% (95%)
+BUDGET_S = 40.0  # no round of pairs starts that would end past this
+TIMEOUT_S = 75.0  # the caller has an answer by then, whatever a kernel does (a hung fsync)
+ABOUT_S = 30  # what the user is told to wait: 20 rounds of four samples of ~0.35 s here
+
+# The kernels: fixed work, sized to ~0.35 s each on the 2-core development
+# VM, so that timer and scheduler granularity are far below the noise.
+CPU_BYTES = 6_000_000
+ZLIB_LEVEL = 6
+IO_FILE_MIB = 16
+IO_SYNCS = 128  # 4 KiB writes each made durable, as a database commits
+IO_READS = 4096  # 4 KiB reads at seeded offsets, past the page cache
+PAGE = 4096
+MIB = 2**20
+
+KERNEL_LABELS = {"cpu": "CPU", "io": "I/O"}
+
+# Above this paired SD a host is worth a warning: a ~100-cell table then
+# needs more than 15 rounds to resolve ±5%, and 5 rounds find only changes
+# beyond about 12% (verdicts.rounds_to_resolve, detectable_change).
+NOISY_PCT = 2.0
+
+
+# -- the kernels ---------------------------------------------------------------------
+
+class CpuKernel:
+    name = "cpu"
+
+    def __init__(self) -> None:
+        self.data = corpus_bytes(CPU_BYTES)  # the compress workload's seeded text: same bytes everywhere
+        self.what = (f"zlib level {ZLIB_LEVEL} over {CPU_BYTES / 1e6:g} MB of seeded text "
+                     f"(zlib {zlib.ZLIB_RUNTIME_VERSION})")
+
+    def run(self) -> None:
+        zlib.compress(self.data, ZLIB_LEVEL)
+
+    def close(self) -> None:
+        pass
+
+
+def _offsets(label: bytes, count: int, pages: int) -> list[int]:
+    """Seeded page offsets, the same on every host (SHAKE-256, no platform RNG)."""
+    draws = array.array("I")
+    draws.frombytes(hashlib.shake_256(b"isobench-noise-pilot:" + label).digest(4 * count))
+    if sys.byteorder == "big":
+        draws.byteswap()
+    return [(d % pages) * PAGE for d in draws]
+
+
+class IoKernel:
+    """Write a 16 MiB file over itself and fsync it, make 128 page writes
+    durable one by one, then read 4096 seeded pages back past the page cache: O_DIRECT
+    where the filesystem allows it, else after dropping this file's pages
+    (POSIX_FADV_DONTNEED on clean pages; never the whole host's cache,
+    which other work on a shared host relies on)."""
+
+    name = "io"
+
+    def __init__(self, directory: str = SCRATCH_DIR) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.directory = directory
+        self.path = os.path.join(directory, "pilot.dat")
+        self.chunk = hashlib.shake_256(b"isobench-noise-pilot:data").digest(MIB)  # incompressible
+        pages = IO_FILE_MIB * MIB // PAGE
+        self.syncs = _offsets(b"syncs", IO_SYNCS, pages)
+        self.reads = _offsets(b"reads", IO_READS, pages)
+        self.buf = mmap.mmap(-1, PAGE)  # page-aligned, as O_DIRECT needs
+        self.direct = hasattr(os, "O_DIRECT")
+        self.what = (f"{IO_FILE_MIB} MiB written and fsynced, {IO_SYNCS} page writes each fdatasynced, "
+                     f"{IO_READS} seeded page reads")
+
+    def run(self) -> None:
+        # Overwritten in place, never truncated: the first run (the warm-up)
+        # allocates the blocks and every timed run rewrites the same ones, so
+        # no run pays for allocation or for discarding the last run's blocks.
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            for _ in range(IO_FILE_MIB):
+                _write_all(fd, self.chunk)
+            os.fsync(fd)
+            page = self.chunk[:PAGE]
+            for offset in self.syncs:
+                os.pwrite(fd, page, offset)
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        fd = self._open_uncached()
+        try:
+            for offset in self.reads:
+                os.preadv(fd, [self.buf], offset)
+        finally:
+            os.close(fd)
+
+    def _open_uncached(self) -> int:
+        if self.direct:
+            try:
+                return os.open(self.path, os.O_RDONLY | os.O_DIRECT)
+            except OSError:  # tmpfs and some overlays refuse O_DIRECT: drop the file's pages instead
+                self.direct = False
+        fd = os.open(self.path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return fd
+
+    @property
+    def read_how(self) -> str:
+        return "O_DIRECT" if self.direct else "page cache dropped for the file"
+
+    def close(self) -> None:
+        self.buf.close()
+        for remove in (lambda: os.remove(self.path), lambda: os.rmdir(self.directory)):
+            try:
+                remove()
+            except OSError:
+                pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# -- timing ----------------------------------------------------------------------------
+
+@dataclass
+class Timings:
+    """What the timing loop has so far: per kernel, (start, seconds) of each
+    sample, whole pairs only; why a kernel stopped or never ran."""
+
+    samples: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    what: dict[str, str] = field(default_factory=dict)
+
+
+def time_kernels(kernels: list, timings: Timings, stop: threading.Event, pairs: int = PAIRS,
+                 budget_s: float = BUDGET_S, clock: Callable[[], float] = time.perf_counter) -> None:
+    """Round after round, each kernel twice in a row (A B), until ``pairs``
+    rounds, the budget, or ``stop``. Each kernel's first run is a warm-up
+    (allocation, caches) and is not kept. A kernel that fails (a full disk)
+    is dropped with its reason; the others go on."""
+    t0 = clock()
+    live = list(kernels)
+
+    def once(k) -> tuple[float, float]:
+        start = clock()
+        k.run()
+        return start - t0, clock() - start
+
+    def drop(k, exc: OSError) -> None:
+        timings.notes[k.name] = f"stopped: {exc.strerror or exc}"
+        live.remove(k)
+
+    for k in list(live):
+        timings.samples.setdefault(k.name, [])
+        try:
+            once(k)
+        except OSError as exc:
+            drop(k, exc)
+    last = 0.0
+    for _ in range(pairs):
+        if stop.is_set() or not live or clock() - t0 + last > budget_s:
+            break
+        began = clock()
+        for k in list(live):
+            try:
+                a, b = once(k), once(k)
+            except OSError as exc:
+                drop(k, exc)
+                continue
+            timings.samples[k.name] += [a, b]  # one extend: a reader never sees half a pair
+        last = clock() - began
+
+
+def default_kernels(timings: Timings) -> list:
+    """The CPU kernel, and the I/O one where the scratch directory is writable."""
+    kernels: list = [CpuKernel()]
+    try:
+        kernels.append(IoKernel())
+    except OSError as exc:
+        timings.notes["io"] = f"not measured: cannot write under {SCRATCH_DIR}: {exc.strerror or exc}"
+    return kernels
+
+
+def measure(identity: dict, kernels: Callable[[Timings], list] = default_kernels, pairs: int = PAIRS,
+            budget_s: float = BUDGET_S, timeout_s: float = TIMEOUT_S) -> "Pilot":
+    """Run the pilot in a thread and return by ``timeout_s`` whatever the
+    kernels do: the thread is told to stop, and what it measured by then is
+    summarised. Ctrl-C stops it the same way (the thread removes its file)."""
+    timings, stop = Timings(), threading.Event()
+    started, stamp = time.monotonic(), time.time()
+
+    def work() -> None:
+        made: list = []
+        try:
+            made = kernels(timings)
+            timings.what.update({k.name: k.what for k in made})
+            time_kernels(made, timings, stop, pairs, budget_s)
+        except Exception as exc:  # noqa: BLE001 - advice, never a failed command
+            timings.notes.setdefault("pilot", f"failed: {exc}")
+        finally:
+            for k in made:
+                if isinstance(k, IoKernel):
+                    timings.what[k.name] += f" ({k.read_how})"
+                k.close()
+
+    thread = threading.Thread(target=work, name="isobench-noise-pilot", daemon=True)
+    thread.start()
+    try:
+        thread.join(timeout_s)
+    except KeyboardInterrupt:
+        stop.set()
+        thread.join(5)  # the current sample ends and the file goes
+        raise
+    stop.set()
+    if thread.is_alive():
+        timings.notes.setdefault("pilot", f"cut short at {timeout_s:g} s: a kernel did not return")
+    return summarise(identity, timings, stamp, time.monotonic() - started)
+
+
+# -- the result ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KernelNoise:
+    kernel: str  # cpu | io
+    what: str
+    pairs: int
+    sd: float  # per-pair log-ratio SD: the paired noise per sample
+    low: float  # its 95% chi-square interval
+    high: float
+    drift_pct_per_min: float  # slope of log time over the pilot, with its 95% interval
+    drift_low: float
+    drift_high: float
+    median_s: float
+    seconds: tuple[float, ...] = ()  # every timed sample in order, A B A B ...: the figures can be recomputed
+
+    @property
+    def label(self) -> str:
+        return KERNEL_LABELS.get(self.kernel, self.kernel)
+
+    def interval_text(self) -> str:
+        return f"[{fmt_noise(self.low)}, {fmt_noise(self.high)}]"
+
+
+def fmt_noise(sd: float) -> str:
+    """A log-scale SD as the percentage it is for small values: 0.041 -> "4.1%"."""
+    if math.isnan(sd):
+        return "?"
+    pct = sd * 100
+    return f"{pct:.2f}%" if pct < 1 else f"{pct:.1f}%"
+
+
+def kernel_noise(kernel: str, what: str, samples: list[tuple[float, float]]) -> KernelNoise | None:
+    """A kernel's figures from its samples (consecutive ones are pairs);
+    None under 2 pairs, where no SD exists."""
+    whole = samples[: len(samples) // 2 * 2]
+    if len(whole) < 4:
+        return None
+    starts = [s for s, _ in whole]
+    secs = [d for _, d in whole]
+    noise = pair_noise(secs[0::2], secs[1::2])
+    slope = drift(starts, secs)
+    ordered = sorted(secs)
+    return KernelNoise(kernel, what, noise.pairs, noise.sd, noise.low, noise.high,
+                       slope.pct_per_min, slope.low, slope.high, ordered[len(ordered) // 2],
+                       tuple(round(x, 6) for x in secs))
+
+
+def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> "Pilot":
+    kernels, notes = {}, dict(timings.notes)
+    for name, samples in timings.samples.items():
+        k = kernel_noise(name, timings.what.get(name, name), list(samples))
+        if k is not None:
+            kernels[name] = k
+        else:
+            notes.setdefault(name, "not measured: fewer than 2 pairs")
+    return Pilot(PILOT_VERSION, dict(identity), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)),
+                 stamp, wall_s, kernels, notes)
+
+
+@dataclass(frozen=True)
+class Pilot:
+    version: int
+    host: dict  # host_identity() when measured
+    measured_at: str  # local time, for people
+    measured_unix: float  # for the age
+    wall_s: float
+    kernels: dict[str, KernelNoise]  # "cpu", "io"; a kernel that could not run is missing
+    notes: dict[str, str]  # kernel (or "pilot") -> why it is missing or was cut short
+    cached: bool = False
+
+    def noise(self, kernel: str) -> KernelNoise | None:
+        return self.kernels.get(kernel)
+
+    def summary(self) -> str:
+        """"paired SD 4.1% per sample on CPU [3.2%, 5.8%], 9.5% on I/O [7.2%, 14.0%]"."""
+        if not self.kernels:
+            return "not measured: " + ("; ".join(self.notes.values()) or "no kernel ran")
+        first, *rest = self.kernels.values()
+        return (f"paired SD {fmt_noise(first.sd)} per sample on {first.label} {first.interval_text()}"
+                + "".join(f", {fmt_noise(k.sd)} on {k.label} {k.interval_text()}" for k in rest))
+
+    def age_s(self, now: float) -> float:
+        return max(0.0, now - self.measured_unix)
+
+    def when(self, now: float) -> str:
+        age = self.age_s(now)
+        ago = "just now" if age < 90 else (f"{age / 60:.0f} min ago" if age < 5400 else f"{age / 3600:.1f} h ago")
+        return f"measured {ago}" + (", cached" if self.cached else "")
+
+    def line(self, now: float) -> str:
+        """Everything doctor says about it, on one line."""
+        text = self.summary()
+        drifts = [f"{k.drift_pct_per_min:+.2f}%/min on {k.label}" for k in self.kernels.values()
+                  if not math.isnan(k.drift_pct_per_min)]
+        if drifts:
+            text += "; drift " + ", ".join(drifts)
+        if not self.kernels:
+            return text
+        pairs = sorted({k.pairs for k in self.kernels.values()})
+        text += f"; {'/'.join(map(str, pairs))} pairs in {self.wall_s:.0f} s, {self.when(now)}"
+        return text + "".join(f"; {KERNEL_LABELS.get(k, k)} {v}" for k, v in self.notes.items())
+
+    def as_fact(self, now: float) -> dict:
+        """What a run keeps among its host facts (the report prints "line",
+        a compare diffs "summary");
+        an undefined figure is null, since the run's JSON export allows no NaN."""
+        return _no_nan({**self.to_dict(), "cached": self.cached, "line": self.line(now),
+                        "summary": self.summary()})
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.pop("cached")
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict, cached: bool = False) -> "Pilot":
+        """The inverse of to_dict; KeyError, TypeError or ValueError on anything else."""
+        kernels = {str(name): KernelNoise(**{f: _typed(f, k[f]) for f in KernelNoise.__dataclass_fields__
+                                             if f in k or f != "seconds"})
+                   for name, k in data["kernels"].items()}
+        notes = {str(k): str(v) for k, v in data["notes"].items()}
+        return cls(int(data["version"]), {str(k): str(v) for k, v in data["host"].items()},
+                   str(data["measured_at"]), float(data["measured_unix"]), float(data["wall_s"]),
+                   kernels, notes, cached)
+
+
+def _no_nan(value):
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _typed(name: str, value):
+    if name == "seconds":
+        return tuple(float(x) for x in value)
+    return str(value) if name in ("kernel", "what") else (int(value) if name == "pairs" else float(value))
+
+
+# -- the cache -----------------------------------------------------------------------
+
+def host_identity() -> dict:
+    """What the noise belongs to: this host since its last boot (a reboot or
+    a migrated VM is measured again), its CPU and kernel, the scratch disk."""
+    return {"hostname": platform.node(), "boot_id": read_text("/proc/sys/kernel/random/boot_id") or "",
+            "cpu_model": cpu_model(), "cores": str(os.cpu_count()), "kernel": platform.release(),
+            "scratch": SCRATCH_DIR}
+
+
+def load(path: str = CACHE_FILE) -> Pilot | None:
+    """The cached pilot, or None (no file, unreadable, another version)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        pilot = Pilot.from_dict(data, cached=True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return pilot if pilot.version == PILOT_VERSION else None
+
+
+def save(pilot: Pilot, path: str = CACHE_FILE) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(pilot.to_dict(), fh, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def current(pilot: Pilot | None, identity: dict, now: float, max_age_s: float = MAX_AGE_S) -> bool:
+    """Reusable: this host's, and younger than max_age_s (a clock set back counts as stale)."""
+    return (pilot is not None and pilot.host == identity and pilot.kernels != {}
+            and 0 <= now - pilot.measured_unix < max_age_s)
+
+
+def cached(identity: dict | None = None, path: str = CACHE_FILE) -> Pilot | None:
+    """This host's last pilot at any age, for `validate`, which measures nothing."""
+    pilot = load(path)
+    return pilot if pilot is not None and pilot.host == (identity or host_identity()) else None
+
+
+def host_noise(fresh: bool = False, on_measure: Callable[[], None] | None = None, path: str = CACHE_FILE,
+               identity: dict | None = None, now: Callable[[], float] = time.time,
+               measure_with: Callable[[dict], Pilot] = measure) -> Pilot:
+    """The cached pilot when current, else a new one (about ABOUT_S seconds,
+    announced through on_measure first), saved for the next hour."""
+    identity = identity or host_identity()
+    if not fresh:
+        pilot = load(path)
+        if current(pilot, identity, now()):
+            return pilot
+    if on_measure is not None:
+        on_measure()
+    pilot = measure_with(identity)
+    if pilot.kernels:
+        try:
+            save(pilot, path)
+        except OSError:  # not root: measured all the same, only not kept
+            pass
+    return pilot
+
+
+def without_a_run(fresh: bool, on_measure: Callable[[], None] | None = None) -> tuple[Pilot | None, str]:
+    """For commands outside a run (doctor): measure, or reuse, only while no
+    study runs, since the pilot would measure that study's load and disturb
+    it; the run lock is held meanwhile so none starts. While one runs, the
+    last figures (any age) are all there is, with a note saying so."""
+    from isobench.core.lock import AlreadyRunning, RunLock, running_run_id
+    busy = "a study is running: not measured now, so as not to disturb it"
+    lock = RunLock()
+    try:
+        lock.acquire("host noise pilot")
+    except AlreadyRunning:
+        return cached(), busy
+    except OSError:  # not root: no lock to take, but a root run can still be seen
+        if running_run_id() is not None:
+            return cached(), busy
+        return host_noise(fresh, on_measure), ""
+    with lock:
+        return host_noise(fresh, on_measure), ""
+
+
+def as_finding(pilot: Pilot | None, note: str = "", now: float | None = None) -> Finding:
+    """The doctor row: a warning when either kernel's paired SD is above NOISY_PCT."""
+    now = time.time() if now is None else now
+    if pilot is None or not pilot.kernels:
+        why = note or (pilot.summary() if pilot is not None else "not measured")
+        return Finding("host noise", "info", why, "`isobench doctor --fresh` measures it (about "
+                       f"{ABOUT_S} s) when no study runs")
+    value = pilot.line(now) + (f" ({note})" if note else "")
+    noisy = [k for k in pilot.kernels.values() if k.sd * 100 > NOISY_PCT]
+    if not noisy:
+        return Finding("host noise", "ok", value)
+    return Finding("host noise", "warn", value,
+                   f"{' and '.join(k.label for k in noisy)} noise above {NOISY_PCT:g}%: stop other work or use a "
+                   "quieter host, or plan more rounds (`isobench validate STUDY` says how many)")

@@ -1,0 +1,151 @@
+"""Checks a valid study against this host before anything starts: sizes
+that cannot fit in its memory or on its disk are refused with one line
+naming the file and the field."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from isobench.envs.kinds import kind_of
+from isobench.study import Study
+from isobench.workloads import WORKLOADS
+from isobench.workloads.base import WorkloadError
+from isobench.host.hostinfo import HostInfo
+from isobench.results.numbers import fmt_duration
+
+MEMORY_SHARE = 0.8  # leave the kernel, engine and VMM room to breathe
+DISK_SHARE = 0.9
+
+GiB = 2**30
+
+
+def preflight(study: Study, host: HostInfo) -> list[str]:
+    """One-line problems; empty when the study fits. Every environment holds
+    its own copy of each workload's inputs at the same time (all are
+    prepared before the first round), so needs are multiplied by their count."""
+    n_envs = len(study.environments)
+    problems: list[str] = []
+    totals = {"memory": 0, "disk": 0}
+    biggest: dict[str, tuple[str, int]] = {}
+    for entry in study.workloads:
+        workload = WORKLOADS[entry.workload](entry.params, host)
+        try:
+            prints = workload.footprint()
+        except WorkloadError as exc:
+            problems.append(f"{study.path}: workloads.{entry.key}: {exc}")
+            continue
+        for fp in prints:
+            need = fp.bytes * n_envs
+            totals[fp.resource] += need
+            if need > biggest.get(fp.resource, ("", -1))[1]:
+                biggest[fp.resource] = (f"workloads.{entry.key}.{fp.field}", need)
+    # what each kind holds of the host itself (a guest's RAM), all instances
+    for name, spec in study.environments.items():
+        problems += [f"{study.path}: environments.{name}.{field}: {problem}"
+                     for field, problem in kind_of(spec.kind).check(spec)]
+        for fp in kind_of(spec.kind).footprint(spec):
+            totals[fp.resource] += fp.bytes
+            if fp.bytes > biggest.get(fp.resource, ("", -1))[1]:
+                biggest[fp.resource] = (f"environments.{name}.{fp.field}", fp.bytes)
+    # the noisy neighbour holds its memory beside every environment's (its top step)
+    need = study.noise.held_memory() if study.noise is not None else 0
+    if need:
+        totals["memory"] += need
+        if need > biggest.get("memory", ("", -1))[1]:
+            biggest["memory"] = ("noise.vm_bytes_mb", need)
+    limits = {"memory": (host.mem_bytes * MEMORY_SHARE, f"{MEMORY_SHARE:.0%} of this host's "
+                         f"{host.mem_bytes / GiB:.1f} GiB of memory"),
+              "disk": (host.disk_free_bytes * DISK_SHARE, f"{DISK_SHARE:.0%} of the "
+                       f"{host.disk_free_bytes / GiB:.1f} GiB free on the disk")}
+    for resource, total in totals.items():
+        limit, what = limits[resource]
+        if total and limit and total > limit:
+            field, _ = biggest[resource]
+            problems.append(f"{study.path}: {field}: {n_envs} environments need {total / GiB:.1f} GiB of "
+                            f"{resource} in all, more than {what}; lower it")
+    return problems
+
+
+# --- the study's size -------------------------------------------------------------------
+# Beyond these a study is refused unless --allow-large says it is meant (a
+# typo such as 2,000 environments must not start 2,000 containers).
+MAX_INSTANCES_PER_CORE = 8  # environments (all instances) per host core, at least MIN_INSTANCES
+MIN_INSTANCES = 32
+MAX_SAMPLES = 20_000
+MAX_HOURS = 24.0
+START_S = 5.0  # a rough per-instance start and stop, on top of the samples
+
+
+@dataclass(frozen=True)
+class StudySize:
+    environments: int
+    instances: int
+    cells: int  # workload cases (x noise steps)
+    rounds: int  # warm-up + repetitions
+    samples: int  # cells x environments x rounds
+    estimated_s: float
+    warmup: int = 0
+    round_s: float = 0.0  # one round of every cell in every environment
+    fixed_s: float = 0.0  # starting and stopping the instances, once
+
+    def describe(self) -> str:
+        return (f"size: {self.environments} environments ({self.instances} instances), {self.cells} cells, "
+                f"{self.rounds} rounds, {self.samples} samples, about {fmt_duration(self.estimated_s)}")
+
+    def seconds_at(self, measured_rounds: int) -> float:
+        """The same estimate for another number of measured rounds (warm-up kept)."""
+        return self.round_s * (self.warmup + measured_rounds) + self.fixed_s
+
+
+def study_size(study: Study, host: HostInfo) -> StudySize:
+    """How big the study is, and roughly how long it takes, from the
+    workloads' own expected durations (Workload.expected_s)."""
+    steps = len(study.noise.steps) if study.noise is not None else 1
+    cells, per_round_s = 0, 0.0
+    for entry in study.workloads:
+        workload = WORKLOADS[entry.workload](entry.params, host)
+        cases = workload.cases()
+        cells += len(cases) * steps
+        per_round_s += sum(workload.expected_s(c) for c in cases) * steps
+    n_envs = len(study.environments)
+    instances = sum(spec.instances for spec in study.environments.values())
+    plan = study.budget_plan()
+    # an adaptive study: its most rounds; a budgeted one: its first block, and its budget as its length
+    rounds = study.meta.warmup + (plan.first if plan else study.meta.planned_rounds)
+    estimated = per_round_s * n_envs * rounds + START_S * instances
+    return StudySize(n_envs, instances, cells, rounds, cells * n_envs * rounds,
+                     max(estimated, plan.budget_s) if plan else estimated,
+                     study.meta.warmup, per_round_s * n_envs, START_S * instances)
+
+
+def budget_problem(study: Study, size: StudySize, label: str = "study.budget") -> str | None:
+    """A budget shorter than the first block: nothing could be decided in it."""
+    plan = study.budget_plan()
+    if plan is None:
+        return None
+    need = size.seconds_at(plan.first)
+    if plan.budget_s >= need:
+        return None
+    return (f"{study.path}: {label}: {study.meta.budget} is shorter than the first block ({plan.first} rounds of "
+            f"every case, about {fmt_duration(need)} here); give at least {math.ceil(need / 60)}m, or fewer "
+            "repetitions")
+
+
+def size_problems(study: Study, size: StudySize, host: HostInfo) -> list[str]:
+    """One line per limit exceeded, naming the field to lower and the flag."""
+    flag = "or pass --allow-large if it is meant"
+    max_instances = max(MIN_INSTANCES, MAX_INSTANCES_PER_CORE * host.cores)
+    problems = []
+    if size.instances > max_instances:
+        problems.append(f"{study.path}: environments: {size.instances} instances on a {host.cores}-core host "
+                        f"(limit {max_instances}); remove some {flag}")
+    if size.samples > MAX_SAMPLES:
+        problems.append(f"{study.path}: study.repetitions: {size.samples} samples (limit {MAX_SAMPLES}); "
+                        f"lower repetitions or the workloads' cases {flag}")
+    if size.estimated_s > MAX_HOURS * 3600:
+        problems.append(f"{study.path}: study.repetitions: an estimated {fmt_duration(size.estimated_s)} "
+                        f"(limit {MAX_HOURS:.0f} h); lower repetitions or durations {flag}")
+    return problems
+
+

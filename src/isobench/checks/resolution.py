@@ -1,0 +1,157 @@
+"""What a study's planned rounds can resolve on this host, said before it
+starts (`validate`, `run`): from the host-noise pilot (isobench.checks.noisepilot),
+the study's rounds and the number of cells its Table I compares
+(docs/statistics.md#host-noise).
+
+Table I answers with the primary metrics of every workload case in every
+environment against the baseline, paired by round (n - 1 df at n rounds),
+and corrects over those m cells (the descriptive metrics are a family of
+their own, results/primary.py): with nothing changed its intervals are at level
+1 - alpha/m, and an adaptive study's K looks make that alpha/K instead of
+alpha. The pilot's A/A pairs give the per-round log-ratio SD of its kernels,
+which stands in for each cell's own. At the study's n rounds, then:
+
+* the change found 4 times in 5: ``verdicts.detectable_change(sd, n, q)``;
+* the rounds after which every cell is changed or ±tol equivalent:
+  ``verdicts.rounds_to_resolve(sd, q, tol)``, the rule an inconclusive
+  cell's "about N rounds per side would resolve" uses;
+
+with q = alpha/(K·m). Cells of workloads that declare themselves I/O-bound
+(``Workload.io_bound``) use the pilot's I/O figure, every other cell the
+CPU one. A workload can be noisier than the pilot's kernels: the line says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from isobench.analysis.budget import Plan
+from isobench.host.hostinfo import HostInfo
+from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, Pilot, fmt_noise
+from isobench.checks.preflight import StudySize
+from isobench.analysis.repetitions import sequential_alpha
+from isobench.results.numbers import fmt_duration
+from isobench.analysis.stats import ALPHA
+from isobench.study import Study
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable, rounds_to_resolve
+from isobench.workloads import WORKLOADS
+
+
+@dataclass(frozen=True)
+class Compared:
+    """The cells Table I will compare with the baseline."""
+
+    cells: int  # m: primary metrics x cases (x noise steps) x non-baseline environments that run them
+    io_cells: int  # of them, those of I/O-bound workloads
+    io_workloads: tuple[str, ...]  # their keys in the study
+
+
+def compared_cells(study: Study, host: HostInfo) -> Compared:
+    steps = len(study.noise.steps) if study.noise is not None else 1
+    skip = study.unsupported()
+    baseline = study.meta.baseline
+    cells = io_cells = 0
+    io_keys = []
+    for entry in study.workloads:
+        if (baseline, entry.key) in skip:
+            continue  # no baseline cell: nothing of it is compared
+        envs = [e for e in study.environments if e != baseline and (e, entry.key) not in skip]
+        workload = WORKLOADS[entry.workload](entry.params, host)
+        # a case that declares no primary gets one by role (results/primary.py)
+        rows = sum(max(len(workload.primaries(case)), 1) for case in workload.cases()) * steps
+        cells += rows * len(envs)
+        if workload.io_bound and envs:
+            io_cells += rows * len(envs)
+            io_keys.append(entry.key)
+    return Compared(cells, io_cells, tuple(io_keys))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What one noise figure allows at the study's rounds."""
+
+    noise_sd: float
+    rounds: int
+    change_pct: float  # found 4 times in 5 at ``rounds`` (inf: nothing can be)
+    rounds_needed: int | None  # to resolve ±tol; > ROUNDS_NEEDED_CAP means beyond the cap
+    tol_pct: float
+
+
+def resolve(noise_sd: float, rounds: int, q: float, tol_pct: float) -> Resolution:
+    change = detectable_change(noise_sd, rounds, q)
+    change_pct = math.expm1(change) * 100 if change < 700 else math.inf  # exp would overflow
+    return Resolution(noise_sd, rounds, change_pct, rounds_to_resolve(noise_sd, q, tol_pct), tol_pct)
+
+
+def _needs_text(r: Resolution, size: StudySize) -> str:
+    tol = f"\u00b1{r.tol_pct:g}%"
+    n = r.rounds_needed
+    if n is None:
+        return ""
+    if n > ROUNDS_NEEDED_CAP:
+        return f"{tol} equivalence is out of reach here (more than {ROUNDS_NEEDED_CAP} rounds)"
+    if n <= r.rounds:
+        return f"{tol} equivalence needs about {n} rounds, within the planned {r.rounds}"
+    return f"{tol} equivalence needs about {n} rounds, about {fmt_duration(size.seconds_at(n))}"
+
+
+def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
+    """Measured rounds of every case the budget pays for, by the study's own
+    estimate, within the plan's first block and cap."""
+    if size.round_s <= 0:
+        return plan.cap
+    fits = int((plan.budget_s - size.fixed_s) / size.round_s) - warmup
+    return min(max(fits, plan.first), plan.cap)
+
+
+def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None,
+                     now: float) -> list[str]:
+    """Two lines: what the planned rounds can find here and the rounds
+    ±tolerance equivalence needs (CPU-bound cells, then I/O-bound ones),
+    and that a workload can be noisier than the pilot; nothing when no cell
+    is compared."""
+    m = compared.cells
+    if m == 0:
+        return []
+    meta = study.meta
+    rounds = meta.planned_rounds
+    at = f"at {'up to ' if meta.adaptive else ''}{rounds} rounds"
+    plan = study.budget_plan()
+    looks = meta.schedule.looks if meta.adaptive else 1
+    if plan is not None:
+        rounds, looks = budget_rounds(plan, size, meta.warmup), plan.looks
+        at = f"in the {meta.budget} budget (about {rounds} rounds of every case, more for the cases still open)"
+    if pilot is None or not pilot.kernels:
+        return [f"host noise not measured here lately, so what {at.split(' ', 1)[1]} can resolve is unknown: "
+                f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"]
+    q = sequential_alpha(looks, alpha=ALPHA) / m
+    cpu, io = pilot.noise("cpu"), pilot.noise("io")
+    io_keys = ", ".join(compared.io_workloads)
+    # (figure, what it is called); a kernel that did not run lends the other's figure, said so
+    groups = []
+    if m > compared.io_cells:
+        figure = cpu or io
+        groups.append((figure, f"{figure.label} noise {fmt_noise(figure.sd)}"))
+    if compared.io_cells:
+        figure = io or cpu
+        named = f"I/O noise {fmt_noise(figure.sd)}" if io is not None else \
+            f"I/O not measured, {figure.label} noise {fmt_noise(figure.sd)}"
+        groups.append((figure, named))
+    (figure, named), *rest = groups
+    r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
+    if not rest and compared.io_cells:
+        named += f", {io_keys} I/O-bound"
+    first = (f"{at} this host can find {findable(r.change_pct)} ({named}, "
+             f"{m} cells compared" + (f", tested at alpha/{looks} for {looks} looks" if looks > 1 else "") + ")")
+    needs = _needs_text(r, size)
+    first += f"; {needs}" if needs else ""
+    for figure, named in rest:
+        r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
+        needs = _needs_text(r, size).replace(" equivalence", "")
+        first += (f"; I/O-bound {io_keys} ({named}): about {change_text(r.change_pct)}"
+                  + (f", and {needs}" if needs else ""))
+    age = pilot.when(now) + ("" if pilot.age_s(now) < MAX_AGE_S else "; `isobench doctor --fresh` measures again")
+    second = (f"a workload can be noisier than the pilot's kernels ({age}): its inconclusive cells then "
+              "say the rounds its own noise needs")
+    return [first, second]

@@ -1,0 +1,64 @@
+"""What every command module shares: the consoles, the --store option, the
+one-line failure and opening a store. Command modules (cli.py,
+transfer_cli.py, fleet/commands.py) import it; it imports no command."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from isobench.core.ids import printable
+from isobench.core.workspace import DEFAULT_STORE
+
+# Pipes and CI logs get a wide table rather than rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+STORE_OPTION = click.option(
+    "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True,
+    help="SQLite file holding every run (env: ISOBENCH_STORE).")
+
+
+def fail(message: str) -> None:
+    """One line and exit status 2. The message holds user text (paths,
+    names, "[study]"): printed literally, never as console markup, and with
+    control characters escaped (no terminal escape sequence, no second line)."""
+    err_console.print(f"[bold red]error:[/] {escape(printable(message))}", highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+def open_store(path: str, create: bool = False):
+    """The store at PATH, or one line and exit 2. Commands that only read
+    (create=False) never create a store: a typo in --store is said, not
+    answered with an empty new store."""
+    from isobench.store.db import Store, StoreError
+    try:
+        return Store(path, create=create)
+    except StoreError as exc:
+        fail(str(exc))
+
+
+def default_output(run_id: str, suffix: str) -> Path:
+    """results/RUN_ID<suffix>, for a run id that must stay a file name in
+    results/ (a stored id is checked again: the store may be someone's file)."""
+    from isobench.core.ids import BadIdentifier, check_run_id, under
+    try:
+        return under("results", check_run_id(run_id, "run id") + suffix)
+    except BadIdentifier as exc:
+        fail(f"{exc}; give -o PATH to write it elsewhere")
+
+
+@contextmanager
+def writing(path, what: str = "-o"):
+    """Around writing a user-named file: a missing directory, a read-only
+    or full disk is one line naming the path, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        fail(f"{what} {path}: cannot write: {exc.strerror or exc}; give a path in an existing, writable "
+             "directory with free space")

@@ -1,0 +1,93 @@
+"""The `isobench` command's outermost frame: no Python traceback ever reaches
+the user. A known error (IsobenchError and the store's and study's own) is
+one line; anything unexpected is one line plus the path of a log holding the
+traceback, which `--debug` (anywhere on the command line) prints instead."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+DEBUG_FLAG = "--debug"
+EXIT_ERROR = 2  # the CLI's usage/known-error status
+EXIT_UNEXPECTED = 3
+
+
+def _log_dir() -> str:
+    from isobench.core.workspace import STATE_ROOT
+    for root in (os.path.join(STATE_ROOT, "logs"), os.path.join(tempfile.gettempdir(), "isobench-logs")):
+        try:
+            os.makedirs(root, exist_ok=True)
+            if os.access(root, os.W_OK):
+                return root
+        except OSError:
+            continue
+    return tempfile.gettempdir()
+
+
+def write_traceback(exc: BaseException) -> str:
+    """The traceback in a new log file; returns its path."""
+    path = os.path.join(_log_dir(), f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"isobench {' '.join(sys.argv[1:])}\n\n")
+        traceback.print_exception(exc, file=fh)
+    return path
+
+
+def one_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    return " ".join(lines) if len(lines) <= 3 else lines[0]
+
+
+def _say(message: str) -> None:
+    # plain write: the message holds user text (paths, names) that must print literally
+    # and with control characters escaped: no escape sequence reaches the terminal
+    from isobench.core.ids import printable
+    sys.stderr.write(f"error: {printable(message)}\n")
+    sys.stderr.flush()
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from isobench.core.errors import IsobenchError
+    known: list[type[BaseException]] = [IsobenchError]
+    for mod, name in (("isobench.store.db", "StoreError"), ("isobench.study", "StudyError"),
+                      ("isobench.core.ids", "BadIdentifier"), ("isobench.store.transfer", "TransferError")):
+        # a module never imported cannot have raised its error; importing it
+        # here would cost a second (the study pulls in every workload)
+        if mod in sys.modules and hasattr(sys.modules[mod], name):
+            known.append(getattr(sys.modules[mod], name))
+    return tuple(known)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in args or os.environ.get("ISOBENCH_DEBUG") == "1"
+    args = [a for a in args if a != DEBUG_FLAG]
+    from isobench.cli.main import main as cli_main
+    try:
+        cli_main.main(args=args, prog_name="isobench", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except _known_errors() as exc:
+        if debug:
+            traceback.print_exc()
+        _say(one_line(str(exc)))
+        sys.exit(EXIT_ERROR)
+    except Exception as exc:  # noqa: BLE001 - the last frame: everything becomes one line
+        if debug:
+            traceback.print_exc()
+            sys.exit(EXIT_UNEXPECTED)
+        path = write_traceback(exc)
+        _say(f"unexpected {type(exc).__name__}: {one_line(str(exc))[:300]} (traceback in {path}; "
+             f"run again with {DEBUG_FLAG} to print it)")
+        sys.exit(EXIT_UNEXPECTED)
+
+
+if __name__ == "__main__":
+    main()

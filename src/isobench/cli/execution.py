@@ -1,0 +1,113 @@
+"""Starting a study for a command (`run`, `calibrate`): the host's checks,
+the run lock, progress, the run itself and what Ctrl-C or SIGTERM leaves.
+Commands call it; it prints only through the consoles and fails in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from isobench.cli.common import err_console
+from isobench.cli.common import fail as _fail
+
+
+def sigterm_as_interrupt() -> None:
+    # SIGTERM gets the same orderly teardown as Ctrl-C
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "study.budget"):
+    """The study's size, after refusing (one line) what this host cannot run."""
+    from isobench.host.hostinfo import host_info
+    from isobench.checks.preflight import budget_problem, preflight, size_problems, study_size
+    host = host_info()
+    problems = preflight(study, host)
+    size = study_size(study, host)
+    short = budget_problem(study, size, budget_label)
+    if short:
+        _fail(short)
+    if not allow_large:
+        problems += size_problems(study, size, host)
+    if problems:
+        _fail(problems[0])
+    return size
+
+
+def say_resolution(study, size, pilot, out) -> None:
+    """What the planned rounds can resolve here, before anything starts
+    (isobench.checks.resolution), on ``out``; user text (workload keys) escaped."""
+    from isobench.host.hostinfo import host_info
+    from isobench.core.ids import printable
+    from isobench.checks.resolution import compared_cells, resolution_lines
+    for line in resolution_lines(study, size, compared_cells(study, host_info()), pilot, time.time()):
+        out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+
+def host_noise_for_run(lock):
+    """The host's noise for a run: cached when under an hour old, else the
+    pilot, measured now that the run holds the host (the lock) and before
+    any environment starts, so it is neither disturbed by the study nor
+    among its samples. Ctrl-C here leaves nothing to keep."""
+    from isobench.checks.noisepilot import ABOUT_S, host_noise
+    try:
+        return host_noise(on_measure=lambda: err_console.print(
+            f"measuring the host's noise first (about {ABOUT_S} s; reused for an hour)", highlight=False,
+            markup=False))
+    except KeyboardInterrupt:
+        lock.release()
+        err_console.print("interrupted while measuring the host's noise, before the first round: nothing was "
+                          "stored", highlight=False, markup=False)
+        sys.exit(130)
+
+
+def image_provider(bar):
+    def provide() -> str:
+        from isobench.core.dockerclient import engine
+        from isobench.images import ensure_image
+        return ensure_image(engine(), log=bar.note)
+    return provide
+
+
+def execute(study, store, progress: bool | None, allow_large: bool = False,
+            resume_id: str | None = None, new_id: str | None = None, budget_label: str = "study.budget") -> str:
+    """Run ``study`` into ``store`` and return its run id; every refusal and
+    fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130)."""
+    from isobench.core.errors import EnvironmentError_
+    from isobench.core.lock import AlreadyRunning, RunLock
+    from isobench.run.progress import RichProgress
+    from isobench.run.runner import run_study
+    from isobench.store.db import StoreError
+
+    size = preflight_or_fail(study, allow_large, budget_label)
+    try:
+        store.check_writable()
+    except StoreError as exc:
+        _fail(str(exc))
+    if os.geteuid() != 0:
+        _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
+    lock = RunLock()
+    try:
+        lock.acquire(study.meta.name)
+    except AlreadyRunning as exc:
+        _fail(str(exc))
+    sigterm_as_interrupt()
+    pilot = host_noise_for_run(lock)
+    say_resolution(study, size, pilot, err_console)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = RichProgress(err_console, bar=show)
+    try:
+        with lock, bar:
+            return run_study(study, store, bar, image_provider=image_provider(bar), resume=resume_id,
+                             on_run_id=lock.set_run_id, run_id=new_id, host_noise=pilot.as_fact(time.time()))
+    except KeyboardInterrupt:
+        latest = resume_id or store.latest_run_id()
+        err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
+                          f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
+                          "containers and scratch files removed", highlight=False, markup=False)
+        sys.exit(130)
+    except EnvironmentError_ as exc:
+        _fail(str(exc))

@@ -1,0 +1,155 @@
+"""`isobench fleet run|clean`: parsing and printing; the work is in
+controller.py (Ansible) and record.py (the store)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from isobench.cli.common import console, err_console
+from isobench.cli.common import fail as _fail
+from isobench.cli.common import open_store
+from isobench.core.workspace import DEFAULT_STORE
+
+
+
+def _note(message: str) -> None:
+    err_console.print(escape(message), highlight=False, soft_wrap=True)  # one line per host, unwrapped
+
+
+@click.group()
+def fleet() -> None:
+    """Run a study on many hosts through Ansible (docs/fleet.md)."""
+
+
+@fleet.command("run")
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@click.option("--inventory", "-i", type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
+@click.option("--limit", "-l", metavar="PATTERN", help="Only these hosts or groups (comma-separated, shell patterns).")
+@click.option("--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Hosts worked on at the same time.")
+@click.option("--setup/--no-setup", default=True, show_default=True,
+              help="Run host setup (packages, Docker Engine, the image); --no-setup for prepared hosts.")
+@click.option("--timeout", type=click.FloatRange(min=10), default=4 * 3600, show_default=True, metavar="S",
+              help="Per host: give up on a study still running after S seconds.")
+@click.option("--poll", type=click.FloatRange(min=1), default=10, show_default=True, metavar="S",
+              help="Seconds between polls of each host.")
+@click.option("--resume", "resume_id", metavar="FLEET_ID", help="Retry only the hosts of FLEET_ID that did not finish.")
+@click.option("--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True)
+def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_id, store_path) -> None:
+    """Run STUDY_FILE on every host of --inventory; import each host's run."""
+    from isobench.fleet import record
+    from isobench.fleet.controller import FleetError, new_fleet_id, run_fleet
+    from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
+    from isobench.run.runner import new_run_id
+    from isobench.core.ids import BadIdentifier, check_host, check_run_id
+    from isobench.study import StudyError, load_study
+
+    store = open_store(store_path, create=True)
+    if resume_id:
+        previous = record.hosts(store, resume_id)
+        if not previous:
+            _fail(f"{store_path}: no fleet {resume_id!r}; `isobench fleet list` lists them")
+        todo = [r for r in previous if r.status != record.COMPLETE]
+        if not todo:
+            console.print(f"fleet {resume_id}: every host is complete; nothing to resume", highlight=False)
+            return
+        study_file, inventory = study_file or previous[0].study_path, inventory or previous[0].inventory
+        hosts, runs, fleet_id = [r.host for r in todo], {r.host: r.run_id for r in todo}, resume_id
+    elif not study_file or not inventory:
+        _fail("give a study file and --inventory INVENTORY (or --resume FLEET_ID)")
+    try:
+        study = load_study(study_file)
+        if not resume_id:
+            hosts = hosts_of(inventory_json(inventory), limit)
+            if not hosts:
+                _fail(f"{inventory}: no hosts" + (f" match --limit {limit}" if limit else "")
+                      + "; list hosts in the inventory (docs/fleet.md has examples)")
+            for h in hosts:  # host names become run ids, paths and Ansible's --limit: refused before it runs
+                check_host(h, f"{inventory}: host")
+            fleet_id = new_fleet_id(study.meta.name)
+            runs = {h: check_run_id(f"{new_run_id(study)}-{h}", f"{inventory}: host {h}") for h in hosts}
+            study_file, inventory = str(Path(study_file).resolve()), str(Path(inventory).resolve())
+            for h in hosts:  # recorded before anything runs: --resume works even after a controller crash
+                record.save(store, record.HostRecord(fleet_id, h, runs[h], record.PENDING, "", study_file,
+                                                     inventory))
+        for h in hosts:  # again for --resume: the records come from a store file
+            check_host(h, f"fleet {fleet_id}: host")
+            check_run_id(runs[h], f"fleet {fleet_id}: host {h}'s run")
+        _note(f"fleet {fleet_id}: {study.meta.name} on {len(hosts)} host(s): {', '.join(hosts)}")
+        outcomes = run_fleet(store, fleet_id, study_file, inventory, hosts, runs, forks, setup, timeout, poll, _note)
+    except (StudyError, InventoryError, FleetError, BadIdentifier) as exc:
+        _fail(str(exc))
+    for o in outcomes:
+        mark = "[green]ok[/]" if o.status == record.COMPLETE else f"[red]{o.status}[/]"
+        console.print(f"{escape(o.host)}: {mark} run {escape(o.run_id)}"
+                      + (f": {escape(o.detail)}" if o.detail else ""), highlight=False, soft_wrap=True)
+    bad = [o for o in outcomes if o.status != record.COMPLETE]
+    console.print(f"fleet {fleet_id}: {len(outcomes) - len(bad)} of {len(outcomes)} host(s) complete"
+                  + (f"; `isobench fleet run --resume {fleet_id}` retries the rest" if bad else
+                     f"; `isobench report {fleet_id}`"), highlight=False, soft_wrap=True)
+    sys.exit(1 if bad else 0)
+
+
+@fleet.command("list")
+@click.option("--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True)
+def fleet_list(store_path) -> None:
+    """Fleets in the store, host by host."""
+    store = open_store(store_path)
+    for fid, host, run_id, status, detail in store.db.execute(
+            "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host"):
+        console.print(escape(f"{fid}  {host}  {run_id}  {status}  {detail}"), highlight=False)
+
+
+@fleet.command("clean")
+@click.option("--inventory", "-i", required=True, type=click.Path(dir_okay=False))
+@click.option("--limit", "-l", metavar="PATTERN")
+@click.option("--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True)
+def fleet_clean(inventory, limit, forks) -> None:
+    """`isobench clean` on every host, then remove what the fleet installed there."""
+    from isobench.fleet.controller import clean_fleet
+    from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
+    try:
+        hosts = hosts_of(inventory_json(inventory), limit)
+    except InventoryError as exc:
+        _fail(str(exc))
+    if not hosts:
+        _fail(f"{inventory}: no hosts; nothing to clean")
+    problems = clean_fleet(inventory, hosts, forks)
+    for h in hosts:
+        console.print(escape(f"{h}: " + (f"{problems[h][0]}: {problems[h][1]}" if h in problems else "clean")),
+                      highlight=False, soft_wrap=True)
+    sys.exit(1 if problems else 0)
+
+
+def resolve_host_run(store, spec: str) -> str:
+    """FLEET_ID/HOST names that host's run; anything else is a run id."""
+    from isobench.fleet.record import host_run
+    return host_run(store, spec) or spec
+
+
+def is_fleet_id(store, spec: str | None) -> bool:
+    from isobench.fleet.record import is_fleet
+    return spec is not None and is_fleet(store, spec)
+
+
+
+def fleet_report(store, fleet_id: str, fmt: str, output: str | None) -> None:
+    """`isobench report FLEET_ID`: the complete hosts side by side."""
+    from isobench.fleet import record
+    from isobench.report.fleet import build_fleet
+    from isobench.report.fleet_render import report_fleet
+    recs = record.hosts(store, fleet_id)
+    done = [r for r in recs if r.status == record.COMPLETE]
+    for r in recs:
+        if r.status != record.COMPLETE:
+            _note(f"{r.host}: {r.status}" + (f" ({r.detail})" if r.detail else "") + "; not in this report")
+    if not done:
+        _fail(f"fleet {fleet_id}: no host has finished; `isobench fleet run --resume {fleet_id}`")
+    rep = build_fleet(fleet_id, [(r.host, store.load_run(r.run_id)) for r in done])
+    path = report_fleet(rep, fmt, output, console)
+    if path:
+        console.print(f"fleet report written to {escape(path)}", highlight=False)

@@ -1,0 +1,60 @@
+"""`isobench reparse`: recompute stored runs' values from their samples'
+raw outputs with the current parsers (isobench/reparse.py)."""
+
+from __future__ import annotations
+
+import click
+
+from isobench.cli.common import STORE_OPTION, console
+from isobench.cli.common import fail as _fail
+from isobench.cli.common import open_store as _open_store
+from isobench.core.ids import printable
+
+
+@click.command("reparse")
+@click.argument("run_id", required=False, metavar="[RUN]")
+@click.option("--all", "all_runs", is_flag=True, help="Every run in the store, oldest first.")
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@STORE_OPTION
+def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str) -> None:
+    """Recompute RUN's values (an id or a unique prefix) from the raw outputs
+    its samples kept, with the current parsers, and record the parser
+    version per sample.
+
+    Per metric: how many values changed, the largest change and why (the
+    parser versions before and after); every other value is identical. A
+    raw output the parser cannot read keeps its stored values and is named
+    in one line (run, environment, workload, case, round, why). Each run is
+    rewritten in one transaction (docs/reliability.md). Exit status 0, or 2
+    when the store cannot be read or written.
+
+    \b
+    Examples:
+      isobench reparse RUN --dry-run    what would change
+      isobench reparse --all            every stored run
+    """
+    from isobench.core.lock import running_run_id
+    from isobench.store.reparse import reparse_run
+    from isobench.store.db import StoreError
+
+    if (run_id is None) == (not all_runs):
+        _fail("give a run id (or a unique prefix of one), or --all for every run (not both)")
+    store = _open_store(store_path)
+    try:
+        run_ids = [r.run_id for r in store.list_runs()] if all_runs else [store.resolve(run_id)]
+    except StoreError as exc:
+        _fail(str(exc))
+    if not run_ids:
+        _fail(f"{store_path}: no runs stored yet; nothing to reparse")
+    live = running_run_id()
+    for i, rid in enumerate(run_ids):
+        try:
+            result = reparse_run(store, rid, write=not dry_run, live_run=live)
+        except StoreError as exc:
+            _fail(f"run {rid}: {exc}; the run is as it was")
+        for line in ([""] if i else []) + result.lines():
+            console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+        if dry_run and not result.skipped:
+            console.print("  dry run: nothing written", markup=False, highlight=False)
+        elif result.written:
+            console.print("  written in one transaction", markup=False, highlight=False)

@@ -1,0 +1,47 @@
+"""`isobench export-run` and `isobench import`: a whole run between stores
+(hosts), through isobench/transfer.py, the fleet's own code path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from isobench.cli.common import STORE_OPTION, console, default_output, writing
+from isobench.cli.common import fail as _fail
+from isobench.cli.common import open_store as _open_store
+
+
+@click.command("export-run")
+@click.argument("run_id", required=False)
+@STORE_OPTION
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Default results/RUN_ID.run.json.")
+def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
+    """Export every stored row of RUN_ID, for `isobench import` on another host."""
+    from isobench.store.db import StoreError
+    from isobench.store.transfer import TransferError, write_export
+    store = _open_store(store_path)
+    try:
+        run_id = store.resolve(run_id)
+        target = output or default_output(run_id, ".run.json")
+        with writing(target):
+            path = write_export(store, run_id, target)
+    except (StoreError, TransferError) as exc:
+        _fail(str(exc))
+    console.print(escape(f"wrote {path}"), highlight=False)
+
+
+@click.command("import")
+@click.argument("export_file", type=click.Path(dir_okay=False))
+@STORE_OPTION
+@click.option("--rename", metavar="NEWID", help="Import under this run id (when the original id is taken).")
+def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
+    """Import a run written by `isobench export-run` (on this or another host)."""
+    from isobench.store.transfer import TransferError, import_run, read_export
+    store = _open_store(store_path, create=True)
+    try:
+        run_id = import_run(store, read_export(export_file), rename=rename)
+    except TransferError as exc:
+        _fail(str(exc))
+    console.print(escape(f"imported run {run_id}"), highlight=False)

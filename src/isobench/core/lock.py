@@ -1,0 +1,94 @@
+"""One study at a time per host: two runs would measure each other."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+
+from isobench.core.workspace import STATE_ROOT
+
+LOCK_PATH = os.path.join(STATE_ROOT, "run.lock")
+
+
+class AlreadyRunning(RuntimeError):
+    pass
+
+
+class RunLock:
+    """An flock on a file under STATE_ROOT: the kernel drops it when the
+    holder dies, even by SIGKILL, so a crash never leaves the host locked."""
+
+    def __init__(self, path: str = LOCK_PATH):
+        self.path = path
+        self._fh = None
+
+    def acquire(self, study: str) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fh = open(self.path, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = _describe(fh.read())
+            fh.close()
+            raise AlreadyRunning(f"another isobench run is in progress ({holder}); one study at a time "
+                                 "per host, since two would measure each other") from None
+        self._fh = fh
+        self._write({"pid": os.getpid(), "study": study, "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+
+    def set_run_id(self, run_id: str) -> None:
+        if self._fh is not None:
+            fh = self._fh
+            fh.seek(0)
+            info = json.loads(fh.read() or "{}")
+            self._write({**info, "run_id": run_id})
+
+    def _write(self, info: dict) -> None:
+        self._fh.seek(0)
+        self._fh.truncate()
+        self._fh.write(json.dumps(info))
+        self._fh.flush()
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.seek(0)
+            self._fh.truncate()
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> "RunLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def running_run_id(path: str = LOCK_PATH) -> str | None:
+    """The run id of the study holding the lock now, or None when no study
+    runs (a stored run still "running" then died without finishing)."""
+    try:
+        fh = open(path)
+    except OSError:
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return json.loads(fh.read() or "{}").get("run_id") or "?"
+            except ValueError:
+                return "?"
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return None
+
+
+def _describe(text: str) -> str:
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return "holder unknown"
+    run = f"run {info['run_id']}, " if info.get("run_id") else ""
+    return f"{run}study {info.get('study', '?')}, pid {info.get('pid', '?')}, started {info.get('started', '?')}"

@@ -1,0 +1,104 @@
+"""The Debian packages isobench installs: on the host for native runs and in
+the image for every other environment, the same list for both.
+
+The workload tools come from the workloads themselves: each workload
+module's ``packages = (...)`` class attribute is the one place a tool is
+named. This module reads those attributes from the modules' source (a
+literal tuple, parsed with ``ast``) instead of importing the workloads,
+for two reasons: scripts/install-host.sh runs it with Debian's python3
+before the venv (pydantic, docker) exists, and the image recipe, which
+sits below the workloads, must not import them. A unit test checks that
+what is read here equals the registered workloads' attributes.
+
+``python3 -m isobench.host.packages`` prints the host's list, one per line
+(stdlib only; it imports no other isobench module).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # src/isobench
+DATA_DIR = ROOT / "data"
+WORKLOADS_DIR = ROOT / "workloads"
+# Packages of neither a workload nor the image alone (stressor, utilities, guest agent).
+BASE_PACKAGES_FILE = DATA_DIR / "base-packages.txt"
+# Kernel, init and Docker Engine for the VM guest; never on the host.
+IMAGE_ONLY_PACKAGES_FILE = DATA_DIR / "image-only-packages.txt"
+ATTRIBUTE = "packages"
+# Where workload modules live (the directories the workload registry loads).
+WORKLOAD_DIRS: tuple[str | os.PathLike, ...] = (WORKLOADS_DIR,)
+
+
+def read_package_list(path: str | os.PathLike) -> list[str]:
+    """Package names from a list file: one per line, '#' starts a comment,
+    blank lines ignored, duplicates dropped, order kept."""
+    names: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            name = line.split("#", 1)[0].strip()
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def declared_packages(source: str, filename: str = "<source>") -> list[str]:
+    """The ``packages`` class attributes of every class in a module's source,
+    in order. Each must be a literal tuple of strings, so that it can be
+    read without running the module."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            target, value = _assignment(stmt)
+            if target != ATTRIBUTE or value is None:
+                continue
+            try:
+                names = ast.literal_eval(value)
+            except ValueError:
+                names = None
+            if not isinstance(names, tuple) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"{filename}:{stmt.lineno}: {node.name}.{ATTRIBUTE} must be a literal "
+                                 f"tuple of package names")
+            found += [n for n in names if n not in found]
+    return found
+
+
+def _assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id, stmt.value
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id, stmt.value
+    return None, None
+
+
+def workload_packages() -> list[str]:
+    """Every package a workload module declares."""
+    found: list[str] = []
+    for d in WORKLOAD_DIRS:
+        for path in sorted(Path(d).glob("*.py")):
+            found += [n for n in declared_packages(path.read_text(encoding="utf-8"), str(path))
+                      if n not in found]
+    return found
+
+
+def tool_packages() -> list[str]:
+    """What the host and the image both install: the base list and every
+    workload's tools, sorted (the order installs nothing differently)."""
+    return sorted({*read_package_list(BASE_PACKAGES_FILE), *workload_packages()})
+
+
+def image_only_packages() -> list[str]:
+    return read_package_list(IMAGE_ONLY_PACKAGES_FILE)
+
+
+def main() -> None:
+    sys.stdout.write("".join(f"{name}\n" for name in tool_packages()))
+
+
+if __name__ == "__main__":
+    main()

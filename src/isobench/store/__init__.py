@@ -1,0 +1,6 @@
+"""Keeping results: the SQLite store (`db`: every sample committed as
+measured), a whole run moved between stores exactly (`transfer`), CSV and
+JSON export, re-parsing stored raw outputs with today's parsers (`reparse`)
+and which parser made a run's values (`parser_versions`).
+
+Imports down: study, workloads, host, results, core."""

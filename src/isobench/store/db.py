@@ -1,0 +1,478 @@
+"""SQLite store: every sample is committed the moment it is measured, so an
+interrupted study loses nothing. Reports read runs back from here only."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+
+from isobench.core.ids import printable
+from isobench.core.metric import Metric
+from isobench.results.model import ALL_METRICS, MetricKey, RunData
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    study_name TEXT NOT NULL,
+    study_path TEXT NOT NULL,
+    study_text TEXT NOT NULL,
+    study_hash TEXT NOT NULL,
+    baseline TEXT NOT NULL,
+    environments TEXT NOT NULL,          -- JSON list, study order
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,                -- running | complete | incomplete | interrupted | failed
+    host_facts TEXT NOT NULL             -- JSON
+);
+CREATE TABLE IF NOT EXISTS env_facts (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    env TEXT NOT NULL,
+    facts TEXT NOT NULL,                 -- JSON
+    PRIMARY KEY (run_id, env)
+);
+CREATE TABLE IF NOT EXISTS metric_defs (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    workload TEXT NOT NULL,
+    ccase TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    higher_is_better INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    role TEXT NOT NULL DEFAULT '',       -- isobench.core.metric role; '' in runs stored before roles
+    is_primary INTEGER NOT NULL DEFAULT 0, -- 1: a primary of its case; 0 everywhere in runs before primaries
+    PRIMARY KEY (run_id, workload, ccase, metric)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    env TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    ccase TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    warmup INTEGER NOT NULL,
+    status TEXT NOT NULL,                -- ok | failed | timeout
+    error TEXT,
+    vals TEXT NOT NULL,                  -- JSON {metric: value}
+    extra TEXT NOT NULL,                 -- JSON detail (histograms ...)
+    raw TEXT NOT NULL,                   -- the tool's output
+    started_at TEXT NOT NULL,
+    wall_s REAL NOT NULL,
+    parser_version INTEGER               -- the workload's parser that made vals; NULL: not recorded (stored before)
+);
+CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
+CREATE TABLE IF NOT EXISTS fleet_hosts (   -- isobench/fleet/record.py
+    fleet_id TEXT NOT NULL,
+    host TEXT NOT NULL,                  -- inventory name
+    run_id TEXT NOT NULL,                -- chosen by the controller
+    status TEXT NOT NULL,                -- pending | complete | failed | unreachable
+    detail TEXT NOT NULL DEFAULT '',     -- one line: why not complete
+    study_path TEXT NOT NULL,
+    inventory TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (fleet_id, host)
+);
+"""
+
+
+# Columns added since the first schema: (table, column, definition). A store
+# created before them gets them on open, so old stores keep working.
+ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
+                 ("samples", "parser_version", "INTEGER"),
+                 ("metric_defs", "is_primary", "INTEGER NOT NULL DEFAULT 0"))
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured run of a cell (workload case x environment x round)."""
+    run_id: str
+    env: str
+    workload: str
+    case: str
+    round: int
+    warmup: bool
+    status: str  # ok | failed | timeout
+    started_at: str
+    wall_s: float
+    values: dict = field(default_factory=dict)  # metric -> value
+    extra: dict = field(default_factory=dict)  # detail: latency histograms, noise facts ...
+    raw: str = ""  # the tool's output, so the sample can be re-parsed
+    error: str | None = None  # one line, for failed samples
+    parser_version: int | None = None  # Workload.parser_version that made `values`
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """New values for one stored sample (isobench reparse)."""
+    id: int  # samples.id
+    values: dict
+    extra: dict
+    parser_version: int
+
+
+@dataclass
+class RunRow:
+    run_id: str
+    study_name: str
+    started_at: str
+    finished_at: str | None
+    status: str
+    environments: list[str]
+    samples_ok: int
+    samples_failed: int
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class StoreWriteError(StoreError):
+    """Writing a sample failed mid-run (disk full, read-only): the run stops."""
+
+
+def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
+    """sqlite's error as one line saying what to do."""
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return f"{path}: not an isobench store ({text}); give another --store path"
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return f"{path}: the store is not writable ({text}); fix its permissions or give another --store path"
+    if "full" in text:
+        return f"{path}: the store's disk is full ({text}); free space on it"
+    return f"{path}: store error: {text}"
+
+
+# The tables an isobench store holds and the columns its runs table has had
+# from the first schema: a file with anything else is someone else's.
+OWN_TABLES = frozenset({"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence",
+                        "isobench_probe"})
+RUNS_COLUMNS = frozenset({"run_id", "study_name", "study_hash", "environments", "host_facts", "status"})
+
+
+def _printable(value):
+    """Facts as read back for reports: every string with its control
+    characters escaped (a fact or a tool's output may hold ESC or OSC)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(k)): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
+
+
+class Store:
+    def __init__(self, path: str, create: bool = True):
+        """Open the store at PATH; with create=False (every command that only
+        reads) a missing file is refused rather than created."""
+        self.path = path
+        if not path:
+            raise StoreError("--store: empty path; give the store's file path (default /var/lib/isobench/"
+                             "results.sqlite)")
+        if os.path.isdir(path):
+            raise StoreError(f"{path}: is a directory, not a store; give a file path with --store")
+        if not create and not os.path.exists(path):
+            raise StoreError(f"{path}: no such store; runs are stored by `isobench run` (check --store or "
+                             "ISOBENCH_STORE)")
+        try:
+            if os.path.dirname(path):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            self.db = sqlite3.connect(path, timeout=30)
+            foreign = self._foreign_tables()
+            if foreign:
+                self.db.close()
+                raise StoreError(f"{path}: an SQLite file but not an isobench store ({foreign}); "
+                                 "give another --store path")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(store_problem(path, exc)) from None
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot open the store: {exc.strerror}; "
+                             "give a writable --store path") from None
+        self._add_missing_columns()
+
+    def _foreign_tables(self) -> str:
+        """What makes the file someone else's database ('' when it is an
+        empty file or an isobench store): isobench never writes its schema
+        into it, nor switches its journal."""
+        names = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not names:
+            return ""
+        other = sorted(names - OWN_TABLES)
+        if other:
+            return "it holds " + ", ".join(other[:3]) + (" ..." if len(other) > 3 else "")
+        if "runs" not in names:
+            return "it has no runs table"
+        missing = RUNS_COLUMNS - self._columns("runs")
+        if missing:
+            return f"its runs table lacks {', '.join(sorted(missing))}"
+        return ""
+
+    def check_writable(self) -> None:
+        """Before a run starts: the store must take writes (a read-only file,
+        directory or filesystem would fail only after the first sample)."""
+        try:
+            with self.db:
+                self.db.execute("CREATE TABLE IF NOT EXISTS isobench_probe (x)")
+                self.db.execute("DROP TABLE isobench_probe")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(store_problem(self.path, exc)) from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _add_missing_columns(self) -> None:
+        for table, column, definition in ADDED_COLUMNS:
+            if column in self._columns(table):
+                continue
+            try:
+                with self.db:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+            except sqlite3.OperationalError:
+                pass  # added by another process meanwhile, or a read-only file: read as before
+        defs = self._columns("metric_defs")
+        self._role = "role" if "role" in defs else "''"
+        self._primary = "is_primary" if "is_primary" in defs else "0"
+        # a read-only store from before parser versions reads as "not recorded"
+        self._version = "parser_version" if "parser_version" in self._columns("samples") else "NULL"
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+
+    # --- writing -------------------------------------------------------------
+
+    def create_run(self, run_id: str, study, host_facts: dict) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, study.meta.name, study.path, study.text, study.hash, study.meta.baseline,
+                 json.dumps(list(study.environments)), now_iso(), None, "running",
+                 json.dumps(host_facts, sort_keys=True)))
+
+    def set_env_facts(self, run_id: str, env: str, facts: dict) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO env_facts VALUES (?,?,?)",
+                            (run_id, env, json.dumps(facts, sort_keys=True, default=str)))
+
+    def define_metrics(self, run_id: str, workload: str, case: str, metrics) -> None:
+        """The case's metrics (isobench.core.metric.Metric) with their roles and
+        primary flags, as the run will report them."""
+        with self.db:
+            for m in metrics:
+                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
+                                          (run_id,)).fetchone()[0]
+                self.db.execute(
+                    "INSERT OR IGNORE INTO metric_defs (run_id, workload, ccase, metric, unit, higher_is_better,"
+                    " ordinal, role, is_primary) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role,
+                     int(m.primary)))
+
+    def add_sample(self, s: Sample) -> None:
+        try:
+            self._add_sample(s)
+        except sqlite3.DatabaseError as exc:  # disk full, file gone read-only: earlier samples are committed
+            raise StoreWriteError(store_problem(self.path, exc)) from None
+
+    def _add_sample(self, s: Sample) -> None:
+        with self.db:  # committed now: a crash after this loses nothing
+            self.db.execute(
+                "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, error, vals,"
+                " extra, raw, started_at, wall_s, parser_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (s.run_id, s.env, s.workload, s.case, s.round, int(s.warmup), s.status, s.error,
+                 json.dumps(s.values), json.dumps(s.extra), s.raw, s.started_at, s.wall_s, s.parser_version))
+
+    def rewrite_samples(self, run_id: str, rewrites: list[Rewrite],
+                        metrics: list[tuple[str, str, Metric]] = ()) -> None:
+        """isobench reparse: the samples' new values, extra and parser
+        version, and the metrics a newer parser adds ((workload, case,
+        Metric)), in one transaction: the run is rewritten whole or not at
+        all."""
+        try:
+            with self.db:
+                for r in rewrites:
+                    self.db.execute("UPDATE samples SET vals=?, extra=?, parser_version=? WHERE id=? AND run_id=?",
+                                    (json.dumps(r.values), json.dumps(r.extra), r.parser_version, r.id, run_id))
+                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
+                                          (run_id,)).fetchone()[0]
+                for workload, case, m in metrics:
+                    added = self.db.execute(
+                        "INSERT OR IGNORE INTO metric_defs (run_id, workload, ccase, metric, unit, higher_is_better,"
+                        " ordinal, role) VALUES (?,?,?,?,?,?,?,?)",
+                        (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role))
+                    ordinal += added.rowcount
+        except sqlite3.DatabaseError as exc:  # rolled back: the run is as it was
+            raise StoreError(store_problem(self.path, exc)) from None
+
+    def reopen_run(self, run_id: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status='running', finished_at=NULL WHERE run_id=?", (run_id,))
+
+    def measured_cells(self, run_id: str) -> set[tuple[str, str, str, int]]:
+        """(env, workload, case, round) of every ok sample, for --resume: a
+        failed or timed-out cell is measured again (its failed sample stays,
+        so a report can show that the cell needed a retry)."""
+        return {tuple(r) for r in self.db.execute(
+            "SELECT env, workload, ccase, round FROM samples WHERE run_id=? AND status='ok'", (run_id,))}
+
+    def study_of(self, run_id: str) -> tuple[str, str]:
+        """The study file path and text a run was started from."""
+        row = self.db.execute("SELECT study_path, study_text FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no run {run_id!r}; `isobench runs` lists them")
+        return row[0], row[1]
+
+    def run_facts(self, run_id: str) -> dict:
+        """The run's host facts (and what the run added to them)."""
+        row = self.db.execute("SELECT host_facts FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def set_run_facts(self, run_id: str, facts: dict) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET host_facts=? WHERE run_id=?",
+                            (json.dumps(facts, sort_keys=True), run_id))
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?",
+                            (status, now_iso(), run_id))
+
+    # --- reading -------------------------------------------------------------
+
+    def list_runs(self) -> list[RunRow]:
+        rows = self.db.execute(
+            "SELECT r.run_id, r.study_name, r.started_at, r.finished_at, r.status, r.environments,"
+            " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok')"
+            " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
+            " GROUP BY r.run_id ORDER BY r.started_at, r.run_id").fetchall()
+        return [RunRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6] or 0, r[7] or 0) for r in rows]
+
+    def latest_run_id(self) -> str:
+        row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no runs stored yet; start one with `isobench run STUDY`")
+        return row[0]
+
+    def resolve(self, run_id: str | None) -> str:
+        """A run id, a unique prefix of one, or None for the latest."""
+        if run_id is None:
+            return self.latest_run_id()
+        # a prefix, taken literally: % and _ are LIKE's wildcards
+        pattern = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY run_id",
+                               (pattern,)).fetchall()
+        exact = [r[0] for r in rows if r[0] == run_id]
+        if exact:
+            return exact[0]
+        if len(rows) == 1:
+            return rows[0][0]
+        if not rows:
+            raise StoreError(f"{self.path}: no run {run_id!r}; `isobench runs` lists them")
+        raise StoreError(f"{self.path}: {run_id!r} matches {len(rows)} runs; give more of the id")
+
+    def load_run(self, run_id: str) -> RunData:
+        r = self.db.execute(
+            "SELECT run_id, study_name, started_at, finished_at, status, host_facts, study_text,"
+            " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if r is None:
+            raise StoreError(f"{self.path}: no run {run_id!r}")
+        env_facts = {e: _printable(json.loads(f)) for e, f in self.db.execute(
+            "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
+        keys = {}
+        for w, c, m, u, hib, role, primary in self.db.execute(
+                f"SELECT workload, ccase, metric, unit, higher_is_better, {self._role}, {self._primary}"
+                " FROM metric_defs WHERE run_id=? ORDER BY ordinal", (run_id,)):
+            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role, bool(primary))
+        run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
+                      host_facts=_printable(json.loads(r[5])), study_text=r[6], study_hash=r[7], baseline=r[8],
+                      environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
+        for env, w, c, round_, status, error, vals, extra in self.db.execute(
+                "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
+                " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
+            if status != "ok":
+                run.failures.setdefault((w, c, env), []).append(printable(error or status))
+                continue
+            if '"validity"' in extra:  # cheap test first: most samples have none
+                notes_of = json.loads(extra).get("validity", {})
+                if isinstance(notes_of, list):  # stored by the first version: the whole case
+                    notes_of = {ALL_METRICS: "; ".join(notes_of)}
+                for metric, note in notes_of.items():
+                    note = printable(str(note))
+                    notes = run.validity.setdefault((w, c, env, metric), [])
+                    if note not in notes:
+                        notes.append(note)
+            for metric, value in json.loads(vals).items():
+                key = keys.get((w, c, metric))
+                if key is not None and value is not None:
+                    run.values.setdefault((key, env), []).append(float(value))
+                    run.rounds.setdefault((key, env), []).append(round_)
+        self._load_counters(run)
+        for w, env, wall, n in self.db.execute(
+                "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=?"
+                " GROUP BY workload, env", (run_id,)):
+            run.time_spent[(w, env)] = (float(wall), int(n))
+        return run
+
+    def _load_counters(self, run: RunData) -> None:
+        """Per-sample counter deltas and units (extra["counters"], extra["units"])."""
+        for env, w, c, round_, extra in self.db.execute(
+                "SELECT env, workload, ccase, round, extra FROM samples"
+                " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id", (run.run_id,)):
+            detail = json.loads(extra) if extra else {}
+            deltas, units = detail.get("counters"), detail.get("units")
+            if isinstance(deltas, dict) and deltas:
+                run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
+
+    def extras(self, run_id: str, workload: str | None = None,
+               case: str | None = None) -> dict[tuple[str, str, str], list[dict]]:
+        """Detail kept beside the values (latency histograms ...) of the
+        measured samples (ok, not warm-up): {(env, workload, case): [extra, ...]}
+        in measurement order, optionally for one workload (and case)."""
+        sql = "SELECT env, workload, ccase, extra FROM samples WHERE run_id=? AND warmup=0 AND status='ok'"
+        args: list = [run_id]
+        if workload is not None:
+            sql += " AND workload=?"
+            args.append(workload)
+        if case is not None:
+            sql += " AND ccase=?"
+            args.append(case)
+        out: dict[tuple[str, str, str], list[dict]] = {}
+        for env, w, c, extra in self.db.execute(sql + " ORDER BY id", args):
+            detail = json.loads(extra) if extra else {}
+            if detail:
+                out.setdefault((env, w, c), []).append(detail)
+        return out
+
+    def defined_metrics(self, run_id: str) -> set[tuple[str, str, str]]:
+        """(workload, case, metric) of every metric the run defines."""
+        return {tuple(r) for r in self.db.execute("SELECT workload, ccase, metric FROM metric_defs WHERE run_id=?",
+                                                  (run_id,))}
+
+    def parser_versions(self, run_id: str, workload: str | None = None) -> dict[tuple[str, str], dict]:
+        """The parser versions recorded with the measured samples (ok, not
+        warm-up): {(workload, case): {version: samples}}, version None where
+        the store does not say (samples stored before versions were
+        recorded); optionally for one workload. isobench/parser_versions.py
+        reads None per workload."""
+        sql = (f"SELECT workload, ccase, {self._version}, COUNT(*) FROM samples"
+               " WHERE run_id=? AND warmup=0 AND status='ok'")
+        args: list = [run_id]
+        if workload is not None:
+            sql += " AND workload=?"
+            args.append(workload)
+        out: dict[tuple[str, str], dict] = {}
+        for w, c, version, n in self.db.execute(sql + " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3", args):
+            out.setdefault((w, c), {})[version] = n
+        return out
+
+    def samples(self, run_id: str) -> list[dict]:
+        """Raw samples, for exports and resume."""
+        cur = self.db.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur]
