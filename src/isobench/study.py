@@ -45,6 +45,10 @@ class StudyMeta(StrictModel):
     # interleaved: A B A B per cell, rotating who goes first each round, so
     # drift does not masquerade as overhead; blocked: all of A then all of B.
     order: Literal["interleaved", "blocked"] = "interleaved"
+    # sequential: one sample at a time; duet: each environment's sample runs
+    # at the same time as the baseline's, each on its own host CPUs, so the
+    # host's moods hit both (run/duet.py, docs/statistics.md#duet)
+    schedule: Literal["sequential", "duet"] = "sequential"
     # a cell whose interval lies within ±tolerance_pct is "equivalent"
     tolerance_pct: float = Field(default=DEFAULT_TOL_PCT, gt=0, lt=100)
     # changes within ±pct of a workload ("fio") or one metric ("fio.iops") are
@@ -88,7 +92,7 @@ class StudyMeta(StrictModel):
                              "(with a budget, repetitions is the first block)")
         if self.adaptive:
             try:
-                self.schedule
+                self.adaptive_schedule
             except ValueError:
                 raise ValueError(f"max_repetitions ({self.max_repetitions}) must be at least "
                                  f"min_repetitions ({self.min_repetitions})") from None
@@ -99,7 +103,7 @@ class StudyMeta(StrictModel):
         return self.repetitions == "auto"
 
     @property
-    def schedule(self) -> Schedule:
+    def adaptive_schedule(self) -> Schedule:
         """The adaptive schedule (a fixed run: one look at its repetitions)."""
         if not self.adaptive:
             return Schedule(max(self.repetitions, 2), 1, max(self.repetitions, 2))
@@ -108,7 +112,7 @@ class StudyMeta(StrictModel):
     @property
     def planned_rounds(self) -> int:
         """Measured rounds a fixed run makes, the most an adaptive one may."""
-        return self.schedule.max_rounds if self.adaptive else self.repetitions
+        return self.adaptive_schedule.max_rounds if self.adaptive else self.repetitions
 
     @field_validator("name")
     @classmethod
@@ -305,6 +309,17 @@ def with_budget(study: Study, budget: str, label: str = "--budget") -> Study:
     except ValidationError as exc:
         msg = _one_line(study.path, exc, ("study",), StudyMeta).split(": ", 2)[-1]
         raise StudyError(f"{label} {shown(budget)}: {msg}") from None
+    return dataclasses.replace(study, meta=meta)
+
+
+def with_schedule(study: Study, schedule: str, label: str = "--schedule") -> Study:
+    """The study under a schedule given outside its file (``run --schedule``,
+    or the one a resumed run stored)."""
+    try:
+        meta = StudyMeta.model_validate({**study.meta.model_dump(), "schedule": schedule})
+    except ValidationError as exc:
+        msg = _one_line(study.path, exc, ("study",), StudyMeta).split(": ", 2)[-1]
+        raise StudyError(f"{label} {shown(schedule)}: {msg}") from None
     return dataclasses.replace(study, meta=meta)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from isobench.analysis import budget as b
 from isobench.analysis.repetitions import sequential_alpha
-from isobench.run.runner import williams_row
+from isobench.run.schedule import williams_row
 from isobench.analysis.stats import compare_cell
 from isobench.study import StudyError, parse_study, with_budget
 

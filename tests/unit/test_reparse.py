@@ -357,7 +357,7 @@ def test_an_old_store_gets_the_version_column_and_reads_unrecorded(tmp_path):
 
 def test_the_runner_records_the_parser_version(tmp_path, monkeypatch):
     from isobench.envs.base import Paths
-    from isobench.run.runner import Cell, _measure  # the runner stores one sample
+    from isobench.run.measure import record, take  # the runner stores one sample
     from isobench.workloads.compress import Compression
     from isobench.workloads.base import Measurement
     study = parse_study(STUDY, "s.toml")
@@ -373,7 +373,8 @@ def test_the_runner_records_the_parser_version(tmp_path, monkeypatch):
         counters = None
     store = Store(str(tmp_path / "r.sqlite"))
     store.create_run("r", study, {})
-    assert _measure(store, "r", Cell("compression", "default", workload), Env(), 1, False) is None
+    taken = take(workload, "default", Env())
+    assert record(store, "r", "compression", "default", workload, Env(), 1, False, taken) is None
     assert store.samples("r")[0]["parser_version"] == 7
 
 

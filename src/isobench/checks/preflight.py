@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from isobench.envs.kinds import kind_of
+from isobench.envs.pinning import duet_sides, side_host, usable_cpus
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadError
@@ -54,6 +55,7 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
         totals["memory"] += need
         if need > biggest.get("memory", ("", -1))[1]:
             biggest["memory"] = ("noise.vm_bytes_mb", need)
+    problems += duet_problems(study, host, usable_cpus())
     limits = {"memory": (host.mem_bytes * MEMORY_SHARE, f"{MEMORY_SHARE:.0%} of this host's "
                          f"{host.mem_bytes / GiB:.1f} GiB of memory"),
               "disk": (host.disk_free_bytes * DISK_SHARE, f"{DISK_SHARE:.0%} of the "
@@ -64,6 +66,32 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
             field, _ = biggest[resource]
             problems.append(f"{study.path}: {field}: {n_envs} environments need {total / GiB:.1f} GiB of "
                             f"{resource} in all, more than {what}; lower it")
+    return problems
+
+
+def duet_problems(study: Study, host: HostInfo, cpus: list[int]) -> list[str]:
+    """What keeps a duet study from running on these CPUs, one line each:
+    too few CPUs for two sides, an environment that cannot be placed or
+    places itself, a workload that needs more CPUs than a side has."""
+    if study.meta.schedule != "duet":
+        return []
+    side = len(duet_sides(cpus)[0])
+    if side < 1:
+        return [f"{study.path}: study.schedule: a duet needs at least two usable host CPUs, this host has "
+                f"{len(cpus)}; use schedule = \"sequential\""]
+    problems = [f"{study.path}: environments.{name}.{field}: {problem}"
+                for name, spec in study.environments.items()
+                for field, problem in kind_of(spec.kind).duet_problems(spec, side)]
+    half = side_host(host)
+    for entry in study.workloads:
+        workload = WORKLOADS[entry.workload](entry.params, half)
+        if entry.params.duet and not type(workload).duet:
+            problems.append(f"{study.path}: workloads.{entry.key}.duet: {entry.workload} cannot run as a duet "
+                            "(its work is not confined to the CPUs it is given); leave duet out")
+        if workload.duets and workload.cpus_needed() > side:
+            problems.append(f"{study.path}: workloads.{entry.key}: one sample keeps {workload.cpus_needed()} CPUs "
+                            f"busy, a duet side has {side}; lower it (0 = a side's CPUs) or use "
+                            f"schedule = \"sequential\"")
     return problems
 
 

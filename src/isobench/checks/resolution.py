@@ -118,7 +118,7 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     rounds = meta.planned_rounds
     at = f"at {'up to ' if meta.adaptive else ''}{rounds} rounds"
     plan = study.budget_plan()
-    looks = meta.schedule.looks if meta.adaptive else 1
+    looks = meta.adaptive_schedule.looks if meta.adaptive else 1
     if plan is not None:
         rounds, looks = budget_rounds(plan, size, meta.warmup), plan.looks
         at = f"in the {meta.budget} budget (about {rounds} rounds of every case, more for the cases still open)"

@@ -73,7 +73,7 @@ def _repetitions_text(meta, plan=None) -> str:
                 f"open, up to {plan.cap} rounds; {plan.looks} planned looks)")
     if not meta.adaptive:
         return f"{meta.repetitions} repetitions"
-    s = meta.schedule
+    s = meta.adaptive_schedule
     return (f"auto repetitions ({s.min_rounds} to {s.max_rounds} rounds in blocks of {s.block}, "
             f"until every cell's 95% CI is within \u00b1{meta.target_ci_pct:g}%)")
 
@@ -94,8 +94,13 @@ def _repetitions_text(meta, plan=None) -> str:
               help="Spend about this long (30m, 1h30m): the study's rounds are a first block, then rounds go "
                    "to the workload cases that can still resolve (changed or equivalent) in the time left; "
                    "resolved and hopeless cases stop. Overrides the study's budget (docs/statistics.md#budget).")
+@click.option("--schedule", type=click.Choice(["sequential", "duet"]),
+              help="sequential: one sample at a time; duet: each environment's sample at the same time as the "
+                   "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "
+                   "Overrides the study's schedule.")
 def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | None,
-        resume_id: str | None, allow_large: bool, new_id: str | None, budget: str | None) -> None:
+        resume_id: str | None, allow_large: bool, new_id: str | None, budget: str | None,
+        schedule: str | None) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
     Each sample is committed to the store as soon as it is measured; Ctrl-C
@@ -106,7 +111,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
     """
     from isobench.cli.execution import execute
     from isobench.store.db import StoreError
-    from isobench.study import StudyError, load_study, parse_study, with_budget
+    from isobench.study import StudyError, load_study, parse_study, with_budget, with_schedule
 
     if (study_file is None) == (resume_id is None):
         _fail("give a study file to start a run, or --resume RUN to continue one (not both)")
@@ -127,10 +132,13 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
             stored = (store.run_facts(resume_id).get("budget") or {}).get("budget_s")
             if budget is None and stored:  # the budget it was started with, perhaps from --budget
                 budget = f"{int(stored)}s"
+            schedule = schedule or (store.run_facts(resume_id).get("schedule") or {}).get("name")
         else:
             study = load_study(study_file)
         if budget is not None:
             study = with_budget(study, budget)
+        if schedule is not None:
+            study = with_schedule(study, schedule, "--schedule" if resume_id is None else "the stored schedule")
     except (StudyError, StoreError, BadIdentifier) as exc:
         _fail(str(exc))
     run_id = execute(study, store, progress, allow_large, resume_id, new_id,

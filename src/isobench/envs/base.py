@@ -80,6 +80,14 @@ class Environment(abc.ABC):
         for density); None when there is none."""
         return None
 
+    def place(self, cpus: tuple[int, ...] | None) -> None:
+        """Run everything that follows on these host CPUs: one side of a duet
+        (run/duet.py), the samples of both sides on disjoint CPUs. None puts
+        the environment back where its own spec places it. A kind whose work
+        cannot be kept on chosen CPUs raises; its EnvKind.duet_problems says
+        so before anything starts."""
+        raise EnvironmentError_(f"{self.name}: a {self.kind} environment cannot be placed on chosen host CPUs")
+
     def counters(self) -> dict[str, float]:
         """This environment's own cumulative counters (isobench.host.counters
         names: cgroup.*, vmm.*), read before and after every sample; empty

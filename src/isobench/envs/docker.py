@@ -14,14 +14,11 @@ import docker
 import docker.errors
 from requests.exceptions import ReadTimeout
 
-from typing import Literal
-
-from pydantic import Field, field_validator, model_validator
-
 from isobench.host.counters import cgroup_cpu
 from isobench.core.dockerclient import engine, engine_or_none
 from isobench.envs.base import Environment, Paths
-from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
+from isobench.envs.docker_spec import DockerSpec
+from isobench.envs.kinds import EnvKind, EnvProbe, placed_duet_problems
 from isobench.envs import runtimes as rt
 from isobench.envs.pinning import placement
 from isobench.core.errors import EnvironmentError_
@@ -30,47 +27,6 @@ from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
-
-
-MAX_CPUS = 8192  # Linux's NR_CPUS ceiling: a cpuset beyond it is a typo
-
-
-class DockerSpec(EnvSpec):
-    kind: Literal["docker"] = "docker"
-    network: Literal["bridge", "host"] = "bridge"
-    storage: Literal["overlay", "volume"] = "overlay"
-    cpuset: str | None = Field(default=None, pattern=r"^[0-9]+([-,][0-9]+)*$")
-    cpus: float | None = Field(default=None, gt=0, le=1024)
-    memory_mb: int | None = Field(default=None, ge=64, le=16 * 1024 * 1024)  # up to 16 TiB
-    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
-    instances: int = INSTANCES
-    pin: Pin = False
-    # the OCI runtime every container of this environment runs under
-    # (envs/runtimes.py); gvisor_platform only with runsc (rt.platform_used)
-    runtime: str = "runc"
-    gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None
-
-    @field_validator("runtime")
-    @classmethod
-    def _known_runtime(cls, value: str) -> str:
-        if value not in rt.RUNTIMES:
-            raise ValueError(f"unknown runtime {value!r}; isobench knows {', '.join(rt.RUNTIMES)}")
-        return value
-
-    @field_validator("cpuset")
-    @classmethod
-    def _real_cpus(cls, value: str | None) -> str | None:
-        if value and max(int(n) for n in re.split(r"[-,]", value)) >= MAX_CPUS:
-            raise ValueError(f"CPU numbers run from 0 to {MAX_CPUS - 1}")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "DockerSpec":
-        if self.pin and self.cpuset:
-            raise ValueError("pin and cpuset both place the container; set one of them")
-        if self.gvisor_platform and self.runtime != "runsc":
-            raise ValueError(f"gvisor_platform is for runtime = \"runsc\", not {self.runtime!r}")
-        return self
 
 
 class DockerKind(EnvKind):
@@ -90,6 +46,9 @@ class DockerKind(EnvKind):
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
         return DockerEnvironment(name=name, spec=spec, placed_cpuset=placement(spec.pin, index), run_id=run_id,
                                  image=image or "", host_cores=host.cores, host_mem_bytes=host.mem_bytes)
+
+    def duet_problems(self, spec, side_cpus: int) -> list[tuple[str, str]]:
+        return placed_duet_problems(spec.instances, {"pin": spec.pin, "cpuset": spec.cpuset})
 
     def probe(self) -> EnvProbe:
         try:
@@ -390,6 +349,19 @@ class DockerEnvironment(Environment):
         if not state.get("Running"):
             return f"{self.name}: its container {self.container_name} stopped ({state.get('Status', '?')})"
         return None
+
+    def place(self, cpus: tuple[int, ...] | None) -> None:
+        # the container's cpuset, changed in place (docker update --cpuset-cpus):
+        # every process in it, exec'd ones included, moves with it
+        if self._container is None:
+            raise EnvironmentError_(f"{self.name}: not started")
+        target = self.cpuset if cpus is None else ",".join(map(str, cpus))
+        if target is None:
+            target = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+        try:
+            self._container.update(cpuset_cpus=target)
+        except docker.errors.DockerException as exc:
+            raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {target}: {exc}") from None
 
     def stop(self) -> None:
         problems = [p for p in (remove_retrying(self._container, v=True) if self._container is not None else None,

@@ -101,6 +101,14 @@ class EnvKind(abc.ABC):
         are not run; `validate`, the run and the report say why."""
         return None
 
+    def duet_problems(self, spec: EnvSpec, side_cpus: int) -> list[tuple[str, str]]:
+        """What keeps an environment of this spec out of a duet whose sides
+        have `side_cpus` host CPUs each (run/duet.py): (spec field, one-line
+        problem) pairs, empty when it can take part. Default: the kind cannot
+        be placed on chosen CPUs (Environment.place)."""
+        return [("kind", f"a {self.name} environment cannot be placed on chosen host CPUs; "
+                         "use schedule = \"sequential\"")]
+
     def footprint(self, spec: EnvSpec) -> list[Footprint]:
         """What the environment holds of the host besides the workloads'
         inputs, for all its instances (a VM's guest memory)."""
@@ -115,6 +123,21 @@ class EnvKind(abc.ABC):
         """Pure judgement of host_readings(): each setting that biases this
         kind's results, with its fix."""
         return []
+
+
+def placed_duet_problems(instances: int, own_placement: dict[str, object]) -> list[tuple[str, str]]:
+    """The duet rule for kinds that can be placed: one instance, and no
+    placement of its own (`own_placement`: field -> value; a set one would
+    overlap the other side's CPUs)."""
+    problems = []
+    if instances != 1:
+        problems.append(("instances", "a duet runs one instance a side; use instances = 1 or "
+                                      "schedule = \"sequential\""))
+    for name, value in own_placement.items():
+        if value:
+            problems.append((name, f"a duet places each side on its own CPUs, which {name} = {value!r} would "
+                                   f"overlap; remove {name} or use schedule = \"sequential\""))
+    return problems
 
 
 _REGISTRY: dict[str, EnvKind] = {}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from isobench.envs.base import Environment, Paths
-from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin
+from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin, placed_duet_problems
 from isobench.envs.pinning import placement
 from isobench.core.proc import ExecResult, run_argv
 from isobench.core.workspace import DATA_ROOT, TMP_ROOT
@@ -30,6 +30,9 @@ class NativeKind(EnvKind):
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
         return NativeEnvironment(name=name, spec=spec, run_id=run_id, cpu=placement(spec.pin, index))
+
+    def duet_problems(self, spec, side_cpus: int) -> list[tuple[str, str]]:
+        return placed_duet_problems(spec.instances, {"pin": spec.pin})
 
     def probe(self) -> EnvProbe:
         from isobench.host.facts import host_facts
@@ -51,6 +54,7 @@ class NativeEnvironment(Environment):
         slug = f"{self.run_id}-{self.name}"
         # data on the host's disk, tmp on the host's /dev/shm tmpfs
         self._paths = Paths(data=os.path.join(DATA_ROOT, slug), tmp=os.path.join(TMP_ROOT, slug))
+        self._own_cpu = self.cpu  # where pin put it, when place() lets it go
 
     @property
     def paths(self) -> Paths:
@@ -60,6 +64,13 @@ class NativeEnvironment(Environment):
         os.makedirs(self._paths.data, exist_ok=True)
         os.makedirs(self._paths.tmp, exist_ok=True)
 
+    def place(self, cpus: tuple[int, ...] | None) -> None:
+        # taskset on every command it runs, as pin does
+        if cpus is None:
+            self.cpu = self._own_cpu
+        else:
+            self.cpu = ",".join(map(str, cpus))
+
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         if self.cpu is not None:  # pinned: everything it runs stays on its core
             argv = ["taskset", "-c", self.cpu, *argv]
@@ -67,14 +78,14 @@ class NativeEnvironment(Environment):
 
     def recorded_options(self) -> dict:
         options = super().recorded_options()
-        if self.cpu is not None:
-            options["cpu"] = self.cpu
+        if self._own_cpu is not None:
+            options["cpu"] = self._own_cpu
         return options
 
     def facts(self) -> dict:
         facts = super().facts()
-        if self.cpu is not None:
-            facts["pinning"] = {"host_cpu": self.cpu, "how": "taskset"}
+        if self._own_cpu is not None:
+            facts["pinning"] = {"host_cpu": self._own_cpu, "how": "taskset"}
         return facts
 
     def health(self, timeout: float = 10) -> str | None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
-from isobench.host.hostinfo import numa_nodes
+from isobench.host.hostinfo import HostInfo, numa_nodes
 
 
 def pinned_cpus(index: int, mode, cpus: list[int], nodes: list[list[int]]) -> list[int]:
@@ -23,3 +24,22 @@ def placement(pin, index: int) -> str | None:
     if not pin:
         return None
     return ",".join(map(str, pinned_cpus(index, pin, sorted(os.sched_getaffinity(0)), numa_nodes())))
+
+
+def duet_sides(cpus: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The two disjoint CPU sets of a duet: half the usable CPUs each (one
+    each on two), the lower half first; an odd CPU out is left to the harness."""
+    cpus = sorted(cpus)
+    half = len(cpus) // 2
+    return tuple(cpus[:half]), tuple(cpus[half:2 * half])
+
+
+def usable_cpus() -> list[int]:
+    """The host CPUs this process may run on (its affinity, not the count)."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def side_host(host: HostInfo) -> HostInfo:
+    """The host as one side of a duet sees it: half its usable CPUs (what
+    "all cores" means to a workload that duets)."""
+    return dataclasses.replace(host, cores=max(len(duet_sides(usable_cpus())[0]), 1))

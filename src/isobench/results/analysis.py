@@ -81,12 +81,21 @@ def _looks(meta: dict) -> int:
 
 def pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float]] | None:
     """(env value, ref value) of every round both measured; None when the
-    run kept no rounds (built in memory), so nothing can be paired."""
+    run kept no rounds (built in memory), so nothing can be paired. A duet's
+    value pairs with the reference's value from the same duet (its partner
+    is env), never with the reference's duet beside another environment."""
     if not run.rounds.get((key, env)) or not run.rounds.get((key, ref_env)):
         return None
-    ref = dict(zip(run.rounds.get((key, ref_env), []), run.values.get((key, ref_env), [])))
-    return [(v, ref[r]) for r, v in zip(run.rounds.get((key, env), []), run.values.get((key, env), []))
-            if r in ref]
+    ref_partners = run.partners.get((key, ref_env), {})
+    ref: dict[tuple[int, str | None], float] = {}
+    for i, (r, v) in enumerate(zip(run.rounds.get((key, ref_env), []), run.values.get((key, ref_env), []))):
+        ref[(r, ref_partners.get(i))] = v
+    out = []
+    for r, v in zip(run.rounds.get((key, env), []), run.values.get((key, env), [])):
+        match = ref.get((r, env), ref.get((r, None)))
+        if match is not None:
+            out.append((v, match))
+    return out
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,10 @@ class RunData:
     # one round can be paired across environments; filled by Store.load_run
     # (empty for runs built in memory)
     rounds: dict[tuple[MetricKey, str], list[int]] = field(default_factory=dict)
+    # the duet partner of values in ``values`` that ran as a duet (run/duet.py):
+    # same keys, {index in the values list: the other environment's name}; a
+    # baseline has one value per partner and round, paired only with that partner
+    partners: dict[tuple[MetricKey, str], dict[int, str]] = field(default_factory=dict)
     # (workload, case, environment, metric) -> what the workload said that
     # figure does not mean there (Workload.validity), distinct texts in order
     validity: dict[tuple[str, str, str, str], list[str]] = field(default_factory=dict)

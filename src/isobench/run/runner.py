@@ -1,11 +1,11 @@
 """Runs a study's matrix: environments × workload cases × rounds.
 
-Each round runs every cell once in every environment, environments
-interleaved (in the order of a Williams square's rows, so that over every
-square each environment is in each position once and follows each other one
-once) so that drift in the machine shows up as spread, not as overhead.
-Every sample is stored the moment it exists. A budgeted study (isobench.analysis.budget)
-measures, after its first block, only the cases still worth rounds.
+Each round runs every cell once in every environment, in the slots its
+schedule gives (run/schedule.py: one sample at a time in a Williams square's
+order, or the baseline beside each other environment at once, a duet).
+Every sample is stored the moment it exists. A budgeted or adaptive study
+measures, after each block, only what its looks (run/looks.py) still want.
+The runner starts, measures, records and stops.
 """
 
 from __future__ import annotations
@@ -14,29 +14,29 @@ import secrets
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from isobench.host import counters
-from isobench.analysis.budget import Allocation, Evidence, Plan, allocate
-from isobench.run.clean import clean
-from isobench.clienthost import ClientHost
 from isobench.checks.doctor import findings_as_facts, judge, read_host
+from isobench.checks.health import Watch, clean_pending, final_status, remember_leftovers
+from isobench.clienthost import ClientHost
+from isobench.core.errors import EnvironmentError_
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
 from isobench.envs.kinds import kind_of
+from isobench.envs.pinning import side_host
 from isobench.host.facts import host_facts
-from isobench.checks.health import Watch, clean_pending, final_status, remember_leftovers
 from isobench.host.hostinfo import host_info
 from isobench.host.noise import Noise, step_case
-from isobench.analysis.repetitions import NextBlock, next_block, sequential_alpha
-from isobench.results.analysis import baseline_question, settings_of
-from isobench.results.primary import primary_keys, stores_primaries
-from isobench.analysis.stats import ALPHA, compare_cell
-from isobench.store.db import Sample, Store, StoreWriteError, now_iso
+from isobench.run.clean import clean
+from isobench.run.duet import run_duet
+from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptive, record_budget_plan
+from isobench.run.measure import record, record_failure, take
+from isobench.run.schedule import Schedule, Slot, make_schedule
+from isobench.store.db import Store, StoreWriteError
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
-from isobench.workloads.base import ParseError, Workload, WorkloadError
+from isobench.workloads.base import Workload
 from isobench.workloads.server import ServerWorkload
 
 
@@ -73,39 +73,14 @@ def new_run_id(study: Study) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{study.meta.name}-{secrets.token_hex(2)}"
 
 
-def williams_row(n: int, row: int) -> list[int]:
-    """Row ``row`` of a Williams square over n items: the first row is
-    0, 1, n-1, 2, n-2, ...; row i adds i (mod n). For odd n the rows after
-    the first n are the first n reversed, so 2n rows balance who follows whom."""
-    if n <= 0:
-        return []
-    first, lo, hi = [0], 1, n - 1
-    while len(first) < n:
-        first.append(lo)
-        lo += 1
-        if len(first) < n:
-            first.append(hi)
-            hi -= 1
-    period = n if n % 2 == 0 else 2 * n
-    r = row % period
-    out = [(x + r % n) % n for x in first]
-    return out[::-1] if r >= n else out
-
-
-def round_order(envs: list[Environment], measured_round: int, order: str) -> list[Environment]:
-    """The environments in the order ``measured_round`` runs them (0 is the
-    first measured round; warm-up rounds are negative)."""
-    if order == "blocked":
-        return envs
-    return [envs[i] for i in williams_row(len(envs), measured_round)]
-
-
 def plan(study: Study, host) -> list[Cell]:
     """Every cell of the study; with a [noise] table, every cell once per
     step, steps in order (the runner measures one step's cells together)."""
     cells = []
     for entry in study.workloads:
         workload = WORKLOADS[entry.workload](entry.params, host)
+        if study.meta.schedule == "duet" and workload.duets:  # "all cores" is one side's
+            workload = WORKLOADS[entry.workload](entry.params, side_host(host))
         cells.extend(Cell(entry.key, case, workload) for case in workload.cases())
     if study.noise is None:
         return cells
@@ -134,15 +109,17 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     ``host_noise`` (the noise pilot's figures, measured by the caller before
     this starts) is kept among a new run's host facts."""
     progress = progress or SilentProgress()
-    clock = _Clock(time.monotonic())
+    clock = Clock(time.monotonic())
     host = host_info()
     cells = plan(study, host)
+    schedule = make_schedule(study.meta.schedule, study.meta.baseline, study.meta.order)
     image = image_provider() if (image_provider and needs_image(study)) else None
     if resume is None:
         run_id = run_id or new_run_id(study)  # a fleet controller chooses the id
         facts = {**host_facts(), "doctor": findings_as_facts(judge(read_host()))}
         if host_noise is not None:
             facts["host_noise"] = host_noise
+        facts["schedule"] = schedule_facts(schedule, cells)
         store.create_run(run_id, study, facts)
         done: set[tuple] = set()
     else:
@@ -179,20 +156,22 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                                                    **({"unsupported": not_run} if not_run else {})})
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
-        runnable = len(cells) * len(envs) - sum((e.name, c.key) in skip for c in cells for e in envs)
+        runnable = sum(schedule.samples_per_round(c.workload, sum((e.name, c.key) not in skip for e in envs))
+                       for c in cells)
+        ctx = _Run(store, run_id, meta, done, skip, watch, progress, prepare_failures)
         budget = study.budget_plan()
         if budget is not None:
-            _record_budget_plan(store, run_id, budget)
+            record_budget_plan(store, run_id, budget)
         progress.start((meta.warmup + (budget.first if budget else meta.planned_rounds)) * runnable - len(done))
         planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
         for step, step_cells in by_step(cells):
             noise_facts = None
             if noise is not None and any((e.name, c.key, c.case, r) not in done for r in
-                                         range(meta.warmup + meta.schedule.min_rounds)
+                                         range(meta.warmup + meta.adaptive_schedule.min_rounds)
                                          for c in step_cells for e in started):
                 progress.note(f"noise: {study.noise.stressor} stressor, {step} workers")
                 noise_facts = noise.start_step(step)
-            first_block = budget.first if budget else meta.schedule.min_rounds if meta.adaptive else meta.repetitions
+            first_block = budget.first if budget else meta.adaptive_schedule.min_rounds if meta.adaptive else meta.repetitions
             rounds, first = meta.warmup + first_block, 0
             active = {(c.key, c.case) for c in step_cells}
             ended: dict[tuple[str, str], int] = {}  # case -> rounds (warm-up included) when a budget stopped it
@@ -202,26 +181,12 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                         if (cell.key, cell.case) not in active:
                             continue
                         began, measured_here = time.monotonic(), False
-                        for env in round_order(started, round_ - meta.warmup, meta.order):
-                            if (env.name, cell.key, cell.case, round_) in done or (env.name, cell.key) in skip:
-                                continue
-                            if watch.skips(env):  # its engine or guest died: --resume measures these
-                                progress.advance()
-                                continue
-                            warmup, measured_here = round_ < meta.warmup, True
-                            progress.step(f"{_round_label(meta, round_)} {cell.key}/{cell.case} in {env.name}")
-                            problem = prepare_failures.get((cell.key, env.name))
-                            if problem is None:
-                                error = _measure(store, run_id, cell, env, round_, warmup, noise_facts)
-                                if error is not None:
-                                    watch.failed(env, f"{cell.key}/{cell.case}", error)
-                            else:
-                                _record_failure(store, run_id, cell, env, round_, warmup, problem)
-                            progress.advance()
+                        for slot in schedule.slots(cell.workload, started, round_ - meta.warmup):
+                            measured_here |= _run_slot(ctx, slot, cell, round_, noise_facts)
                         if measured_here and round_ >= meta.warmup:  # resumed cells took no time
                             clock.add((cell.key, cell.case), time.monotonic() - began)
                 if budget is not None:
-                    alloc = _budget_look(store, run_id, step_cells, active, rounds - meta.warmup, budget, clock,
+                    alloc = budget_look(store, run_id, step_cells, active, rounds - meta.warmup, budget, clock,
                                          len(started), meta.tolerance_pct)
                     progress.note(f"budget: {alloc.text}")
                     ended.update({c.case: rounds for c in alloc.calls if c.case not in alloc.measure})
@@ -229,13 +194,14 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                     if alloc.stop:
                         break
                     first, rounds = rounds, rounds + alloc.more
-                    progress.extend(alloc.more * len(active) * len(started))
+                    progress.extend(alloc.more * sum(schedule.samples_per_round(c.workload, len(started))
+                                                     for c in step_cells if (c.key, c.case) in active))
                     continue
                 if not meta.adaptive:
                     break
-                decision = _next_block(store, run_id, step_cells, rounds - meta.warmup, meta)
+                decision = next_block_of(store, run_id, step_cells, rounds - meta.warmup, meta)
                 progress.note(f"adaptive repetitions: {decision.text}")
-                _record_adaptive(store, run_id, step, rounds - meta.warmup, decision)
+                record_adaptive(store, run_id, step, rounds - meta.warmup, decision)
                 if decision.stop:
                     break
                 first, rounds = rounds, rounds + decision.more
@@ -269,98 +235,8 @@ def _round_label(meta, round_: int) -> str:
     if round_ < meta.warmup:
         return "warm-up"
     of = (f" (budget {meta.budget})" if meta.budget is not None else f"/{meta.repetitions}" if not meta.adaptive
-          else f" (up to {meta.schedule.max_rounds})")
+          else f" (up to {meta.adaptive_schedule.max_rounds})")
     return f"round {round_ - meta.warmup + 1}{of}"
-
-
-def _next_block(store: Store, run_id: str, cells: list[Cell], measured: int, meta) -> NextBlock:
-    """The adaptive rule at a planned look: every (metric, environment) cell
-    of this step's workload cases whose metric is a primary (every metric, for
-    a run stored before primaries and resumed), from what the store holds."""
-    run = store.load_run(run_id)
-    ours = {(c.key, c.case) for c in cells}
-    watched = set(primary_keys(run)) if stores_primaries(run) else set(run.metrics)
-    values = [v for (key, _env), v in run.values.items() if (key.workload, key.case) in ours and key in watched]
-    return next_block(values, measured, meta.schedule, meta.target_ci_pct,
-                      what="primary cell" if stores_primaries(run) else "cell")
-
-
-class _Clock:
-    """The budget's clock: seconds spent (an interrupted run's earlier part
-    included) and each case's measured seconds per round, every environment."""
-
-    def __init__(self, started: float):
-        self.started = started
-        self.spent_before = 0.0
-        self.case_s: dict[tuple[str, str], list[float]] = {}
-
-    def add(self, case: tuple[str, str], seconds: float) -> None:
-        self.case_s.setdefault(case, []).append(seconds)
-
-    def spent(self) -> float:
-        return self.spent_before + time.monotonic() - self.started
-
-    def round_s(self, case: tuple[str, str], fallback: float) -> float:
-        times = self.case_s.get(case)
-        return sum(times) / len(times) if times else fallback
-
-
-def _budget_look(store: Store, run_id: str, cells: list[Cell], active: set, measured: int, plan: Plan,
-                 clock: _Clock, environments: int, tol_pct: float) -> Allocation:
-    """The budget's call at a look: every case's primary cells against the
-    baseline, tested as Table I tests them, at the strictest level the final
-    analysis can use (alpha/K over m primary cells); recorded in the run's facts."""
-    run = store.load_run(run_id)
-    settings = settings_of(run)
-    ours = {(c.key, c.case): c for c in cells}
-    effects: dict[tuple[str, str], list] = {case: [] for case in ours}
-    for key in primary_keys(run):
-        case = (key.workload, key.case)
-        if case not in ours:
-            continue
-        for env in run.environments:
-            if env == run.baseline:
-                continue
-            q = baseline_question(run, key, env, settings)
-            effects[case].append(compare_cell(q.candidate if q else [], q.reference if q else [],
-                                              key.higher_is_better, pairs=q.pairs if q else None,
-                                              tol_pct=tol_pct, noise_pct=settings.noise_pct(key)))
-    m = max(sum(len(v) for v in effects.values()), 1)
-    q_level = sequential_alpha(plan.looks, alpha=ALPHA) / m
-    evidence = [Evidence(case, tuple(effects[case]), measured,
-                         clock.round_s(case, ours[case].workload.expected_s(ours[case].workload_case) * environments))
-                for case in ours if case in active]
-    left = plan.budget_s - clock.spent()
-    alloc = allocate(evidence, plan, left, q_level, tol_pct)
-    facts = store.run_facts(run_id)
-    record = facts.setdefault("budget", {})
-    record["spent_s"] = round(clock.spent(), 1)
-    record.setdefault("looks_taken", []).append({"rounds": measured, "left_s": round(left, 1), "text": alloc.text})
-    cases = record.setdefault("cases", {})
-    for call in alloc.calls:
-        cases[f"{call.case[0]}/{call.case[1]}"] = {"state": call.state, "rounds": call.rounds,
-                                                   "needed": call.needed, "why": call.why}
-    store.set_run_facts(run_id, facts)
-    return alloc
-
-
-def _record_budget_plan(store: Store, run_id: str, plan: Plan) -> None:
-    """The plan goes with the run's facts before the first round: the analysis
-    reads its looks from there (a --budget on the command line is not in the
-    stored study text), and --resume its budget."""
-    facts = store.run_facts(run_id)
-    record = facts.setdefault("budget", {})
-    record.update({"budget_s": plan.budget_s, "points": list(plan.points), "looks": plan.looks})
-    store.set_run_facts(run_id, facts)
-
-
-def _record_adaptive(store: Store, run_id: str, step, measured: int, d: NextBlock) -> None:
-    """Kept with the run's facts so the report can say how the run stopped."""
-    facts = store.run_facts(run_id)
-    looks = facts.setdefault("adaptive", {}).setdefault("all" if step is None else str(step), [])
-    looks.append({"rounds": measured, "look": d.look, "converged": sum(d.converged),
-                  "cells": len(d.converged), "stop": d.stop, "text": d.text})
-    store.set_run_facts(run_id, facts)
 
 
 def attach_client_host(run_id: str, workloads: list[Workload], envs: list[Environment]) -> ClientHost | None:
@@ -395,42 +271,76 @@ def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> 
     return failures
 
 
-def _measure(store: Store, run_id: str, cell: Cell, env: Environment, round_: int, warmup: bool,
-             noise_facts: dict | None = None) -> str | None:
-    """Measure one sample and store it; returns why it failed (None: ok)."""
-    started_at = now_iso()
-    t0 = time.perf_counter()
-    try:
-        with counters.around(env.counters) as box:  # host + environment deltas -> extra["counters"]
-            m = cell.workload.run(cell.workload_case, env)
-            box["extra"] = m.extra
-        m.extra["units"] = counters.units_of(lambda: cell.workload.units(cell.workload_case, m))
-        if noise_facts is not None:
-            m.extra["noise"] = noise_facts
-        notes = cell.workload.validity(cell.workload_case, m)
-        if notes:
-            m.extra["validity"] = notes
-    except Exception as exc:  # noqa: BLE001 - recorded as a failed sample; the study goes on
-        result = getattr(exc, "result", None)
-        hide = cell.workload.hide  # the command line and output may carry a server's password
-        raw = hide(result.stdout + result.stderr) if result is not None else ""
-        status = "timeout" if (result is not None and result.timed_out) else "failed"
-        reason = hide(str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}")
-        store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, status, started_at,
-                                time.perf_counter() - t0, extra={"noise": noise_facts} if noise_facts else {},
-                                raw=raw, error=reason[:500], parser_version=cell.workload.parser_version))
-        return reason
-    # the parser's version goes with its values: a later parser change is told
-    # apart, and `isobench reparse` recomputes them from m.raw
-    store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, "ok", started_at,
-                            time.perf_counter() - t0, m.values, m.extra, m.raw,
-                            parser_version=cell.workload.parser_version))
-    return None
+@dataclass
+class _Run:
+    """What every slot of a run reads and writes."""
+
+    store: Store
+    run_id: str
+    meta: object
+    done: set
+    skip: dict
+    watch: Watch
+    progress: Progress
+    prepare_failures: dict
+    placed: set = field(default_factory=set)  # environments a duet left on one side's CPUs
 
 
-def _record_failure(store, run_id, cell, env, round_, warmup, reason: str) -> None:
-    store.add_sample(Sample(run_id, env.name, cell.key, cell.case, round_, warmup, "failed", now_iso(), 0.0,
-                            error=reason))
+def schedule_facts(schedule: Schedule, cells: list[Cell]) -> dict:
+    """Kept with the run: the schedule, a duet's CPU sides, and which
+    schedule each workload case ran under."""
+    return {"name": schedule.name, **schedule.facts(),
+            "cells": {f"{c.key}/{c.case}": schedule.used_for(c.workload) for c in cells}}
+
+
+def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None) -> bool:
+    """Measure one slot's samples (alone or as a duet) and store them;
+    returns whether anything was measured."""
+    meta, key, case = ctx.meta, cell.key, cell.case
+    # a duet is done when its other side is: both samples are stored together
+    if (slot.envs[-1].name, key, case, round_) in ctx.done:
+        return False
+    envs = [e for e in slot.envs if (e.name, key) not in ctx.skip]
+    live = [e for e in envs if not ctx.watch.skips(e)]  # its engine or guest died: --resume measures these
+    for _ in range(len(envs) - len(live)):
+        ctx.progress.advance()
+    if not live:
+        return False
+    warmup = round_ < meta.warmup
+    duet = slot.together and len(live) == 2 and not any(ctx.prepare_failures.get((key, e.name)) for e in live)
+    ctx.progress.step(f"{_round_label(meta, round_)} {key}/{case} in {' with '.join(e.name for e in live)}"
+                      + (" (duet)" if duet else ""))
+    if duet:
+        try:
+            takens = run_duet(cell.workload, cell.workload_case, (live[0], live[1]), slot.cpus, noise_facts)
+        except EnvironmentError_ as exc:
+            for env in live:
+                record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
+                ctx.watch.failed(env, f"{key}/{case}", str(exc))
+                ctx.progress.advance()
+            return True
+        finally:
+            ctx.placed.update(e.name for e in live)
+        for env, taken in zip(live, takens):
+            error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
+            if error is not None:
+                ctx.watch.failed(env, f"{key}/{case}", error)
+            ctx.progress.advance()
+        return True
+    for env in live:
+        problem = ctx.prepare_failures.get((key, env.name))
+        if problem is not None:
+            record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, problem)
+        else:
+            if env.name in ctx.placed:  # alone again: back where its own spec places it
+                env.place(None)
+                ctx.placed.discard(env.name)
+            taken = take(cell.workload, cell.workload_case, env, noise_facts)
+            error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
+            if error is not None:
+                ctx.watch.failed(env, f"{key}/{case}", error)
+        ctx.progress.advance()
+    return True
 
 
 def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:

@@ -407,11 +407,14 @@ class Store:
                     notes = run.validity.setdefault((w, c, env, metric), [])
                     if note not in notes:
                         notes.append(note)
+            partner = _duet_partner(extra)
             for metric, value in json.loads(vals).items():
                 key = keys.get((w, c, metric))
                 if key is not None and value is not None:
                     run.values.setdefault((key, env), []).append(float(value))
                     run.rounds.setdefault((key, env), []).append(round_)
+                    if partner is not None:
+                        run.partners.setdefault((key, env), {})[len(run.values[(key, env)]) - 1] = partner
         self._load_counters(run)
         for w, env, wall, n in self.db.execute(
                 "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=?"
@@ -476,3 +479,12 @@ class Store:
         cur = self.db.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur]
+
+
+def _duet_partner(extra: str) -> str | None:
+    """The other environment of the duet a sample ran in (run/duet.py), or None."""
+    if '"duet"' not in extra:  # cheap test first: sequential samples have none
+        return None
+    record = json.loads(extra).get("duet")
+    partner = record.get("partner") if isinstance(record, dict) else None
+    return partner if isinstance(partner, str) else None

@@ -60,6 +60,10 @@ class WorkloadParams(StrictModel):
     # families); the study checks each name against the metrics the table's
     # cases emit before anything starts. Empty: the workload's own.
     primary: tuple[str, ...] = ()
+    # Under schedule = "duet": false runs this table's cells one sample at a
+    # time (a study can compare both schedules on the same work); true asks
+    # for a duet the workload must be able to run. None: the workload's own.
+    duet: bool | None = None
 
     @field_validator("primary")
     @classmethod
@@ -113,6 +117,12 @@ class Workload(abc.ABC):
     # is predicted from the host-noise pilot's I/O figure, not the CPU one
     # (isobench.checks.resolution). Undeclared work counts as CPU-bound.
     io_bound: ClassVar[bool] = False
+    # Can a sample run at the same time as the baseline's, each on its own
+    # host CPUs (schedule = "duet", run/duet.py)? True for work that stays on
+    # the CPUs it is given and shares nothing else the two sides would fight
+    # over (a disk, a client host on the same CPUs); such a workload's
+    # host.cores is one side's CPUs, and cpus_needed() must fit them.
+    duet: ClassVar[bool] = False
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params
@@ -158,6 +168,16 @@ class Workload(abc.ABC):
         ``primary`` list against it)."""
         workload = cls(params, NO_HOST)
         return list(dict.fromkeys(m.name for case in workload.cases() for m in workload.metrics(case)))
+
+    @property
+    def duets(self) -> bool:
+        """Do this table's cells run as duets under schedule = "duet"?"""
+        return type(self).duet if self.params.duet is None else (self.params.duet and type(self).duet)
+
+    def cpus_needed(self) -> int:
+        """Host CPUs one sample keeps busy (threads, processes): a duet side
+        must have as many."""
+        return 1
 
     def footprint(self) -> list[Footprint]:
         """Memory and disk one environment's copy needs (preflight checks them)."""

@@ -89,7 +89,11 @@ class Compression(Workload):
     name: ClassVar[str] = "compression"
     Params: ClassVar[type[WorkloadParams]] = CompressionParams
     packages: ClassVar[tuple[str, ...]] = ("pixz", "xz-utils", "time")
+    duet: ClassVar[bool] = True  # CPU-bound, input in tmpfs: one side's CPUs hold it all
     params: CompressionParams
+
+    def cpus_needed(self) -> int:
+        return self.threads()
 
     def threads(self) -> int:
         return self.params.threads or self.host.cores

@@ -131,10 +131,14 @@ class Hpcc(Workload):
     name: ClassVar[str] = "hpcc"
     Params: ClassVar[type[WorkloadParams]] = HpccParams
     packages: ClassVar[tuple[str, ...]] = ("hpcc", "openmpi-bin")
+    duet: ClassVar[bool] = True  # HPL is CPU-bound; both sides share the memory bus (docs/statistics.md#duet)
     # The BLAS decides HPL and DGEMM figures: Debian links hpcc against the
     # libblas.so.3 alternative (reference BLAS unless OpenBLAS/BLIS is installed).
     libraries: ClassVar[tuple[str, ...]] = ("libopenmpi3", "libblas3")
     params: HpccParams
+
+    def cpus_needed(self) -> int:
+        return self.procs()
 
     def procs(self) -> int:
         return self.params.procs or self.host.cores

@@ -5,6 +5,7 @@ workloads run in a container of the same image inside the guest
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -314,6 +315,23 @@ class VmEnvironment(Environment):
         except EnvironmentError_ as exc:
             return f"{exc} (the guest is gone)"
         return f"{self.name}: the guest agent stopped answering (no reply within {timeout:.0f} s)"
+
+    def place(self, cpus: tuple[int, ...] | None) -> None:
+        # every QEMU thread (vCPUs, main loop, I/O): the guest's work and the
+        # emulation that carries it stay on the side's CPUs
+        pid = self.vmm_pid
+        if pid is None:
+            raise EnvironmentError_(f"{self.name}: not started")
+        target = set(cpus) if cpus is not None else set(os.sched_getaffinity(0))
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(ProcessLookupError):  # a thread that just ended
+                    os.sched_setaffinity(int(tid), target)
+        except OSError as exc:
+            raise EnvironmentError_(f"{self.name}: cannot move QEMU (pid {pid}) to CPUs {sorted(target)}: "
+                                    f"{exc}") from None
+        if cpus is None and self.spec.pin:
+            self._pinning = self._qemu.pin_vcpus(self.pin_cpus, self.pin_offset)
 
     @property
     def vmm_pid(self) -> int | None:

@@ -11,7 +11,7 @@ import signal
 import time
 
 from isobench.envs.base import Environment
-from isobench.envs.kinds import EnvKind, EnvProbe, Footprint
+from isobench.envs.kinds import EnvKind, EnvProbe, Footprint, placed_duet_problems
 from isobench.envs.pinning import placement
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
 from isobench.envs.vm.spec import VmSpec
@@ -31,6 +31,14 @@ class VmKind(EnvKind):
     }
     rank = 20
     scratch_roots = (SOCKET_ROOT,)
+
+    def duet_problems(self, spec, side_cpus: int) -> list[tuple[str, str]]:
+        problems = placed_duet_problems(spec.instances, {"pin": spec.pin})
+        if spec.vcpus > side_cpus:
+            problems.append(("vcpus", f"{spec.vcpus} vCPUs do not fit a duet side of {side_cpus} host "
+                                      f"CPU{'s' if side_cpus != 1 else ''}; use vcpus = {side_cpus} or "
+                                      "schedule = \"sequential\""))
+        return problems
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
         # "node": the vCPUs float within the node's CPUs; "core": instance

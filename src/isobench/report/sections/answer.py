@@ -14,6 +14,7 @@ from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
 from isobench.results.numbers import fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
+from isobench.results.schedule import schedule_summary
 from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, budget_summary, tone
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP
 
@@ -106,6 +107,8 @@ class AnswerSection(Section):
         total = sum(len(a.changed) + len(a.equivalent) + len(a.inconclusive) + len(a.untold) for a in found)
         out.append(Para(f"Resolved: {told} of {total} primary cells ({told / max(total, 1):.0%}) are changed or "
                         "equivalent." + (f" {spent}" if (spent := budget_summary(ctx.run)) else "")))
+        if schedule := schedule_summary(ctx.run):
+            out.append(Para(schedule))
         grid = []
         for a in found:
             worse = sum(1 for _, c in a.changed if tone(c) == "worse")

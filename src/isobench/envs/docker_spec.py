@@ -1,0 +1,51 @@
+"""The study-file model of a Docker environment (envs/docker.py runs it)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from isobench.envs import runtimes as rt
+from isobench.envs.kinds import INSTANCES, EnvSpec, Pin
+
+MAX_CPUS = 8192  # Linux's NR_CPUS ceiling: a cpuset beyond it is a typo
+
+
+class DockerSpec(EnvSpec):
+    kind: Literal["docker"] = "docker"
+    network: Literal["bridge", "host"] = "bridge"
+    storage: Literal["overlay", "volume"] = "overlay"
+    cpuset: str | None = Field(default=None, pattern=r"^[0-9]+([-,][0-9]+)*$")
+    cpus: float | None = Field(default=None, gt=0, le=1024)
+    memory_mb: int | None = Field(default=None, ge=64, le=16 * 1024 * 1024)  # up to 16 TiB
+    tmpfs_mb: int | None = Field(default=None, ge=16, description="size of the RAM-backed /isobench/tmp")
+    instances: int = INSTANCES
+    pin: Pin = False
+    # the OCI runtime every container of this environment runs under
+    # (envs/runtimes.py); gvisor_platform only with runsc (rt.platform_used)
+    runtime: str = "runc"
+    gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, value: str) -> str:
+        if value not in rt.RUNTIMES:
+            raise ValueError(f"unknown runtime {value!r}; isobench knows {', '.join(rt.RUNTIMES)}")
+        return value
+
+    @field_validator("cpuset")
+    @classmethod
+    def _real_cpus(cls, value: str | None) -> str | None:
+        if value and max(int(n) for n in re.split(r"[-,]", value)) >= MAX_CPUS:
+            raise ValueError(f"CPU numbers run from 0 to {MAX_CPUS - 1}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "DockerSpec":
+        if self.pin and self.cpuset:
+            raise ValueError("pin and cpuset both place the container; set one of them")
+        if self.gvisor_platform and self.runtime != "runsc":
+            raise ValueError(f"gvisor_platform is for runtime = \"runsc\", not {self.runtime!r}")
+        return self

@@ -1,0 +1,28 @@
+"""What the report says of a run's schedule (run/schedule.py): one sentence
+from the facts the run kept. Pure."""
+
+from __future__ import annotations
+
+from isobench.results.model import RunData
+
+
+def schedule_summary(run: RunData) -> str:
+    """"" for a sequential run (or one stored before schedules); else which
+    cases ran as duets, on which CPU sides, and which ran one at a time."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    record = facts.get("schedule")
+    if not isinstance(record, dict) or record.get("name") != "duet":
+        return ""
+    cells = record.get("cells") if isinstance(record.get("cells"), dict) else {}
+    duets = sorted(str(c) for c, s in cells.items() if s == "duet")
+    alone = sorted(str(c) for c, s in cells.items() if s != "duet")
+    sides = record.get("sides")
+    where = ""
+    if isinstance(sides, list) and len(sides) == 2 and all(isinstance(s, list) for s in sides):
+        where = " on host CPUs " + " | ".join(",".join(str(c) for c in s) for s in sides)
+    text = (f"Schedule: duet: each environment's sample ran at the same time as {run.baseline}'s, each side on "
+            f"its own CPUs{where}, sides swapped every round; ratios are taken within each duet")
+    text += f" ({', '.join(duets)})" if duets else ""
+    if alone:
+        text += f"; one sample at a time: {', '.join(alone)} (its workload cannot duet)"
+    return text + "."

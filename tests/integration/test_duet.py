@@ -1,0 +1,65 @@
+"""A duet study end to end against the real Docker Engine: the baseline's
+sample and each container's run at the same time on their own CPUs, both
+stored with their duet's record, and nothing is left behind."""
+
+import json
+import sqlite3
+from datetime import datetime
+
+import pytest
+
+from tests.integration.test_cli_run import isobench, isobench_containers
+
+pytestmark = pytest.mark.integration
+
+DUET = """
+[study]
+name = "duet"
+repetitions = 2
+warmup = 0
+schedule = "duet"
+
+[environments.native]
+[environments.docker-nat]
+[environments.docker-host]
+
+[workloads.compression]
+size_mb = 8
+
+[workloads.hpcc]
+n = 400
+nb = 80
+"""
+
+
+def test_a_duet_study_runs_both_sides_at_once_and_leaves_nothing(tmp_path):
+    study = tmp_path / "duet.toml"
+    study.write_text(DUET)
+    store = tmp_path / "r.sqlite"
+    out = isobench("run", str(study), "--out", str(tmp_path / "results"), store=store, cwd=tmp_path)
+    assert isobench_containers() == [], out.stderr[-3000:]
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT status FROM runs").fetchone()[0] == "complete"
+    rows = db.execute("SELECT env, workload, round, started_at, wall_s, extra FROM samples WHERE status='ok'"
+                      " ORDER BY id").fetchall()
+    # 2 duets (native beside each container) x 2 samples x 2 workloads x 2 rounds
+    assert len(rows) == 16, out.stderr[-2000:]
+    duets = {}
+    for env, workload, round_, started, wall, extra in rows:
+        record = json.loads(extra)["duet"]
+        start = record["started"]
+        assert abs(start - datetime.fromisoformat(started).timestamp()) < 1.5
+        duets.setdefault((workload, round_, frozenset({env, record["partner"]})), []).append(
+            (env, start, start + wall, record))
+    assert len(duets) == 8
+    for pair in duets.values():
+        (env_a, s_a, e_a, rec_a), (env_b, s_b, e_b, rec_b) = pair
+        assert "native" in (env_a, env_b)
+        assert max(s_a, s_b) < min(e_a, e_b), f"the two samples did not overlap: {pair}"
+        assert rec_a["cpus"] != rec_b["cpus"]
+        assert rec_a["skew_s"] < 1.0 and min(rec_a["overlap"], rec_b["overlap"]) > 0.5
+    facts = json.loads(db.execute("SELECT host_facts FROM runs").fetchone()[0])
+    assert facts["schedule"]["name"] == "duet"
+    assert set(facts["schedule"]["cells"].values()) == {"duet"}
+    report = isobench("report", "--format", "md", store=store, cwd=tmp_path).stdout
+    assert "duet" in report

@@ -1,0 +1,208 @@
+"""The duet schedule: slots, sides, overlap, the pairing of a baseline that
+ran beside several environments, and the refusals before anything starts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+
+from isobench.checks.preflight import duet_problems
+from isobench.core.proc import ExecResult
+from isobench.envs.base import Paths
+from isobench.envs.pinning import duet_sides
+from isobench.host.hostinfo import HostInfo
+from isobench.results.analysis import pairs
+from isobench.results.model import MetricKey, RunData
+from isobench.run.duet import filler_s, overlap, run_duet
+from isobench.run.schedule import Duet, Sequential
+from isobench.study import parse_study
+from isobench.workloads.base import Measurement
+from isobench.workloads.compress import Compression
+from isobench.workloads.fio import Fio
+
+HOST = HostInfo(cores=2, mem_bytes=8 << 30, disk_free_bytes=100 << 30)
+
+
+@dataclass
+class Env:
+    name: str
+    placed: list = field(default_factory=list)
+    paths: Paths = field(default_factory=lambda: Paths("/tmp/d", "/tmp/t"))
+    execs: list = field(default_factory=list)
+
+    def place(self, cpus):
+        self.placed.append(cpus)
+
+    def counters(self):
+        return {}
+
+    def exec(self, argv, timeout, cwd=None):
+        self.execs.append(argv)
+        time.sleep(0.01)
+        return ExecResult(argv, 0, "", "", 0.01)
+
+
+def compression(**params):
+    return Compression(Compression.Params(**params), HOST)
+
+
+def test_sides_are_disjoint_halves():
+    assert duet_sides([0, 1]) == ((0,), (1,))
+    assert duet_sides([3, 0, 2, 1]) == ((0, 1), (2, 3))
+    assert duet_sides([0, 1, 2]) == ((0,), (1,))  # the odd one is the harness's
+    assert duet_sides([0]) == ((), ())
+
+
+def test_each_environment_sits_on_each_side_equally_often():
+    envs = [Env("native"), Env("docker-nat"), Env("docker-host")]
+    sched = Duet("native", "interleaved", cpus=[0, 1])
+    seen, firsts = Counter(), Counter()
+    for r in range(4):
+        slots = sched.slots(compression(), envs, r)
+        assert [s.envs[0].name for s in slots] == ["native", "native"]  # the baseline beside each
+        assert sorted(s.envs[1].name for s in slots) == ["docker-host", "docker-nat"]
+        for s in slots:
+            assert set(s.cpus[0]).isdisjoint(s.cpus[1])
+            seen[(s.envs[1].name, s.cpus[1])] += 1
+        firsts[slots[0].envs[1].name] += 1
+    assert seen == {("docker-nat", (1,)): 2, ("docker-nat", (0,)): 2,
+                    ("docker-host", (1,)): 2, ("docker-host", (0,)): 2}
+    assert firsts == {"docker-nat": 2, "docker-host": 2}  # Williams order over the duets
+
+
+def test_a_workload_that_cannot_duet_runs_alone_in_a_duet_study():
+    envs = [Env("native"), Env("docker")]
+    sched = Duet("native", "interleaved", cpus=[0, 1])
+    fio = Fio(Fio.Params(), HOST)
+    assert all(not s.together for s in sched.slots(fio, envs, 0))
+    assert sched.used_for(fio) == "sequential" and sched.used_for(compression()) == "duet"
+    assert sched.samples_per_round(compression(), 3) == 4 and sched.samples_per_round(fio, 3) == 3
+    off = compression(duet=False)  # a study can turn a table's duet off
+    assert not any(s.together for s in sched.slots(off, envs, 0))
+    assert [len(s.envs) for s in Sequential("native", "interleaved").slots(compression(), envs, 0)] == [1, 1]
+
+
+def test_overlap_is_the_share_covered_by_the_other_side():
+    assert overlap((0.0, 10.0), [(0.0, 10.0)]) == 1.0
+    assert overlap((0.0, 10.0), [(0.0, 8.0)]) == pytest.approx(0.8)
+    assert overlap((0.0, 10.0), [(0.0, 8.0), (8.5, 12.0)]) == pytest.approx(0.95)
+    assert overlap((0.0, 10.0), [(11.0, 12.0)]) == 0.0
+    assert filler_s(4.6) == pytest.approx(0.46) and filler_s(0.1) == 0.3 and filler_s(500) == 5.0
+
+
+def test_a_duet_runs_both_at_once_and_fills_until_the_other_ends(monkeypatch):
+    # one side takes 0.05 s, the other 0.4 s: the short one fills until the long one ends
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def fake_run(self, case, env):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.4 if env.name == "docker" else 0.05)
+        with lock:
+            running[0] -= 1
+        return Measurement({"throughput_mbs": 1.0, "real_s": 1.0, "user_s": 1.0, "sys_s": 0.0})
+
+    monkeypatch.setattr(Compression, "run", fake_run)
+    base, other = Env("native"), Env("docker")
+    takens = run_duet(compression(), "default", (base, other), ((0,), (1,)))
+    assert most[0] == 2  # both samples ran at the same time
+    assert base.placed == [(0,)] and other.placed == [(1,)]
+    rec_base, rec_other = takens[0].extra["duet"], takens[1].extra["duet"]
+    assert rec_base["partner"] == "docker" and rec_other["partner"] == "native"
+    assert rec_base["cpus"] == "0" and rec_other["cpus"] == "1"
+    assert rec_base["skew_s"] < 0.2
+    assert rec_base["fillers"] >= 1 and rec_other["fillers"] == 0  # only the short side filled
+    assert all(argv[0] == "timeout" for argv in base.execs) and other.execs == []
+    assert rec_other["overlap"] > 0.7  # the long sample was never alone for long
+
+
+def key(metric="throughput_mbs"):
+    return MetricKey("compression", "default", metric, "MB/s", True)
+
+
+def test_a_baseline_beside_two_environments_pairs_within_each_duet():
+    k = key()
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "a", "b"], {}, [k])
+    # round 0: native 10 beside a, 20 beside b; round 1: 11 beside a, 21 beside b
+    run.values[(k, "native")] = [10.0, 20.0, 11.0, 21.0]
+    run.rounds[(k, "native")] = [0, 0, 1, 1]
+    run.partners[(k, "native")] = {0: "a", 1: "b", 2: "a", 3: "b"}
+    run.values[(k, "a")], run.rounds[(k, "a")] = [9.0, 10.0], [0, 1]
+    run.values[(k, "b")], run.rounds[(k, "b")] = [19.0, 20.0], [0, 1]
+    run.partners[(k, "a")] = {0: "native", 1: "native"}
+    run.partners[(k, "b")] = {0: "native", 1: "native"}
+    assert pairs(run, k, "a", "native") == [(9.0, 10.0), (10.0, 11.0)]
+    assert pairs(run, k, "b", "native") == [(19.0, 20.0), (20.0, 21.0)]
+
+
+def test_sequential_runs_still_pair_by_round():
+    k = key()
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "a"], {}, [k])
+    run.values[(k, "native")], run.rounds[(k, "native")] = [10.0, 11.0], [0, 1]
+    run.values[(k, "a")], run.rounds[(k, "a")] = [9.0, 12.0], [1, 0]
+    assert pairs(run, k, "a", "native") == [(9.0, 11.0), (12.0, 10.0)]
+
+
+STUDY = """
+[study]
+name = "d"
+schedule = "duet"
+[environments.native]
+[environments.docker-host]
+{extra_env}
+[workloads.compression]
+size_mb = 1
+{extra_wl}
+"""
+
+
+def problems(extra_env="", extra_wl="", cpus=(0, 1)):
+    study = parse_study(STUDY.format(extra_env=extra_env, extra_wl=extra_wl), "d.toml")
+    return duet_problems(study, HOST, list(cpus))
+
+
+def test_a_duet_that_fits_is_not_refused():
+    assert problems() == []
+
+
+@pytest.mark.parametrize("extra_env,extra_wl,cpus,expect", [
+    ("", "", (0,), "d.toml: study.schedule: a duet needs at least two usable host CPUs"),
+    ("[environments.p]\nkind = \"docker\"\ncpuset = \"1\"", "", (0, 1), "environments.p.cpuset: a duet places"),
+    ("[environments.p]\nkind = \"native\"\npin = true", "", (0, 1), "environments.p.pin: a duet places"),
+    ("[environments.g]\nkind = \"docker\"\ninstances = 2", "", (0, 1), "environments.g.instances: a duet runs one"),
+    ("[environments.v]\nkind = \"vm\"\nvcpus = 2", "", (0, 1), "environments.v.vcpus: 2 vCPUs do not fit"),
+    ("", "threads = 2", (0, 1), "workloads.compression: one sample keeps 2 CPUs busy, a duet side has 1"),
+])
+def test_a_duet_that_cannot_run_is_refused_with_the_field(extra_env, extra_wl, cpus, expect):
+    found = problems(extra_env, extra_wl, cpus)
+    assert any(expect in p for p in found), found
+
+
+def test_asking_a_duet_of_a_workload_that_cannot_is_refused():
+    study = parse_study(STUDY.format(extra_env="", extra_wl="") + "[workloads.fio]\nduet = true\n", "d.toml")
+    assert any("workloads.fio.duet: fio cannot run as a duet" in p for p in duet_problems(study, HOST, [0, 1]))
+
+
+def test_an_unknown_schedule_is_one_line():
+    from isobench.study import StudyError
+    with pytest.raises(StudyError, match=r"d.toml: study.schedule: .*'sequential' or 'duet'"):
+        parse_study(STUDY.format(extra_env="", extra_wl="").replace('"duet"', '"tandem"'), "d.toml")
+
+
+def test_the_answer_says_the_schedule():
+    from isobench.results.schedule import schedule_summary
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "a"], {}, [key()])
+    assert schedule_summary(run) == ""
+    run.host_facts = {"schedule": {"name": "duet", "sides": [[0], [1]],
+                                   "cells": {"compression/default": "duet", "fio/randread": "sequential"}}}
+    text = schedule_summary(run)
+    assert "at the same time as native's" in text and "on host CPUs 0 | 1" in text
+    assert "(compression/default)" in text and "one sample at a time: fio/randread" in text
+    run.host_facts = {"schedule": "nonsense"}
+    assert schedule_summary(run) == ""
