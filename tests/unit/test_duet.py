@@ -185,8 +185,11 @@ def test_a_duet_that_cannot_run_is_refused_with_the_field(extra_env, extra_wl, c
 
 
 def test_asking_a_duet_of_a_workload_that_cannot_is_refused():
-    study = parse_study(STUDY.format(extra_env="", extra_wl="") + "[workloads.fio]\nduet = true\n", "d.toml")
-    assert any("workloads.fio.duet: fio cannot run as a duet" in p for p in duet_problems(study, HOST, [0, 1]))
+    study = parse_study(STUDY.format(extra_env="", extra_wl="") + "[workloads.netbw]\nduet = true\n", "d.toml")
+    assert any("workloads.netbw.duet: netbw cannot run as a duet" in p for p in duet_problems(study, HOST, [0, 1]))
+    fio = parse_study(STUDY.format(extra_env="", extra_wl="") + "[workloads.fio]\nduet = true\n", "d.toml")
+    assert duet_problems(fio, HOST, [0, 1]) == []  # fio can, when asked: its sides share the disk
+    assert Fio(Fio.Params(duet=True), HOST).duets and not Fio(Fio.Params(), HOST).duets
 
 
 def test_an_unknown_schedule_is_one_line():

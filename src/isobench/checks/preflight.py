@@ -130,21 +130,26 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
     """How big the study is, and roughly how long it takes, from the
     workloads' own expected durations (Workload.expected_s)."""
     steps = len(study.noise.steps) if study.noise is not None else 1
-    cells, per_round_s = 0, 0.0
+    n_envs = len(study.environments)
+    duet = study.meta.schedule == "duet" and n_envs > 1
+    cells, round_s, round_samples = 0, 0.0, 0
     for entry in study.workloads:
         workload = WORKLOADS[entry.workload](entry.params, host)
         cases = workload.cases()
         cells += len(cases) * steps
-        per_round_s += sum(workload.expected_s(c) for c in cases) * steps
-    n_envs = len(study.environments)
+        # a duet runs the baseline beside each other environment: n - 1 slots of
+        # two samples at once, where one at a time takes n slots of one
+        slots, per_slot = (n_envs - 1, 2) if duet and workload.duets else (n_envs, 1)
+        round_s += sum(workload.expected_s(c) for c in cases) * steps * slots
+        round_samples += len(cases) * steps * slots * per_slot
     instances = sum(spec.instances for spec in study.environments.values())
     plan = study.budget_plan()
     # an adaptive study: its most rounds; a budgeted one: its first block, and its budget as its length
     rounds = study.meta.warmup + (plan.first if plan else study.meta.planned_rounds)
-    estimated = per_round_s * n_envs * rounds + START_S * instances
-    return StudySize(n_envs, instances, cells, rounds, cells * n_envs * rounds,
+    estimated = round_s * rounds + START_S * instances
+    return StudySize(n_envs, instances, cells, rounds, round_samples * rounds,
                      max(estimated, plan.budget_s) if plan else estimated,
-                     study.meta.warmup, per_round_s * n_envs, START_S * instances)
+                     study.meta.warmup, round_s, START_S * instances)
 
 
 def budget_problem(study: Study, size: StudySize, label: str = "study.budget") -> str | None:

@@ -32,8 +32,12 @@ CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
 @click.option("--show", "show_id", metavar="RUN", help="Judge a stored calibration run again; run nothing.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the rates as JSON here.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@click.option("--schedule", type=click.Choice(["sequential", "duet"]),
+              help="Calibrate the gate under this schedule (default: the study's): with duet, each copy's sample "
+                   "runs at the same time as the baseline's (docs/statistics.md#duet).")
 def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: str, copies: int,
-              quota: float | None, show_id: str | None, json_out: str | None, progress: bool | None) -> None:
+              quota: float | None, show_id: str | None, json_out: str | None, progress: bool | None,
+              schedule: str | None) -> None:
     """Measure the gate on this host: false alarms and detection per planted size.
 
     Runs STUDY_FILE's workloads in one environment (the baseline), in COPIES
@@ -51,7 +55,7 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
     """
     from isobench.run.calibration import derive, judge, parse_sizes
     from isobench.store.db import StoreError
-    from isobench.study import StudyError, load_study, parse_study
+    from isobench.study import StudyError, load_study, parse_study, with_schedule
 
     if (study_file is None) == (show_id is None):
         _fail("give a study file to calibrate with, or --show RUN to judge a stored calibration run")
@@ -66,6 +70,8 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
             study = load_study(study_file)
             text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota)
             derived = parse_study(text, f"{study_file} (calibration)")
+            if schedule is not None:
+                derived = with_schedule(derived, schedule)
         except StudyError as exc:
             _fail(str(exc))
         from isobench.cli.execution import execute

@@ -52,6 +52,9 @@ class FioParams(WorkloadParams):
     seq_iodepth: int = Field(16, ge=1, le=65_536, description="queue depth, sequential cases")
     numjobs: int = Field(1, ge=1, le=1024)
     cases: tuple[str, ...] = tuple(CASES)
+    # Two sides of a duet share the disk: off until a study asks for it (duet =
+    # true), since contention may change what is measured (docs/statistics.md#duet)
+    duet: bool | None = False
 
     @field_validator("cases")
     @classmethod
@@ -81,10 +84,14 @@ class Fio(Workload):
     Params: ClassVar[type[WorkloadParams]] = FioParams
     packages: ClassVar[tuple[str, ...]] = ("fio",)
     io_bound: ClassVar[bool] = True  # O_DIRECT on the environment's storage
+    duet: ClassVar[bool] = True  # each side has its own file; see FioParams.duet
     params: FioParams
 
     def expected_s(self, case: str) -> float:
         return float(self.params.runtime_s + self.params.ramp_s + 2)
+
+    def cpus_needed(self) -> int:
+        return self.params.numjobs
 
     def cases(self) -> list[str]:
         return list(self.params.cases)
