@@ -75,7 +75,7 @@ def test_throwaway_in_the_study_model_and_the_runners_plan(throwaway):
     study = parse_study(STUDY, "t.toml")
     (entry,) = study.workloads
     assert entry.workload == "throwaway" and entry.params.payload_bytes == 128
-    with pytest.raises(StudyError, match=r"workloads\.throwaway\.size: unknown field; allowed: payload_bytes"):
+    with pytest.raises(StudyError, match=r"workloads\.throwaway\.size: unknown field; allowed: duet, payload_bytes"):
         parse_study(STUDY.replace("payload_bytes = 128", "size = 1"), "t.toml")
     (cell,) = plan(study, HOST)
     assert isinstance(cell.workload, throwaway) and cell.case == "default"

@@ -485,6 +485,7 @@ def _duet_partner(extra: str) -> str | None:
     """The other environment of the duet a sample ran in (run/duet.py), or None."""
     if '"duet"' not in extra:  # cheap test first: sequential samples have none
         return None
-    record = json.loads(extra).get("duet")
+    detail = json.loads(extra)
+    record = detail.get("duet") if isinstance(detail, dict) else None
     partner = record.get("partner") if isinstance(record, dict) else None
     return partner if isinstance(partner, str) else None
