@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from isobench.core.ids import printable
 from isobench.core.metric import Metric
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
+from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored
+from isobench.store.shapes import printable_facts as _printable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -153,18 +155,6 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
 OWN_TABLES = frozenset({"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence",
                         "isobench_probe"})
 RUNS_COLUMNS = frozenset({"run_id", "study_name", "study_hash", "environments", "host_facts", "status"})
-
-
-def _printable(value):
-    """Facts as read back for reports: every string with its control
-    characters escaped (a fact or a tool's output may hold ESC or OSC)."""
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, dict):
-        return {printable(str(k)): _printable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    return value
 
 
 class Store:
@@ -382,7 +372,8 @@ class Store:
             " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if r is None:
             raise StoreError(f"{self.path}: no run {run_id!r}")
-        env_facts = {e: _printable(json.loads(f)) for e, f in self.db.execute(
+        where = f"{self.path}: run {run_id}"
+        env_facts = {e: _printable(stored(EnvFacts, f, f"{where}: {e} facts")) for e, f in self.db.execute(
             "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
         keys = {}
         for w, c, m, u, hib, role, primary in self.db.execute(
@@ -390,7 +381,8 @@ class Store:
                 " FROM metric_defs WHERE run_id=? ORDER BY ordinal", (run_id,)):
             keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role, bool(primary))
         run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
-                      host_facts=_printable(json.loads(r[5])), study_text=r[6], study_hash=r[7], baseline=r[8],
+                      host_facts=_printable(stored(HostFacts, r[5], f"{where}: host facts")), study_text=r[6],
+                      study_hash=r[7], baseline=r[8],
                       environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
         for env, w, c, round_, status, error, vals, extra in self.db.execute(
                 "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
@@ -399,7 +391,7 @@ class Store:
                 run.failures.setdefault((w, c, env), []).append(printable(error or status))
                 continue
             if '"validity"' in extra:  # cheap test first: most samples have none
-                notes_of = json.loads(extra).get("validity", {})
+                notes_of = stored(SampleExtra, extra, f"{where}: samples' extra").get("validity", {})
                 if isinstance(notes_of, list):  # stored by the first version: the whole case
                     notes_of = {ALL_METRICS: "; ".join(notes_of)}
                 for metric, note in notes_of.items():
@@ -427,7 +419,7 @@ class Store:
         for env, w, c, round_, extra in self.db.execute(
                 "SELECT env, workload, ccase, round, extra FROM samples"
                 " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id", (run.run_id,)):
-            detail = json.loads(extra) if extra else {}
+            detail = stored(SampleExtra, extra, f"{self.path}: run {run.run_id}: samples' extra")
             deltas, units = detail.get("counters"), detail.get("units")
             if isinstance(deltas, dict) and deltas:
                 run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
@@ -447,7 +439,7 @@ class Store:
             args.append(case)
         out: dict[tuple[str, str, str], list[dict]] = {}
         for env, w, c, extra in self.db.execute(sql + " ORDER BY id", args):
-            detail = json.loads(extra) if extra else {}
+            detail = stored(SampleExtra, extra, f"{self.path}: run {run_id}: samples' extra")
             if detail:
                 out.setdefault((env, w, c), []).append(detail)
         return out

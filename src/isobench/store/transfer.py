@@ -10,7 +10,8 @@ import math
 from pathlib import Path
 
 from isobench.core.ids import BadIdentifier, check_name, check_run_id, shown
-from isobench.core.metric import ROLES
+from isobench.core.metric import ROLES, value_problem
+from isobench.store.shapes import NAME_LIMIT, EnvFacts, HostFacts, SampleExtra, ShapeError, check
 
 FORMAT = "isobench-run/1"
 TABLES = ("runs", "env_facts", "metric_defs", "samples")
@@ -109,10 +110,44 @@ def _typed(row: dict, col: str, types: tuple, where: str, optional: bool = False
 
 def _finite_values(vals: dict, where: str) -> None:
     for name, v in vals.items():
-        if v is None:
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise _Bad(f"{where}: {shown(name)} is {shown(v)}; a measured value is a finite number")
+        if v is not None and value_problem(v):
+            raise _Bad(f"{where}: {shown(name)} is {shown(v)}; a measured value is a finite number "
+                       f"({value_problem(v)})")
+
+
+# A study makes at most 1000 measured rounds (and 100 warm-up): a cell with
+# more is not a run's, and would cost the report's estimators.
+MAX_ROUND = 1100
+MAX_WALL_S = 1e7  # 115 days
+INT64 = 2**63
+
+
+def _storable(value, where: str) -> None:
+    """A value SQLite keeps as given: a 64-bit integer, a finite float, UTF-8 text."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
+        raise _Bad(f"{where}: {shown(value)} is beyond a 64-bit integer")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _Bad(f"{where}: not UTF-8 text ({exc.reason} at character {exc.start})") from None
+
+
+def _bounded_name(row: dict, col: str, where: str) -> None:
+    value = row.get(col)
+    if value is None:
+        return
+    if not value.isprintable():
+        raise _Bad(f"{where}.{col}: {shown(value)} holds control characters")
+    if len(value) > NAME_LIMIT:
+        raise _Bad(f"{where}.{col}: {len(value)} characters; a name has at most {NAME_LIMIT}")
+
+
+def _shape(model, value: dict, where: str) -> None:
+    try:
+        check(model, value, where)
+    except ShapeError as exc:
+        raise _Bad(str(exc)) from None
 
 
 def check_export(doc: dict) -> None:
@@ -131,6 +166,9 @@ def _check(doc: dict) -> None:
         rows = doc.get(table, [])
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise _Bad(f"{table}: must be a list of rows (objects)")
+        for i, row in enumerate(rows):
+            for col, value in row.items():
+                _storable(value, f"{table}[{i}].{col}")
     if len(doc["runs"]) != 1:
         raise _Bad(f"runs: one row expected, found {len(doc['runs'])}")
     run = doc["runs"][0]
@@ -145,19 +183,18 @@ def _check(doc: dict) -> None:
         check_name(env, "runs.environments")
     if run["baseline"] not in envs:
         raise _Bad(f"runs.baseline: {shown(run['baseline'])} is not one of the run's environments")
-    _json_of(run.get("host_facts"), dict, "runs.host_facts")
+    _shape(HostFacts, _json_of(run.get("host_facts"), dict, "runs.host_facts"), "runs.host_facts")
     for i, row in enumerate(doc.get("env_facts", [])):
         where = f"env_facts[{i}]"
         if row.get("env") not in envs:
             raise _Bad(f"{where}.env: {shown(row.get('env'))} is not one of the run's environments")
-        _json_of(row.get("facts"), dict, f"{where}.facts")
+        _shape(EnvFacts, _json_of(row.get("facts"), dict, f"{where}.facts"), f"{where}.facts")
     seen = set()
     for i, row in enumerate(doc.get("metric_defs", [])):
         where = f"metric_defs[{i}]"
         for col in ("workload", "ccase", "metric", "unit", "role"):
             _typed(row, col, (str,), where, optional=col == "role")
-            if row.get(col) is not None and not row[col].isprintable():
-                raise _Bad(f"{where}.{col}: {shown(row[col])} holds control characters")
+            _bounded_name(row, col, where)
         _typed(row, "higher_is_better", (int,), where)
         _typed(row, "ordinal", (int,), where)
         if _typed(row, "is_primary", (int,), where, optional=True) not in (None, 0, 1):
@@ -169,6 +206,7 @@ def _check(doc: dict) -> None:
         if key in seen:
             raise _Bad(f"{where}: {'/'.join(key)} is defined twice")
         seen.add(key)
+    rounds: dict[tuple, int] = {}
     for i, row in enumerate(doc.get("samples", [])):
         where = f"samples[{i}]"
         if row.get("env") not in envs:
@@ -176,28 +214,26 @@ def _check(doc: dict) -> None:
         for col in ("workload", "ccase", "status", "raw", "started_at"):
             _typed(row, col, (str,), where)
         for col in ("workload", "ccase"):
-            if not row[col].isprintable():
-                raise _Bad(f"{where}.{col}: {shown(row[col])} holds control characters")
+            _bounded_name(row, col, where)
         _typed(row, "error", (str,), where, optional=True)
-        _typed(row, "round", (int,), where)
+        if not 0 <= _typed(row, "round", (int,), where) <= MAX_ROUND:
+            raise _Bad(f"{where}.round: {row['round']} is not a round a study makes (0 to {MAX_ROUND})")
         _typed(row, "warmup", (int,), where)
-        _typed(row, "wall_s", (int, float), where)
+        if not 0 <= _typed(row, "wall_s", (int, float), where) <= MAX_WALL_S:
+            raise _Bad(f"{where}.wall_s: {row['wall_s']!r} is not a duration (0 to {MAX_WALL_S:g} s)")
         version = _typed(row, "parser_version", (int,), where, optional=True)  # absent: exported before versions
         if version is not None and version < 1:
             raise _Bad(f"{where}.parser_version: {version} is not a parser version (1 or more)")
         if row["status"] not in SAMPLE_STATUSES:
             raise _Bad(f"{where}.status: {shown(row['status'])} is not one of {', '.join(SAMPLE_STATUSES)}")
         _finite_values(_json_of(row.get("vals"), dict, f"{where}.vals"), f"{where}.vals")
-        extra = _json_of(row.get("extra"), dict, f"{where}.extra")
-        units = extra.get("units")
-        if units is not None and not (isinstance(units, list) and len(units) == 2 and isinstance(units[0], str)
-                                      and isinstance(units[1], (int, float)) and not isinstance(units[1], bool)):
-            raise _Bad(f"{where}.extra.units: must be [unit, count]")
-        counters = extra.get("counters")
-        if counters is not None:
-            if not isinstance(counters, dict):
-                raise _Bad(f"{where}.extra.counters: must be an object of numbers")
-            _finite_values(counters, f"{where}.extra.counters")
+        _shape(SampleExtra, _json_of(row.get("extra"), dict, f"{where}.extra"), f"{where}.extra")
+        if not row["warmup"] and row["status"] == "ok":
+            cell = (row["env"], row["workload"], row["ccase"])
+            rounds[cell] = rounds.get(cell, 0) + 1
+            if rounds[cell] > MAX_ROUND:
+                raise _Bad(f"{where}: {'/'.join(map(shown, cell))} has more than {MAX_ROUND} measured rounds; "
+                           "a study makes at most 1000")
 
 
 def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = None) -> str:
