@@ -158,7 +158,7 @@ def test_fuzzed_exports(sandbox, capfd, real_export):
         check(code, err, what)
         if code == 0:
             accepted += 1
-            for args in (["report", run_id, "--format", "md", "-o", str(sandbox / "r.md")], ["runs"]):
+            for args in (["report", run_id, "--format", "md", "-o", str(sandbox / "r.md"), "--force"], ["runs"]):
                 code, err = isobench(capfd, *args)
                 assert code == 0, f"{what}: imported, then {args[0]} failed: {err[-500:]}"
     assert 0 < accepted < N_EXPORTS

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from isobench.cli.common import STORE_OPTION, console, err_console, writing
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, check_output, console, err_console, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 
@@ -21,6 +21,7 @@ DATE = click.DateTime(formats=["%Y-%m-%d"])
 @click.command("history")
 @click.argument("study", required=False)
 @STORE_OPTION
+@FORCE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
               show_default=True, help="html: one offline file with a figure per workload.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False),
@@ -89,6 +90,7 @@ def history(study: str | None, store_path: str, fmt: str, output: str | None, by
     _show(page, fmt, output, study)
     if junit_path:
         from isobench.report.junit import write_junit
+        check_output(junit_path, "--junit")
         write_junit(junit_path, f"isobench history {study}", _cases(h, study, fail_pct))
     failing = h.gate(fail_pct) if fail_pct is not None else []
     if failing:
