@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
-from dataclasses import dataclass, field
 
 from isobench.core.ids import printable
+from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
+from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored
 from isobench.store.shapes import printable_facts as _printable
 
@@ -86,48 +86,7 @@ ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
                  ("metric_defs", "is_primary", "INTEGER NOT NULL DEFAULT 0"))
 
 
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One measured run of a cell (workload case x environment x round)."""
-    run_id: str
-    env: str
-    workload: str
-    case: str
-    round: int
-    warmup: bool
-    status: str  # ok | failed | timeout
-    started_at: str
-    wall_s: float
-    values: dict = field(default_factory=dict)  # metric -> value
-    extra: dict = field(default_factory=dict)  # detail: latency histograms, noise facts ...
-    raw: str = ""  # the tool's output, so the sample can be re-parsed
-    error: str | None = None  # one line, for failed samples
-    parser_version: int | None = None  # Workload.parser_version that made `values`
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """New values for one stored sample (isobench reparse)."""
-    id: int  # samples.id
-    values: dict
-    extra: dict
-    parser_version: int
-
-
-@dataclass
-class RunRow:
-    run_id: str
-    study_name: str
-    started_at: str
-    finished_at: str | None
-    status: str
-    environments: list[str]
-    samples_ok: int
-    samples_failed: int
+now_iso = now_utc  # runs' times are UTC instants (core/instants.py)
 
 
 class StoreError(RuntimeError):
@@ -227,11 +186,24 @@ class Store:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
             except sqlite3.OperationalError:
                 pass  # added by another process meanwhile, or a read-only file: read as before
+        self._utc_times()
         defs = self._columns("metric_defs")
         self._role = "role" if "role" in defs else "''"
         self._primary = "is_primary" if "is_primary" in defs else "0"
         # a read-only store from before parser versions reads as "not recorded"
         self._version = "parser_version" if "parser_version" in self._columns("samples") else "NULL"
+
+    def _utc_times(self) -> None:
+        """Runs' times stored before they were UTC instants, converted once
+        (a text that is no time is left: it sorts first, never the latest)."""
+        for run_id, *times in self.db.execute("SELECT run_id, started_at, finished_at FROM runs WHERE NOT"
+                                              f" (started_at GLOB '{CANONICAL_GLOB}')").fetchall():
+            try:
+                with self.db:
+                    self.db.execute("UPDATE runs SET started_at=?, finished_at=? WHERE run_id=?",
+                                    (*(utc(t) if t else t for t in times), run_id))
+            except (ValueError, sqlite3.OperationalError):
+                pass  # unreadable, or a read-only store: read as stored
 
     def _columns(self, table: str) -> set[str]:
         return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
@@ -340,11 +312,12 @@ class Store:
             "SELECT r.run_id, r.study_name, r.started_at, r.finished_at, r.status, r.environments,"
             " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok')"
             " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
-            " GROUP BY r.run_id ORDER BY r.started_at, r.run_id").fetchall()
+            f" GROUP BY r.run_id ORDER BY {order_by('r.started_at')}, r.run_id").fetchall()
         return [RunRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6] or 0, r[7] or 0) for r in rows]
 
     def latest_run_id(self) -> str:
-        row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+        row = self.db.execute(f"SELECT run_id FROM runs ORDER BY {order_by('started_at', desc=True)}, run_id DESC"
+                              " LIMIT 1").fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no runs stored yet; start one with `isobench run STUDY`")
         return row[0]

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 from isobench.core.ids import BadIdentifier, check_name, check_run_id, shown
+from isobench.core.instants import utc
 from isobench.core.metric import ROLES, value_problem
 from isobench.store.shapes import NAME_LIMIT, EnvFacts, HostFacts, SampleExtra, ShapeError, check
 
@@ -175,6 +176,13 @@ def _check(doc: dict) -> None:
     for col in ("study_name", "study_path", "study_text", "study_hash", "baseline", "started_at", "status"):
         _typed(run, col, (str,), "runs")
     _typed(run, "finished_at", (str,), "runs", optional=True)
+    for col in ("started_at", "finished_at"):
+        if run.get(col) is not None:
+            try:
+                utc(run[col])
+            except ValueError as exc:
+                raise _Bad(f"runs.{col}: {shown(run[col])} is not a time ({exc}); a run's times are ISO 8601 "
+                           "with a UTC offset") from None
     if run["status"] not in STATUSES:
         raise _Bad(f"runs.status: {shown(run['status'])} is not one of {', '.join(STATUSES)}")
     check_name(run["study_name"], "runs.study_name")
@@ -265,6 +273,8 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                                             f"{sorted(shown(u) for u in unknown)}; export it with the same "
                                             "isobench version")
                     row = {**row, "run_id": run_id}
+                    if table == "runs":  # stored as UTC instants: sorted as times
+                        row.update({c: utc(row[c]) for c in ("started_at", "finished_at") if row.get(c)})
                     if table == "runs" and tag is not None:
                         facts = json.loads(row["host_facts"])
                         facts["fleet"] = tag
