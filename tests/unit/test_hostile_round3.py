@@ -333,3 +333,67 @@ def test_8_a_default_output_is_isobench_s_own_and_replaced(capfd, sandbox, store
         code, _, err = isobench(capfd, "export-run", "r1")
         assert code == 0, err
     assert (sandbox / "results" / "r1.run.json").exists()
+
+
+# -- 9. time is a time -----------------------------------------------------------------------
+
+def test_9_runs_sort_by_instant_across_time_zones(capfd, sandbox, small):
+    # b started at 10:00+09:00 = 01:00 UTC: before a (05:00 UTC), though its text sorts after
+    imported(capfd, sandbox, run_field(small, "started_at", "2026-05-01T05:00:00+00:00"))
+    doc = run_field(small, "started_at", "2026-05-01T10:00:00+09:00")
+    doc["run_id"] = "b"
+    imported(capfd, sandbox, doc, "b.json")
+    code, out, err = isobench(capfd, "runs")
+    assert code == 0 and out.index("b ") < out.index("r1 "), out
+    assert "2026-05-01T01:00:00+0000" in out
+    from isobench.store.db import Store as S
+    assert S(str(sandbox / "s.sqlite")).latest_run_id() == "r1"
+
+
+@pytest.mark.parametrize("bad", ["zzz", "2026-05-01T10:00:00", "9999-99-99T00:00:00+0000", "1" * 500])
+def test_9_an_unparseable_time_is_refused(capfd, sandbox, small, bad):
+    refused(capfd, sandbox, run_field(small, "started_at", bad), "runs.started_at")
+    refused(capfd, sandbox, run_field(small, "finished_at", bad), "runs.finished_at")
+
+
+def test_9_an_older_store_is_converted_and_an_unreadable_time_is_never_the_latest(capfd, sandbox, small):
+    imported(capfd, sandbox, small)
+    doc = copy.deepcopy(small)
+    doc["run_id"] = "z"
+    imported(capfd, sandbox, doc, "z.json")
+    import sqlite3
+    db = sqlite3.connect(sandbox / "s.sqlite")
+    db.execute("UPDATE runs SET started_at='2026-05-01T10:00:00+0900' WHERE run_id='r1'")
+    db.execute("UPDATE runs SET started_at='zzz' WHERE run_id='z'")  # written by hand
+    db.commit()
+    db.close()
+    s = Store(str(sandbox / "s.sqlite"))
+    assert s.latest_run_id() == "r1"
+    assert s.db.execute("SELECT started_at FROM runs WHERE run_id='r1'").fetchone()[0] == "2026-05-01T01:00:00+0000"
+    assert [r.run_id for r in s.list_runs()] == ["z", "r1"]
+
+
+# -- 10. options are validated like fields -----------------------------------------------------
+
+@pytest.fixture
+def regressed(capfd, sandbox):
+    s = Store(str(sandbox / "s.sqlite"))
+    simple_run(s, "a1", {"native": [10.0, 10.1, 9.9, 10.0], "docker-nat": [10.0, 10.1, 9.9, 10.0]})
+    simple_run(s, "b1", {"native": [10.0, 10.1, 9.9, 10.0], "docker-nat": [5.0, 5.1, 4.9, 5.0]})
+    s.close()
+
+
+@pytest.mark.parametrize("args", [["compare", "a1", "b1", "--fail-on-regression"], ["compare", "a1", "b1", "--tolerance"],
+                                  ["history", "--fail-on-change"]], ids=" ".join)
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_10_a_nan_threshold_is_refused(capfd, sandbox, regressed, args, value):
+    code, _, err = isobench(capfd, *args, value)
+    assert code == 2 and "is not a finite number" in err and "unexpected" not in err, err
+
+
+@pytest.mark.parametrize("budget", ["\u0663\u0660m", "9" * 5000 + "s", "1" * 7 + "m"])
+def test_10_a_budget_is_a_few_ascii_digits(budget):
+    from isobench.analysis.budget import parse_duration
+    with pytest.raises(ValueError, match="is not a duration") as exc:
+        parse_duration(budget)
+    assert len(str(exc.value)) < 200

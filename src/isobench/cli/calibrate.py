@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from isobench.cli.common import STORE_OPTION, console
+from isobench.cli.common import STORE_OPTION, Finite, console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 
@@ -27,7 +27,7 @@ CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
               help="Planted slowdowns, percent of CPU time taken away, each in (0, 90).")
 @click.option("--copies", default=7, show_default=True, type=int,
               help="A/A copies of the environment (false alarms are counted over copies x primary cells).")
-@click.option("--cpus", "quota", type=float, metavar="N",
+@click.option("--cpus", "quota", type=Finite(min=0, min_open=True), metavar="N",
               help="CPU quota every unslowed copy gets when the environment sets none (default 1).")
 @click.option("--show", "show_id", metavar="RUN", help="Judge a stored calibration run again; run nothing.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the rates as JSON here.")

@@ -4,6 +4,7 @@ transfer_cli.py, fleet/commands.py) import it; it imports no command."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from isobench.core.ids import printable
+from isobench.core.ids import printable, shown
 from isobench.core.workspace import DEFAULT_STORE
 
 # Pipes and CI logs get a wide table rather than rich's 80-column default.
@@ -25,11 +26,28 @@ STORE_OPTION = click.option(
     help="SQLite file holding every run (env: ISOBENCH_STORE).")
 
 
+class Finite(click.FloatRange):
+    """The one type of every float option: a finite number in its range
+    (FloatRange alone lets NaN through, and NaN as a threshold turns a gate off)."""
+    name = "finite number"
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{shown(value)} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+# A message quoting user input (a key, a value, a path) is cut to this.
+MESSAGE_LIMIT = 2000
+
+
 def fail(message: str) -> None:
     """One line and exit status 2. The message holds user text (paths,
     names, "[study]"): printed literally, never as console markup, and with
     control characters escaped (no terminal escape sequence, no second line)."""
-    err_console.print(f"[bold red]error:[/] {escape(printable(message))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(printable(message)[:MESSAGE_LIMIT])}", highlight=False,
+                      soft_wrap=True)
     sys.exit(2)
 
 

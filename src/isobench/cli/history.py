@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from isobench.cli.common import FORCE_OPTION, STORE_OPTION, check_output, console, err_console, writing
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console, err_console, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 
@@ -33,7 +33,7 @@ DATE = click.DateTime(formats=["%Y-%m-%d"])
 @click.option("--since", type=DATE, metavar="YYYY-MM-DD", help="Only runs started on or after this day.")
 @click.option("--until", type=DATE, metavar="YYYY-MM-DD", help="Only runs started on or before this day.")
 @click.option("--host", metavar="NAME", help="Only runs of this host (its hostname, or a fleet's host name).")
-@click.option("--fail-on-change", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+@click.option("--fail-on-change", "fail_pct", type=Finite(min=0), metavar="PCT",
               help="Exit 1 when the newest run sits after a confirmed step for the worse of more than PCT "
                    "percent in any cell, naming the cell, the step and the facts that changed.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False),

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from isobench.cli.common import FORCE_OPTION, STORE_OPTION, check_output, console, default_output, err_console
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console, default_output, err_console
 from isobench.cli.common import own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
@@ -257,10 +257,10 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
 @FORCE_OPTION
 @click.option("--store-b", "store_b_path", type=click.Path(dir_okay=False, exists=True),
               help="Store holding RUN_B (another host's results file); default: --store.")
-@click.option("--tolerance", type=click.FloatRange(min=0, max=99), default=None, metavar="PCT",
+@click.option("--tolerance", type=Finite(min=0, max=99), default=None, metavar="PCT",
               help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
                    "(default: the study's tolerance_pct, else 5).")
-@click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+@click.option("--fail-on-regression", "fail_pct", type=Finite(min=0), metavar="PCT",
               help="Exit 1 naming every primary cell of B (every cell, for runs stored before primaries) "
                    "changed for the worse (significant after Benjamini-Hochberg correction, beyond the "
                    "metric's noise floor) by more than PCT percent; with --overhead, every environment whose "
