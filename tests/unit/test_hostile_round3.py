@@ -397,3 +397,56 @@ def test_10_a_budget_is_a_few_ascii_digits(budget):
     with pytest.raises(ValueError, match="is not a duration") as exc:
         parse_duration(budget)
     assert len(str(exc.value)) < 200
+
+
+# -- 7. small inputs, large costs ------------------------------------------------------------
+
+DEEP_KEYS = '[study]\nname = "x"\n[environments.native]\npreset.' + "a." * 3000 + "a = 1\n"
+MANY_DEEP = '[study]\nname = "x"\n' + "".join(f"k{i}." + "a." * 20 + "a = 1\n" for i in range(800))
+
+
+@pytest.mark.parametrize("text", [DEEP_KEYS, MANY_DEEP], ids=["3000 levels", "800 keys of 22 levels"])
+def test_7_deep_dotted_keys_are_refused_before_tomllib(capfd, sandbox, text):
+    import time
+    study = sandbox / "deep.toml"
+    study.write_text(text)
+    t0 = time.monotonic()
+    code, _, err = isobench(capfd, "validate", study)
+    assert code == 2 and err.count("\n") == 1 and "a dotted key of more than 16 parts" in err, err
+    assert time.monotonic() - t0 < 2
+
+
+def test_7_the_same_text_as_a_stored_study_is_refused_at_import(capfd, sandbox, small):
+    refused(capfd, sandbox, run_field(small, "study_text", MANY_DEEP), "runs.study_text: a dotted key of more")
+
+
+def test_7_rounds_per_cell_are_bounded_at_import(capfd, sandbox, small):
+    doc = copy.deepcopy(small)
+    first = doc["samples"][0]
+    doc["samples"] += [{**first, "round": i % 1000} for i in range(1200)]
+    refused(capfd, sandbox, doc, "has more than 1100 measured rounds")
+
+
+def test_7_names_are_bounded_at_import(capfd, sandbox, small):
+    refused(capfd, sandbox, rename_metric(small, "throughput_mbs", "m" * 129), "a name has at most 128")
+    doc = copy.deepcopy(small)
+    for row in doc["metric_defs"] + doc["samples"]:
+        row["ccase"] = "c" * 200
+    refused(capfd, sandbox, doc, "ccase: 200 characters")
+
+
+def test_7_the_drift_estimator_is_linear_in_rounds():
+    import resource
+    import time
+    import numpy as np
+    from isobench.analysis.anomalies import drift
+    values = list(100 + 0.01 * np.arange(50_000) + np.random.default_rng(1).normal(0, 1, 50_000))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.monotonic()
+    d = drift(values)
+    assert time.monotonic() - t0 < 2 and d.flagged
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: not 50,000² slopes
+    from scipy.stats import theilslopes  # up to 256 rounds: every pair, as before
+    a = np.array(values[:200])
+    assert drift(values[:200]).slope_pct_per_round == pytest.approx(
+        theilslopes(a, np.arange(200)).slope / np.median(a) * 100)

@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+from isobench.core import tomlbound
 from isobench.core.ids import BadIdentifier, check_name, check_run_id, shown
 from isobench.core.instants import utc
 from isobench.core.metric import ROLES, value_problem
@@ -186,6 +187,10 @@ def _check(doc: dict) -> None:
     if run["status"] not in STATUSES:
         raise _Bad(f"runs.status: {shown(run['status'])} is not one of {', '.join(STATUSES)}")
     check_name(run["study_name"], "runs.study_name")
+    try:
+        tomlbound.guard(run["study_text"])  # every report reads it: bounded before tomllib sees it
+    except tomlbound.TomlBoundError as exc:
+        raise _Bad(f"runs.study_text: {exc}") from None
     envs = _json_of(run.get("environments"), list, "runs.environments")
     for env in envs:
         check_name(env, "runs.environments")
