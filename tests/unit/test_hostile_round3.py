@@ -242,7 +242,7 @@ def sample_col(doc, col, value):
     (lambda d: sample_col(d, "raw", "\ud800"), "samples[0].raw: not UTF-8 text"),
     (lambda d: sample_col(d, "wall_s", 1e300), "samples[0].wall_s: 1e+300 is not a duration"),
     (lambda d: sample_col(d, "wall_s", -1e10), "samples[0].wall_s: -10000000000.0 is not a duration"),
-    (lambda d: run_field(d, "study_path", "x\udcff.toml"), "runs[0].study_path: not UTF-8 text"),
+    (lambda d: run_field(d, "study_path", "x\udcff.toml"), "runs.study_path: not UTF-8 text"),
     (lambda d: sample_col(d, "vals", json.dumps({"throughput_mbs": 4e307})), "outside the range"),
     (lambda d: sample_col(d, "round", 5000), "samples[0].round: 5000 is not a round a study makes"),
 ])

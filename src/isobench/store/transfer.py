@@ -170,7 +170,7 @@ def _check(doc: dict) -> None:
             raise _Bad(f"{table}: must be a list of rows (objects)")
         for i, row in enumerate(rows):
             for col, value in row.items():
-                _storable(value, f"{table}[{i}].{col}")
+                _storable(value, f"runs.{col}" if table == "runs" else f"{table}[{i}].{col}")
     if len(doc["runs"]) != 1:
         raise _Bad(f"runs: one row expected, found {len(doc['runs'])}")
     run = doc["runs"][0]
