@@ -14,6 +14,7 @@ import json
 import math
 import os
 import random
+import sys
 import tomllib
 from pathlib import Path
 
@@ -225,7 +226,6 @@ def test_fuzzed_export_fields_read_by_every_command(sandbox, capfd, real_export,
     """Every field of an export (inside its JSON columns too) mutated, imported,
     then read by every command that reads: exit 0, 1 or 2 with one line, never 3."""
     from isobench.core import lock
-    from isobench.store import shapes
     monkeypatch.setattr(lock, "running_run_id", lambda *a: None)  # not this host's real run lock
     shadow = unpack(real_export)
     (sandbox / "base.json").write_text(json.dumps(real_export))
@@ -245,7 +245,8 @@ def test_fuzzed_export_fields_read_by_every_command(sandbox, capfd, real_export,
             continue
         accepted += 1
         for args in READERS:
-            shapes._said.clear()  # "said once" is per command: each is a process of its own
+            said = getattr(sys.modules.get("isobench.store.shapes"), "_said", set())
+            said.clear()  # "said once" is per command: each is a process of its own
             code, err = isobench(capfd, *[a.replace("{id}", run_id) for a in args])
             commands += 1
             check(code, err, f"{what}, then {args[0]}")
