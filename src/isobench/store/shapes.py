@@ -91,6 +91,7 @@ class SampleExtra(_Part):
     units: Union[tuple[Name, Count], None] = None
     counters: dict[Name, Union[Finite, None]] = {}
     validity: Union[dict[Name, str], list[str]] = {}
+    duet: Union[dict[Name, Any], None] = None  # run/duet.py: partner, skew, overlap
 
     @field_validator("units", mode="before")
     @classmethod
