@@ -464,3 +464,45 @@ def test_7_the_drift_estimator_is_linear_in_rounds():
     a = np.array(values[:200])
     assert drift(values[:200]).slope_pct_per_round == pytest.approx(
         theilslopes(a, np.arange(200)).slope / np.median(a) * 100)
+
+
+# -- minor: older stores and simultaneous imports ---------------------------------------------
+
+def test_an_older_store_with_unreadable_values_and_names_still_reads(capfd, sandbox, small):
+    imported(capfd, sandbox, small)
+    import sqlite3
+    db = sqlite3.connect(sandbox / "s.sqlite")
+    db.execute("UPDATE samples SET vals='[1]' WHERE id=(SELECT MIN(id) FROM samples)")
+    db.execute("UPDATE samples SET vals='{\"throughput_mbs\": 1e999}' WHERE id=(SELECT MAX(id) FROM samples)")
+    db.commit()
+    db.close()
+    for args in (["report", "r1"], ["runs"], ["compare", "r1", "r1"]):
+        code, out, err = isobench(capfd, *args)
+        assert code == 0 and "unexpected" not in err, (args, err)
+
+
+def test_the_loser_of_two_imports_of_one_run_gets_the_rename_hint(sandbox, small):
+    """Both checked the id before either wrote: the second insert hits the key."""
+    from isobench.store import transfer
+
+    class Racing:  # the second import's connection, its existence check run before the first committed
+        def __init__(self, conn):
+            self.conn, self.seen = conn, False
+
+        def execute(self, sql, *args):
+            if sql.startswith("SELECT 1 FROM runs WHERE run_id=?") and not self.seen:
+                self.seen = True
+                return self.conn.execute("SELECT 1 WHERE 0")
+            return self.conn.execute(sql, *args)
+
+        def __enter__(self):
+            return self.conn.__enter__()
+
+        def __exit__(self, *exc):
+            return self.conn.__exit__(*exc)
+
+    first, second = Store(str(sandbox / "s.sqlite")), Store(str(sandbox / "s.sqlite"))
+    transfer.import_run(first, copy.deepcopy(small))
+    second.db = Racing(second.db)
+    with pytest.raises(transfer.TransferError, match="already exists; import it under another id with --rename"):
+        transfer.import_run(second, copy.deepcopy(small))

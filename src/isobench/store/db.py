@@ -12,7 +12,7 @@ from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 from isobench.store.rows import Rewrite, RunRow, Sample
-from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored
+from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored, stored_names, stored_values
 from isobench.store.shapes import printable_facts as _printable
 
 SCHEMA = """
@@ -313,7 +313,8 @@ class Store:
             " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok')"
             " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
             f" GROUP BY r.run_id ORDER BY {order_by('r.started_at')}, r.run_id").fetchall()
-        return [RunRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6] or 0, r[7] or 0) for r in rows]
+        return [RunRow(r[0], r[1], r[2], r[3], r[4], stored_names(r[5], f"{self.path}: run {r[0]}"), r[6] or 0,
+                       r[7] or 0) for r in rows]
 
     def latest_run_id(self) -> str:
         row = self.db.execute(f"SELECT run_id FROM runs ORDER BY {order_by('started_at', desc=True)}, run_id DESC"
@@ -356,7 +357,7 @@ class Store:
         run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
                       host_facts=_printable(stored(HostFacts, r[5], f"{where}: host facts")), study_text=r[6],
                       study_hash=r[7], baseline=r[8],
-                      environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
+                      environments=stored_names(r[9], where), env_facts=env_facts, metrics=list(keys.values()))
         for env, w, c, round_, status, error, vals, extra in self.db.execute(
                 "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
                 " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
@@ -373,7 +374,7 @@ class Store:
                     if note not in notes:
                         notes.append(note)
             partner = _duet_partner(extra)
-            for metric, value in json.loads(vals).items():
+            for metric, value in stored_values(vals, f"{where}: samples' values").items():
                 key = keys.get((w, c, metric))
                 if key is not None and value is not None:
                     run.values.setdefault((key, env), []).append(float(value))

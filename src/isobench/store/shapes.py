@@ -17,6 +17,7 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from isobench.core.ids import printable
+from isobench.core.metric import value_problem
 
 # metric, case and workload names, counter names, fact keys a renderer shows
 NAME_LIMIT = 128
@@ -188,3 +189,32 @@ def printable_facts(value):
     if isinstance(value, list):
         return [printable_facts(v) for v in value]
     return value
+
+
+def _json(text):
+    try:
+        return json.loads(text) if text else None
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def stored_values(text, where: str) -> dict:
+    """A sample's stored values for a reader: the measured ones (finite,
+    core.metric.value_problem), anything else absent and said once."""
+    value = _json(text)
+    if not isinstance(value, dict):
+        _say(where, ["(the whole value)"])
+        return {}
+    bad = [k for k, v in value.items() if v is not None and value_problem(v)]
+    if bad:
+        _say(where, bad)
+    return {k: v for k, v in value.items() if k not in bad}
+
+
+def stored_names(text, where: str) -> list:
+    """A run's stored environment names for a reader; unreadable: none, said once."""
+    value = _json(text)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    _say(where, ["environments"])
+    return []

@@ -288,6 +288,11 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                     store.db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
                                      f"({', '.join('?' * len(cols))})", [row[c] for c in cols])
             _readable(store, run_id)
+    except sqlite3.IntegrityError as exc:
+        if store.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone():  # a second import won
+            raise TransferError(f"{store.path}: run {run_id!r} already exists; import it under another id "
+                                "with --rename NEWID") from None
+        raise TransferError(f"run export: rows the store cannot hold together ({one_line(exc)})") from None
     except sqlite3.DatabaseError as exc:
         raise TransferError(f"import into {store_problem(store.path, exc)}") from None
     except StoreError as exc:
