@@ -506,3 +506,13 @@ def test_the_loser_of_two_imports_of_one_run_gets_the_rename_hint(sandbox, small
     second.db = Racing(second.db)
     with pytest.raises(transfer.TransferError, match="already exists; import it under another id with --rename"):
         transfer.import_run(second, copy.deepcopy(small))
+
+
+def test_8_a_default_history_page_is_replaced_but_a_calibration_json_is_not(capfd, sandbox, stored):
+    for _ in range(2):
+        code, _, err = isobench(capfd, "history", "--format", "html")
+        assert code in (0, 1), err
+    victim = sandbox / "rates.json"
+    victim.write_text("keep me")
+    code, _, err = isobench(capfd, "calibrate", "--show", "r1", "--json", victim)
+    assert code == 2 and "--json" in err and "exists" in err and victim.read_text() == "keep me", err

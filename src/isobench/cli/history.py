@@ -11,7 +11,8 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console, err_console, writing
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console, err_console, own
+from isobench.cli.common import writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 
@@ -118,7 +119,7 @@ def _show(page, fmt: str, output: str | None, study: str) -> None:
     if fmt == "html":
         from isobench.core.ids import BadIdentifier, under
         try:
-            path = Path(output) if output else under("results", f"history-{study}.html")
+            path = Path(output) if output else own(under("results", f"history-{study}.html"))
         except BadIdentifier as exc:
             _fail(f"{exc}; give -o PATH")
         text = render.render_html(page)
