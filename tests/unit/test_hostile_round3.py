@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 
 import pytest
 
@@ -63,7 +62,7 @@ def imported(capfd, sandbox, doc, name="x.run.json") -> None:
 def refused(capfd, sandbox, doc, needle: str) -> str:
     f = sandbox / "x.run.json"
     f.write_text(json.dumps(doc))
-    code, out, err = isobench(capfd, "import", f)
+    code, _out, err = isobench(capfd, "import", f)
     assert code == 2, (code, err)
     assert err.count("\n") == 1 and err.startswith("error: ") and "unexpected" not in err, err
     assert needle in err, err
@@ -168,7 +167,7 @@ def test_11_a_markdown_image_in_a_name_is_not_an_image(capfd, sandbox, base):
 
 def test_11_entities_are_written_literally(capfd, sandbox, base):
     imported(capfd, sandbox, run_field(base, "host_facts", json.dumps({"cores": 2, "kernel": "&amp;&#0;"})))
-    code, out, err = isobench(capfd, "report", "r1", "--format", "md")
+    code, out, _err = isobench(capfd, "report", "r1", "--format", "md")
     assert code == 0 and "\\&amp;\\&#0;" in out and "&amp;&#0;" not in out.replace("\\&", "")
 
 
@@ -236,7 +235,7 @@ def test_3_an_older_store_with_such_values_still_reports_and_says_so_once(capfd,
                                                                        "r.html"], ["compare", "r1", "r1"]):
         from isobench.store import shapes
         shapes._said.clear()  # once per command: each is a process of its own
-        code, out, err = isobench(capfd, *args)
+        code, _out, err = isobench(capfd, *args)
         assert code == 0, (args, err)
         assert "unexpected" not in err and "treated as absent" in err, (args, err)
         notes = [line for line in err.splitlines() if "treated as absent" in line]
@@ -357,7 +356,7 @@ def test_9_runs_sort_by_instant_across_time_zones(capfd, sandbox, small):
     doc = run_field(small, "started_at", "2026-05-01T10:00:00+09:00")
     doc["run_id"] = "b"
     imported(capfd, sandbox, doc, "b.json")
-    code, out, err = isobench(capfd, "runs")
+    code, out, _err = isobench(capfd, "runs")
     assert code == 0 and out.index("b ") < out.index("r1 "), out
     assert "2026-05-01T01:00:00+0000" in out
     from isobench.store.db import Store as S
@@ -452,7 +451,9 @@ def test_7_names_are_bounded_at_import(capfd, sandbox, small):
 def test_7_the_drift_estimator_is_linear_in_rounds():
     import resource
     import time
+
     import numpy as np
+
     from isobench.analysis.anomalies import drift
     values = list(100 + 0.01 * np.arange(50_000) + np.random.default_rng(1).normal(0, 1, 50_000))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -477,7 +478,7 @@ def test_an_older_store_with_unreadable_values_and_names_still_reads(capfd, sand
     db.commit()
     db.close()
     for args in (["report", "r1"], ["runs"], ["compare", "r1", "r1"]):
-        code, out, err = isobench(capfd, *args)
+        code, _out, err = isobench(capfd, *args)
         assert code == 0 and "unexpected" not in err, (args, err)
 
 

@@ -6,7 +6,7 @@ is refused at import."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 FORMAT = "%Y-%m-%dT%H:%M:%S+0000"
 # SQL: the stored form
@@ -21,7 +21,7 @@ def order_by(column: str, desc: bool = False) -> str:
 
 
 def now_utc() -> str:
-    return datetime.now(timezone.utc).strftime(FORMAT)
+    return datetime.now(UTC).strftime(FORMAT)
 
 
 def utc(text: object) -> str:
@@ -32,4 +32,4 @@ def utc(text: object) -> str:
     t = datetime.fromisoformat(text)
     if t.tzinfo is None:
         raise ValueError("no UTC offset")
-    return t.astimezone(timezone.utc).strftime(FORMAT)
+    return t.astimezone(UTC).strftime(FORMAT)

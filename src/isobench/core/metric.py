@@ -12,6 +12,7 @@ store keeps them with the run so reports work from the store alone.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -95,7 +96,7 @@ def value_problem(v: object) -> str:
     """Why V cannot be a measured value ("" when it can)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return "not a number"
-    if v != v or v in (float("inf"), float("-inf")):
+    if isinstance(v, float) and not math.isfinite(v):  # an int is finite (and may be too big for a float)
         return "not a finite number"
     if v != 0 and not VALUE_MIN <= abs(v) <= VALUE_MAX:
         return f"outside the range a measured value has ({VALUE_MIN:g} to {VALUE_MAX:g} in magnitude)"

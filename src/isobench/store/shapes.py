@@ -10,11 +10,18 @@ Every number is finite; every name is bounded (NAME_LIMIT)."""
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from isobench.core.ids import printable
 from isobench.core.metric import value_problem
@@ -38,7 +45,7 @@ class Finding(_Part):
     check: Name
     status: Name
     value: Scalar = None
-    fix: Union[str, None] = None
+    fix: str | None = None
 
 
 class BudgetCase(_Part):
@@ -47,7 +54,7 @@ class BudgetCase(_Part):
 
 class Budget(_Part):
     budget_s: Count = 0.0
-    spent_s: Union[Count, None] = None
+    spent_s: Count | None = None
     looks: Annotated[int, Field(ge=1, le=1000)] = 1
     points: list[Annotated[int, Field(ge=0, le=1000)]] = []
     cases: dict[Name, BudgetCase] = {}
@@ -59,40 +66,40 @@ class Look(_Part):
 
 
 class HostFacts(_Part):
-    cores: Union[Count, None] = None
-    mem_bytes: Union[Count, None] = None
-    hostname: Union[str, None] = None
-    cpu_model: Union[str, None] = None
+    cores: Count | None = None
+    mem_bytes: Count | None = None
+    hostname: str | None = None
+    cpu_model: str | None = None
     doctor: list[Finding] = []
     adaptive: dict[Name, list[Look]] = {}
-    budget: Union[Budget, None] = None
-    fleet: Union[dict[Name, Any], None] = None
+    budget: Budget | None = None
+    fleet: dict[Name, Any] | None = None
 
 
 class DensityPoint(_Part):
     n: Annotated[int, Field(ge=1, le=100_000)]
     startup_s: Count
     mem_per_instance_bytes: Count
-    vmm_pss_bytes: Union[Count, None] = None
+    vmm_pss_bytes: Count | None = None
 
 
 class EnvFacts(_Part):
-    kind: Union[Name, None] = None
+    kind: Name | None = None
     options: dict[Name, Any] = {}
     tool_versions: dict[Name, Scalar] = {}
     density: list[DensityPoint] = []
     unsupported: dict[Name, str] = {}
-    emulated: Union[bool, str, None] = None
+    emulated: bool | str | None = None
 
 
 HIST_SUFFIX = "_hist"
 
 
 class SampleExtra(_Part):
-    units: Union[tuple[Name, Count], None] = None
-    counters: dict[Name, Union[Finite, None]] = {}
-    validity: Union[dict[Name, str], list[str]] = {}
-    duet: Union[dict[Name, Any], None] = None  # run/duet.py: partner, skew, overlap
+    units: tuple[Name, Count] | None = None
+    counters: dict[Name, Finite | None] = {}
+    validity: dict[Name, str] | list[str] = {}
+    duet: dict[Name, Any] | None = None  # run/duet.py: partner, skew, overlap
 
     @field_validator("units", mode="before")
     @classmethod
@@ -105,15 +112,23 @@ class SampleExtra(_Part):
     def _histograms(self):
         """``<name>_hist``: [[latency, count], ...] of finite, non-negative numbers."""
         for name, hist in (self.model_extra or {}).items():
-            if name.endswith(HIST_SUFFIX) and not (isinstance(hist, list) and all(_bin(b) for b in hist)):
+            if name.endswith(HIST_SUFFIX) and not _histogram(hist):
                 raise ValueError(f"{name}: a histogram is [[value, count], ...] of finite numbers")
         return self
 
 
-def _bin(b) -> bool:
-    return (isinstance(b, list) and len(b) == 2
-            and all(not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
-                    for x in b))
+def _histogram(hist) -> bool:
+    """[[value, count], ...] of finite, non-negative numbers (numpy: a
+    histogram has thousands of bins, a run thousands of them)."""
+    if not isinstance(hist, list):
+        return False
+    if not hist:
+        return True
+    try:
+        a = np.asarray(hist, dtype=float)
+    except (ValueError, TypeError):  # ragged, or not numbers
+        return False
+    return a.ndim == 2 and a.shape[1] == 2 and bool(np.isfinite(a).all() and (a >= 0).all())
 
 
 class ShapeError(ValueError):
