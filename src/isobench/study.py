@@ -23,6 +23,7 @@ from isobench.analysis.stats import DEFAULT_TOL_PCT
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadParams
 from isobench.core.strictmodel import StrictModel
+from isobench.core import tomlbound
 
 
 
@@ -251,13 +252,11 @@ def _check_primary(path: str, key: str, kind: str, params: WorkloadParams) -> No
 
 def parse_study(text: str, path: str = "<study>") -> Study:
     try:
-        raw = tomllib.loads(text)
+        raw = tomlbound.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
-    except RecursionError:
-        # tomllib recurses once per nesting level: a hostile file can exhaust the stack
-        raise StudyError(f"{path}: nested too deeply (arrays or tables inside each other); "
-                         "a study needs at most a few levels") from None
+    except tomlbound.TomlBoundError as exc:  # before tomllib: its cost grows with depth times keys
+        raise StudyError(f"{path}: {exc}") from None
     unknown = set(raw) - {"study", "environments", "workloads", "noise"}
     if unknown:
         raise StudyError(f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, "

@@ -136,8 +136,8 @@ def test_junit_counts_cells_failures_and_inconclusives(store_path, tmp_path):
     assert message.startswith("cost against native worse than in a by more than 5%: worse: ")
     assert all(tc.get("classname") == "isobench.compare.overhead.synthetic" for tc in cases)
 
-    # the raw form, no gate: nothing fails, inconclusive cells are skipped
-    r = invoke("compare", "a", "drifted", "--store", store_path, "--junit", str(out))
+    # the raw form, no gate: nothing fails, inconclusive cells are skipped (the file replaced: --force)
+    r = invoke("compare", "a", "drifted", "--store", store_path, "--junit", str(out), "--force")
     assert r.exit_code == 0
     raw = compare_runs(*load(store_path, "a", "drifted"))
     suite, cases = junit(out)

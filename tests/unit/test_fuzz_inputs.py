@@ -14,6 +14,7 @@ import json
 import math
 import os
 import random
+import sys
 import tomllib
 from pathlib import Path
 
@@ -34,6 +35,11 @@ HOSTILE = [
     True, False, "", " ", "auto", "5", "../../x", "/tmp/isobench-fuzz-escape", "$(touch /tmp/isobench-pwned)",
     "a;b", "x\n", "\x1b]52;c;aGVsbG8=\x07", "$\\cmd{$", "[bold]x", "ü" * 40, "a" * 5000, "docker",
     "native", "vm", [], [1], ["a", "b"], [[[]]], {}, {"a": 1}, {"kind": "docker"},
+    # round three: what stored values may hold (docs/hostile-inputs.md)
+    2**64, -(2**70), 1e-320, 4e307, -1e10, "\ud800", "x\udcff", "[/x]", "[link=https://example.invalid]x",
+    "![p](https://example.invalid/p.png)", "&amp;&#0;", "=HYPERLINK(1)", "$x^2$", "m" * 200,
+    "2026-05-01T10:00:00+09:00", "2026-05-01T10:00:00", "zzz", "preset." + "a." * 40 + "a = 1",
+    [[1]], [[1.0, 2.0]], [{"n": 1}], [1, 2], {"check": "x"}, {"status": "warn"},
 ]
 
 
@@ -158,10 +164,94 @@ def test_fuzzed_exports(sandbox, capfd, real_export):
         check(code, err, what)
         if code == 0:
             accepted += 1
-            for args in (["report", run_id, "--format", "md", "-o", str(sandbox / "r.md")], ["runs"]):
+            for args in (["report", run_id, "--format", "md", "-o", str(sandbox / "r.md"), "--force"], ["runs"]):
                 code, err = isobench(capfd, *args)
                 assert code == 0, f"{what}: imported, then {args[0]} failed: {err[-500:]}"
     assert 0 < accepted < N_EXPORTS
     # nothing but the inputs, the store and what -o named
     allowed = {"store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "r.md", "home"}
+    assert {p.name for p in sandbox.iterdir() if not p.name.startswith("e")} <= allowed
+
+
+# -- round three: every field of an export, then every command that reads ---------------------
+
+JSON_COLUMNS = ("host_facts", "facts", "vals", "extra", "environments")
+N_DEEP = int(os.environ.get("FUZZ_DEEP", "80"))
+
+
+def unpack(doc):
+    """The export with its JSON text columns as structures, so a mutation
+    can reach inside them (a fact, a histogram bin, one value)."""
+    doc = copy.deepcopy(doc)
+    for rows in doc.values():
+        for row in rows if isinstance(rows, list) else ():
+            for col in JSON_COLUMNS:
+                if isinstance(row.get(col), str):
+                    row[col] = {"json": json.loads(row[col])}
+    return doc
+
+
+def pack(doc):
+    for rows in doc.values():
+        for row in rows if isinstance(rows, list) else ():
+            for col in JSON_COLUMNS:
+                if isinstance(row, dict) and isinstance(row.get(col), dict) and set(row[col]) == {"json"}:
+                    row[col] = json.dumps(row[col]["json"])
+    return doc
+
+
+TEXTS = [v for v in HOSTILE if isinstance(v, str)] + ["a\x1b]52;c;aGk=\x07", "[bold]x[/]", "<script>x</script>"]
+
+
+def mutate_strings(doc, rng: random.Random, n: int):
+    """n string values (a fact, a name, a time, the study text) replaced by
+    hostile text: most of these import, so the readers meet them."""
+    doc = copy.deepcopy(doc)
+    where = [p for p, v in paths(doc) if p and isinstance(v, str)]
+    for path in rng.sample(where, min(n, len(where))):
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        parent[path[-1]] = rng.choice(TEXTS) if rng.random() < 0.8 else parent[path[-1]] + rng.choice(TEXTS)
+    return doc
+
+
+READERS = (["runs"], ["report", "{id}"], ["report", "{id}", "--format", "md", "-o", "r.md", "--force"],
+           ["report", "{id}", "--format", "html", "-o", "r.html", "--force", "--figures", "figs"],
+           ["compare", "{id}", "base"], ["history"], ["history", "--format", "md"], ["reparse", "{id}", "--dry-run"],
+           ["export", "{id}", "-o", "csv"])
+
+
+def test_fuzzed_export_fields_read_by_every_command(sandbox, capfd, real_export, monkeypatch):
+    """Every field of an export (inside its JSON columns too) mutated, imported,
+    then read by every command that reads: exit 0, 1 or 2 with one line, never 3."""
+    from isobench.core import lock
+    monkeypatch.setattr(lock, "running_run_id", lambda *a: None)  # not this host's real run lock
+    shadow = unpack(real_export)
+    (sandbox / "base.json").write_text(json.dumps(real_export))
+    assert isobench(capfd, "import", str(sandbox / "base.json"), "--rename", "base")[0] == 0
+    accepted = commands = 0
+    for seed in seeds(N_DEEP):
+        rng = random.Random(20_000 + seed)
+        change = mutate_strings if seed % 2 else mutate
+        doc = pack(change(shadow, rng, rng.randint(1, 3)))
+        run_id = f"fd{seed}"
+        f = sandbox / f"e{seed}.json"
+        f.write_text(json.dumps(doc))
+        what = f"seed {seed} (FUZZ_SEED={seed})"
+        code, err = isobench(capfd, "import", str(f), "--rename", run_id)
+        check(code, err, what)
+        if code != 0:
+            continue
+        accepted += 1
+        for args in READERS:
+            said = getattr(sys.modules.get("isobench.store.shapes"), "_said", set())
+            said.clear()  # "said once" is per command: each is a process of its own
+            code, err = isobench(capfd, *[a.replace("{id}", run_id) for a in args])
+            commands += 1
+            check(code, err, f"{what}, then {args[0]}")
+    print(f"{N_DEEP} exports, {accepted} imported, {commands} commands")
+    assert 0 < accepted < N_DEEP and commands
+    allowed = {"store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "r.md", "r.html", "figs", "csv", "home",
+               "base.json"}
     assert {p.name for p in sandbox.iterdir() if not p.name.startswith("e")} <= allowed

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from isobench.analysis.stats import Effect, ratio_interval
 from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, rounds_to_resolve
+from isobench.core.ids import shown
 
 # The first block: at least this many rounds (4 degrees of freedom: the
 # quick study's fixed plan), rounded up to whole Latin squares.
@@ -51,7 +52,9 @@ OPEN = "open"
 HOPELESS = "hopeless"
 OUT_OF_TIME = "out of time"
 
-_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+# ASCII digits only ("\d" takes Arabic-Indic ones), few of them (int() of
+# 5,000 digits is Python's own error)
+_DURATION = re.compile(r"(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m)?(?:([0-9]{1,6})s)?")
 MAX_BUDGET_S = 24 * 3600
 
 
@@ -59,11 +62,11 @@ def parse_duration(text: str) -> float:
     """Seconds in "30m", "1h30m", "90s", "2h"; ValueError with what is allowed."""
     m = _DURATION.fullmatch(text.strip()) if isinstance(text, str) else None
     if not m or not any(m.groups()):
-        raise ValueError(f"{text!r} is not a duration; write it like 30m, 1h30m or 90s")
+        raise ValueError(f"{shown(text)} is not a duration; write it like 30m, 1h30m or 90s")
     h, mi, s = (int(g or 0) for g in m.groups())
     seconds = h * 3600 + mi * 60 + s
     if not 0 < seconds <= MAX_BUDGET_S:
-        raise ValueError(f"{text!r}: a budget is more than 0 s and at most 24h")
+        raise ValueError(f"{shown(text)}: a budget is more than 0 s and at most 24h")
     return float(seconds)
 
 

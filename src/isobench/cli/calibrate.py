@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from isobench.cli.common import STORE_OPTION, console
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 
@@ -27,10 +27,11 @@ CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
               help="Planted slowdowns, percent of CPU time taken away, each in (0, 90).")
 @click.option("--copies", default=7, show_default=True, type=int,
               help="A/A copies of the environment (false alarms are counted over copies x primary cells).")
-@click.option("--cpus", "quota", type=float, metavar="N",
+@click.option("--cpus", "quota", type=Finite(min=0, min_open=True), metavar="N",
               help="CPU quota every unslowed copy gets when the environment sets none (default 1).")
 @click.option("--show", "show_id", metavar="RUN", help="Judge a stored calibration run again; run nothing.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the rates as JSON here.")
+@FORCE_OPTION
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
 @click.option("--schedule", type=click.Choice(["sequential", "duet"]),
               help="Calibrate the gate under this schedule (default: the study's): with duet, each copy's sample "
@@ -60,6 +61,8 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
     if (study_file is None) == (show_id is None):
         _fail("give a study file to calibrate with, or --show RUN to judge a stored calibration run")
     store = _open_store(store_path, create=show_id is None)
+    if json_out:
+        check_output(json_out, "--json")  # before an hour of measuring, not after
     if show_id is not None:
         try:
             run_id = store.resolve(show_id)

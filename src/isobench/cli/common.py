@@ -4,6 +4,8 @@ transfer_cli.py, fleet/commands.py) import it; it imports no command."""
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +14,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from isobench.core.ids import printable
+from isobench.core.ids import printable, shown
 from isobench.core.workspace import DEFAULT_STORE
 
 # Pipes and CI logs get a wide table rather than rich's 80-column default.
@@ -24,11 +26,28 @@ STORE_OPTION = click.option(
     help="SQLite file holding every run (env: ISOBENCH_STORE).")
 
 
+class Finite(click.FloatRange):
+    """The one type of every float option: a finite number in its range
+    (FloatRange alone lets NaN through, and NaN as a threshold turns a gate off)."""
+    name = "finite number"
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{shown(value)} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+# A message quoting user input (a key, a value, a path) is cut to this.
+MESSAGE_LIMIT = 2000
+
+
 def fail(message: str) -> None:
     """One line and exit status 2. The message holds user text (paths,
     names, "[study]"): printed literally, never as console markup, and with
     control characters escaped (no terminal escape sequence, no second line)."""
-    err_console.print(f"[bold red]error:[/] {escape(printable(message))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(printable(message)[:MESSAGE_LIMIT])}", highlight=False,
+                      soft_wrap=True)
     sys.exit(2)
 
 
@@ -38,9 +57,41 @@ def open_store(path: str, create: bool = False):
     answered with an empty new store."""
     from isobench.store.db import Store, StoreError
     try:
-        return Store(path, create=create)
+        store = Store(path, create=create)
     except StoreError as exc:
         fail(str(exc))
+    _inputs.add(os.path.realpath(path))
+    return store
+
+
+# -- outputs never destroy inputs (docs/hostile-inputs.md, "Outputs") ------------------------
+
+_inputs: set[str] = set()  # the stores this command opened (resolved)
+_own: set[str] = set()  # default outputs (results/RUN_ID.html ...): isobench's own, replaced freely
+_force = False
+
+FORCE_OPTION = click.option(
+    "--force", is_flag=True, expose_value=False, is_eager=True,
+    callback=lambda ctx, param, value: globals().__setitem__("_force", bool(value)),
+    help="Replace an existing output file, or write through a symlink.")
+
+
+def check_output(path, what: str = "-o") -> None:
+    """The one rule for every file a command writes (-o, --junit, --figures,
+    export-run -o): never the open store (nor its -wal/-shm, nor a path
+    resolving to it); never through a symlink nor over an existing regular
+    file unless --force (a default output under results/ is isobench's own
+    and is replaced). Devices (/dev/null, /dev/stdout) are written as given."""
+    text = os.fspath(path)
+    real = os.path.realpath(text)
+    if any(real in (s, s + "-wal", s + "-shm", s + "-journal") for s in _inputs):
+        fail(f"{what} {text}: is the store this command reads; give another path")
+    if _force or real in _own:
+        return
+    if os.path.islink(text):
+        fail(f"{what} {text}: is a symlink (to {real}); give the target itself, or pass --force")
+    if os.path.isfile(text):
+        fail(f"{what} {text}: exists; give another path, or pass --force to replace it")
 
 
 def default_output(run_id: str, suffix: str) -> Path:
@@ -48,15 +99,24 @@ def default_output(run_id: str, suffix: str) -> Path:
     results/ (a stored id is checked again: the store may be someone's file)."""
     from isobench.core.ids import BadIdentifier, check_run_id, under
     try:
-        return under("results", check_run_id(run_id, "run id") + suffix)
+        path = under("results", check_run_id(run_id, "run id") + suffix)
     except BadIdentifier as exc:
         fail(f"{exc}; give -o PATH to write it elsewhere")
+    return own(path)
+
+
+def own(path: Path) -> Path:
+    """PATH as a default output of isobench's: replaced without --force."""
+    _own.add(os.path.realpath(path))
+    return path
 
 
 @contextmanager
 def writing(path, what: str = "-o"):
-    """Around writing a user-named file: a missing directory, a read-only
-    or full disk is one line naming the path, not a traceback."""
+    """Around writing a user-named file: the output rule (check_output)
+    first; a missing directory, a read-only or full disk is one line naming
+    the path, not a traceback."""
+    check_output(path, what)
     try:
         yield
     except OSError as exc:

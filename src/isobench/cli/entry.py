@@ -46,7 +46,7 @@ def _say(message: str) -> None:
     # plain write: the message holds user text (paths, names) that must print literally
     # and with control characters escaped: no escape sequence reaches the terminal
     from isobench.core.ids import printable
-    sys.stderr.write(f"error: {printable(message)}\n")
+    sys.stderr.write(f"error: {printable(message)[:2000]}\n")  # a message quoting user input is bounded
     sys.stderr.flush()
 
 

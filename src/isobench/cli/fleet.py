@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import console, err_console
+from isobench.cli.common import Finite, console, err_console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store
 from isobench.core.workspace import DEFAULT_STORE
@@ -33,9 +33,9 @@ def fleet() -> None:
               help="Hosts worked on at the same time.")
 @click.option("--setup/--no-setup", default=True, show_default=True,
               help="Run host setup (packages, Docker Engine, the image); --no-setup for prepared hosts.")
-@click.option("--timeout", type=click.FloatRange(min=10), default=4 * 3600, show_default=True, metavar="S",
+@click.option("--timeout", type=Finite(min=10), default=4 * 3600, show_default=True, metavar="S",
               help="Per host: give up on a study still running after S seconds.")
-@click.option("--poll", type=click.FloatRange(min=1), default=10, show_default=True, metavar="S",
+@click.option("--poll", type=Finite(min=1), default=10, show_default=True, metavar="S",
               help="Seconds between polls of each host.")
 @click.option("--resume", "resume_id", metavar="FLEET_ID", help="Retry only the hosts of FLEET_ID that did not finish.")
 @click.option("--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True)

@@ -11,7 +11,8 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from isobench.cli.common import STORE_OPTION, console, err_console, writing
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console, err_console, own
+from isobench.cli.common import writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 
@@ -21,6 +22,7 @@ DATE = click.DateTime(formats=["%Y-%m-%d"])
 @click.command("history")
 @click.argument("study", required=False)
 @STORE_OPTION
+@FORCE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
               show_default=True, help="html: one offline file with a figure per workload.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False),
@@ -32,7 +34,7 @@ DATE = click.DateTime(formats=["%Y-%m-%d"])
 @click.option("--since", type=DATE, metavar="YYYY-MM-DD", help="Only runs started on or after this day.")
 @click.option("--until", type=DATE, metavar="YYYY-MM-DD", help="Only runs started on or before this day.")
 @click.option("--host", metavar="NAME", help="Only runs of this host (its hostname, or a fleet's host name).")
-@click.option("--fail-on-change", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+@click.option("--fail-on-change", "fail_pct", type=Finite(min=0), metavar="PCT",
               help="Exit 1 when the newest run sits after a confirmed step for the worse of more than PCT "
                    "percent in any cell, naming the cell, the step and the facts that changed.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
@@ -89,6 +91,7 @@ def history(study: str | None, store_path: str, fmt: str, output: str | None, by
     _show(page, fmt, output, study)
     if junit_path:
         from isobench.report.junit import write_junit
+        check_output(junit_path, "--junit")
         write_junit(junit_path, f"isobench history {study}", _cases(h, study, fail_pct))
     failing = h.gate(fail_pct) if fail_pct is not None else []
     if failing:
@@ -116,7 +119,7 @@ def _show(page, fmt: str, output: str | None, study: str) -> None:
     if fmt == "html":
         from isobench.core.ids import BadIdentifier, under
         try:
-            path = Path(output) if output else under("results", f"history-{study}.html")
+            path = Path(output) if output else own(under("results", f"history-{study}.html"))
         except BadIdentifier as exc:
             _fail(f"{exc}; give -o PATH")
         text = render.render_html(page)

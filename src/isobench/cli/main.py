@@ -11,10 +11,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from isobench.cli.common import STORE_OPTION, console, default_output, err_console, writing
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console, default_output, err_console
+from isobench.cli.common import own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.core.ids import printable
+from isobench.core import sink
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -156,7 +158,7 @@ def _print_report(store, run_id: str, out_dir: str) -> None:
     from isobench.report.terminal import render_terminal
     run = store.load_run(run_id)
     render_terminal(run, console)
-    md_path = Path(out_dir) / default_output(run_id, ".md").name
+    md_path = own(Path(out_dir) / default_output(run_id, ".md").name)
     with writing(md_path, "--out"):
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         md_path.write_text(render_markdown(run))
@@ -177,14 +179,15 @@ def runs(store_path: str) -> None:
     for r in store.list_runs():
         # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
         status = "died" if r.status == "running" and live not in (r.run_id, "?") else r.status
-        table.add_row(escape(r.run_id), escape(r.study_name), r.started_at, status,
-                      escape(", ".join(r.environments)), str(r.samples_ok), str(r.samples_failed))
+        table.add_row(*map(sink.markup, (r.run_id, r.study_name, r.started_at, status, ", ".join(r.environments),
+                                         r.samples_ok, r.samples_failed)))
     console.print(table)
 
 
 @main.command()
 @click.argument("run_id", required=False)
 @STORE_OPTION
+@FORCE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
               show_default=True, help="html: one self-contained file with the figures (opens offline).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False),
@@ -251,12 +254,13 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
 @click.argument("run_a")
 @click.argument("run_b")
 @STORE_OPTION
+@FORCE_OPTION
 @click.option("--store-b", "store_b_path", type=click.Path(dir_okay=False, exists=True),
               help="Store holding RUN_B (another host's results file); default: --store.")
-@click.option("--tolerance", type=click.FloatRange(min=0, max=99), default=None, metavar="PCT",
+@click.option("--tolerance", type=Finite(min=0, max=99), default=None, metavar="PCT",
               help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
                    "(default: the study's tolerance_pct, else 5).")
-@click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+@click.option("--fail-on-regression", "fail_pct", type=Finite(min=0), metavar="PCT",
               help="Exit 1 naming every primary cell of B (every cell, for runs stored before primaries) "
                    "changed for the worse (significant after Benjamini-Hochberg correction, beyond the "
                    "metric's noise floor) by more than PCT percent; with --overhead, every environment whose "
@@ -345,6 +349,7 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     if junit_path:
         from isobench.report.junit import write_junit
         suite = f"isobench compare {a.run_id} {b.run_id}" + (" --overhead" if overhead else "")
+        check_output(junit_path, "--junit")
         try:
             write_junit(junit_path, suite, cmp.junit_cases(result, regressions, fail_pct))
         except IsobenchError as exc:
@@ -376,6 +381,7 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
 @main.command("export")
 @click.argument("run_id", required=False)
 @STORE_OPTION
+@FORCE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
 @click.option("--output", "-o", type=click.Path(),
               help="csv: a directory for samples.csv and cells.csv (default results/RUN_ID/); "

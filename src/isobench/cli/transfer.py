@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, console, default_output, writing
+from isobench.cli.common import FORCE_OPTION, STORE_OPTION, console, default_output, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 
@@ -16,6 +16,7 @@ from isobench.cli.common import open_store as _open_store
 @click.command("export-run")
 @click.argument("run_id", required=False)
 @STORE_OPTION
+@FORCE_OPTION
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Default results/RUN_ID.run.json.")
 def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
     """Export every stored row of RUN_ID, for `isobench import` on another host."""

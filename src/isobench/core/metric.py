@@ -12,6 +12,7 @@ store keeps them with the run so reports work from the store alone.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -82,3 +83,21 @@ def parse_limit_metric(metric: str) -> float | None:
     """The limit in ms a pass_<L> metric checks, or None for any other metric."""
     m = _LIMIT_RE.match(metric)
     return float(m["ms"]) if m else None
+
+
+# What a measured value may be: finite, and within a range where a ratio, a
+# square or a sum of thousands of them stays finite (a subnormal 1e-320
+# divides to infinity; 4e307 squares to it). Every tool's output is inside.
+VALUE_MAX = 1e18
+VALUE_MIN = 1e-18  # smallest magnitude other than 0
+
+
+def value_problem(v: object) -> str:
+    """Why V cannot be a measured value ("" when it can)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return "not a number"
+    if isinstance(v, float) and not math.isfinite(v):  # an int is finite (and may be too big for a float)
+        return "not a finite number"
+    if v != 0 and not VALUE_MIN <= abs(v) <= VALUE_MAX:
+        return f"outside the range a measured value has ({VALUE_MIN:g} to {VALUE_MAX:g} in magnitude)"
+    return ""

@@ -11,8 +11,8 @@ import math
 
 from rich import box
 from rich.table import Table as RichTable
-from rich.text import Text
 
+from isobench.core.sink import rich_text as plain
 from isobench.report.junit import Case
 from isobench.results.analysis import interval_text
 from isobench.report.markdown import md_escape
@@ -166,29 +166,29 @@ def _extras_md(result) -> list[str]:
 
 
 def render_terminal(result, console, regressions: list | None = None) -> None:
-    console.print(Text(result.form_line, style="bold"))
+    console.print(plain(result.form_line, style="bold"))
     if result.between_line:
-        console.print(Text(result.between_line))
-    t = RichTable(box=box.SIMPLE_HEAVY, title=Text(f"{result.run_a.run_id} (A) \u2192 {result.run_b.run_id} (B)"))
-    for i, h in enumerate(header(result)):  # Text: an environment's name is shown, never read as markup
-        t.add_column(Text(h), justify="right" if 3 <= i < 7 else "left")
+        console.print(plain(result.between_line))
+    t = RichTable(box=box.SIMPLE_HEAVY, title=plain(f"{result.run_a.run_id} (A) \u2192 {result.run_b.run_id} (B)"))
+    for i, h in enumerate(header(result)):  # plain: an environment's name is shown, never read as markup
+        t.add_column(plain(h), justify="right" if 3 <= i < 7 else "left")
     for cell, row in zip(result.cells, rows(result)):
         style = ""
         if cell.flagged:
             style = "bold red" if cell.verdict.direction == "worse" else "bold green"
-        t.add_row(*[Text(x) for x in row[:-1]], Text(row[-1], style=style))
+        t.add_row(*[plain(x) for x in row[:-1]], plain(row[-1], style=style))
     console.print(t)
     for line in legend(result):
-        console.print(Text(line, style="dim"))
+        console.print(plain(line, style="dim"))
     if result.facts_diff:
-        console.print(Text("What differs between the runs:", style="bold"))
+        console.print(plain("What differs between the runs:", style="bold"))
         for k, a, b in result.facts_diff:
-            console.print(Text(f"  {k}: {a[:80]} \u2192 {b[:80]}"))
+            console.print(plain(f"  {k}: {a[:80]} \u2192 {b[:80]}"))
     for title, items in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b),
                          ("Not comparable", result.mismatched)):
         if items:
-            console.print(Text(f"{title}: " + "; ".join(items), style="yellow"))
-    console.print(Text(result.summary_line(), style="bold"))
+            console.print(plain(f"{title}: " + "; ".join(items), style="yellow"))
+    console.print(plain(result.summary_line(), style="bold"))
 
 
 def junit_cases(result, regressions: list | None = None, fail_pct: float | None = None) -> list[Case]:

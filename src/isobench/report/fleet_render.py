@@ -8,8 +8,8 @@ import math
 from markupsafe import escape
 from rich import box
 from rich.table import Table as RichTable
-from rich.text import Text
 
+from isobench.core.sink import rich_text as plain
 from isobench.report.fleet import CrossCell, FleetReport
 from isobench.results.numbers import fmt_pct
 
@@ -40,17 +40,17 @@ def side_by_side_rows(rep: FleetReport) -> list[list[str]]:
 
 
 def render_terminal(rep: FleetReport, console) -> None:
-    t = RichTable(title=Text(f"Fleet {rep.fleet_id}: Table I per host (change vs that host's baseline)"), box=box.SIMPLE_HEAVY)
+    t = RichTable(title=plain(f"Fleet {rep.fleet_id}: Table I per host (change vs that host's baseline)"), box=box.SIMPLE_HEAVY)
     for h in ["workload", "metric", "env", *rep.hosts]:
-        t.add_column(Text(h), overflow="fold")
+        t.add_column(plain(h), overflow="fold")
     for r in side_by_side_rows(rep):
-        t.add_row(*map(Text, r))  # host names and labels are user text: no markup
+        t.add_row(*map(plain, r))  # host names and labels are user text: no markup
     console.print(t)
     s = RichTable(title="Cross-host summary: overhead per host, spread and outlier", box=box.SIMPLE_HEAVY)
     for h in ["workload", "metric", "env", *rep.hosts, "spread", "outlier"]:
-        s.add_column(Text(h), overflow="fold")
+        s.add_column(plain(h), overflow="fold")
     for r in summary_rows(rep):
-        s.add_row(*map(Text, r))
+        s.add_row(*map(plain, r))
     console.print(s)
 
 

@@ -6,19 +6,18 @@ macros), so a block looks the same in both reports."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.text import Text
 
 from isobench.report.history import Page
 from isobench.report.markdown import block_md, md_escape
 
 
 def render_terminal(page: Page, console: Console) -> None:
-    from isobench.report.terminal import draw
-    console.print(Text(f"{page.title} ({page.subtitle})", style="bold"))
+    from isobench.report.terminal import draw, plain
+    console.print(plain(f"{page.title} ({page.subtitle})", style="bold"))
     # the change points last, so that they are what stays on the screen
     for section in [*page.sections[1:], page.sections[0]]:
         console.print()
-        console.print(Text(section.heading, style="bold underline"))
+        console.print(plain(section.heading, style="bold underline"))
         for block in section.blocks:
             draw(console, block)
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import re
 
+from isobench.core import sink
 from isobench.report.blocks import Code, Facts, Figure, Grid, Items, Para, Records, Results
 from isobench.report.section import MARKDOWN, ReportContext
 from isobench.report.sections import sections_for
 from isobench.results.model import RunData
 from isobench.results.table import Table
 
-# Markup GFM would act on: emphasis (our "*" marker, snake_case names), code,
-# cell separators, and "<" only where it could open an HTML tag ("p < 0.05" stays).
-_SPECIAL = re.compile(r"([\\`*_|]|<(?=[A-Za-z/!?]))")
-
-
-def md_escape(text: str) -> str:
-    return _SPECIAL.sub(r"\\\1", text.replace("\n", " "))
+# the one Markdown sink (core/sink.py): every string of a block goes through it
+md_escape = sink.markdown
 
 
 def _fence(text: str) -> str:
@@ -77,8 +73,9 @@ def block_md(block) -> list[str]:
     if isinstance(block, Facts):
         return [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in block.pairs]
     if isinstance(block, Code):
-        fence = _fence(block.text)
-        return [f"{fence}{block.lang}", block.text.rstrip("\n"), fence]
+        text = sink.lines(block.text)
+        fence = _fence(text)
+        return [f"{fence}{block.lang}", text.rstrip("\n"), fence]
     if isinstance(block, Records):
         return _records(block)
     if isinstance(block, Figure):

@@ -6,7 +6,9 @@ from __future__ import annotations
 from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
-from rich.text import Text
+from rich.text import Text as RichText
+
+from isobench.core import sink
 
 from isobench.report.blocks import BAD, DIM, GOOD, NOTE, WARN, Code, Facts, Figure, Grid, Items, Para, Records, Results
 from isobench.report.section import TERMINAL, ReportContext
@@ -17,6 +19,10 @@ from isobench.results.table import Cell, Table, short_text, tone
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
 MAX_FACT_CHARS = 100
 STYLES = {BAD: "red", GOOD: "green", WARN: "yellow", DIM: "dim", NOTE: "italic"}
+
+
+# the one terminal sink for a report's text (core/sink.py)
+plain = sink.rich_text
 
 
 def _clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
@@ -32,14 +38,14 @@ def _results_table(table: Table, columns: list[int], title: str) -> RichTable:
     rt.add_column("workload", style="bold")
     rt.add_column("metric")
     for i in columns:
-        rt.add_column(Text(table.columns[i].header), justify="right")
+        rt.add_column(plain(table.columns[i].header), justify="right")
     for k, (workload, rows) in enumerate(table.groups()):
         if k:
             rt.add_section()
         for j, row in enumerate(rows):
-            cells = [Text(short_text(row.cells[i], table.columns[i].n is None), style=_cell_style(row.cells[i]))
+            cells = [plain(short_text(row.cells[i], table.columns[i].n is None), style=_cell_style(row.cells[i]))
                      for i in columns]
-            rt.add_row(Text(workload if j == 0 else ""), Text(row.label), *cells)
+            rt.add_row(plain(workload if j == 0 else ""), plain(row.label), *cells)
     return rt
 
 
@@ -69,10 +75,10 @@ def results_tables(table: Table, console: Console) -> list[RichTable]:
 def _grid(block: Grid) -> RichTable:
     rt = RichTable(box=box.SIMPLE, show_edge=False, pad_edge=False)
     for i, h in enumerate(block.header):
-        rt.add_column(Text(h), justify="right" if i >= block.numeric_from else "left")
+        rt.add_column(plain(h), justify="right" if i >= block.numeric_from else "left")
     for k, row in enumerate(block.rows):
         tones = block.tones[k] if k < len(block.tones) else ()
-        rt.add_row(*(Text(c, style=STYLES.get(tones[i] if i < len(tones) else "", "")) for i, c in enumerate(row)))
+        rt.add_row(*(plain(c, style=STYLES.get(tones[i] if i < len(tones) else "", "")) for i, c in enumerate(row)))
     return rt
 
 
@@ -81,7 +87,7 @@ def _facts(block: Facts) -> RichTable:
     grid.add_column(style="bold")
     grid.add_column()
     for label, value in block.pairs:
-        grid.add_row(Text(label), Text(_clip(value)))
+        grid.add_row(plain(label), plain(_clip(value)))
     return grid
 
 
@@ -90,32 +96,32 @@ def draw(console: Console, block) -> None:
         for rt in results_tables(block.table, console):
             console.print(rt)
     elif isinstance(block, Para):
-        console.print(Text(block.text, style=STYLES.get(block.tone, "")))
+        console.print(plain(block.text, style=STYLES.get(block.tone, "")))
     elif isinstance(block, Items):
         if block.heading:
-            console.print(Text(block.heading, style="bold"))
+            console.print(plain(block.heading, style="bold"))
         for item in block.items:
-            line = Text("  ")
+            line = RichText("  ")
             if item.strong:
-                line.append(item.strong + " ", style="bold")
-            line.append(item.text, style=STYLES.get(item.tone or block.tone, ""))
+                line.append(sink.terminal(item.strong) + " ", style="bold")
+            line.append(sink.terminal(item.text), style=STYLES.get(item.tone or block.tone, ""))
             console.print(line)
             for sub in item.sub:
-                console.print(Text(f"    {sub}", style=STYLES.get(block.tone, "")))
+                console.print(plain(f"    {sub}", style=STYLES.get(block.tone, "")))
     elif isinstance(block, Grid):
         console.print(_grid(block))
     elif isinstance(block, Facts):
         console.print(_facts(block))
     elif isinstance(block, Code):
-        console.print(Text(block.text.rstrip("\n")))
+        console.print(plain(block.text.rstrip("\n")))
     elif isinstance(block, Records):
         for r in block.records:
-            console.print(Text(r.name + (f" ({r.note})" if r.note else ""), style="bold"))
+            console.print(plain(r.name + (f" ({r.note})" if r.note else ""), style="bold"))
             for title, group, empty in zip(block.header[1:], r.groups, block.empty):
-                console.print(Text(f"  {title}: " + (", ".join(f"{k}={v}" if k else v for k, v in group) or empty)))
+                console.print(plain(f"  {title}: " + (", ".join(f"{k}={v}" if k else v for k, v in group) or empty)))
     elif isinstance(block, Figure):
         if block.alt:
-            console.print(Text(block.alt, style="dim"))
+            console.print(plain(block.alt, style="dim"))
     else:
         raise TypeError(f"no terminal drawing for {type(block).__name__}")
 
@@ -127,10 +133,10 @@ def render_terminal(run: RunData, console: Console, show_all: bool = False) -> N
         if i:
             console.print()
         if not any(isinstance(b, Results) for b in blocks):  # Table I carries its own title
-            console.print(Text(section.heading(ctx), style="bold underline"))
+            console.print(plain(section.heading(ctx), style="bold underline"))
         fold = "" if show_all else section.fold(ctx, blocks)
         if fold:
-            console.print(Text(f"{fold}: `isobench report {run.run_id} --all` shows them", style="dim"))
+            console.print(plain(f"{fold}: `isobench report {run.run_id} --all` shows them", style="dim"))
             continue
         for block in blocks:
             draw(console, block)

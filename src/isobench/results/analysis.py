@@ -20,6 +20,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from isobench.core import tomlbound
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.analysis.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
@@ -47,8 +48,8 @@ def settings_of(run: RunData) -> Settings:
     """The run's analysis settings, read from the study text it stored (a
     study stored before these fields existed gets the defaults)."""
     try:
-        meta = tomllib.loads(run.study_text or "").get("study", {})
-    except tomllib.TOMLDecodeError:
+        meta = tomlbound.loads(run.study_text or "").get("study", {})
+    except (tomllib.TOMLDecodeError, tomlbound.TomlBoundError):
         meta = {}
     if not isinstance(meta, dict):
         meta = {}

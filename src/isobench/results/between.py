@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isobench.analysis import changepoints as cp
+from isobench.core import tomlbound
 from isobench.results.analysis import pairs
 from isobench.results.fingerprint import host_class
 from isobench.results.history import USABLE_STATUSES
@@ -61,8 +62,8 @@ class Spread:
 
 def _tables(run: RunData) -> tuple[dict, dict]:
     try:
-        doc = tomllib.loads(run.study_text or "")
-    except tomllib.TOMLDecodeError:
+        doc = tomlbound.loads(run.study_text or "")
+    except (tomllib.TOMLDecodeError, tomlbound.TomlBoundError):
         return {}, {}
     w, e = doc.get("workloads", {}), doc.get("environments", {})
     return (w if isinstance(w, dict) else {}), (e if isinstance(e, dict) else {})

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from isobench.envs.base import Environment
 from isobench.host import counters
 from isobench.store.db import Sample, Store, now_iso
-from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
+from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError, checked
 
 
 @dataclass
@@ -33,7 +33,7 @@ def take(workload: Workload, case: str, env: Environment, noise_facts: dict | No
     started_at, epoch, t0 = now_iso(), time.time(), time.perf_counter()
     try:
         with counters.around(env.counters) as box:  # host + environment deltas -> extra["counters"]
-            m = workload.run(case, env)
+            m = checked(workload.run(case, env))
             box["extra"] = m.extra
         m.extra["units"] = counters.units_of(lambda: workload.units(case, m))
         if noise_facts is not None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
-from dataclasses import dataclass, field
 
 from isobench.core.ids import printable
+from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
+from isobench.store.rows import Rewrite, RunRow, Sample
+from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored, stored_names, stored_values
+from isobench.store.shapes import printable_facts as _printable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -84,48 +86,7 @@ ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
                  ("metric_defs", "is_primary", "INTEGER NOT NULL DEFAULT 0"))
 
 
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One measured run of a cell (workload case x environment x round)."""
-    run_id: str
-    env: str
-    workload: str
-    case: str
-    round: int
-    warmup: bool
-    status: str  # ok | failed | timeout
-    started_at: str
-    wall_s: float
-    values: dict = field(default_factory=dict)  # metric -> value
-    extra: dict = field(default_factory=dict)  # detail: latency histograms, noise facts ...
-    raw: str = ""  # the tool's output, so the sample can be re-parsed
-    error: str | None = None  # one line, for failed samples
-    parser_version: int | None = None  # Workload.parser_version that made `values`
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """New values for one stored sample (isobench reparse)."""
-    id: int  # samples.id
-    values: dict
-    extra: dict
-    parser_version: int
-
-
-@dataclass
-class RunRow:
-    run_id: str
-    study_name: str
-    started_at: str
-    finished_at: str | None
-    status: str
-    environments: list[str]
-    samples_ok: int
-    samples_failed: int
+now_iso = now_utc  # runs' times are UTC instants (core/instants.py)
 
 
 class StoreError(RuntimeError):
@@ -153,18 +114,6 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
 OWN_TABLES = frozenset({"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence",
                         "isobench_probe"})
 RUNS_COLUMNS = frozenset({"run_id", "study_name", "study_hash", "environments", "host_facts", "status"})
-
-
-def _printable(value):
-    """Facts as read back for reports: every string with its control
-    characters escaped (a fact or a tool's output may hold ESC or OSC)."""
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, dict):
-        return {printable(str(k)): _printable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    return value
 
 
 class Store:
@@ -237,11 +186,24 @@ class Store:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
             except sqlite3.OperationalError:
                 pass  # added by another process meanwhile, or a read-only file: read as before
+        self._utc_times()
         defs = self._columns("metric_defs")
         self._role = "role" if "role" in defs else "''"
         self._primary = "is_primary" if "is_primary" in defs else "0"
         # a read-only store from before parser versions reads as "not recorded"
         self._version = "parser_version" if "parser_version" in self._columns("samples") else "NULL"
+
+    def _utc_times(self) -> None:
+        """Runs' times stored before they were UTC instants, converted once
+        (a text that is no time is left: it sorts first, never the latest)."""
+        for run_id, *times in self.db.execute("SELECT run_id, started_at, finished_at FROM runs WHERE NOT"
+                                              f" (started_at GLOB '{CANONICAL_GLOB}')").fetchall():
+            try:
+                with self.db:
+                    self.db.execute("UPDATE runs SET started_at=?, finished_at=? WHERE run_id=?",
+                                    (*(utc(t) if t else t for t in times), run_id))
+            except (ValueError, sqlite3.OperationalError):
+                pass  # unreadable, or a read-only store: read as stored
 
     def _columns(self, table: str) -> set[str]:
         return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
@@ -350,11 +312,13 @@ class Store:
             "SELECT r.run_id, r.study_name, r.started_at, r.finished_at, r.status, r.environments,"
             " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok')"
             " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
-            " GROUP BY r.run_id ORDER BY r.started_at, r.run_id").fetchall()
-        return [RunRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6] or 0, r[7] or 0) for r in rows]
+            f" GROUP BY r.run_id ORDER BY {order_by('r.started_at')}, r.run_id").fetchall()
+        return [RunRow(r[0], r[1], r[2], r[3], r[4], stored_names(r[5], f"{self.path}: run {r[0]}"), r[6] or 0,
+                       r[7] or 0) for r in rows]
 
     def latest_run_id(self) -> str:
-        row = self.db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+        row = self.db.execute(f"SELECT run_id FROM runs ORDER BY {order_by('started_at', desc=True)}, run_id DESC"
+                              " LIMIT 1").fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no runs stored yet; start one with `isobench run STUDY`")
         return row[0]
@@ -382,7 +346,8 @@ class Store:
             " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if r is None:
             raise StoreError(f"{self.path}: no run {run_id!r}")
-        env_facts = {e: _printable(json.loads(f)) for e, f in self.db.execute(
+        where = f"{self.path}: run {run_id}"
+        env_facts = {e: _printable(stored(EnvFacts, f, f"{where}: {e} facts")) for e, f in self.db.execute(
             "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
         keys = {}
         for w, c, m, u, hib, role, primary in self.db.execute(
@@ -390,8 +355,9 @@ class Store:
                 " FROM metric_defs WHERE run_id=? ORDER BY ordinal", (run_id,)):
             keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role, bool(primary))
         run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
-                      host_facts=_printable(json.loads(r[5])), study_text=r[6], study_hash=r[7], baseline=r[8],
-                      environments=json.loads(r[9]), env_facts=env_facts, metrics=list(keys.values()))
+                      host_facts=_printable(stored(HostFacts, r[5], f"{where}: host facts")), study_text=r[6],
+                      study_hash=r[7], baseline=r[8],
+                      environments=stored_names(r[9], where), env_facts=env_facts, metrics=list(keys.values()))
         for env, w, c, round_, status, error, vals, extra in self.db.execute(
                 "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
                 " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
@@ -399,7 +365,7 @@ class Store:
                 run.failures.setdefault((w, c, env), []).append(printable(error or status))
                 continue
             if '"validity"' in extra:  # cheap test first: most samples have none
-                notes_of = json.loads(extra).get("validity", {})
+                notes_of = stored(SampleExtra, extra, f"{where}: samples' extra").get("validity", {})
                 if isinstance(notes_of, list):  # stored by the first version: the whole case
                     notes_of = {ALL_METRICS: "; ".join(notes_of)}
                 for metric, note in notes_of.items():
@@ -408,7 +374,7 @@ class Store:
                     if note not in notes:
                         notes.append(note)
             partner = _duet_partner(extra)
-            for metric, value in json.loads(vals).items():
+            for metric, value in stored_values(vals, f"{where}: samples' values").items():
                 key = keys.get((w, c, metric))
                 if key is not None and value is not None:
                     run.values.setdefault((key, env), []).append(float(value))
@@ -427,7 +393,7 @@ class Store:
         for env, w, c, round_, extra in self.db.execute(
                 "SELECT env, workload, ccase, round, extra FROM samples"
                 " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id", (run.run_id,)):
-            detail = json.loads(extra) if extra else {}
+            detail = stored(SampleExtra, extra, f"{self.path}: run {run.run_id}: samples' extra")
             deltas, units = detail.get("counters"), detail.get("units")
             if isinstance(deltas, dict) and deltas:
                 run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
@@ -447,7 +413,7 @@ class Store:
             args.append(case)
         out: dict[tuple[str, str, str], list[dict]] = {}
         for env, w, c, extra in self.db.execute(sql + " ORDER BY id", args):
-            detail = json.loads(extra) if extra else {}
+            detail = stored(SampleExtra, extra, f"{self.path}: run {run_id}: samples' extra")
             if detail:
                 out.setdefault((env, w, c), []).append(detail)
         return out

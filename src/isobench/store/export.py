@@ -16,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+from isobench.core import sink
 from isobench.results.attribution import derived
 from isobench.results.model import RunData
 from isobench.results.table import FAILED, OK, build_table
@@ -152,6 +153,8 @@ def _csv_value(v) -> str:
         return "true" if v else "false"
     if isinstance(v, float):
         return repr(v)  # shortest text that reads back to the same float
+    if isinstance(v, str):
+        return sink.csv_cell(sink.terminal(v))
     return str(v)
 
 

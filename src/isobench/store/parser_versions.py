@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from isobench.core import tomlbound
 from isobench.workloads import WORKLOADS
 
 UNKNOWN = None  # the version of a sample the store does not say, of a workload whose parser changed
@@ -29,8 +30,8 @@ def workload_kinds(study_text: str) -> dict[str, str]:
     from the TOML alone: a stored study that today's study model refuses
     (a field added or bounded since) still names its workloads."""
     try:
-        raw = tomllib.loads(study_text)
-    except (tomllib.TOMLDecodeError, RecursionError):
+        raw = tomlbound.loads(study_text)
+    except (tomllib.TOMLDecodeError, tomlbound.TomlBoundError):
         return {}
     tables = raw.get("workloads")
     if not isinstance(tables, dict):

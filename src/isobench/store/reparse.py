@@ -29,7 +29,7 @@ from isobench.store.parser_versions import read_version, shown
 from isobench.store.db import Rewrite, StoreError
 from isobench.study import StudyError, parse_study
 from isobench.workloads import WORKLOADS
-from isobench.workloads.base import Measurement, Workload
+from isobench.workloads.base import Measurement, Workload, checked
 
 
 @dataclass
@@ -236,7 +236,7 @@ def _sample(out: RunReparse, workloads: dict[str, Workload], defined: set, s: di
             raise ValueError("its stored values or detail are not JSON objects")
         if not s["raw"]:
             raise ValueError("no raw output was stored with it")
-        m = workload.reparse(case, s["raw"], old_extra)
+        m = checked(workload.reparse(case, s["raw"], old_extra))
     except Exception as exc:  # noqa: BLE001 - any parser failure keeps the sample as stored, said once
         out.unreadable.append(Unreadable(out.run_id, s["env"], key, stored_case, s["round"], _one_line(exc)))
         return

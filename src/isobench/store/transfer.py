@@ -9,8 +9,11 @@ import json
 import math
 from pathlib import Path
 
+from isobench.core import tomlbound
 from isobench.core.ids import BadIdentifier, check_name, check_run_id, shown
-from isobench.core.metric import ROLES
+from isobench.core.instants import utc
+from isobench.core.metric import ROLES, value_problem
+from isobench.store.shapes import NAME_LIMIT, EnvFacts, HostFacts, SampleExtra, ShapeError, check
 
 FORMAT = "isobench-run/1"
 TABLES = ("runs", "env_facts", "metric_defs", "samples")
@@ -109,10 +112,44 @@ def _typed(row: dict, col: str, types: tuple, where: str, optional: bool = False
 
 def _finite_values(vals: dict, where: str) -> None:
     for name, v in vals.items():
-        if v is None:
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise _Bad(f"{where}: {shown(name)} is {shown(v)}; a measured value is a finite number")
+        if v is not None and value_problem(v):
+            raise _Bad(f"{where}: {shown(name)} is {shown(v)}; a measured value is a finite number "
+                       f"({value_problem(v)})")
+
+
+# A study makes at most 1000 measured rounds (and 100 warm-up): a cell with
+# more is not a run's, and would cost the report's estimators.
+MAX_ROUND = 1100
+MAX_WALL_S = 1e7  # 115 days
+INT64 = 2**63
+
+
+def _storable(value, where: str) -> None:
+    """A value SQLite keeps as given: a 64-bit integer, a finite float, UTF-8 text."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
+        raise _Bad(f"{where}: {shown(value)} is beyond a 64-bit integer")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _Bad(f"{where}: not UTF-8 text ({exc.reason} at character {exc.start})") from None
+
+
+def _bounded_name(row: dict, col: str, where: str) -> None:
+    value = row.get(col)
+    if value is None:
+        return
+    if not value.isprintable():
+        raise _Bad(f"{where}.{col}: {shown(value)} holds control characters")
+    if len(value) > NAME_LIMIT:
+        raise _Bad(f"{where}.{col}: {len(value)} characters; a name has at most {NAME_LIMIT}")
+
+
+def _shape(model, value: dict, where: str) -> None:
+    try:
+        check(model, value, where)
+    except ShapeError as exc:
+        raise _Bad(str(exc)) from None
 
 
 def check_export(doc: dict) -> None:
@@ -131,33 +168,46 @@ def _check(doc: dict) -> None:
         rows = doc.get(table, [])
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise _Bad(f"{table}: must be a list of rows (objects)")
+        for i, row in enumerate(rows):
+            for col, value in row.items():
+                _storable(value, f"runs.{col}" if table == "runs" else f"{table}[{i}].{col}")
     if len(doc["runs"]) != 1:
         raise _Bad(f"runs: one row expected, found {len(doc['runs'])}")
     run = doc["runs"][0]
     for col in ("study_name", "study_path", "study_text", "study_hash", "baseline", "started_at", "status"):
         _typed(run, col, (str,), "runs")
     _typed(run, "finished_at", (str,), "runs", optional=True)
+    for col in ("started_at", "finished_at"):
+        if run.get(col) is not None:
+            try:
+                utc(run[col])
+            except ValueError as exc:
+                raise _Bad(f"runs.{col}: {shown(run[col])} is not a time ({exc}); a run's times are ISO 8601 "
+                           "with a UTC offset") from None
     if run["status"] not in STATUSES:
         raise _Bad(f"runs.status: {shown(run['status'])} is not one of {', '.join(STATUSES)}")
     check_name(run["study_name"], "runs.study_name")
+    try:
+        tomlbound.guard(run["study_text"])  # every report reads it: bounded before tomllib sees it
+    except tomlbound.TomlBoundError as exc:
+        raise _Bad(f"runs.study_text: {exc}") from None
     envs = _json_of(run.get("environments"), list, "runs.environments")
     for env in envs:
         check_name(env, "runs.environments")
     if run["baseline"] not in envs:
         raise _Bad(f"runs.baseline: {shown(run['baseline'])} is not one of the run's environments")
-    _json_of(run.get("host_facts"), dict, "runs.host_facts")
+    _shape(HostFacts, _json_of(run.get("host_facts"), dict, "runs.host_facts"), "runs.host_facts")
     for i, row in enumerate(doc.get("env_facts", [])):
         where = f"env_facts[{i}]"
         if row.get("env") not in envs:
             raise _Bad(f"{where}.env: {shown(row.get('env'))} is not one of the run's environments")
-        _json_of(row.get("facts"), dict, f"{where}.facts")
+        _shape(EnvFacts, _json_of(row.get("facts"), dict, f"{where}.facts"), f"{where}.facts")
     seen = set()
     for i, row in enumerate(doc.get("metric_defs", [])):
         where = f"metric_defs[{i}]"
         for col in ("workload", "ccase", "metric", "unit", "role"):
             _typed(row, col, (str,), where, optional=col == "role")
-            if row.get(col) is not None and not row[col].isprintable():
-                raise _Bad(f"{where}.{col}: {shown(row[col])} holds control characters")
+            _bounded_name(row, col, where)
         _typed(row, "higher_is_better", (int,), where)
         _typed(row, "ordinal", (int,), where)
         if _typed(row, "is_primary", (int,), where, optional=True) not in (None, 0, 1):
@@ -169,6 +219,7 @@ def _check(doc: dict) -> None:
         if key in seen:
             raise _Bad(f"{where}: {'/'.join(key)} is defined twice")
         seen.add(key)
+    rounds: dict[tuple, int] = {}
     for i, row in enumerate(doc.get("samples", [])):
         where = f"samples[{i}]"
         if row.get("env") not in envs:
@@ -176,28 +227,26 @@ def _check(doc: dict) -> None:
         for col in ("workload", "ccase", "status", "raw", "started_at"):
             _typed(row, col, (str,), where)
         for col in ("workload", "ccase"):
-            if not row[col].isprintable():
-                raise _Bad(f"{where}.{col}: {shown(row[col])} holds control characters")
+            _bounded_name(row, col, where)
         _typed(row, "error", (str,), where, optional=True)
-        _typed(row, "round", (int,), where)
+        if not 0 <= _typed(row, "round", (int,), where) <= MAX_ROUND:
+            raise _Bad(f"{where}.round: {row['round']} is not a round a study makes (0 to {MAX_ROUND})")
         _typed(row, "warmup", (int,), where)
-        _typed(row, "wall_s", (int, float), where)
+        if not 0 <= _typed(row, "wall_s", (int, float), where) <= MAX_WALL_S:
+            raise _Bad(f"{where}.wall_s: {row['wall_s']!r} is not a duration (0 to {MAX_WALL_S:g} s)")
         version = _typed(row, "parser_version", (int,), where, optional=True)  # absent: exported before versions
         if version is not None and version < 1:
             raise _Bad(f"{where}.parser_version: {version} is not a parser version (1 or more)")
         if row["status"] not in SAMPLE_STATUSES:
             raise _Bad(f"{where}.status: {shown(row['status'])} is not one of {', '.join(SAMPLE_STATUSES)}")
         _finite_values(_json_of(row.get("vals"), dict, f"{where}.vals"), f"{where}.vals")
-        extra = _json_of(row.get("extra"), dict, f"{where}.extra")
-        units = extra.get("units")
-        if units is not None and not (isinstance(units, list) and len(units) == 2 and isinstance(units[0], str)
-                                      and isinstance(units[1], (int, float)) and not isinstance(units[1], bool)):
-            raise _Bad(f"{where}.extra.units: must be [unit, count]")
-        counters = extra.get("counters")
-        if counters is not None:
-            if not isinstance(counters, dict):
-                raise _Bad(f"{where}.extra.counters: must be an object of numbers")
-            _finite_values(counters, f"{where}.extra.counters")
+        _shape(SampleExtra, _json_of(row.get("extra"), dict, f"{where}.extra"), f"{where}.extra")
+        if not row["warmup"] and row["status"] == "ok":
+            cell = (row["env"], row["workload"], row["ccase"])
+            rounds[cell] = rounds.get(cell, 0) + 1
+            if rounds[cell] > MAX_ROUND:
+                raise _Bad(f"{where}: {'/'.join(map(shown, cell))} has more than {MAX_ROUND} measured rounds; "
+                           "a study makes at most 1000")
 
 
 def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = None) -> str:
@@ -229,6 +278,8 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                                             f"{sorted(shown(u) for u in unknown)}; export it with the same "
                                             "isobench version")
                     row = {**row, "run_id": run_id}
+                    if table == "runs":  # stored as UTC instants: sorted as times
+                        row.update({c: utc(row[c]) for c in ("started_at", "finished_at") if row.get(c)})
                     if table == "runs" and tag is not None:
                         facts = json.loads(row["host_facts"])
                         facts["fleet"] = tag
@@ -237,6 +288,11 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                     store.db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
                                      f"({', '.join('?' * len(cols))})", [row[c] for c in cols])
             _readable(store, run_id)
+    except sqlite3.IntegrityError as exc:
+        if store.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone():  # a second import won
+            raise TransferError(f"{store.path}: run {run_id!r} already exists; import it under another id "
+                                "with --rename NEWID") from None
+        raise TransferError(f"run export: rows the store cannot hold together ({one_line(exc)})") from None
     except sqlite3.DatabaseError as exc:
         raise TransferError(f"import into {store_problem(store.path, exc)}") from None
     except StoreError as exc:

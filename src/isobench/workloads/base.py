@@ -16,13 +16,26 @@ from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment, Paths
 from isobench.host.hostinfo import HostInfo
-from isobench.core.metric import Metric
+from isobench.core.metric import Metric, value_problem
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
 
 
 class ParseError(ValueError):
     """The tool's output did not have the expected shape."""
+
+
+def checked(m: "Measurement") -> "Measurement":
+    """M, or ParseError (carrying the raw output, kept with the failed
+    sample) when a parser gave a value no measurement has: NaN, infinity, a
+    subnormal (core.metric.value_problem). Run and reparse both pass here."""
+    for name, v in m.values.items():
+        why = value_problem(v) if v is not None else ""
+        if why:
+            err = ParseError(f"the parser read {name} = {v!r}: {why}")
+            err.result = ExecResult([], 1, m.raw, "", 0.0)
+            raise err
+    return m
 
 
 class WorkloadError(RuntimeError):

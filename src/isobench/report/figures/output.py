@@ -8,24 +8,38 @@ from pathlib import Path
 
 import matplotlib
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from isobench.report.figures.catalog import FigureSpec
 
 # Text stays text in SVG (searchable, selectable, small); dates and hash salts
 # fixed so the same run gives byte-identical files.
 SVG_RC = {"svg.fonttype": "none", "svg.hashsalt": "isobench"}
+# Text in a figure is taken literally: "$...$" in a metric or case name is
+# not mathtext (it would fail to parse, or draw as something else). The
+# flag is read when a Text is made: for those made so far, and for the tick
+# labels made while drawing, every figure is saved through these two.
+LITERAL_RC = {"text.parse_math": False}
+
+
+def _literal(fig: Figure) -> None:
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
 
 
 def to_svg(fig: Figure) -> str:
     buf = io.StringIO()
-    with matplotlib.rc_context(SVG_RC):
+    _literal(fig)
+    with matplotlib.rc_context({**SVG_RC, **LITERAL_RC}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return buf.getvalue()
 
 
 def to_png(fig: Figure, dpi: int = 150) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    _literal(fig)
+    with matplotlib.rc_context(LITERAL_RC):
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
 
 
