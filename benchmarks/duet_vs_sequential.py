@@ -93,11 +93,12 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(r))
         return 0
     print(f"run {run.run_id}, baseline {run.baseline}; pairs within each duet")
-    print(f"{'workload':16} {'env':12} {'schedule':10} {'n':>3} {'estimate':>9} {'95% interval':>18} "
+    print(f"{'workload/case':24} {'env':12} {'schedule':10} {'n':>3} {'estimate':>9} {'95% interval':>18} "
           f"{'SD %':>6} {'s/obs':>6} {'SD^2 x s':>9}")
     for r in rows:
         lo, hi = r["ci_pct"]
-        print(f"{r['workload']:16} {r['env']:12} {r['schedule']:10} {r['n']:3d} {r['estimate_pct']:+8.2f}% "
+        name = r["workload"] if r["case"] == "default" else f"{r['workload']}/{r['case']}"
+        print(f"{name:24} {r['env']:12} {r['schedule']:10} {r['n']:3d} {r['estimate_pct']:+8.2f}% "
               f"[{lo:+7.2f}, {hi:+7.2f}]% {r['sd_pct']:6.2f} {r['s_per_obs']:6.2f} {r['sd2_x_s']:9.1f}")
     return 0
 
