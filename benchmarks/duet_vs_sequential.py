@@ -24,7 +24,7 @@ from collections import defaultdict
 
 from isobench.analysis.stats import compare_cell, interval
 from isobench.core.workspace import DEFAULT_STORE
-from isobench.results.analysis import pairs
+from isobench.results.analysis import pair_sides, pairs
 from isobench.results.primary import primary_keys
 from isobench.store.db import Store, StoreError
 
@@ -76,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
             n = len(d)
             mean = sum(d) / n
             sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
-            effect = compare_cell([v for v, _ in p], [r for _, r in p], key.higher_is_better, pairs=p)
+            effect = compare_cell([v for v, _ in p], [r for _, r in p], key.higher_is_better, pairs=p,
+                                  sides=pair_sides(run, key, env, run.baseline))
             lo, hi = interval(effect, 0.95)
+            blocked = effect.noise_sd  # within CPU sides, where the pairs ran as duets
             if duet:
                 s = secs.get((key.workload, f"duet:{env}"), float("nan"))
             else:
@@ -86,20 +88,21 @@ def main(argv: list[str] | None = None) -> int:
                          "schedule": "duet" if duet else "sequential", "n": n,
                          "estimate_pct": round(effect.pct, 2),
                          "ci_pct": [round(100 * (lo - 1), 2), round(100 * (hi - 1), 2)],
-                         "sd_pct": round(100 * sd, 2), "s_per_obs": round(s, 2),
-                         "sd2_x_s": round(1e4 * sd * sd * s, 1)})
+                         "sd_pct": round(100 * sd, 2), "sd_blocked_pct": round(100 * blocked, 2),
+                         "s_per_obs": round(s, 2), "sd2_x_s": round(1e4 * blocked * blocked * s, 1)})
     if a.json:
         for r in rows:
             print(json.dumps(r))
         return 0
     print(f"run {run.run_id}, baseline {run.baseline}; pairs within each duet")
     print(f"{'workload/case':24} {'env':12} {'schedule':10} {'n':>3} {'estimate':>9} {'95% interval':>18} "
-          f"{'SD %':>6} {'s/obs':>6} {'SD^2 x s':>9}")
+          f"{'SD %':>6} {'blocked':>7} {'s/obs':>6} {'SD^2 x s':>9}")
     for r in rows:
         lo, hi = r["ci_pct"]
         name = r["workload"] if r["case"] == "default" else f"{r['workload']}/{r['case']}"
         print(f"{name:24} {r['env']:12} {r['schedule']:10} {r['n']:3d} {r['estimate_pct']:+8.2f}% "
-              f"[{lo:+7.2f}, {hi:+7.2f}]% {r['sd_pct']:6.2f} {r['s_per_obs']:6.2f} {r['sd2_x_s']:9.1f}")
+              f"[{lo:+7.2f}, {hi:+7.2f}]% {r['sd_pct']:6.2f} {r['sd_blocked_pct']:7.2f} {r['s_per_obs']:6.2f} "
+              f"{r['sd2_x_s']:9.1f}")
     return 0
 
 

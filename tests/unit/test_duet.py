@@ -209,3 +209,33 @@ def test_the_answer_says_the_schedule():
     assert "(compression/default)" in text and "one sample at a time: fio/randread" in text
     run.host_facts = {"schedule": "nonsense"}
     assert schedule_summary(run) == ""
+
+
+def test_a_cpu_set_that_is_faster_cancels_instead_of_spreading():
+    from isobench.analysis.stats import compare_cell, log_crossover
+    # A/A: nothing differs, but whoever sits on CPU 0 is 10% slower; sides alternate
+    pairs_, sides = [], []
+    for r in range(10):
+        on0 = r % 2 == 0
+        wobble = 1 + 0.01 * ((r * 7) % 3 - 1)
+        pairs_.append(((0.9 if on0 else 1.0) * wobble, 1.0 if on0 else 0.9))
+        sides.append("0" if on0 else "1")
+    plain = compare_cell([p for p, _ in pairs_], [q for _, q in pairs_], True, pairs=pairs_)
+    crossed = compare_cell([p for p, _ in pairs_], [q for _, q in pairs_], True, pairs=pairs_, sides=sides)
+    assert plain.se > 5 * crossed.se  # the set's advantage no longer counts as noise
+    assert abs(crossed.pct) < 1.0 and crossed.df == 8
+    assert log_crossover([0.1, 0.2, 0.3], ["0", "0", "1"]) is None  # a side of one: the plain paired test
+
+
+def test_pairs_carry_the_side_of_each_duet():
+    from isobench.results.analysis import pair_sides
+    k = key()
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "a"], {}, [k])
+    run.values[(k, "native")], run.rounds[(k, "native")] = [10.0, 11.0], [0, 1]
+    run.partners[(k, "native")] = {0: "a", 1: "a"}
+    run.values[(k, "a")], run.rounds[(k, "a")] = [9.0, 12.0], [0, 1]
+    run.partners[(k, "a")] = {0: "native", 1: "native"}
+    run.sides[(k, "a")] = {0: "1", 1: "0"}
+    assert pair_sides(run, k, "a", "native") == ["1", "0"]
+    del run.sides[(k, "a")]
+    assert pair_sides(run, k, "a", "native") is None

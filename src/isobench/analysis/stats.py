@@ -183,6 +183,25 @@ def log_paired(log_ratios) -> TTest:
     return TTest(est, se, df, t_pvalue(est, se, df))
 
 
+def log_crossover(log_ratios, sides) -> TTest | None:
+    """A duet's paired log ratios blocked by the CPU set the candidate ran on
+    (a two-period crossover, the period being the side): the estimate is the
+    mean of the two sides' means, so a set that is systematically faster
+    cancels instead of inflating the spread; the se comes from the pooled
+    variance within sides, n - 2 df. None unless both sides hold 2 or more."""
+    d = np.asarray(log_ratios, dtype=float)
+    s = np.asarray(sides)
+    groups = [d[s == v] for v in np.unique(s)]
+    if len(groups) != 2 or min(g.size for g in groups) < 2:
+        return None
+    a, b = groups
+    df = a.size + b.size - 2.0
+    pooled = (float(np.sum((a - a.mean()) ** 2)) + float(np.sum((b - b.mean()) ** 2))) / df
+    est = np.float64((a.mean() + b.mean()) / 2)
+    se = np.float64(math.sqrt(pooled * (1 / a.size + 1 / b.size) / 4))
+    return TTest(est, se, np.float64(df), t_pvalue(est, se, np.float64(df)))
+
+
 @dataclass(frozen=True)
 class Effect:
     """One cell: how the candidate differs from the baseline, on the log scale.
@@ -261,13 +280,16 @@ def _check_settings(tol_pct: float, noise_pct: float, alpha: float) -> None:
 def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_is_better: bool,
                  *, pairs: Sequence[tuple[float, float]] | None = None,
                  tol_pct: float = DEFAULT_TOL_PCT, noise_pct: float = 0.0,
-                 alpha: float = ALPHA) -> Effect:
+                 alpha: float = ALPHA, sides: Sequence[str] | None = None) -> Effect:
     """Compare one cell's candidate values with the baseline's, on logs.
 
     ``pairs``: (candidate, baseline) values measured in the same round. With
     2 or more, the paired test decides (it cancels the host's drift between
-    rounds); with fewer, or None, Welch on the logs of all values. Never
-    raises on data: untestable cells come back with test "none" and a reason.
+    rounds); with fewer, or None, Welch on the logs of all values. ``sides``
+    (a duet's CPU set of each pair, results.analysis.pair_sides) blocks the
+    paired test by side (``log_crossover``) when both sides hold 2 or more
+    pairs. Never raises on data: untestable cells come back with test "none"
+    and a reason.
     """
     _check_settings(tol_pct, noise_pct, alpha)
     c = np.asarray(candidate, dtype=float).ravel()
@@ -294,6 +316,10 @@ def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_i
         d = np.log(prs[:, 0]) - np.log(prs[:, 1])
         tt, test, reason, n_pairs = log_paired(d), TEST_PAIRED, "", int(prs.shape[0])
         noise_sd, df_factor = math.sqrt(float(_var1(d))), 1.0
+        crossed = log_crossover(d, sides) if sides is not None and len(sides) == d.size else None
+        if crossed is not None:  # se = noise_sd / sqrt(n) with balanced sides
+            tt, noise_sd = crossed, float(crossed.se) * math.sqrt(d.size)
+            df_factor = float(crossed.df) / max(d.size - 1.0, 1.0)
     else:
         lc, lb = np.log(c), np.log(b)
         tt, test, n_pairs = log_welch(lc, lb), TEST_WELCH_LOG, 0

@@ -80,23 +80,38 @@ def _looks(meta: dict) -> int:
         return 1
 
 
-def pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float]] | None:
-    """(env value, ref value) of every round both measured; None when the
-    run kept no rounds (built in memory), so nothing can be paired. A duet's
-    value pairs with the reference's value from the same duet (its partner
-    is env), never with the reference's duet beside another environment."""
+def _paired(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float, str]] | None:
     if not run.rounds.get((key, env)) or not run.rounds.get((key, ref_env)):
         return None
     ref_partners = run.partners.get((key, ref_env), {})
     ref: dict[tuple[int, str | None], float] = {}
     for i, (r, v) in enumerate(zip(run.rounds.get((key, ref_env), []), run.values.get((key, ref_env), []))):
         ref[(r, ref_partners.get(i))] = v
+    sides = run.sides.get((key, env), {})
     out = []
-    for r, v in zip(run.rounds.get((key, env), []), run.values.get((key, env), [])):
+    for i, (r, v) in enumerate(zip(run.rounds.get((key, env), []), run.values.get((key, env), []))):
         match = ref.get((r, env), ref.get((r, None)))
         if match is not None:
-            out.append((v, match))
+            out.append((v, match, sides.get(i, "")))
     return out
+
+
+def pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float]] | None:
+    """(env value, ref value) of every round both measured; None when the
+    run kept no rounds (built in memory), so nothing can be paired. A duet's
+    value pairs with the reference's value from the same duet (its partner
+    is env), never with the reference's duet beside another environment."""
+    found = _paired(run, key, env, ref_env)
+    return None if found is None else [(v, r) for v, r, _ in found]
+
+
+def pair_sides(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[str] | None:
+    """The CPU set env had in each of ``pairs``' duets (same order); None
+    when none of them ran as a duet."""
+    found = _paired(run, key, env, ref_env)
+    if not found or not any(s for _, _, s in found):
+        return None
+    return [s for _, _, s in found]
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,7 @@ class Question:
     candidate: Sequence[float]
     reference: Sequence[float]
     pairs: Sequence[tuple[float, float]] | None = None  # same-round values; None: unpaired
+    sides: Sequence[str] | None = None  # a duet's CPU set of each pair (stats.log_crossover)
     # a raw compare's between-run spread (tau², its df, runs): results/between.py
     between: tuple[float, int, int] | None = None
 
@@ -118,7 +134,7 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
     alpha = sequential_alpha(settings.looks if looks is None else looks, alpha=ALPHA)
     effects: list[Effect] = [
         compare_cell(q.candidate, q.reference, q.key.higher_is_better,
-                     pairs=q.pairs if settings.paired else None,
+                     pairs=q.pairs if settings.paired else None, sides=q.sides if settings.paired else None,
                      tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
         for q in questions]
     effects = [e if q.between is None else add_between_runs(e, *q.between)
@@ -133,7 +149,9 @@ def baseline_question(run: RunData, key: MetricKey, env: str, settings: Settings
     vals, ref = run.values.get((key, env)), run.values.get((key, run.baseline))
     if not vals or not ref:
         return None
-    return Question(key, vals, ref, pairs(run, key, env, run.baseline) if settings.paired else None)
+    if not settings.paired:
+        return Question(key, vals, ref)
+    return Question(key, vals, ref, pairs(run, key, env, run.baseline), pair_sides(run, key, env, run.baseline))
 
 
 @dataclass(frozen=True)
@@ -164,7 +182,7 @@ def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], setting
         raise ValueError(f"{len(family)} families for {len(questions)} questions")
 
     def within(q: Question) -> Effect:
-        return compare_cell(q.candidate, q.reference, q.key.higher_is_better, pairs=q.pairs,
+        return compare_cell(q.candidate, q.reference, q.key.higher_is_better, pairs=q.pairs, sides=q.sides,
                             tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
 
     inner = [(within(qa), within(qb)) for qa, qb in questions]

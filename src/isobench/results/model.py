@@ -46,6 +46,9 @@ class RunData:
     # same keys, {index in the values list: the other environment's name}; a
     # baseline has one value per partner and round, paired only with that partner
     partners: dict[tuple[MetricKey, str], dict[int, str]] = field(default_factory=dict)
+    # the host CPUs each of those duet values ran on (same keys and indices):
+    # the paired test is blocked by side (analysis.stats.log_crossover)
+    sides: dict[tuple[MetricKey, str], dict[int, str]] = field(default_factory=dict)
     # (workload, case, environment, metric) -> what the workload said that
     # figure does not mean there (Workload.validity), distinct texts in order
     validity: dict[tuple[str, str, str, str], list[str]] = field(default_factory=dict)

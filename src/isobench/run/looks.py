@@ -66,6 +66,7 @@ def budget_look(store: Store, run_id: str, cells: list, active: set, measured: i
             q = baseline_question(run, key, env, settings)
             effects[case].append(compare_cell(q.candidate if q else [], q.reference if q else [],
                                               key.higher_is_better, pairs=q.pairs if q else None,
+                                              sides=q.sides if q else None,
                                               tol_pct=tol_pct, noise_pct=settings.noise_pct(key)))
     m = max(sum(len(v) for v in effects.values()), 1)
     q_level = sequential_alpha(plan.looks, alpha=ALPHA) / m

@@ -373,14 +373,16 @@ class Store:
                     notes = run.validity.setdefault((w, c, env, metric), [])
                     if note not in notes:
                         notes.append(note)
-            partner = _duet_partner(extra)
+            partner, side = _duet_partner(extra)
             for metric, value in stored_values(vals, f"{where}: samples' values").items():
                 key = keys.get((w, c, metric))
                 if key is not None and value is not None:
                     run.values.setdefault((key, env), []).append(float(value))
                     run.rounds.setdefault((key, env), []).append(round_)
                     if partner is not None:
-                        run.partners.setdefault((key, env), {})[len(run.values[(key, env)]) - 1] = partner
+                        index = len(run.values[(key, env)]) - 1
+                        run.partners.setdefault((key, env), {})[index] = partner
+                        run.sides.setdefault((key, env), {})[index] = side
         self._load_counters(run)
         for w, env, wall, n in self.db.execute(
                 "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=?"
@@ -447,11 +449,13 @@ class Store:
         return [dict(zip(cols, row)) for row in cur]
 
 
-def _duet_partner(extra: str) -> str | None:
-    """The other environment of the duet a sample ran in (run/duet.py), or None."""
+def _duet_partner(extra: str) -> tuple[str | None, str]:
+    """The other environment of the duet a sample ran in (run/duet.py) and
+    the CPUs the sample had, or (None, "")."""
     if '"duet"' not in extra:  # cheap test first: sequential samples have none
-        return None
+        return None, ""
     detail = json.loads(extra)
     record = detail.get("duet") if isinstance(detail, dict) else None
     partner = record.get("partner") if isinstance(record, dict) else None
-    return partner if isinstance(partner, str) else None
+    side = record.get("cpus") if isinstance(record, dict) else None
+    return (partner if isinstance(partner, str) else None), (side if isinstance(side, str) else "")
