@@ -112,8 +112,9 @@ def test_runner_starts_and_uses_the_fake_kind_and_clean_sweeps_it(fake, tmp_path
 
 
 def test_the_core_names_no_kind():
-    """study, runner, preflight, clean and the CLI loop over the registry."""
-    for name in ("study.py", "run/runner.py", "checks/preflight.py", "run/clean.py", "cli/main.py"):
+    """study, runner, preflight, clean and every CLI module loop over the registry."""
+    cli = [str(p.relative_to(SRC)) for p in (SRC / "cli").glob("*.py")]
+    for name in ("study.py", "run/runner.py", "checks/preflight.py", "run/clean.py", *cli):
         text = (SRC / name).read_text()
         for kind in ('"native"', '"docker"', '"vm"', "envs.vm", "envs.docker", "envs.native"):
             if name == "study.py" and kind == '"native"':

@@ -1,0 +1,96 @@
+"""`isobench envs`, `doctor`, `images` and `clean`: what this host can run,
+what biases it, the image, and what a crashed run left. Parsing and printing only."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from isobench.cli.common import console, err_console
+from isobench.cli.common import fail as _fail
+
+
+@click.command()
+def envs() -> None:
+    """What this host can run, and why not."""
+    from isobench.envs.kinds import probe_all
+    table = Table("environment", "available", "details")
+    for row in probe_all():
+        table.add_row(escape(row.name), "[green]yes" if row.available else "[red]no", escape(row.details))
+    console.print(table)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable findings.")
+@click.option("--fresh", is_flag=True,
+              help="Measure the host's noise again even when the last pilot is under an hour old.")
+def doctor(as_json: bool, fresh: bool) -> None:
+    """Host settings that bias results, each with how to fix it, and the
+    host's noise: a pilot of about 30 s (fixed CPU and I/O kernels as A/A
+    pairs) whose paired SD per sample says what a study can resolve here,
+    reused for an hour (docs/statistics.md#host-noise).
+
+    The same findings are stored with every run and shown in its report.
+    Exits 0 whatever it finds: a warning is advice, not an error.
+    """
+    import json
+    import time
+
+    from isobench.checks.doctor import findings_as_facts, judge, read_host
+    from isobench.checks.noisepilot import ABOUT_S, as_finding, without_a_run
+    findings = judge(read_host())  # before the pilot, whose load would show in the load average
+    pilot, note = without_a_run(fresh, on_measure=lambda: err_console.print(
+        f"measuring the host's noise (about {ABOUT_S} s; reused for an hour)", highlight=False, markup=False))
+    findings.append(as_finding(pilot, note, time.time()))
+    if as_json:
+        facts = findings_as_facts(findings)
+        if pilot is not None:
+            facts[-1]["pilot"] = pilot.as_fact(time.time())
+        click.echo(json.dumps(facts, indent=2))
+        return
+    colour = {"ok": "green", "warn": "yellow", "info": "blue"}
+    table = Table("check", "status", "value", "how to fix")
+    for f in findings:
+        table.add_row(escape(f.check), f"[{colour[f.status]}]{f.status}", escape(str(f.value)), escape(f.fix))
+    console.print(table)
+
+
+@click.group()
+def images() -> None:
+    """The Debian image every environment runs (debootstrap → Docker image)."""
+
+
+@images.command("build")
+@click.option("--force", is_flag=True, help="Rebuild even when the cached image matches the recipe.")
+def images_build(force: bool) -> None:
+    """Build (or reuse) the image, cached by a hash of its recipe."""
+    from isobench.core.errors import EnvironmentError_
+    from isobench.core.dockerclient import engine
+    from isobench.images import ensure_image
+    try:
+        tag = ensure_image(engine(), force=force,
+                           log=lambda line: console.print(line, highlight=False, markup=False))
+    except EnvironmentError_ as exc:
+        _fail(str(exc))
+    console.print(f"image ready: {tag}", markup=False)
+
+
+@click.command()
+def clean() -> None:
+    """Remove what a crashed run left: QEMU guests, servers, namespaces, links,
+    iptables rules, containers, volumes and scratch files (only isobench's)."""
+    from isobench.run.clean import clean as do_clean
+    from isobench.core.lock import AlreadyRunning, RunLock
+    lock = RunLock()
+    try:
+        lock.acquire("clean")  # never pull environments away from a live run
+    except AlreadyRunning as exc:
+        _fail(f"{exc}; clean would remove its environments: run it once that run has ended")
+    with lock:
+        removed = do_clean()
+        from isobench.checks.health import forget_pending
+        forget_pending()  # what failed teardowns left is gone with the rest
+    for item in removed:
+        console.print(f"removed {item}", highlight=False, markup=False)
+    console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")

@@ -1,0 +1,139 @@
+"""`isobench validate` and `isobench run`: a study checked, then run, its
+report printed and written. Parsing and printing only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from isobench.cli.common import STORE_OPTION, console, default_output, err_console, own, writing
+from isobench.cli.common import fail as _fail
+from isobench.cli.common import open_store as _open_store
+
+
+@click.command()
+@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.option("--allow-large", is_flag=True, help="Accept a study beyond the size limits (docs/reliability.md).")
+@click.option("--budget", metavar="DURATION", help="Check the study as `run --budget DURATION` would run it.")
+def validate(study_file: str, allow_large: bool, budget: str | None) -> None:
+    """Check a study file without running anything."""
+    from isobench.study import StudyError, load_study, with_budget
+    try:
+        study = load_study(study_file)
+        if budget is not None:
+            study = with_budget(study, budget)
+    except StudyError as exc:
+        _fail(str(exc))
+    from isobench.cli.execution import preflight_or_fail
+    size = preflight_or_fail(study, allow_large, "--budget" if budget is not None else "study.budget")
+    instances = sum(spec.instances for spec in study.environments.values())
+    console.print(f"{escape(study_file)}: ok — {len(study.environments)} environments"
+                  + (f" ({instances} instances)" if instances > len(study.environments) else "")
+                  + f", {len(study.workloads)} workloads, "
+                  f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta, study.budget_plan())}"
+                  + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
+                     if study.noise else ""), highlight=False)
+    console.print(size.describe(), highlight=False, markup=False)
+    from isobench.cli.execution import say_resolution
+    from isobench.checks.noisepilot import cached
+    say_resolution(study, size, cached(), console)  # the last pilot's figures: validate measures nothing
+    for (env, key), reason in study.unsupported().items():
+        console.print(f"not run: {key} in {env}: {reason}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _repetitions_text(meta, plan=None) -> str:
+    if plan is not None:
+        return (f"a {meta.budget} budget ({plan.first} rounds of every case, then blocks to the cases still "
+                f"open, up to {plan.cap} rounds; {plan.looks} planned looks)")
+    if not meta.adaptive:
+        return f"{meta.repetitions} repetitions"
+    s = meta.adaptive_schedule
+    return (f"auto repetitions ({s.min_rounds} to {s.max_rounds} rounds in blocks of {s.block}, "
+            f"until every cell's 95% CI is within \u00b1{meta.target_ci_pct:g}%)")
+
+
+@click.command()
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@STORE_OPTION
+@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
+              help="Directory for the Markdown report (RUN_ID.md).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@click.option("--resume", "resume_id", metavar="RUN",
+              help="Continue an interrupted or incomplete run from its stored study: cells without an ok "
+                   "sample (never measured, failed, timed out) are measured again.")
+@click.option("--allow-large", is_flag=True,
+              help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).")
+@click.option("--run-id", "new_id", metavar="ID", help="Id for the new run (a fleet controller chooses it).")
+@click.option("--budget", metavar="DURATION",
+              help="Spend about this long (30m, 1h30m): the study's rounds are a first block, then rounds go "
+                   "to the workload cases that can still resolve (changed or equivalent) in the time left; "
+                   "resolved and hopeless cases stop. Overrides the study's budget (docs/statistics.md#budget).")
+@click.option("--schedule", type=click.Choice(["sequential", "duet"]),
+              help="sequential: one sample at a time; duet: each environment's sample at the same time as the "
+                   "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "
+                   "Overrides the study's schedule.")
+def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | None,
+        resume_id: str | None, allow_large: bool, new_id: str | None, budget: str | None,
+        schedule: str | None) -> None:
+    """Run STUDY_FILE: every workload in every environment, rounds interleaved.
+
+    Each sample is committed to the store as soon as it is measured; Ctrl-C
+    stops the study, keeps what was measured and removes every container and
+    scratch file the run created (`--resume RUN` finishes it later). At the
+    end the report is printed and written as Markdown to OUT/RUN_ID.md.
+    One study runs at a time per host.
+    """
+    from isobench.cli.execution import execute
+    from isobench.store.db import StoreError
+    from isobench.study import StudyError, load_study, parse_study, with_budget, with_schedule
+
+    if (study_file is None) == (resume_id is None):
+        _fail("give a study file to start a run, or --resume RUN to continue one (not both)")
+    from isobench.core.ids import BadIdentifier, check_run_id
+    try:
+        if new_id is not None:
+            check_run_id(new_id, "--run-id")
+    except BadIdentifier as exc:
+        _fail(str(exc))
+    store = _open_store(store_path, create=True)
+    if new_id is not None and (resume_id is not None or store.db.execute(
+            "SELECT 1 FROM runs WHERE run_id=?", (new_id,)).fetchone()):
+        _fail(f"--run-id {new_id}: that run already exists (or --resume was given); choose another id")
+    try:
+        if resume_id is not None:
+            resume_id = check_run_id(store.resolve(resume_id), "--resume")
+            study = parse_study(store.study_of(resume_id)[1], f"{resume_id} (stored study)")
+            stored = (store.run_facts(resume_id).get("budget") or {}).get("budget_s")
+            if budget is None and stored:  # the budget it was started with, perhaps from --budget
+                budget = f"{int(stored)}s"
+            schedule = schedule or (store.run_facts(resume_id).get("schedule") or {}).get("name")
+        else:
+            study = load_study(study_file)
+        if budget is not None:
+            study = with_budget(study, budget)
+        if schedule is not None:
+            study = with_schedule(study, schedule, "--schedule" if resume_id is None else "the stored schedule")
+    except (StudyError, StoreError, BadIdentifier) as exc:
+        _fail(str(exc))
+    run_id = execute(study, store, progress, allow_large, resume_id, new_id,
+                     budget_label="--budget" if budget is not None else "study.budget")
+    _print_report(store, run_id, out_dir)
+    row = next((r for r in store.list_runs() if r.run_id == run_id), None)
+    if row is not None and row.status == "incomplete":
+        err_console.print(f"run {run_id} is incomplete: some cells have no ok sample ({row.samples_failed} "
+                          f"failed sample(s)); `isobench run --resume {run_id}` measures them again",
+                          highlight=False, markup=False)
+
+
+def _print_report(store, run_id: str, out_dir: str) -> None:
+    from isobench.report.markdown import render_markdown
+    from isobench.report.terminal import render_terminal
+    run = store.load_run(run_id)
+    render_terminal(run, console)
+    md_path = own(Path(out_dir) / default_output(run_id, ".md").name)
+    with writing(md_path, "--out"):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        md_path.write_text(render_markdown(run))
+    console.print(f"\nreport written to {escape(str(md_path))}", highlight=False)
