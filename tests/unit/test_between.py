@@ -149,11 +149,11 @@ def test_the_cli_uses_the_stored_runs_unless_told_not_to(shifty):
     s, path = shifty
     _run(s, "cand", {"native": 107, "docker-nat": 85}, seed=9)
     runner = CliRunner()
-    r = runner.invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-regression", "5"],
+    r = runner.invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-change", "5"],
                       catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "between runs: 2 of 2 cells" in r.output
-    r = runner.invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-regression", "5",
+    r = runner.invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-change", "5",
                              "--no-between-runs"], catch_exceptions=False)
     assert r.exit_code == 1 and "docker-nat" in r.output and "between runs" not in r.output
 
@@ -175,7 +175,7 @@ def test_the_overhead_form_allows_for_how_far_an_environments_ratio_moves(shifty
     assert held.cells[0].verdict.effect.test == "welch-diff+between"
     assert "ratio to the baseline moves" in held.between_line
     r = CliRunner().invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--overhead",
-                                  "--fail-on-regression", "5"], catch_exceptions=False)
+                                  "--fail-on-change", "5"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
 
 

@@ -38,7 +38,7 @@ def test_aa_identical_data_flags_nothing_and_exits_0(store_path):
     assert len(result.cells) == 2 and not result.flagged
     assert result.summary_line().startswith("0 of 2 cells changed")
     assert "2 equivalent within \u00b15%" in result.summary_line()
-    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
+    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-change", "5")
     assert r.exit_code == 0, r.output
     assert "0 of 2 cells changed" in r.output and "equivalent" in r.output
 
@@ -50,9 +50,9 @@ def test_injected_20pct_regression_is_flagged_and_fails_the_gate(store_path):
     (flagged,) = result.flagged
     assert flagged.env == "docker-nat" and flagged.verdict.pct == pytest.approx(-20)
     assert result.regressions(5) == [flagged] and result.regressions(25) == []
-    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
+    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-change", "5")
     assert r.exit_code == 1
-    assert "compression throughput_mbs on docker-nat: worse: -20.0% [" in r.output
+    assert "compression throughput_mbs on docker-nat: worse: \u221220.0% [" in r.output
     assert "native" not in r.output.split("regression:")[1]
 
 
@@ -61,7 +61,7 @@ def test_improvement_is_flagged_but_not_a_regression(store_path):
     a, b = _runs(store_path, A_VALUES, fast)
     result = compare_runs(a, b)
     assert [c.env for c in result.flagged] == ["docker-nat"] and result.regressions(5) == []
-    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-regression", "5")
+    r = invoke("compare", "run-a", "run-b", "--store", store_path, "--fail-on-change", "5")
     assert r.exit_code == 0
 
 
@@ -115,7 +115,7 @@ def test_synthetic_aa_and_regression_outputs(tmp_path):
     write_run(s, Synthetic("b", seed=1))  # same seed: identical samples
     write_run(s, Synthetic("c", seed=1, inject={("docker-nat", "fio", "iops"): 0.8}))
     assert compare_runs(s.load_run("a"), s.load_run("b")).flagged == []
-    r = invoke("compare", "a", "c", "--store", path, "--fail-on-regression", "5", "--format", "md")
+    r = invoke("compare", "a", "c", "--store", path, "--fail-on-change", "5", "--format", "md")
     assert r.exit_code == 1 and "fio/randread iops on docker-nat" in r.output
     out = tmp_path / "c.html"
     r = invoke("compare", "a", "c", "--store", path, "--format", "html", "-o", str(out))

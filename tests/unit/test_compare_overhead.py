@@ -70,9 +70,9 @@ def test_a_host_drift_is_change_raw_and_no_change_as_overhead(store_path):
     # each run's ratio is what its Table I measures: paired by round
     assert all(c.within_a.test == c.within_b.test == "paired" for c in over.cells)
 
-    r = invoke("compare", "a", "drifted", "--store", store_path, "--fail-on-regression", "5")
+    r = invoke("compare", "a", "drifted", "--store", store_path, "--fail-on-change", "5")
     assert r.exit_code == 1 and "form: raw values" in r.output
-    r = invoke("compare", "a", "drifted", "--store", store_path, "--overhead", "--fail-on-regression", "5")
+    r = invoke("compare", "a", "drifted", "--store", store_path, "--overhead", "--fail-on-change", "5")
     assert r.exit_code == 0, r.output
     assert "form: overhead: each environment's ratio to native" in r.output
     assert f"0 of {len(over.cells)} cells changed" in r.output and "regression" not in r.output
@@ -91,7 +91,7 @@ def test_an_environment_slower_against_its_baseline_is_named_alone(store_path):
                  "nuttcp/transmit throughput_gbps on docker-nat vs native"):
         assert by_name[name].worse_pct == pytest.approx(10, abs=3)
 
-    r = invoke("compare", "a", "slower", "--store", store_path, "--overhead", "--fail-on-regression", "5")
+    r = invoke("compare", "a", "slower", "--store", store_path, "--overhead", "--fail-on-change", "5")
     assert r.exit_code == 1
     gate = r.output.split("regression:", 1)[1]
     assert "cost against native got worse than in a by more than 5%" in gate
@@ -120,7 +120,7 @@ def junit(path):
 
 def test_junit_counts_cells_failures_and_inconclusives(store_path, tmp_path):
     out = tmp_path / "j.xml"
-    r = invoke("compare", "a", "slower", "--store", store_path, "--overhead", "--fail-on-regression", "5",
+    r = invoke("compare", "a", "slower", "--store", store_path, "--overhead", "--fail-on-change", "5",
                "--junit", str(out))
     assert r.exit_code == 1 and "JUnit XML written to" in r.output
     a, b = load(store_path, "a", "slower")

@@ -1,5 +1,7 @@
+import json
 import multiprocessing
 import os
+import re
 
 import pytest
 
@@ -66,10 +68,11 @@ def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypat
             store.finish_run(run_id, status)
     store.close()
     monkeypatch.setattr(isobench.core.lock, "running_run_id", lambda: None)
-    out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
-    rows = {line.split("│")[1].strip(): line.split("│")[4].strip() for line in out.splitlines()
-            if line.startswith("│ r")}
+    out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite"), "--json"]).stdout
+    rows = {r["run_id"]: r["status"] for r in json.loads(out)["runs"]}
     assert rows == {"r1": "complete", "r2": "incomplete", "r3": "interrupted", "r4": "died"}, out
+    table = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")]).stdout
+    assert all(re.search(rf"^{r} .* {status} ", table, re.M) for r, status in rows.items()), table
     monkeypatch.setattr(isobench.core.lock, "running_run_id", lambda: "r4")  # its isobench is alive
     out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
     assert "died" not in out and "running" in out

@@ -30,7 +30,7 @@ def test_significant_nat_penalty_is_reported_as_worse():
 
 def test_no_difference_is_never_said_alone():
     text = section_lines(run_with([20.0, 25.0, 15.0], [21.0, 16.0, 24.0]))[2]
-    assert "inconclusive at n = 3" in text and "rounds per side would resolve" in text
+    assert "inconclusive at n = 3" in text and "rounds would resolve" in text
     assert "no significant difference" not in text
 
 

@@ -164,8 +164,8 @@ def test_compare_judges_two_families_and_gates_on_the_primaries(store, tmp_path)
     assert [c.name for c in compare_runs(a, b_prim).regressions(5)] == ["fio/randread iops on docker-nat"]
     invoke = CliRunner().invoke
     path = store.path
-    assert invoke(main, ["compare", "a", "b-desc", "--store", path, "--fail-on-regression", "5"]).exit_code == 0
-    assert invoke(main, ["compare", "a", "b-prim", "--store", path, "--fail-on-regression", "5"]).exit_code == 1
+    assert invoke(main, ["compare", "a", "b-desc", "--store", path, "--fail-on-change", "5"]).exit_code == 0
+    assert invoke(main, ["compare", "a", "b-prim", "--store", path, "--fail-on-change", "5"]).exit_code == 1
 
 
 def test_the_overhead_compare_judges_the_same_two_families(store):

@@ -110,9 +110,25 @@ def test_the_answer_is_table_i_verdicts_on_the_primaries(quick):
 
 def test_settle_line_counts_rounds():
     assert settle_line([8, 12, 40, 2000, None], 5) == (
-        "Rounds per side that would settle them at this run's noise (this run has n = 5): "
+        "Rounds that would settle them at this run's noise (this run has n = 5): "
         "12 settle 2 of 5; 40 settle 3 of 5; 2 need more than 1000.")
     assert settle_line([], 5) == ""
+    # and in time, at the run's own pace: 40 rounds of 42 s are 28 min
+    assert "12 (about 8 min) settle 2 of 5; 40 (about 28 min) settle 3 of 5" in settle_line(
+        [8, 12, 40, 2000, None], 5, 42.0)
+
+
+def test_a_run_knows_its_pace_and_answers_in_minutes():
+    from isobench.results.model import RunData
+    from isobench.results.numbers import rounds_text
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "docker"], {},
+                  [_key("w", "m", "throughput"), _key("w", "n", "duration")])
+    assert run.seconds_per_round() is None  # no times stored
+    run.time_spent = {("w", "native"): (30.0, 10), ("w", "docker"): (50.0, 10)}
+    assert run.seconds_per_round() == 8.0  # 4 s a sample, 1 case x 2 environments
+    assert rounds_text(72, 8.0, 1000) == "about 72 rounds (about 10 min)"
+    assert rounds_text(72, None, 1000) == "about 72 rounds"
+    assert rounds_text(2000, 8.0, 1000) == "more than 1000 rounds"
 
 
 def _key(w, m, role, case="default"):

@@ -58,7 +58,7 @@ def test_the_same_values_unpaired_are_inconclusive():
         v = cell(build_table(run), TPUT, "docker").verdict
         assert v.effect.test == "welch-log" and v.verdict == "inconclusive"
         assert v.rounds_needed > len(DRIFT)
-        assert "rounds per side would resolve" in render_markdown(run)
+        assert "rounds would resolve" in render_markdown(run)
 
 
 def test_tolerance_from_the_study_decides_equivalence():

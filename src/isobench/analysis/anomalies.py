@@ -41,6 +41,7 @@ import numpy as np
 from scipy import stats as _st
 
 from isobench.analysis.stats import ALPHA
+from isobench.core.numbers import fmt_num, fmt_pct, signed
 
 # Iglewicz & Hoaglin recommend 3.5, for large samples: on pure normal noise it
 # flags a value in 20% of 5-value cells and 10% of 20-value ones (the MAD of a
@@ -82,7 +83,7 @@ def _robust_z(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+    return fmt_num(x)  # as the tables print it: no scientific notation, the typographic minus
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def outliers(values: Sequence[float], threshold: float = OUTLIER_Z,
     if not idx:
         text = f"no outlier (modified z <= {threshold:g})"
     else:
-        listed = ", ".join(f"{_fmt(a[i])} (z {z[i]:+.1f})" for i in idx)
+        listed = ", ".join(f"{_fmt(a[i])} (z {signed(z[i])})" for i in idx)
         text = (f"{len(idx)} outlier{'s' if len(idx) > 1 else ''} of {a.size} values "
                 f"(modified z > {threshold:g}, median {_fmt(float(np.median(a)))}): {listed}")
     return Outliers(idx, tuple(float(a[i]) for i in idx), tuple(float(v) for v in z),
@@ -145,7 +146,7 @@ def slow_first_round(values_by_round: Sequence[float], higher_is_better: bool,
     pct = (first / med - 1) * 100 if med != 0 else nan
     word = "slower" if flagged else "not slower"
     text = (f"first measured round {word} than the others: {_fmt(first)} vs median "
-            f"{_fmt(med)} ({pct:+.1f}%, modified z {z:+.1f})")
+            f"{_fmt(med)} ({fmt_pct(pct)}, modified z {signed(z)})")
     if flagged:
         text += "; warm-up may be too short"
     return SlowFirstRound(flagged, float(first), med, z, pct, text)
@@ -209,8 +210,8 @@ def drift(values_by_round: Sequence[float], alpha: float = ALPHA,
     flagged = bool(p < alpha and abs(rho) >= min_rho)
     trend = "rise" if rho > 0 else "fall"
     if flagged:
-        text = (f"values {trend} across {n} rounds (Spearman rho {rho:+.2f}, p = {p:.3g}; "
-                f"{slope_pct:+.2f}% per round): the host drifted")
+        text = (f"values {trend} across {n} rounds (Spearman rho {signed(rho, 2)}, p = {p:.3g}; "
+                f"{signed(slope_pct, 2)}% per round): the host drifted")
     else:
-        text = f"no drift across {n} rounds (Spearman rho {rho:+.2f}, p = {p:.3g})"
+        text = f"no drift across {n} rounds (Spearman rho {signed(rho, 2)}, p = {p:.3g})"
     return Drift(flagged, rho, p, n, slope_pct, text)

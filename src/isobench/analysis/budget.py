@@ -55,16 +55,27 @@ OUT_OF_TIME = "out of time"
 # ASCII digits only ("\d" takes Arabic-Indic ones), few of them (int() of
 # 5,000 digits is Python's own error)
 _DURATION = re.compile(r"(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m)?(?:([0-9]{1,6})s)?")
+_SECONDS = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,6})?")
 MAX_BUDGET_S = 24 * 3600
 
 
-def parse_duration(text: str) -> float:
-    """Seconds in "30m", "1h30m", "90s", "2h"; ValueError with what is allowed."""
-    m = _DURATION.fullmatch(text.strip()) if isinstance(text, str) else None
+def duration_seconds(text: str) -> float:
+    """Seconds in "30m", "1h30m", "90s", "2h" or plain seconds ("90");
+    ValueError with what is allowed. Every time the command line asks for
+    is read by this one function."""
+    text = text.strip() if isinstance(text, str) else ""
+    if _SECONDS.fullmatch(text):
+        return float(text)
+    m = _DURATION.fullmatch(text)
     if not m or not any(m.groups()):
-        raise ValueError(f"{shown(text)} is not a duration; write it like 30m, 1h30m or 90s")
+        raise ValueError(f"{shown(text)} is not a duration; write it like 30m, 1h30m, 90s or 90 (seconds)")
     h, mi, s = (int(g or 0) for g in m.groups())
-    seconds = h * 3600 + mi * 60 + s
+    return float(h * 3600 + mi * 60 + s)
+
+
+def parse_duration(text: str) -> float:
+    """A budget: duration_seconds, more than 0 and at most 24h."""
+    seconds = duration_seconds(text)
     if not 0 < seconds <= MAX_BUDGET_S:
         raise ValueError(f"{shown(text)}: a budget is more than 0 s and at most 24h")
     return float(seconds)

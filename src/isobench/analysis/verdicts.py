@@ -59,6 +59,7 @@ import numpy as np
 from scipy import stats as _st
 
 from isobench.analysis.stats import ALPHA, Effect, ratio_interval, t_critical
+from isobench.core.numbers import MINUS
 
 CHANGED = "changed"
 EQUIVALENT = "equivalent"
@@ -127,6 +128,16 @@ class Verdict:
         return f">{ROUNDS_NEEDED_CAP}" if n > ROUNDS_NEEDED_CAP else str(n)
 
     @property
+    def half_width_pct(self) -> float:
+        """Half the interval's width in percent; nan when untested."""
+        return (self.pct_high - self.pct_low) / 2 if self.effect.tested else math.nan
+
+    def resolves(self, pct: float) -> bool:
+        """Resolved (changed or equivalent), or its interval narrow enough
+        (half-width at most ``pct`` percent) to have seen a change of ``pct``."""
+        return self.verdict in (CHANGED, EQUIVALENT) or self.half_width_pct <= pct
+
+    @property
     def callable_text(self) -> str:
         """"this run could call changes of about 31% or more"; "" when unknown."""
         if self.callable_pct is None:
@@ -143,7 +154,8 @@ class Verdict:
         low = f"<{SHOWN_PCT_LOW:+.1f}" if self.pct_low < SHOWN_PCT_LOW else f"{self.pct_low:+.1f}"
         # an upper bound this far out says only "unbounded at this n" (and may be inf)
         high = f">+{SHOWN_PCT_HIGH:.0f}" if not self.pct_high <= SHOWN_PCT_HIGH else f"{self.pct_high:+.1f}"
-        where = f"{e.pct:+.1f}% [{low}%, {high}%] at {fmt_level(self.level)}"
+        # the typographic minus, as every table prints a change
+        where = f"{e.pct:+.1f}% [{low}%, {high}%]".replace("-", MINUS) + f" at {fmt_level(self.level)}"
         if self.changed:
             return (f"{self.direction}: {where}, significant after correction "
                     f"(BH p = {self.p_adjusted:.3g}, {e.test})")
@@ -152,7 +164,7 @@ class Verdict:
             return f"equivalent within ±{self.margin_pct:g}%: {where}{extra}"
         could = f"; {self.callable_text}" if self.callable_text else ""
         return (f"inconclusive at n = {_n_text(e)}: {where}{could}; about {self.rounds_needed_text} "
-                f"rounds per side would resolve ±{self.margin_pct:g}%")
+                f"rounds would resolve ±{self.margin_pct:g}%")
 
 
 def change_text(pct: float) -> str:
@@ -384,7 +396,7 @@ def judge(effect: Effect) -> Verdict:
 
 
 def regressions(verdicts: Iterable[Verdict], pct: float) -> list[Verdict]:
-    """The gate (``--fail-on-regression PCT``): cells changed for the worse
+    """The gate (``--fail-on-change PCT``): cells changed for the worse
     (BH-significant, beyond the noise floor) whose point change is more than
     ``pct`` percent worse than the baseline (``overhead_pct > pct``)."""
     return [v for v in verdicts if v.changed and v.overhead_pct > pct]

@@ -13,7 +13,7 @@ from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadError
 from isobench.host.hostinfo import HostInfo
-from isobench.results.numbers import fmt_duration
+from isobench.core.numbers import fmt_duration, plural
 
 MEMORY_SHARE = 0.8  # leave the kernel, engine and VMM room to breathe
 DISK_SHARE = 0.9
@@ -118,8 +118,10 @@ class StudySize:
     fixed_s: float = 0.0  # starting and stopping the instances, once
 
     def describe(self) -> str:
-        return (f"size: {self.environments} environments ({self.instances} instances), {self.cells} cells, "
-                f"{self.rounds} rounds, {self.samples} samples, about {fmt_duration(self.estimated_s)}")
+        n = plural
+        return (f"size: {n(self.environments, 'environment')} ({n(self.instances, 'instance')}), "
+                f"{n(self.cells, 'cell')}, {n(self.rounds, 'round')}, {n(self.samples, 'sample')}, "
+                f"about {fmt_duration(self.estimated_s)}")
 
     def seconds_at(self, measured_rounds: int) -> float:
         """The same estimate for another number of measured rounds (warm-up kept)."""

@@ -14,7 +14,7 @@ which stands in for each cell's own. At the study's n rounds, then:
 * the change found 4 times in 5: ``verdicts.detectable_change(sd, n, q)``;
 * the rounds after which every cell is changed or ±tol equivalent:
   ``verdicts.rounds_to_resolve(sd, q, tol)``, the rule an inconclusive
-  cell's "about N rounds per side would resolve" uses;
+  cell's "about N rounds would resolve" uses;
 
 with q = alpha/(K·m). Cells of workloads that declare themselves I/O-bound
 (``Workload.io_bound``) use the pilot's I/O figure, every other cell the

@@ -3,17 +3,17 @@ host, measured with A/A copies and planted slowdowns (isobench/calibration.py)."
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console
+from isobench.cli.common import STORE_OPTION, Finite, check_output, console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, terminal_to
+from isobench.results.numbers import DASH, fmt_pct
 
 CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
 
@@ -25,20 +25,23 @@ CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
               "must offer a CPU quota (cpus).")
 @click.option("--sizes", default="5,10,20", show_default=True, metavar="PCTS",
               help="Planted slowdowns, percent of CPU time taken away, each in (0, 90).")
-@click.option("--copies", default=7, show_default=True, type=int,
+@click.option("--copies", default=7, show_default=True, type=click.IntRange(min=1), metavar="N",
               help="A/A copies of the environment (false alarms are counted over copies x primary cells).")
 @click.option("--cpus", "quota", type=Finite(min=0, min_open=True), metavar="N",
               help="CPU quota every unslowed copy gets when the environment sets none (default 1).")
-@click.option("--show", "show_id", metavar="RUN", help="Judge a stored calibration run again; run nothing.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the rates as JSON here.")
-@FORCE_OPTION
+@click.option("--show", "show_id", metavar="RUN_ID", help="Judge a stored calibration run again; run nothing.")
+@click.option("--json", "json_out", is_flag=False, flag_value=STDOUT, metavar="",
+              type=click.Path(dir_okay=False, allow_dash=True),
+              help="Print the rates as JSON instead of the table (schema: docs/output.md); to -o FILE when given. "
+                   "`--json FILE` (writing FILE besides the table) is deprecated: use --json -o FILE.")
+@output_option()
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
 @click.option("--schedule", type=click.Choice(["sequential", "duet"]),
               help="Calibrate the gate under this schedule (default: the study's): with duet, each copy's sample "
                    "runs at the same time as the baseline's (docs/statistics.md#duet).")
 def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: str, copies: int,
-              quota: float | None, show_id: str | None, json_out: str | None, progress: bool | None,
-              schedule: str | None) -> None:
+              quota: float | None, show_id: str | None, json_out: str | None, output: str | None,
+              progress: bool | None, schedule: str | None) -> None:
     """Measure the gate on this host: false alarms and detection per planted size.
 
     Runs STUDY_FILE's workloads in one environment (the baseline), in COPIES
@@ -59,10 +62,11 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
     from isobench.study import StudyError, load_study, parse_study, with_schedule
 
     if (study_file is None) == (show_id is None):
-        _fail("give a study file to calibrate with, or --show RUN to judge a stored calibration run")
+        _fail("give a study file to calibrate with, or --show RUN_ID to judge a stored calibration run")
     store = _open_store(store_path, create=show_id is None)
-    if json_out:
-        check_output(json_out, "--json")  # before an hour of measuring, not after
+    for path, what in ((json_out, "--json"), (output, "-o")):
+        if path and path != STDOUT:
+            check_output(path, what)  # before an hour of measuring, not after
     if show_id is not None:
         try:
             run_id = store.resolve(show_id)
@@ -86,25 +90,26 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
     facts = store.run_facts(run_id)
     facts[CALIBRATION_FACT] = result.as_dict()
     store.set_run_facts(run_id, facts)
-    _print(result)
-    if json_out:
-        try:
-            Path(json_out).write_text(json.dumps(result.as_dict(), indent=2) + "\n")
-        except OSError as exc:
-            _fail(f"--json {json_out}: cannot write: {exc.strerror}")
+    if json_out == STDOUT:
+        emit(document("calibrate", result.as_dict()), output)
+        return
+    terminal_to(output, lambda out: _print(result, out), console)
+    if json_out:  # the old spelling: --json FILE, the table printed as well
+        deprecated("calibrate --json FILE", "--json -o FILE")(None, None, json_out)
+        emit(document("calibrate", result.as_dict()), json_out, "--json")
         console.print(f"wrote {escape(json_out)}", highlight=False)
 
 
 def _pct(x: float) -> str:
-    return "\u2014" if math.isnan(x) else f"{x * 100:.0f}%"
+    return DASH if math.isnan(x) else f"{x * 100:.0f}%"
 
 
-def _print(result) -> None:
+def _print(result, out) -> None:
     table = Table("", "cells", "called changed", "rate [95%]", "measured slowdown (median)",
                   title=f"calibration of {escape(result.env)} (run {escape(result.run_id)})")
     for r in result.rates:
         what = "false alarms" if r.planted_pct == 0 else "detected"
         table.add_row(escape(r.label), str(r.n), f"{r.hits} {what}",
                       f"{_pct(r.rate)} [{_pct(r.low)}, {_pct(r.high)}]",
-                      "\u2014" if math.isnan(r.measured_pct) else f"{r.measured_pct:+.1f}%")
-    console.print(table)
+                      DASH if math.isnan(r.measured_pct) else fmt_pct(r.measured_pct))
+    out.print(table)

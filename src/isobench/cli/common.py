@@ -17,12 +17,21 @@ from rich.markup import escape
 from isobench.core.ids import printable, shown
 from isobench.core.workspace import DEFAULT_STORE
 
-# Pipes and CI logs get a wide table rather than rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+PIPE_COLUMNS = 100  # a pipe or CI log without COLUMNS: wider than rich's 80, narrower than a wide log
+
+
+def columns() -> int:
+    """The width for output that is not a terminal: COLUMNS when set, else 100."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and 20 <= int(text) <= 10_000 else PIPE_COLUMNS
+
+
+# A terminal is measured; a pipe, a file or a CI log gets COLUMNS (else 100).
+console = Console(width=None if sys.stdout.isatty() else columns())
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else columns())
 
 STORE_OPTION = click.option(
-    "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True,
+    "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True, metavar="FILE",
     help="SQLite file holding every run (env: ISOBENCH_STORE).")
 
 

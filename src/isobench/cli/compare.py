@@ -4,33 +4,38 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.text import Text
 
-from isobench.cli.common import FORCE_OPTION, STORE_OPTION, Finite, check_output, console, err_console, writing
+from isobench.cli.common import STORE_OPTION, Finite, check_output, console, err_console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.output import deprecated, document, emit, format_option, output_option, terminal_to, to_stdout
 from isobench.core.ids import printable
 
 
 @click.command("compare")
-@click.argument("run_a")
-@click.argument("run_b")
+@click.argument("run_a", metavar="RUN_ID_A")
+@click.argument("run_b", metavar="RUN_ID_B")
 @STORE_OPTION
-@FORCE_OPTION
 @click.option("--store-b", "store_b_path", type=click.Path(dir_okay=False, exists=True),
-              help="Store holding RUN_B (another host's results file); default: --store.")
+              help="Store holding RUN_ID_B (another host's results file); default: --store.")
 @click.option("--tolerance", type=Finite(min=0, max=99), default=None, metavar="PCT",
               help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
                    "(default: the study's tolerance_pct, else 5).")
-@click.option("--fail-on-regression", "fail_pct", type=Finite(min=0), metavar="PCT",
+@click.option("--fail-on-change", "fail_pct", type=Finite(min=0), metavar="PCT",
               help="Exit 1 naming every primary cell of B (every cell, for runs stored before primaries) "
                    "changed for the worse (significant after Benjamini-Hochberg correction, beyond the "
                    "metric's noise floor) by more than PCT percent; with --overhead, every environment whose "
                    "cost against the baseline got worse so.")
+@click.option("--fail-on-regression", "old_fail_pct", type=Finite(min=0), hidden=True,
+              callback=deprecated("compare --fail-on-regression", "--fail-on-change"),
+              help="Deprecated spelling of --fail-on-change.")
+@click.option("--require-resolution", "resolution_pct", type=Finite(min=0, min_open=True), metavar="PCT",
+              help="Exit 1 unless every primary cell was resolved (changed or equivalent) or its interval's "
+                   "half-width is at most PCT percent: a gate that could not have seen a PCT change fails "
+                   "instead of passing green; names the blind cells and the rounds (and time) that would do.")
 @click.option("--overhead", is_flag=True,
               help="Compare each environment's ratio to the study's baseline (within its run, paired by "
                    "round) between the runs, instead of raw values: did what isolation costs change? A host "
@@ -42,14 +47,14 @@ from isobench.core.ids import printable
                    "the two runs reads as a change.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write JUnit XML: one test case per compared cell, failed where "
-                   "--fail-on-regression fails, skipped when inconclusive.")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
-              show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+                   "--fail-on-change fails (and, with --require-resolution, where a cell is blind), "
+                   "skipped when inconclusive otherwise.")
+@format_option()
+@output_option()
 def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float | None,
-                fail_pct: float | None, overhead: bool, between_runs: bool, junit_path: str | None, fmt: str,
-                output: str | None) -> None:
-    """Compare RUN_B against RUN_A, cell by cell: the ratio of B's geometric
+                fail_pct: float | None, old_fail_pct: float | None, resolution_pct: float | None, overhead: bool,
+                between_runs: bool, junit_path: str | None, fmt: str, output: str | None) -> None:
+    """Compare RUN_ID_B against RUN_ID_A (ids, unique prefixes or FLEET_ID/HOST), cell by cell: the ratio of B's geometric
     mean to A's with its interval (Welch's t on logs), Benjamini-Hochberg over
     all cells (over the primary cells and, apart, the descriptive ones when
     the runs store primaries), and a verdict per cell: changed, equivalent
@@ -58,9 +63,16 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     same in A.
 
     \b
-    Exit status: 0 no regression (or no --fail-on-regression), 1 regression
-    beyond --fail-on-regression, 2 usage error or nothing to compare.
+    Exit status (docs/output.md): 0 no regression (or no --fail-on-change)
+    and not blind; 1 a regression beyond --fail-on-change, or a primary cell
+    blind to --require-resolution; 2 usage error or nothing to compare.
+    --fail-on-regression, the old name of --fail-on-change, works for one
+    more release.
+    \b
+    Example (CI): isobench compare A B --fail-on-change 5 --require-resolution 5 --junit compare.xml
     """
+    if old_fail_pct is not None and fail_pct is None:
+        fail_pct = old_fail_pct
     from isobench.results.compare import compare_overheads, compare_runs
     from isobench.core.errors import IsobenchError
     from isobench.report import compare_render as cmp
@@ -95,38 +107,32 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         err_console.print(f"note: comparing run {a.run_id} with itself: every cell is unchanged by "
                           "construction", markup=False, highlight=False)
     regressions = result.regressions(fail_pct) if fail_pct is not None else []
-    if fmt == "terminal":
-        if output:
-            with writing(output), open(output, "w") as fh:
-                cmp.render_terminal(result, Console(file=fh, width=200), regressions)
-        else:
-            cmp.render_terminal(result, console, regressions)
+    blind = result.blind(resolution_pct) if resolution_pct is not None else []
+    pace = b.seconds_per_round() or a.seconds_per_round()
+    if fmt == "json":
+        emit(document("compare", compare_json(result, fail_pct, regressions, resolution_pct, blind)), output)
+    elif fmt == "terminal":
+        terminal_to(output, lambda out: cmp.render_terminal(result, out, regressions), console)
+    elif fmt == "md":
+        emit(cmp.render_markdown(result, regressions), output)
     else:
-        if fmt == "md":
-            text = cmp.render_markdown(result, regressions)
-        else:
-            from isobench.report.html import render_compare_html
-            text = render_compare_html(result, regressions, fail_pct)
-        if output:
-            with writing(output):
-                Path(output).write_text(text, encoding="utf-8")
-        else:
-            click.echo(text)
+        from isobench.report.html import render_compare_html
+        emit(render_compare_html(result, regressions, fail_pct), output)
     if junit_path:
         from isobench.report.junit import write_junit
         suite = f"isobench compare {a.run_id} {b.run_id}" + (" --overhead" if overhead else "")
         check_output(junit_path, "--junit")
         try:
-            write_junit(junit_path, suite, cmp.junit_cases(result, regressions, fail_pct))
+            write_junit(junit_path, suite, cmp.junit_cases(result, regressions, fail_pct, blind, resolution_pct))
         except IsobenchError as exc:
             _fail(str(exc))
     # Where the change comes from (counters), when both runs have them: raw
     # per-unit costs between the runs, which is not what --overhead asks.
-    if fmt == "terminal" and not output and not overhead:
+    if fmt == "terminal" and to_stdout(output) and not overhead:
         from isobench.results.attribution import compare_section_lines
         for i, line in enumerate(compare_section_lines(a, b)):
             console.print(Text(("\n" if i == 0 else "") + line, style="bold" if i == 0 else ""))
-    if output:
+    if not to_stdout(output):
         err_console.print(f"comparison written to {printable(output)}", markup=False, highlight=False)
         err_console.print(result.form_line, markup=False, highlight=False)
         if result.between_line:
@@ -135,10 +141,47 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     if junit_path:
         err_console.print(f"JUnit XML written to {printable(junit_path)}", markup=False, highlight=False)
     if regressions:
-        what = (f"environment cell(s) whose cost against {result.baseline} got worse than in {a.run_id}"
-                if overhead else f"cell(s) changed for the worse vs {a.run_id}")
+        what = (f"environment {cells_word(len(regressions))} whose cost against {result.baseline} got worse than in "
+                f"{a.run_id}" if overhead else f"{cells_word(len(regressions))} changed for the worse vs {a.run_id}")
         err_console.print(f"regression: {len(regressions)} {what} by more than {fail_pct:g}%:",
                           style="bold red", markup=False, highlight=False)
         for c in regressions:
-            err_console.print(f"  {cmp.regression_line(c)}", markup=False, highlight=False)
+            err_console.print(f"  {cmp.regression_line(c)}", markup=False, highlight=False, soft_wrap=True)
+    if blind:
+        gated = sum(1 for c in result.cells if c.gated)
+        err_console.print(f"blind: {len(blind)} of {gated} primary {cells_word(gated)} could not have seen a change "
+                          f"of {resolution_pct:g}% (neither resolved nor an interval within \u00b1{resolution_pct:g}%):",
+                          style="bold red", markup=False, highlight=False, soft_wrap=True)
+        for c in blind:
+            err_console.print(f"  {cmp.blind_line(c, pace)}", markup=False, highlight=False, soft_wrap=True)
+    if regressions or blind:
         sys.exit(1)
+
+
+def cells_word(n: int) -> str:
+    return "cell" if n == 1 else "cells"
+
+
+def compare_json(result, fail_pct, regressions, resolution_pct, blind) -> dict:
+    """The compare as data (docs/output.md#compare)."""
+    failing, unseen = {id(c) for c in regressions}, {id(c) for c in blind}
+    cells = []
+    for c in result.cells:
+        v = c.verdict
+        cells.append({"name": c.name, "workload": c.key.workload, "case": c.key.case, "metric": c.key.metric,
+                      "unit": c.key.unit, "higher_is_better": c.key.higher_is_better, "env": c.env,
+                      "family": c.family or None, "gated": c.gated, "emulated": c.emulated,
+                      "verdict": v.verdict, "direction": v.direction or None, "pct": v.pct,
+                      "pct_low": v.pct_low if v.effect.tested else None,
+                      "pct_high": v.pct_high if v.effect.tested else None, "level": v.level,
+                      "half_width_pct": v.half_width_pct, "p_adjusted": v.p_adjusted,
+                      "rounds_needed": v.rounds_needed, "callable_pct": v.callable_pct,
+                      "regression": id(c) in failing, "blind": id(c) in unseen, "text": v.text})
+    return {"run_a": result.run_a.run_id, "run_b": result.run_b.run_id, "form": result.form,
+            "baseline": result.baseline or None, "tolerance_pct": result.tolerance_pct,
+            "fail_on_change_pct": fail_pct, "require_resolution_pct": resolution_pct,
+            "counts": {verdict: result.count(verdict) for verdict in ("changed", "equivalent", "inconclusive")},
+            "summary": result.summary_line(), "cells": cells,
+            "only_in_a": result.only_in_a, "only_in_b": result.only_in_b, "mismatched": result.mismatched,
+            "facts_diff": [{"fact": k, "a": x, "b": y} for k, x, y in result.facts_diff],
+            "regressions": [c.name for c in regressions], "blind": [c.name for c in blind]}

@@ -37,13 +37,18 @@ def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "stu
     return size
 
 
-def say_resolution(study, size, pilot, out) -> None:
+def resolution_text(study, size, pilot) -> list[str]:
     """What the planned rounds can resolve here, before anything starts
-    (isobench.checks.resolution), on ``out``; user text (workload keys) escaped."""
+    (isobench.checks.resolution)."""
     from isobench.host.hostinfo import host_info
-    from isobench.core.ids import printable
     from isobench.checks.resolution import compared_cells, resolution_lines
-    for line in resolution_lines(study, size, compared_cells(study, host_info()), pilot, time.time()):
+    return resolution_lines(study, size, compared_cells(study, host_info()), pilot, time.time())
+
+
+def say_resolution(study, size, pilot, out) -> None:
+    """resolution_text on ``out``; user text (workload keys) escaped."""
+    from isobench.core.ids import printable
+    for line in resolution_text(study, size, pilot):
         out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import Finite, console, err_console
+from isobench.cli.common import console, err_console
 from isobench.cli.common import fail as _fail
-from isobench.cli.common import open_store
-from isobench.core.workspace import DEFAULT_STORE
-
+from isobench.cli.common import STORE_OPTION, open_store
+from isobench.cli.output import JSON_OPTION, Duration, document, emit, output_option
+from isobench.core.ids import printable
 
 
 def _note(message: str) -> None:
@@ -33,12 +33,12 @@ def fleet() -> None:
               help="Hosts worked on at the same time.")
 @click.option("--setup/--no-setup", default=True, show_default=True,
               help="Run host setup (packages, Docker Engine, the image); --no-setup for prepared hosts.")
-@click.option("--timeout", type=Finite(min=10), default=4 * 3600, show_default=True, metavar="S",
-              help="Per host: give up on a study still running after S seconds.")
-@click.option("--poll", type=Finite(min=1), default=10, show_default=True, metavar="S",
-              help="Seconds between polls of each host.")
+@click.option("--timeout", type=Duration(min_s=10), default="4h", show_default=True, metavar="DURATION",
+              help="Per host: give up on a study still running after this long (4h, 30m, 90s or plain seconds).")
+@click.option("--poll", type=Duration(min_s=1), default="10s", show_default=True, metavar="DURATION",
+              help="Time between polls of each host (10s, 1m or plain seconds).")
 @click.option("--resume", "resume_id", metavar="FLEET_ID", help="Retry only the hosts of FLEET_ID that did not finish.")
-@click.option("--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True)
+@STORE_OPTION
 def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_id, store_path) -> None:
     """Run STUDY_FILE on every host of --inventory; import each host's run."""
     from isobench.fleet import record
@@ -95,19 +95,27 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
 
 
 @fleet.command("list")
-@click.option("--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True)
-def fleet_list(store_path) -> None:
+@STORE_OPTION
+@JSON_OPTION
+@output_option()
+def fleet_list(store_path, as_json, output) -> None:
     """Fleets in the store, host by host."""
     store = open_store(store_path)
-    for fid, host, run_id, status, detail in store.db.execute(
-            "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host"):
-        console.print(escape(f"{fid}  {host}  {run_id}  {status}  {detail}"), highlight=False)
+    rows = store.db.execute(
+        "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host").fetchall()
+    if as_json:
+        emit(document("fleet-list", {"hosts": [{"fleet_id": f, "host": h, "run_id": r, "status": st, "detail": d}
+                                                for f, h, r, st, d in rows]}), output)
+        return
+    emit("".join(f"{printable(f)}  {printable(h)}  {printable(r)}  {st}  {printable(d or '')}\n"
+                 for f, h, r, st, d in rows), output)
 
 
 @fleet.command("clean")
-@click.option("--inventory", "-i", required=True, type=click.Path(dir_okay=False))
-@click.option("--limit", "-l", metavar="PATTERN")
-@click.option("--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--inventory", "-i", required=True, type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
+@click.option("--limit", "-l", metavar="PATTERN", help="Only these hosts or groups (comma-separated, shell patterns).")
+@click.option("--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Hosts worked on at the same time.")
 def fleet_clean(inventory, limit, forks) -> None:
     """`isobench clean` on every host, then remove what the fleet installed there."""
     from isobench.fleet.controller import clean_fleet

@@ -9,23 +9,33 @@ from rich.table import Table
 
 from isobench.cli.common import console, err_console
 from isobench.cli.common import fail as _fail
+from isobench.core.numbers import plural
+from isobench.cli.output import JSON_OPTION, document, emit, output_option, terminal_to
 
 
 @click.command()
-def envs() -> None:
+@JSON_OPTION
+@output_option()
+def envs(as_json: bool, output: str | None) -> None:
     """What this host can run, and why not."""
     from isobench.envs.kinds import probe_all
+    rows = probe_all()
+    if as_json:
+        emit(document("envs", {"environments": [{"name": r.name, "available": r.available, "details": r.details}
+                                                for r in rows]}), output)
+        return
     table = Table("environment", "available", "details")
-    for row in probe_all():
+    for row in rows:
         table.add_row(escape(row.name), "[green]yes" if row.available else "[red]no", escape(row.details))
-    console.print(table)
+    terminal_to(output, lambda out: out.print(table), console)
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable findings.")
+@JSON_OPTION
+@output_option()
 @click.option("--fresh", is_flag=True,
               help="Measure the host's noise again even when the last pilot is under an hour old.")
-def doctor(as_json: bool, fresh: bool) -> None:
+def doctor(as_json: bool, output: str | None, fresh: bool) -> None:
     """Host settings that bias results, each with how to fix it, and the
     host's noise: a pilot of about 30 s (fixed CPU and I/O kernels as A/A
     pairs) whose paired SD per sample says what a study can resolve here,
@@ -34,7 +44,6 @@ def doctor(as_json: bool, fresh: bool) -> None:
     The same findings are stored with every run and shown in its report.
     Exits 0 whatever it finds: a warning is advice, not an error.
     """
-    import json
     import time
 
     from isobench.checks.doctor import findings_as_facts, judge, read_host
@@ -47,13 +56,13 @@ def doctor(as_json: bool, fresh: bool) -> None:
         facts = findings_as_facts(findings)
         if pilot is not None:
             facts[-1]["pilot"] = pilot.as_fact(time.time())
-        click.echo(json.dumps(facts, indent=2))
+        emit(document("doctor", {"findings": facts}), output)
         return
     colour = {"ok": "green", "warn": "yellow", "info": "blue"}
     table = Table("check", "status", "value", "how to fix")
     for f in findings:
         table.add_row(escape(f.check), f"[{colour[f.status]}]{f.status}", escape(str(f.value)), escape(f.fix))
-    console.print(table)
+    terminal_to(output, lambda out: out.print(table), console)
 
 
 @click.group()
@@ -93,4 +102,4 @@ def clean() -> None:
         forget_pending()  # what failed teardowns left is gone with the rest
     for item in removed:
         console.print(f"removed {item}", highlight=False, markup=False)
-    console.print(f"{len(removed)} item(s) removed" if removed else "nothing to clean")
+    console.print(f"{plural(len(removed), 'item')} removed" if removed else "nothing to clean")

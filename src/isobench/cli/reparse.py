@@ -12,12 +12,12 @@ from isobench.core.ids import printable
 
 
 @click.command("reparse")
-@click.argument("run_id", required=False, metavar="[RUN]")
+@click.argument("run_id", required=False, metavar="[RUN_ID]")
 @click.option("--all", "all_runs", is_flag=True, help="Every run in the store, oldest first.")
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
 @STORE_OPTION
 def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str) -> None:
-    """Recompute RUN's values (an id or a unique prefix) from the raw outputs
+    """Recompute RUN_ID's values (an id or a unique prefix) from the raw outputs
     its samples kept, with the current parsers, and record the parser
     version per sample.
 
@@ -30,7 +30,7 @@ def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str) 
 
     \b
     Examples:
-      isobench reparse RUN --dry-run    what would change
+      isobench reparse RUN_ID --dry-run  what would change
       isobench reparse --all            every stored run
     """
     from isobench.core.lock import running_run_id

@@ -6,44 +6,62 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from isobench.cli.common import FORCE_OPTION, STORE_OPTION, console, default_output, err_console, writing
+from isobench.cli.common import STORE_OPTION, console, default_output, err_console, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.core import sink
+from isobench.core.numbers import plural
+from isobench.cli.output import (JSON_OPTION, STDOUT, deprecated, document, emit, format_option, output_option,
+                                 terminal_to)
 
 
 @click.command()
 @STORE_OPTION
-def runs(store_path: str) -> None:
-    """List stored runs, oldest first."""
+@JSON_OPTION
+@output_option()
+def runs(store_path: str, as_json: bool, output: str | None) -> None:
+    """List stored runs, oldest first. Samples are the measured ones; the
+    warm-ups, left out of every statistic, are counted apart."""
     store = _open_store(store_path)
     # status: complete (every cell has an ok sample), incomplete (some failed or were skipped:
     # --resume), interrupted (Ctrl-C, SIGTERM, a full store), died (killed: nobody holds its lock)
-    table = Table("run", "study", "started", "status", "environments", "samples", "failed")
-    table.columns[0].no_wrap = True
     from isobench.core.lock import running_run_id
     live = running_run_id()
-    for r in store.list_runs():
-        # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
-        status = "died" if r.status == "running" and live not in (r.run_id, "?") else r.status
-        table.add_row(*map(sink.markup, (r.run_id, r.study_name, r.started_at, status, ", ".join(r.environments),
-                                         r.samples_ok, r.samples_failed)))
-    console.print(table)
+    rows = store.list_runs()
+    # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
+    status = {r.run_id: "died" if r.status == "running" and live not in (r.run_id, "?") else r.status
+              for r in rows}
+    if as_json:
+        emit(document("runs", {"runs": [
+            {"run_id": r.run_id, "study": r.study_name, "started_at": r.started_at,
+             "finished_at": r.finished_at, "status": status[r.run_id], "environments": r.environments,
+             "samples": r.samples_ok, "warmups": r.warmups, "failed": r.samples_failed} for r in rows]}), output)
+        return
+    # light rules and one space between columns: every column fits 80 columns
+    table = Table("run", "study", "started", "status", "environments", "samples", "warm-ups", "failed",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for i, column in enumerate(table.columns):
+        column.no_wrap = i != 4  # the environments wrap, at spaces
+        column.justify = "right" if i >= 5 else "left"
+    for r in rows:
+        table.add_row(*map(sink.markup, (r.run_id, r.study_name, r.started_at, status[r.run_id],
+                                         ", ".join(r.environments), r.samples_ok, r.warmups, r.samples_failed)))
+    terminal_to(output, lambda out: out.print(table), console)
+    if rows:
+        err_console.print("samples: measured ones; warm-ups are run first and left out of every statistic",
+                          markup=False, highlight=False, style="dim")
 
 
 @click.command()
 @click.argument("run_id", required=False)
 @STORE_OPTION
-@FORCE_OPTION
-@click.option("--format", "fmt", type=click.Choice(["terminal", "md", "html"]), default="terminal",
-              show_default=True, help="html: one self-contained file with the figures (opens offline).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
-              help="Write to this file instead of stdout (html: default results/RUN_ID.html).")
-@click.option("--figures", "figures_dir", type=click.Path(file_okay=False),
+@format_option(extra=" html: one self-contained file with the figures, default results/RUN_ID.html.")
+@output_option("Write to FILE instead of stdout (- for stdout; html without -o: results/RUN_ID.html).")
+@click.option("--figures", "figures_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Also write every figure to this directory, as SVG and PNG.")
 @click.option("--all", "show_all", is_flag=True,
               help="Terminal: also open the folded sections (every warning, every inconclusive cell); "
@@ -53,13 +71,17 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
     """Report RUN_ID (an id, a unique prefix, or the latest run when omitted),
     computed from the store alone. In a terminal the answer comes last (it
     stays on screen); Table I's cells there are short (mean, change, interval,
-    marks) and in as many panels as the width needs."""
+    marks) and in as many panels as the width needs. JSON: the run and
+    Table I's cells (columns as in docs/export.md)."""
     from isobench.report.markdown import render_markdown
     from isobench.report.terminal import render_terminal
     from isobench.store.db import StoreError
     store = _open_store(store_path)
     from isobench.cli.fleet import is_fleet_id
     if is_fleet_id(store, run_id):
+        if fmt == "json":
+            _fail(f"report {run_id} --format json: a fleet's report has no JSON; "
+                  f"`isobench report {run_id}/HOST --format json` gives each host's run")
         from isobench.cli.fleet import fleet_report
         fleet_report(store, run_id, fmt, output)
         return
@@ -75,41 +97,47 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
         if figures_dir:
             with writing(figures_dir, "--figures"):
                 write_figures(specs, figures_dir)
-            err_console.print(f"{len(specs)} figure(s) written to {escape(figures_dir)} as SVG and PNG"
+            err_console.print(f"{plural(len(specs), 'figure')} written to {escape(figures_dir)} as SVG and PNG"
                               + ("" if specs else ": the run has nothing to draw"), highlight=False)
     if fmt == "html":
         from isobench.report.html import render_html
-        path = Path(output) if output else default_output(run.run_id, ".html")
         html = render_html(run, specs=specs, table=table)
+        if output == STDOUT:
+            emit(html, output)
+            return
+        path = Path(output) if output else default_output(run.run_id, ".html")
         with writing(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(html, encoding="utf-8")
         console.print(f"HTML report written to {escape(str(path))}", highlight=False)
         return
-    if fmt == "md":
-        text = render_markdown(run)
-        if output:
-            with writing(output):
-                Path(output).write_text(text)
-        else:
-            click.echo(text)
+    if fmt == "json":
+        from isobench.store.export import CELL_COLUMNS, cell_rows
+        emit(document("report", {"run": _run_fields(run), "host_facts": run.host_facts,
+                                 "cell_columns": list(CELL_COLUMNS), "cells": cell_rows(run)}), output)
         return
-    if output:
-        with writing(output), open(output, "w") as fh:
-            render_terminal(run, Console(file=fh, width=200), show_all)
-    else:
-        render_terminal(run, console, show_all)
+    if fmt == "md":
+        emit(render_markdown(run), output)
+        return
+    terminal_to(output, lambda out: render_terminal(run, out, show_all), console)
+
+
+def _run_fields(run) -> dict:
+    return {"run_id": run.run_id, "study": run.study_name, "status": run.status, "started_at": run.started_at,
+            "finished_at": run.finished_at, "baseline": run.baseline, "environments": run.environments,
+            "study_hash": run.study_hash}
 
 
 @click.command("export")
 @click.argument("run_id", required=False)
 @STORE_OPTION
-@FORCE_OPTION
-@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
-@click.option("--output", "-o", type=click.Path(),
-              help="csv: a directory for samples.csv and cells.csv (default results/RUN_ID/); "
-                   "json: a file (default results/RUN_ID.json; - for stdout).")
-def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True,
+              help="csv: samples.csv and cells.csv in --dir; json: one document (-o FILE, - for stdout).")
+@click.option("--dir", "out_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="csv: the directory for samples.csv and cells.csv (default results/RUN_ID/).")
+@output_option("json: the file (default results/RUN_ID.json; - for stdout). With csv, -o DIR is the "
+               "deprecated spelling of --dir DIR.", dir_okay=True)
+def export_cmd(run_id: str | None, store_path: str, fmt: str, out_dir: str | None, output: str | None) -> None:
     """Export RUN_ID's raw samples and summarised cells (columns: docs/export.md)."""
     import json as _json
 
@@ -122,11 +150,17 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, output: str | None
         _fail(str(exc))
     samples = store.samples(run.run_id)
     if fmt == "csv":
-        target = output or default_output(run.run_id, "")
-        with writing(target):
+        if output == STDOUT:
+            _fail("export --format csv -o -: CSV is two files; give --dir DIR, or --format json -o - for stdout")
+        if output:
+            deprecated("export --format csv -o DIR", "--dir DIR")(None, None, output)
+        target = out_dir or output or default_output(run.run_id, "")
+        with writing(target, "--dir"):
             paths = exp.export_csv(run, samples, target)
         console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False, markup=False)
-    elif output == "-":
+    elif out_dir:
+        _fail("export --dir: only for --format csv; give -o FILE for json")
+    elif output == STDOUT:
         click.echo(_json.dumps(exp.export_document(run, samples), indent=1, allow_nan=False, default=str))
     else:
         target = output or default_output(run.run_id, ".json")

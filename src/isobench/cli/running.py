@@ -11,13 +11,19 @@ from rich.markup import escape
 from isobench.cli.common import STORE_OPTION, console, default_output, err_console, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.core.numbers import plural
+from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, output_option, to_stdout
+from isobench.core.ids import printable
 
 
 @click.command()
 @click.argument("study_file", type=click.Path(dir_okay=False))
 @click.option("--allow-large", is_flag=True, help="Accept a study beyond the size limits (docs/reliability.md).")
-@click.option("--budget", metavar="DURATION", help="Check the study as `run --budget DURATION` would run it.")
-def validate(study_file: str, allow_large: bool, budget: str | None) -> None:
+@click.option("--budget", metavar="DURATION", help="Check the study as `run --budget DURATION` would run it "
+              "(30m, 1h30m, 90s or plain seconds).")
+@JSON_OPTION
+@output_option()
+def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bool, output: str | None) -> None:
     """Check a study file without running anything."""
     from isobench.study import StudyError, load_study, with_budget
     try:
@@ -29,18 +35,34 @@ def validate(study_file: str, allow_large: bool, budget: str | None) -> None:
     from isobench.cli.execution import preflight_or_fail
     size = preflight_or_fail(study, allow_large, "--budget" if budget is not None else "study.budget")
     instances = sum(spec.instances for spec in study.environments.values())
-    console.print(f"{escape(study_file)}: ok — {len(study.environments)} environments"
-                  + (f" ({instances} instances)" if instances > len(study.environments) else "")
-                  + f", {len(study.workloads)} workloads, "
-                  f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta, study.budget_plan())}"
-                  + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
-                     if study.noise else ""), highlight=False)
-    console.print(size.describe(), highlight=False, markup=False)
-    from isobench.cli.execution import say_resolution
     from isobench.checks.noisepilot import cached
-    say_resolution(study, size, cached(), console)  # the last pilot's figures: validate measures nothing
-    for (env, key), reason in study.unsupported().items():
-        console.print(f"not run: {key} in {env}: {reason}", highlight=False, markup=False, soft_wrap=True)
+    from isobench.cli.execution import resolution_text
+    resolution = resolution_text(study, size, cached())  # the last pilot's figures: validate measures nothing
+    unsupported = study.unsupported()
+    if as_json:
+        emit(document("validate", {
+            "study_file": study_file, "study": study.meta.name, "ok": True,
+            "environments": list(study.environments), "instances": instances,
+            "workloads": [w.workload for w in study.workloads], "warmup": study.meta.warmup,
+            "repetitions": _repetitions_text(study.meta, study.budget_plan()),
+            "size": {"cells": size.cells, "rounds": size.rounds, "samples": size.samples,
+                     "estimated_s": round(size.estimated_s, 1), "round_s": round(size.round_s, 3)},
+            "resolution": resolution,
+            "not_run": [{"environment": env, "case": str(key), "reason": reason}
+                        for (env, key), reason in unsupported.items()]}), output)
+        return
+    lines = [f"{study_file}: ok \u2014 {plural(len(study.environments), 'environment')}"
+             + (f" ({instances} instances)" if instances > len(study.environments) else "")
+             + f", {plural(len(study.workloads), 'workload')}, "
+             f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta, study.budget_plan())}"
+             + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
+                if study.noise else ""), size.describe(), *resolution]
+    lines += [f"not run: {key} in {env}: {reason}" for (env, key), reason in unsupported.items()]
+    if not to_stdout(output):
+        emit("\n".join(lines), output)
+        return
+    for line in lines:
+        console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
 
 
 def _repetitions_text(meta, plan=None) -> str:
@@ -57,32 +79,34 @@ def _repetitions_text(meta, plan=None) -> str:
 @click.command()
 @click.argument("study_file", type=click.Path(dir_okay=False), required=False)
 @STORE_OPTION
-@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
-              help="Directory for the Markdown report (RUN_ID.md).")
+@output_option("The Markdown report's file (default: results/RUN_ID.md; - for stdout).")
+@click.option("--out", "out_dir", hidden=True, type=click.Path(file_okay=False),
+              callback=deprecated("run --out DIR", "-o FILE"), help="Deprecated: a directory for RUN_ID.md.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
-@click.option("--resume", "resume_id", metavar="RUN",
+@click.option("--resume", "resume_id", metavar="RUN_ID",
               help="Continue an interrupted or incomplete run from its stored study: cells without an ok "
                    "sample (never measured, failed, timed out) are measured again.")
 @click.option("--allow-large", is_flag=True,
               help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).")
-@click.option("--run-id", "new_id", metavar="ID", help="Id for the new run (a fleet controller chooses it).")
+@click.option("--run-id", "new_id", metavar="RUN_ID", help="Id for the new run (a fleet controller chooses it).")
 @click.option("--budget", metavar="DURATION",
-              help="Spend about this long (30m, 1h30m): the study's rounds are a first block, then rounds go "
+              help="Spend about this long (30m, 1h30m, 90s or plain seconds): the study's rounds are a first block, then rounds go "
                    "to the workload cases that can still resolve (changed or equivalent) in the time left; "
                    "resolved and hopeless cases stop. Overrides the study's budget (docs/statistics.md#budget).")
 @click.option("--schedule", type=click.Choice(["sequential", "duet"]),
               help="sequential: one sample at a time; duet: each environment's sample at the same time as the "
                    "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "
                    "Overrides the study's schedule.")
-def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | None,
+def run(study_file: str | None, store_path: str, output: str | None, out_dir: str | None, progress: bool | None,
         resume_id: str | None, allow_large: bool, new_id: str | None, budget: str | None,
         schedule: str | None) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
     Each sample is committed to the store as soon as it is measured; Ctrl-C
     stops the study, keeps what was measured and removes every container and
-    scratch file the run created (`--resume RUN` finishes it later). At the
-    end the report is printed and written as Markdown to OUT/RUN_ID.md.
+    scratch file the run created (`--resume RUN_ID` finishes it later). At
+    the end the report is printed and written as Markdown to -o FILE
+    (default results/RUN_ID.md; `--out DIR`, deprecated, writes DIR/RUN_ID.md).
     One study runs at a time per host.
     """
     from isobench.cli.execution import execute
@@ -90,7 +114,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
     from isobench.study import StudyError, load_study, parse_study, with_budget, with_schedule
 
     if (study_file is None) == (resume_id is None):
-        _fail("give a study file to start a run, or --resume RUN to continue one (not both)")
+        _fail("give a study file to start a run, or --resume RUN_ID to continue one (not both)")
     from isobench.core.ids import BadIdentifier, check_run_id
     try:
         if new_id is not None:
@@ -119,7 +143,7 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
         _fail(str(exc))
     run_id = execute(study, store, progress, allow_large, resume_id, new_id,
                      budget_label="--budget" if budget is not None else "study.budget")
-    _print_report(store, run_id, out_dir)
+    _print_report(store, run_id, output, out_dir)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)
     if row is not None and row.status == "incomplete":
         err_console.print(f"run {run_id} is incomplete: some cells have no ok sample ({row.samples_failed} "
@@ -127,13 +151,17 @@ def run(study_file: str | None, store_path: str, out_dir: str, progress: bool | 
                           highlight=False, markup=False)
 
 
-def _print_report(store, run_id: str, out_dir: str) -> None:
+def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -> None:
     from isobench.report.markdown import render_markdown
     from isobench.report.terminal import render_terminal
     run = store.load_run(run_id)
     render_terminal(run, console)
-    md_path = own(Path(out_dir) / default_output(run_id, ".md").name)
-    with writing(md_path, "--out"):
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    if output == STDOUT:
+        emit(render_markdown(run), output)
+        return
+    md_path = Path(output) if output else (own(Path(out_dir) / default_output(run_id, ".md").name) if out_dir
+                                           else default_output(run_id, ".md"))
+    with writing(md_path, "-o" if output else "--out"):
+        md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(render_markdown(run))
     console.print(f"\nreport written to {escape(str(md_path))}", highlight=False)

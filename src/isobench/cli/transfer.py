@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.markup import escape
 
@@ -17,7 +15,8 @@ from isobench.cli.common import open_store as _open_store
 @click.argument("run_id", required=False)
 @STORE_OPTION
 @FORCE_OPTION
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Default results/RUN_ID.run.json.")
+@click.option("--output", "-o", metavar="FILE", type=click.Path(dir_okay=False),
+              help="The file to write (default results/RUN_ID.run.json).")
 def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
     """Export every stored row of RUN_ID, for `isobench import` on another host."""
     from isobench.store.db import StoreError
@@ -36,7 +35,7 @@ def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> N
 @click.command("import")
 @click.argument("export_file", type=click.Path(dir_okay=False))
 @STORE_OPTION
-@click.option("--rename", metavar="NEWID", help="Import under this run id (when the original id is taken).")
+@click.option("--rename", metavar="RUN_ID", help="Import under this run id (when the original id is taken).")
 def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
     """Import a run written by `isobench export-run` (on this or another host)."""
     from isobench.store.transfer import TransferError, import_run, read_export

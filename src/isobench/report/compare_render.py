@@ -89,6 +89,18 @@ def regression_line(cell) -> str:
     return f"{cell.name}: {cell.verdict.text}"
 
 
+def blind_line(cell, seconds_per_round: float | None) -> str:
+    """A cell the gate could not see through: its interval's half-width and
+    the rounds (and time, at the run's pace) that would resolve it."""
+    from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
+    from isobench.results.numbers import rounds_text
+    v = cell.verdict
+    if not v.effect.tested:
+        return f"{cell.name}: not tested ({v.effect.reason})"
+    return (f"{cell.name}: its interval is \u00b1{v.half_width_pct:.1f}%; "
+            f"{rounds_text(v.rounds_needed, seconds_per_round, ROUNDS_NEEDED_CAP)} would resolve it")
+
+
 def legend(result) -> list[str]:
     ids = (f"A = {result.run_a.run_id} ({result.run_a.study_name}), B = {result.run_b.run_id} "
            f"({result.run_b.study_name})")
@@ -111,13 +123,13 @@ def legend(result) -> list[str]:
                  _change_line(result),
                  f"WORSE/better: changed (BH-significant, beyond the noise floor); equivalent: the interval "
                  f"lies within \u00b1{result.tolerance_pct:g}% (or the metric's noise floor); inconclusive: "
-                 f"neither, with the rounds per side that would tell; {HIGHER} higher is better, {LOWER} lower "
+                 f"neither, with the rounds that would tell; {HIGHER} higher is better, {LOWER} lower "
                  f"is better ({MINUS}% on {HIGHER} is worse).",
                  ]
     if result.split:
         lines.append(f"{DESCRIPTIVE_MARK} descriptive: not one of its workload case's primary metrics (as B stores "
                      "them, else A); judged in a Benjamini-Hochberg family of its own, never failing "
-                     "--fail-on-regression.")
+                     "--fail-on-change.")
     if any(c.emulated for c in result.cells):
         lines.append(f"{EMULATED} {EMULATED_NOTE}.")
     return lines
@@ -127,7 +139,8 @@ def _corrected(result) -> str:
     """How a compare's intervals are corrected: over all its cells, or within
     the primary and the descriptive family."""
     if not result.split:
-        return (f"corrected for the {len(result.cells)} cells compared (it excludes 0% exactly for the "
+        n = len(result.cells)
+        return (f"corrected for the {n} {'cell' if n == 1 else 'cells'} compared (it excludes 0% exactly for the "
                 f"BH-significant cells)")
     n = sum(1 for c in result.cells if c.family != DESCRIPTIVE)
     return (f"corrected within its family, the {n} primary cells or the {len(result.cells) - n} descriptive "
@@ -191,10 +204,13 @@ def render_terminal(result, console, regressions: list | None = None) -> None:
     console.print(plain(result.summary_line(), style="bold"))
 
 
-def junit_cases(result, regressions: list | None = None, fail_pct: float | None = None) -> list[Case]:
-    """One JUnit case per compared cell: failed where the gate fails, skipped
-    when inconclusive (the runs cannot tell), passed otherwise."""
+def junit_cases(result, regressions: list | None = None, fail_pct: float | None = None,
+                blind: list | None = None, resolution_pct: float | None = None) -> list[Case]:
+    """One JUnit case per compared cell: failed where the gate fails, and
+    where --require-resolution finds the cell blind; skipped when
+    inconclusive otherwise (the runs cannot tell), passed otherwise."""
     failing = {id(c) for c in regressions or []}
+    unseen = {id(c) for c in blind or []}
     classname = f"isobench.compare.{'overhead' if result.is_overhead else 'raw'}.{result.run_b.study_name}"
     cases = []
     for cell in result.cells:
@@ -203,6 +219,8 @@ def junit_cases(result, regressions: list | None = None, fail_pct: float | None 
         if id(cell) in failing:
             what = f"cost against {result.baseline} worse than in" if result.is_overhead else "worse than"
             failure = f"{what} {result.run_a.run_id} by more than {fail_pct:g}%: {v.text}"
+        elif id(cell) in unseen:
+            failure = f"blind: could not have seen a change of {resolution_pct:g}%: {v.text}"
         elif v.verdict == INCONCLUSIVE:
             skipped = v.text
         cases.append(Case(cell.name, classname, failure, skipped, regression_line(cell)))

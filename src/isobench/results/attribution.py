@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isobench.core.numbers import MINUS, signed
 from isobench.results.model import RunData
 from isobench.analysis.stats import compare_cell
 from isobench.analysis.verdicts import CHANGED, Verdict, adjust
@@ -123,9 +124,9 @@ class Row:
         return self.env_mean - self.baseline_mean
 
     def text(self) -> str:
-        sign = "+" if self.delta >= 0 else "\u2212"
+        sign = "+" if self.delta >= 0 else MINUS
         return (f"{sign}{_fmt(abs(self.delta))} {self.unit} {self.label} "
-                f"({_fmt(self.baseline_mean)} \u2192 {_fmt(self.env_mean)}, {self.verdict.pct:+.0f}%, "
+                f"({_fmt(self.baseline_mean)} \u2192 {_fmt(self.env_mean)}, {signed(self.verdict.pct, 0)}%, "
                 f"p_adj {self.verdict.p_adjusted:.2g})")
 
 

@@ -15,7 +15,7 @@ ratio to the baseline moves). A
 *regression* (the CI gate) is a primary cell (any cell, for runs stored
 before primaries) *changed* for the worse by more than a given percent.
 The A/A check: two runs of an unchanged study exit 0 from
-``--fail-on-regression`` in at least 95% of cases (docs/statistics.md).
+``--fail-on-change`` in at least 95% of cases (docs/statistics.md).
 
 With ``--overhead`` (``compare_overheads``) the question is another one:
 did what an environment costs move? Each run's ratio of every environment
@@ -81,7 +81,7 @@ class CellDiff:
 
     @property
     def gated(self) -> bool:
-        """Checked by --fail-on-regression: a primary cell, or any cell of a
+        """Checked by --fail-on-change: a primary cell, or any cell of a
         compare of runs stored before primaries."""
         return self.family != DESCRIPTIVE
 
@@ -159,6 +159,11 @@ class RunComparison:
         worse = {id(v) for v in regressions([c.verdict for c in gated], pct)}
         return [c for c in gated if id(c.verdict) in worse]
 
+    def blind(self, pct: float) -> list[CellDiff]:
+        """The gate's blind spots: gated cells neither resolved nor narrow
+        enough to have seen a change of ``pct`` percent (Verdict.resolves)."""
+        return [c for c in self.cells if c.gated and not c.verdict.resolves(pct)]
+
     def level(self, family: str | None = None) -> float:
         """The level of the (family's) intervals; nan when none was tested."""
         return next((c.verdict.level for c in self.cells if c.verdict.effect.tested
@@ -167,14 +172,14 @@ class RunComparison:
     def summary_line(self) -> str:
         if not self.split:
             n = len(self.cells)
-            return (f"{self.count(CHANGED)} of {n} cells changed (significant after Benjamini-Hochberg "
+            return (f"{self.count(CHANGED)} of {n} {'cell' if n == 1 else 'cells'} changed (significant after Benjamini-Hochberg "
                     f"correction: false discoveries <= 5%; intervals at {fmt_level(self.level())}), "
                     f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
                     f"(or the metric's noise floor), "
                     f"{self.count(INCONCLUSIVE)} inconclusive at this n")
         n = sum(1 for c in self.cells if c.family == PRIMARY)
         d = len(self.cells) - n
-        return (f"{self.count(CHANGED, PRIMARY)} of {n} primary cells changed (significant after "
+        return (f"{self.count(CHANGED, PRIMARY)} of {n} primary {'cell' if n == 1 else 'cells'} changed (significant after "
                 f"Benjamini-Hochberg correction among them: false discoveries <= 5%; intervals at "
                 f"{fmt_level(self.level(PRIMARY))}), {self.count(EQUIVALENT, PRIMARY)} equivalent within "
                 f"\u00b1{self.tolerance_pct:g}% (or the metric's noise floor), "

@@ -196,6 +196,20 @@ class History:
         return [s for s in self.series() if newest is not None and s.points
                 and s.points[-1].run_id == newest.run_id]
 
+    def blind(self, pct: float) -> list[tuple[Series, str]]:
+        """The newest run's series the gate could not see a step of PCT
+        percent in, with why: too few runs for a step, or the newest run's
+        interval wider than ±PCT (Verdict.resolves)."""
+        out = []
+        for s in self.newest_series():
+            v = s.points[-1].verdict
+            if s.too_short:
+                out.append((s, s.shortfall))
+            elif not v.resolves(pct):
+                out.append((s, f"its interval in the newest run is \u00b1{v.half_width_pct:.1f}%"
+                               if v.effect.tested else f"the newest run is not tested ({v.effect.reason})"))
+        return out
+
     def gate(self, pct: float) -> list[Change]:
         """Cells whose newest run sits after a step for the worse by more
         than PCT percent (the series' last step)."""

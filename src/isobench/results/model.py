@@ -59,3 +59,14 @@ class RunData:
     # (workload, environment) -> (wall seconds, samples) over every sample, warm-up
     # and failed ones included: where the run's time went; filled by Store.load_run
     time_spent: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
+
+    def seconds_per_round(self) -> float | None:
+        """One round of every case in every environment, at this run's own
+        pace (its samples' mean wall time; warm-ups and failures included);
+        None when the store kept no times."""
+        wall = sum(w for w, _ in self.time_spent.values())
+        samples = sum(n for _, n in self.time_spent.values())
+        cases = {(k.workload, k.case) for k in self.metrics}
+        if wall <= 0 or not samples or not cases:
+            return None
+        return wall / samples * len(cases) * len(self.environments)

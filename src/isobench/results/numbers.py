@@ -1,44 +1,20 @@
-"""How numbers are printed in every report: significant figures without
-scientific notation, signed percentages, the paper's typographic minus."""
+"""How numbers are printed in every report: core/numbers.py's formatters
+(re-exported for the report's modules), and rounds said with their time."""
 
 from __future__ import annotations
 
-import math
+from isobench.core.numbers import DASH, MINUS, fmt_duration, fmt_num, fmt_pct
 
-MINUS = "\u2212"  # typographic minus, as in the paper
-DASH = "\u2014"
-
-
-def fmt_num(x: float, sig: int = 4) -> str:
-    """``sig`` significant figures, but never scientific notation for large
-    numbers: 110234 req/s stays 110234, 31.457 s is 31.46, 0.012634 is 0.01263."""
-    if x is None or math.isnan(x):
-        return DASH
-    if math.isinf(x):
-        return "\u221e" if x > 0 else MINUS + "\u221e"
-    if x == 0:
-        return "0"
-    if abs(x) >= 10 ** (sig - 1):
-        text = f"{x:.0f}"
-    else:
-        text = f"{x:.{sig}g}"
-    return text.replace("-", MINUS)
+__all__ = ["DASH", "MINUS", "fmt_duration", "fmt_num", "fmt_pct", "rounds_text"]
 
 
-def fmt_pct(pct: float) -> str:
-    """Signed change: one decimal below 100%, whole percent above."""
-    if math.isnan(pct):
-        return DASH
-    text = f"{abs(pct):.1f}" if abs(pct) < 100 else f"{abs(pct):.0f}"
-    if float(text) == 0:
-        return "\u00b1" + text + "%"
-    return ("+" if pct > 0 else MINUS) + text + "%"
-
-
-def fmt_duration(seconds: float) -> str:
-    """A wall time as people say it: seconds, minutes, hours."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+def rounds_text(rounds: int | None, seconds_per_round: float | None, cap: int) -> str:
+    """"about 72 rounds (about 47 min)": rounds that would settle a cell, and
+    their wall time at a run's own pace when known; "more than CAP rounds"
+    beyond the cap."""
+    if rounds is None:
+        return "more rounds than can be said"
+    if rounds > cap:
+        return f"more than {cap} rounds"
+    when = f" (about {fmt_duration(rounds * seconds_per_round)})" if seconds_per_round else ""
+    return f"about {rounds} rounds{when}"

@@ -310,11 +310,11 @@ class Store:
     def list_runs(self) -> list[RunRow]:
         rows = self.db.execute(
             "SELECT r.run_id, r.study_name, r.started_at, r.finished_at, r.status, r.environments,"
-            " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok')"
+            " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok'), SUM(s.status='ok' AND s.warmup!=0)"
             " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
             f" GROUP BY r.run_id ORDER BY {order_by('r.started_at')}, r.run_id").fetchall()
         return [RunRow(r[0], r[1], r[2], r[3], r[4], stored_names(r[5], f"{self.path}: run {r[0]}"), r[6] or 0,
-                       r[7] or 0) for r in rows]
+                       r[7] or 0, r[8] or 0) for r in rows]
 
     def latest_run_id(self) -> str:
         row = self.db.execute(f"SELECT run_id FROM runs ORDER BY {order_by('started_at', desc=True)}, run_id DESC"

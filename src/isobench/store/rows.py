@@ -42,5 +42,6 @@ class RunRow:
     finished_at: str | None
     status: str
     environments: list[str]
-    samples_ok: int
+    samples_ok: int  # measured, warm-ups left out
     samples_failed: int
+    warmups: int = 0  # ok warm-up samples, left out of samples_ok and of every statistic

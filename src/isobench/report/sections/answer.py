@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from isobench.report.blocks import BAD, GOOD, Figure, Grid, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
-from isobench.results.numbers import fmt_pct
+from isobench.results.numbers import fmt_duration, fmt_pct, rounds_text
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.schedule import schedule_summary
 from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, budget_summary, tone
@@ -56,8 +56,9 @@ def _name(row: Row) -> str:
     return f"{row.key.workload} {row.label}"
 
 
-def settle_line(needed: list[int | None], n: int | None) -> str:
-    """How many rounds per side would settle how many inconclusive cells. Pure."""
+def settle_line(needed: list[int | None], n: int | None, seconds_per_round: float | None = None) -> str:
+    """How many rounds would settle how many inconclusive cells, and how long
+    they take at the run's own pace. Pure."""
     finite = sorted(k for k in needed if k is not None and k <= ROUNDS_NEEDED_CAP)
     beyond = len(needed) - len(finite)
     if not needed:
@@ -68,13 +69,14 @@ def settle_line(needed: list[int | None], n: int | None) -> str:
             break
         k = finite[min(len(finite) - 1, math.ceil(q * len(finite)) - 1)]
         settled = sum(1 for x in finite if x <= k)
-        text = f"{k} settle {settled} of {len(needed)}"
+        when = f" (about {fmt_duration(k * seconds_per_round)})" if seconds_per_round else ""
+        text = f"{k}{when} settle {settled} of {len(needed)}"
         if not parts or text.split(" ", 1)[0] != parts[-1].split(" ", 1)[0]:
             parts.append(text)
     if beyond:
         parts.append(f"{beyond} need{'s' if beyond == 1 else ''} more than {ROUNDS_NEEDED_CAP}")
     ran = f" (this run has n = {n})" if n else ""
-    return f"Rounds per side that would settle them at this run's noise{ran}: " + "; ".join(parts) + "."
+    return f"Rounds that would settle them at this run's noise{ran}: " + "; ".join(parts) + "."
 
 
 class AnswerSection(Section):
@@ -128,10 +130,11 @@ class AnswerSection(Section):
             out.append(Items(tuple(equivalent), heading=f"Equivalent (the interval lies within {', '.join(margins)})"))
         open_cells = [(a.env, r, c) for a in found for r, c in a.inconclusive]
         if open_cells:
-            out.append(Items(tuple(item for a in found for item in _open_items(a)),
+            pace = ctx.run.seconds_per_round()
+            out.append(Items(tuple(item for a in found for item in _open_items(a, pace)),
                              heading="Inconclusive: these rounds cannot tell (cheapest to settle first)"))
             n = next((col.n for col in table.columns if col.is_baseline), None)
-            out.append(Para(settle_line([c.verdict.rounds_needed for _, _, c in open_cells], n)))
+            out.append(Para(settle_line([c.verdict.rounds_needed for _, _, c in open_cells], n, pace)))
         untold = [Item(f"{_name(r)}: {c.status if c.status != OK else 'not tested'}"
                        + (f" ({c.verdict.reason})" if c.verdict is not None and c.verdict.reason else ""),
                        strong=f"{a.env}:") for a in found for r, c in a.untold]
@@ -143,18 +146,18 @@ class AnswerSection(Section):
         return out
 
 
-def _open_items(a: EnvAnswer) -> list[Item]:
+def _open_items(a: EnvAnswer, pace: float | None = None) -> list[Item]:
     """The SHOWN cells cheapest to settle, one line each; the rest in one line
     (the Inconclusive section lists every one)."""
     cells = sorted(a.inconclusive, key=lambda rc: _cost(rc[1].verdict.rounds_needed))
     items = [Item(f"{_name(r)}: {interval_text(c.verdict)}; "
                   + (f"{c.verdict.callable_text}; " if c.verdict.callable_text else "")
-                  + f"about {_rounds(c.verdict.rounds_needed)} rounds per side would settle it",
+                  + f"{rounds_text(c.verdict.rounds_needed, pace, ROUNDS_NEEDED_CAP)} would settle it",
                   strong=f"{a.env}:") for r, c in cells[:SHOWN]]
     if rest := cells[SHOWN:]:
         low, high = rest[0][1].verdict.rounds_needed, rest[-1][1].verdict.rounds_needed
         span = _rounds(low) if _rounds(low) == _rounds(high) else f"{_rounds(low)} to {_rounds(high)}"
-        items.append(Item(f"{len(rest)} more need {span} rounds per side (listed under Inconclusive)",
+        items.append(Item(f"{len(rest)} more need {span} rounds (listed under Inconclusive)",
                           strong=f"{a.env}:"))
     return items
 

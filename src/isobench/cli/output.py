@@ -1,0 +1,130 @@
+"""One output convention for every command (docs/output.md): `-o/--output
+FILE` with `-` for stdout, `--format terminal|md|html|json` where there is a
+report, `--json` where there is a table, a JSON document with a schema name
+and version, durations written one way, and old spellings kept as hidden
+aliases that say they are deprecated."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from isobench.cli.common import FORCE_OPTION, columns, err_console, writing
+
+SCHEMA_VERSION = 1  # of every document below; bumped when a field changes meaning or goes
+STDOUT = "-"
+FORMATS = ("terminal", "md", "html", "json")
+
+
+def output_option(what: str = "Write to FILE instead of stdout (- for stdout).", dir_okay: bool = False):
+    """-o/--output FILE, and --force (the output rule: common.check_output)."""
+    option = click.option("--output", "-o", metavar="FILE", type=click.Path(dir_okay=dir_okay, allow_dash=True),
+                          help=what)
+    return lambda f: FORCE_OPTION(option(f))
+
+
+def format_option(default: str = "terminal", extra: str = ""):
+    return click.option("--format", "fmt", type=click.Choice(FORMATS), default=default, show_default=True,
+                        help="terminal, Markdown, one offline HTML file, or JSON (schema: docs/output.md)." + extra)
+
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True,
+                           help="Print JSON instead of the table (schema: docs/output.md).")
+
+
+def deprecated(old: str, new: str):
+    """Callback of a hidden old spelling: works for one more release and says so once."""
+    def warn(ctx, param, value):
+        if value not in (None, False, ()):
+            err_console.print(f"note: {old} is deprecated and goes in the next release; use {new}",
+                              markup=False, highlight=False, soft_wrap=True)
+        return value
+    return warn
+
+
+def to_stdout(output: str | None) -> bool:
+    return output in (None, STDOUT)
+
+
+def plain(value):
+    """A value JSON can hold without NaN or infinity (null instead)."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+# Every document's top-level fields, as docs/output.md lists them (a test holds the two together).
+SCHEMAS = {
+    "runs": ("runs",),
+    "validate": ("study_file", "study", "ok", "environments", "instances", "workloads", "warmup", "repetitions",
+                 "size", "resolution", "not_run"),
+    "envs": ("environments",),
+    "doctor": ("findings",),
+    "fleet-list": ("hosts",),
+    "calibrate": ("run_id", "env", "rates"),
+    "report": ("run", "host_facts", "cell_columns", "cells"),
+    "compare": ("run_a", "run_b", "form", "baseline", "tolerance_pct", "fail_on_change_pct",
+                "require_resolution_pct", "counts", "summary", "cells", "only_in_a", "only_in_b", "mismatched",
+                "facts_diff", "regressions", "blind"),
+    "history": ("study", "newest_run", "level", "groups", "left_out", "fail_on_change_pct",
+                "require_resolution_pct", "failing", "blind"),
+}
+
+
+def document(kind: str, body: dict) -> str:
+    """The JSON text of one command's answer: {"schema": "isobench.KIND",
+    "version": N, ...body}, body holding at least SCHEMAS[kind]'s fields."""
+    missing = [k for k in SCHEMAS[kind] if k not in body]
+    if missing:  # a programming error: the documented schema and the code went apart
+        raise AssertionError(f"isobench.{kind} document lacks {missing}")
+    doc = {"schema": f"isobench.{kind}", "version": SCHEMA_VERSION, **body}
+    return json.dumps(plain(doc), indent=2, allow_nan=False, default=str) + "\n"
+
+
+def emit(text: str, output: str | None, what: str = "-o") -> None:
+    """TEXT to stdout (no -o, or -o -) or to the file OUTPUT."""
+    if to_stdout(output):
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    with writing(output, what):
+        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+
+
+def terminal_to(output: str | None, render, console: Console) -> None:
+    """RENDER(console) on stdout, or into the file OUTPUT at the width a pipe
+    gets (COLUMNS, else 100)."""
+    if to_stdout(output):
+        render(console)
+        return
+    with writing(output), open(output, "w", encoding="utf-8") as fh:
+        render(Console(file=fh, width=columns()))
+
+
+class Duration(click.ParamType):
+    """A time as everywhere else: 30m, 1h30m, 90s, or plain seconds."""
+    name = "duration"
+
+    def __init__(self, min_s: float = 0.0, max_s: float | None = None) -> None:
+        self.min_s, self.max_s = min_s, max_s
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        else:
+            from isobench.analysis.budget import duration_seconds
+            try:
+                seconds = duration_seconds(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        if seconds < self.min_s or (self.max_s is not None and seconds > self.max_s):
+            most = f" and at most {self.max_s:g} s" if self.max_s is not None else ""
+            self.fail(f"{value!r}: give at least {self.min_s:g} s{most}", param, ctx)
+        return seconds
