@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import pathlib
 
-import pytest
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "isobench"
@@ -135,11 +134,25 @@ def test_the_checks_can_fail():
     assert resolve("isobench.y.helper", known) == "isobench.y"
 
 
-@pytest.mark.parametrize("limit", [450])
-def test_no_room_is_too_large(limit):
-    big = {name: n for name, path in modules().items()
-           if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit + 100}
-    assert big == {}, f"modules far over ~{limit} lines: {big}"
+LIMIT = 450  # lines per module: past it a second concern has usually grown inside
+# Over the limit while they are being split (issue 37); each leaves this list
+# with its split, and nothing joins it.
+TOO_LARGE_FOR_NOW = frozenset({"isobench.run.runner", "isobench.cli.main"})
+
+
+def too_large(sizes: dict[str, int], limit: int = LIMIT, allowed: frozenset[str] = TOO_LARGE_FOR_NOW) -> dict[str, int]:
+    return {name: n for name, n in sizes.items() if n > limit and name not in allowed}
+
+
+def test_no_room_is_too_large():
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
+    big = too_large(sizes)
+    assert big == {}, f"modules over {LIMIT} lines: {big}"
+
+
+def test_the_size_check_can_fail():
+    assert too_large({"isobench.a": LIMIT + 1, "isobench.b": LIMIT, "isobench.run.runner": 900}) == \
+        {"isobench.a": LIMIT + 1}
 
 
 def package_of(module: str) -> str:

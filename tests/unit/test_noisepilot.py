@@ -18,7 +18,9 @@ from scipy import stats as st
 
 from isobench.checks import noisepilot as npl
 from isobench.host.hostinfo import HostInfo
-from isobench.checks.noisepilot import KernelNoise, Pilot, Timings
+from isobench.checks import pilotkernels as pk
+from isobench.checks.noisepilot import KernelNoise, Pilot
+from isobench.checks.pilotkernels import Timings
 from isobench.analysis.pilotstats import drift, pair_noise
 from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
@@ -189,7 +191,7 @@ def test_kernels_alternate_in_pairs_after_a_warm_up():
     clock = FakeClock()
     cpu, io = FakeKernel("cpu", clock, 0.3), FakeKernel("io", clock, 0.4)
     t = Timings()
-    npl.time_kernels([cpu, io], t, threading.Event(), pairs=5, budget_s=100, clock=clock)
+    pk.time_kernels([cpu, io], t, threading.Event(), pairs=5, budget_s=100, clock=clock)
     assert cpu.runs == io.runs == 11  # a warm-up + 5 pairs
     assert len(t.samples["cpu"]) == len(t.samples["io"]) == 10
     starts = [s for s, _ in t.samples["cpu"]]
@@ -201,12 +203,12 @@ def test_the_budget_and_stop_end_the_pilot():
     clock = FakeClock()
     k = FakeKernel("cpu", clock, 1.0)
     t = Timings()
-    npl.time_kernels([k], t, threading.Event(), pairs=100, budget_s=10, clock=clock)
+    pk.time_kernels([k], t, threading.Event(), pairs=100, budget_s=10, clock=clock)
     assert len(t.samples["cpu"]) == 8  # 1 s warm-up, then pairs of 2 s while they end by 10 s
     stop = threading.Event()
     stop.set()
     t2 = Timings()
-    npl.time_kernels([FakeKernel("cpu", clock, 1.0)], t2, stop, pairs=100, budget_s=100, clock=clock)
+    pk.time_kernels([FakeKernel("cpu", clock, 1.0)], t2, stop, pairs=100, budget_s=100, clock=clock)
     assert t2.samples["cpu"] == []
 
 
@@ -214,7 +216,7 @@ def test_a_failing_kernel_is_dropped_with_its_reason_and_the_other_goes_on():
     clock = FakeClock()
     t = Timings()
     cpu, io = FakeKernel("cpu", clock, 0.3), FakeKernel("io", clock, 0.4, fail_at=5)
-    npl.time_kernels([cpu, io], t, threading.Event(), pairs=6, budget_s=100, clock=clock)
+    pk.time_kernels([cpu, io], t, threading.Event(), pairs=6, budget_s=100, clock=clock)
     assert len(t.samples["io"]) == 2 and len(t.samples["cpu"]) == 12  # half a pair is never kept
     assert t.notes["io"] == "stopped: No space left on device"
 
@@ -269,13 +271,13 @@ def test_measure_returns_by_its_timeout_whatever_a_kernel_does():
 
 def test_the_io_kernel_writes_reads_and_removes_its_file(tmp_path, monkeypatch):
     # plumbing only, at a few KiB: O_DIRECT or the fadvise fallback, and the cleanup
-    monkeypatch.setattr(npl, "IO_FILE_MIB", 1)
-    monkeypatch.setattr(npl, "IO_SYNCS", 2)
-    monkeypatch.setattr(npl, "IO_READS", 4)
+    monkeypatch.setattr(pk, "IO_FILE_MIB", 1)
+    monkeypatch.setattr(pk, "IO_SYNCS", 2)
+    monkeypatch.setattr(pk, "IO_READS", 4)
     directory = tmp_path / "noise-pilot"
-    k = npl.IoKernel(str(directory))
+    k = pk.IoKernel(str(directory))
     k.run()
-    assert (directory / "pilot.dat").stat().st_size == npl.MIB
+    assert (directory / "pilot.dat").stat().st_size == pk.MIB
     assert k.read_how in ("O_DIRECT", "page cache dropped for the file")
     k.close()
     assert not directory.exists()
@@ -474,7 +476,7 @@ def test_validate_says_what_the_study_can_resolve(tmp_path, monkeypatch):
 
 
 def test_a_run_keeps_the_pilot_among_its_host_facts(fake, tmp_path):  # noqa: F811
-    from isobench.results.table import host_facts
+    from isobench.results.runfacts import host_facts
     from isobench.run.runner import run_study
     from isobench.store.db import Store
     from isobench.study import parse_study

@@ -1,4 +1,4 @@
-"""stats.overhead_change: how an environment's ratio to its run's baseline
+"""tworuns.overhead_change: how an environment's ratio to its run's baseline
 moved between two runs. Against scipy where a reference exists, against
 Satterthwaite's formula where it does not, and the printed interval agrees
 with the BH decision on thousands of random pairs of runs."""
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.analysis.stats import TEST_NONE, TEST_WELCH_DIFF, compare_cell, overhead_change
+from isobench.analysis.stats import TEST_NONE, compare_cell
+from isobench.analysis.tworuns import TEST_WELCH_DIFF, overhead_change
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, adjust, judge
 
 ALPHA = 0.05

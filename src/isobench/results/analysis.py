@@ -24,7 +24,8 @@ from isobench.core import tomlbound
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.analysis.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
-from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, Effect, add_between_runs, compare_cell, overhead_change
+from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
+from isobench.analysis.tworuns import add_between_runs, overhead_change
 from isobench.analysis.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 
 
@@ -151,7 +152,7 @@ def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], setting
                          between: Sequence[tuple[float, int, int] | None] | None = None) -> list[OverheadJudgement]:
     """Verdicts on how each (run A, run B) pair of within-run questions moved:
     each run's log ratio tested as Table I tests it (its pairing was decided
-    by ``baseline_question``), ``stats.overhead_change`` between the runs,
+    by ``baseline_question``), ``tworuns.overhead_change`` between the runs,
     then Benjamini-Hochberg at the alpha the design allows, within each
     family (``family``: each pair's PRIMARY, DESCRIPTIVE or "", as
     ``judge_families``; one family over all pairs when None).

@@ -10,7 +10,7 @@ with it that environment's ratio to native). A compare with one run a side
 reads such a shift as a change. When the store holds enough runs of the
 reference run's configuration for a cell, the variance of such shifts of a
 run's mean (or of its ratio to the baseline) is estimated from them and
-added for both runs (``stats.add_between_runs``); with fewer, the compare
+added for both runs (``tworuns.add_between_runs``); with fewer, the compare
 says it could not.
 
 A run counts for a cell when it is of the same study on the same host class

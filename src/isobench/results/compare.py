@@ -21,7 +21,7 @@ With ``--overhead`` (``compare_overheads``) the question is another one:
 did what an environment costs move? Each run's ratio of every environment
 to the run's own baseline (as Table I measures it, paired by round) is
 compared between the runs: the ratio of ratios, its Welch-type interval
-(``stats.overhead_change``), the same correction and verdicts. The host's
+(``tworuns.overhead_change``), the same correction and verdicts. The host's
 speed between the two runs scales an environment and its baseline alike and
 cancels, which a raw-value compare cannot tell from a change.
 
@@ -47,7 +47,8 @@ from isobench.results.analysis import (
 from isobench.results.between import Spread
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
-from isobench.results.table import HIGHER, LOWER, fmt_fact, is_emulated
+from isobench.results.runfacts import fmt_fact
+from isobench.results.table import HIGHER, LOWER, is_emulated
 from isobench.analysis.stats import Effect
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level, regressions
 

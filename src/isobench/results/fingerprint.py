@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from isobench.results.model import RunData
-from isobench.results.table import fmt_bytes, fmt_fact
+from isobench.results.runfacts import fmt_bytes, fmt_fact
 
 # Two runs are on one host class when their memory differs by less than this
 # fraction of the larger (a kernel's reserved memory moves MemTotal by ~1%).

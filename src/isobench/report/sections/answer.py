@@ -15,7 +15,8 @@ from isobench.results.analysis import interval_text
 from isobench.results.numbers import fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.schedule import schedule_summary
-from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, budget_summary, tone
+from isobench.results.stopping import budget_summary
+from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP
 
 SHOWN = 4  # inconclusive cells listed one by one per environment

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from isobench.report.blocks import WARN, Facts, Item, Items
 from isobench.report.section import ReportContext, Section
-from isobench.results.table import doctor_warnings, host_facts, run_facts
+from isobench.results.runfacts import doctor_warnings, host_facts, run_facts
 
 
 class HostSection(Section):
