@@ -92,6 +92,24 @@ def test_drift_recovers_a_known_slope():
     assert math.isnan(drift([0, 1], [0.3, 0.4]).pct_per_min)
 
 
+def test_a_stall_drifts_in_log_space_without_overflow():
+    # A few milliseconds of samples, the last ones stalled: the slope of log
+    # time is thousands per minute, far past what expm1 can take (~709).
+    starts = np.arange(12) * 0.002
+    secs = np.r_[np.full(9, 0.001), [0.5, 0.6, 0.7]]
+    d = drift(starts, secs)
+    fit = st.linregress(starts / 60, np.log(secs))
+    assert d.slope == pytest.approx(fit.slope) and d.slope > 1000
+    assert d.slope_low < d.slope < d.slope_high and math.isfinite(d.slope_high)
+    assert math.isnan(d.pct_per_min) and math.isnan(d.high)  # no finite percentage: none reported
+    k = npl.kernel_noise("cpu", "w", list(zip(starts, secs)))
+    assert math.isnan(k.drift_pct_per_min) and k.drift_log_per_min == pytest.approx(fit.slope)
+    line = Pilot(1, ME, "t", 1.0, 2.0, {"cpu": k}, {}).line(1.0)
+    assert f"drift log time {fit.slope:+.3g}/min on CPU (a stall: no finite percentage)" in line
+    # a steep fall has a finite percentage (-100%), so it is told as one
+    assert drift(starts, secs[::-1]).pct_per_min == pytest.approx(-100.0)
+
+
 def test_drift_interval_is_linregress_with_t():
     rng = np.random.default_rng(5)
     starts = np.sort(rng.uniform(0, 30, 40))

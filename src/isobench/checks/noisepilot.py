@@ -92,11 +92,21 @@ class KernelNoise:
     sd: float  # per-pair log-ratio SD: the paired noise per sample
     low: float  # its 95% chi-square interval
     high: float
-    drift_pct_per_min: float  # slope of log time over the pilot, with its 95% interval
-    drift_low: float
+    drift_pct_per_min: float  # slope of log time over the pilot, with its 95% interval; nan where
+    drift_low: float  # the percentage is not finite (a stall: drift_log_per_min says it)
     drift_high: float
     median_s: float
     seconds: tuple[float, ...] = ()  # every timed sample in order, A B A B ...: the figures can be recomputed
+    drift_log_per_min: float | None = None  # the slope itself, log time per minute; None when undefined
+
+    def drift_text(self) -> str | None:
+        """The drift for people: as % per minute where that is finite, else
+        the log slope; None when there is none to tell."""
+        if not math.isnan(self.drift_pct_per_min):
+            return f"{self.drift_pct_per_min:+.2f}%/min on {self.label}"
+        if self.drift_log_per_min is not None and math.isfinite(self.drift_log_per_min):
+            return f"log time {self.drift_log_per_min:+.3g}/min on {self.label} (a stall: no finite percentage)"
+        return None
 
     @property
     def label(self) -> str:
@@ -127,7 +137,7 @@ def kernel_noise(kernel: str, what: str, samples: list[tuple[float, float]]) -> 
     ordered = sorted(secs)
     return KernelNoise(kernel, what, noise.pairs, noise.sd, noise.low, noise.high,
                        slope.pct_per_min, slope.low, slope.high, ordered[len(ordered) // 2],
-                       tuple(round(x, 6) for x in secs))
+                       tuple(round(x, 6) for x in secs), None if math.isnan(slope.slope) else slope.slope)
 
 
 def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> "Pilot":
@@ -175,8 +185,7 @@ class Pilot:
     def line(self, now: float) -> str:
         """Everything doctor says about it, on one line."""
         text = self.summary()
-        drifts = [f"{k.drift_pct_per_min:+.2f}%/min on {k.label}" for k in self.kernels.values()
-                  if not math.isnan(k.drift_pct_per_min)]
+        drifts = [t for k in self.kernels.values() if (t := k.drift_text()) is not None]
         if drifts:
             text += "; drift " + ", ".join(drifts)
         if not self.kernels:
@@ -201,12 +210,16 @@ class Pilot:
     def from_dict(cls, data: dict, cached: bool = False) -> "Pilot":
         """The inverse of to_dict; KeyError, TypeError or ValueError on anything else."""
         kernels = {str(name): KernelNoise(**{f: _typed(f, k[f]) for f in KernelNoise.__dataclass_fields__
-                                             if f in k or f != "seconds"})
+                                             if f in k or f not in OPTIONAL_FIELDS})
                    for name, k in data["kernels"].items()}
         notes = {str(k): str(v) for k, v in data["notes"].items()}
         return cls(int(data["version"]), {str(k): str(v) for k, v in data["host"].items()},
                    str(data["measured_at"]), float(data["measured_unix"]), float(data["wall_s"]),
                    kernels, notes, cached)
+
+
+# Fields a pilot cached by an earlier isobench may lack: their defaults stand.
+OPTIONAL_FIELDS = ("seconds", "drift_log_per_min")
 
 
 def _no_nan(value):
@@ -218,6 +231,8 @@ def _no_nan(value):
 def _typed(name: str, value):
     if name == "seconds":
         return tuple(float(x) for x in value)
+    if name == "drift_log_per_min":
+        return None if value is None else float(value)
     return str(value) if name in ("kernel", "what") else (int(value) if name == "pairs" else float(value))
 
 
