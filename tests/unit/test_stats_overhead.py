@@ -118,7 +118,7 @@ def test_rounds_needed_is_predicted_for_an_inconclusive_change():
 def random_changes(count, seed):
     rng = np.random.default_rng(seed)
     out = []
-    for i in range(count):
+    for _ in range(count):
         sd = math.exp(rng.uniform(math.log(0.002), math.log(0.4)))
         moved = 1.0 if rng.random() < 0.5 else math.exp(rng.normal(0, 0.2))
         _, _, a = run(rng, int(rng.integers(2, 9)), 0.9, sd, paired=bool(rng.random() < 0.7))

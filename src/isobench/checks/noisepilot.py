@@ -47,7 +47,7 @@ NOISY_PCT = 2.0
 # -- running the pilot -----------------------------------------------------------------
 
 def measure(identity: dict, kernels: Callable[[Timings], list] = default_kernels, pairs: int = PAIRS,
-            budget_s: float = BUDGET_S, timeout_s: float = TIMEOUT_S) -> "Pilot":
+            budget_s: float = BUDGET_S, timeout_s: float = TIMEOUT_S) -> Pilot:
     """Run the pilot in a thread and return by ``timeout_s`` whatever the
     kernels do: the thread is told to stop, and what it measured by then is
     summarised. Ctrl-C stops it the same way (the thread removes its file)."""
@@ -140,7 +140,7 @@ def kernel_noise(kernel: str, what: str, samples: list[tuple[float, float]]) -> 
                        tuple(round(x, 6) for x in secs), None if math.isnan(slope.slope) else slope.slope)
 
 
-def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> "Pilot":
+def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> Pilot:
     kernels, notes = {}, dict(timings.notes)
     for name, samples in timings.samples.items():
         k = kernel_noise(name, timings.what.get(name, name), list(samples))
@@ -207,7 +207,7 @@ class Pilot:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict, cached: bool = False) -> "Pilot":
+    def from_dict(cls, data: dict, cached: bool = False) -> Pilot:
         """The inverse of to_dict; KeyError, TypeError or ValueError on anything else."""
         kernels = {str(name): KernelNoise(**{f: _typed(f, k[f]) for f in KernelNoise.__dataclass_fields__
                                              if f in k or f not in OPTIONAL_FIELDS})

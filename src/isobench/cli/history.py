@@ -97,7 +97,8 @@ def history(study: str | None, store_path: str, fmt: str, output: str | None, by
     if failing:
         newest = h.newest
         err_console.print(f"change: {len(failing)} cell(s) of the newest run {newest.run_id} sit after a step for "
-                          f"the worse beyond {fail_pct:g}%:", style="bold red", markup=False, highlight=False, soft_wrap=True)
+                          f"the worse beyond {fail_pct:g}%:", style="bold red", markup=False, highlight=False,
+                          soft_wrap=True)
         for c in failing:
             err_console.print(f"  {gate_line(c)}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(1)

@@ -59,7 +59,7 @@ class RunLock:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self
 
     def __exit__(self, *exc) -> None:

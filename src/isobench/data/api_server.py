@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 
 def task(workdir, writes, chunk):
-    path = os.path.join(workdir, "task-%d.out" % os.getpid())
+    path = os.path.join(workdir, f"task-{os.getpid()}.out")
     buf = b"x" * chunk
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

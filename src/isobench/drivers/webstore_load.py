@@ -128,7 +128,7 @@ async def _one(conn: Http, op: str, path: str, started: float, t_measure: float,
                stats: Stats, timeout: float) -> None:
     try:
         status, body = await asyncio.wait_for(conn.get(path), timeout)
-    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+    except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
         conn.close()
         if t_measure <= started < t_end:
             stats.fail(op, exc)

@@ -70,7 +70,7 @@ class Environment(abc.ABC):
     def paths(self) -> Paths: ...
 
     # -- capabilities: every kind answers; the defaults say "not here" -------
-    def pre_start(self) -> None:
+    def pre_start(self) -> None:  # noqa: B027 - a capability whose default is nothing to do
         """One-off work before start() that is not startup (a VM's disk, the
         KVM probe), so a group's density timing counts start() alone."""
 
@@ -94,7 +94,7 @@ class Environment(abc.ABC):
         when the kind has nothing beyond the host's (native)."""
         return {}
 
-    def instances(self) -> list["Environment"]:
+    def instances(self) -> list[Environment]:
         """What a multi-instance workload drives: a group's members, or the
         environment itself."""
         return [self]
@@ -169,7 +169,7 @@ class Environment(abc.ABC):
                 versions[name] = version
         return {pkg: versions.get(pkg, "not installed") for pkg in packages}
 
-    def __enter__(self) -> "Environment":
+    def __enter__(self) -> Environment:
         self.start()
         return self
 

@@ -81,7 +81,8 @@ class DockerKind(EnvKind):
         drv = r.get("driver")
         return [Finding("docker storage driver", "ok" if drv == "overlay2" else ("warn" if drv else "info"),
                         drv or "engine not reachable",
-                        "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)")]
+                        "" if drv == "overlay2" else
+                        "use overlay2 (what the studies measured as the union file system)")]
 
     @staticmethod
     def _runtime_states(client, image: str | None) -> dict[str, str]:
@@ -95,7 +96,8 @@ class DockerKind(EnvKind):
             for platform in platforms:
                 name = rt.engine_name(runtime, platform)
                 if name not in registered:
-                    states[name] = "not registered in /etc/docker/daemon.json (install it, then scripts/start-dockerd.sh)"
+                    states[name] = ("not registered in /etc/docker/daemon.json (install it, then "
+                                    "scripts/start-dockerd.sh)")
                 elif runtime == "runc":
                     states[name] = "available (Docker's default)"
                 elif image is None:

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 ENV_VAR = "ISOBENCH_COUNTERS"
 EXTRA_KEY = "counters"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 
 from isobench.analysis import changepoints as cp
 from isobench.results.analysis import interval_text
@@ -224,7 +224,7 @@ def run_order(run: RunData) -> tuple:
     """Oldest first, by the instant each run started (imported runs keep
     theirs); runs without a readable time last, by id."""
     t = when(run)
-    return (t is None, t.astimezone(timezone.utc).isoformat() if t else "", run.run_id)
+    return (t is None, t.astimezone(UTC).isoformat() if t else "", run.run_id)
 
 
 def select(runs: list[RunData], since: date | None = None, until: date | None = None,

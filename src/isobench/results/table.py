@@ -372,7 +372,7 @@ def family_lines(rows: tuple[Row, ...], tests: str) -> list[str]:
     ]
 
 
-def inconclusive_lines(table: "Table") -> list[str]:
+def inconclusive_lines(table: Table) -> list[str]:
     """One line per inconclusive cell: what the data allow, and the rounds
     per side that would settle it at the observed noise."""
     return [f"{row.key.workload} {row.label} on {cell.env}: {cell.verdict.text}"

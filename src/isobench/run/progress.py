@@ -17,7 +17,7 @@ class RichProgress:
         self._done = 0
         self._total = 0
 
-    def __enter__(self) -> "RichProgress":
+    def __enter__(self) -> RichProgress:
         if self.bar:
             self._progress.start()
         return self

@@ -202,7 +202,7 @@ class Workload(abc.ABC):
         run; workloads that run for a set time say so."""
         return 5.0
 
-    def prepare(self, env: Environment) -> None:
+    def prepare(self, env: Environment) -> None:  # noqa: B027 - optional: most workloads need no inputs
         """Once per environment before any run (inputs, corpus); not timed."""
 
     @abc.abstractmethod
@@ -241,7 +241,7 @@ class Workload(abc.ABC):
         count is a per-unit cost (docs/attribution.md). Default: the run."""
         return ["run", 1.0]
 
-    def cleanup(self, env: Environment) -> None:
+    def cleanup(self, env: Environment) -> None:  # noqa: B027 - optional: nothing to remove by default
         """Remove what prepare() wrote; the environment's stop() is the backstop."""
 
     def secrets(self) -> tuple[str, ...]:
