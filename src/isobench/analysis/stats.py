@@ -25,11 +25,13 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def _special():
+def _special() -> Any:
     # scipy.special takes ~0.4 s to import; the study parser and `validate`
     # need only this module's constants, so it loads on the first test
     from scipy import special
@@ -57,7 +59,7 @@ class Summary:
         return self.sd / math.sqrt(self.n)
 
 
-def _array(values: Sequence[float]) -> np.ndarray:
+def _array(values: Sequence[float] | np.ndarray) -> np.ndarray:
     a = np.asarray(values, dtype=float).ravel()
     if a.size == 0:
         raise ValueError("no values to summarize")
@@ -70,7 +72,7 @@ def _t_crit(df: float) -> float:
     return float(_special().stdtrit(df, 0.975))  # t.ppf(0.975, df) without the rv machinery
 
 
-def summarize(values: Sequence[float]) -> Summary:
+def summarize(values: Sequence[float] | np.ndarray) -> Summary:
     a = _array(values)
     n = int(a.size)
     mean = float(np.mean(a))
@@ -138,7 +140,7 @@ def _mean1(x: np.ndarray) -> np.ndarray:
     return np.where(np.ptp(x, axis=-1) == 0, x[..., 0], np.mean(x, axis=-1))
 
 
-def t_pvalue(estimate, se, df) -> np.ndarray:
+def t_pvalue(estimate: ArrayLike, se: ArrayLike, df: ArrayLike) -> np.ndarray:
     """Two-sided p of estimate/se against Student's t with df, vectorised.
 
     se == 0 means no noise at all: an estimate of exactly 0 cannot differ
@@ -152,7 +154,7 @@ def t_pvalue(estimate, se, df) -> np.ndarray:
     return np.where(noisy, np.minimum(p, 1.0), np.where(est == 0, 1.0, 0.0))
 
 
-def log_welch(log_c, log_b) -> TTest:
+def log_welch(log_c: ArrayLike, log_b: ArrayLike) -> TTest:
     """Welch's t-test of mean(log_c) - mean(log_b) along the last axis.
 
     Vectorised: leading axes are independent cells (the calibration benchmark
@@ -171,7 +173,7 @@ def log_welch(log_c, log_b) -> TTest:
     return TTest(est, se, df, t_pvalue(est, se, df))
 
 
-def log_paired(log_ratios) -> TTest:
+def log_paired(log_ratios: ArrayLike) -> TTest:
     """One-sample t-test of the per-round log ratios against 0, along the
     last axis (vectorised like ``log_welch``). Needs at least 2 rounds."""
     d = np.asarray(log_ratios, dtype=float)
@@ -273,7 +275,7 @@ def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_i
     b = np.asarray(baseline, dtype=float).ravel()
     prs = np.asarray([] if pairs is None else pairs, dtype=float).reshape(-1, 2)
     nan = float("nan")
-    common = dict(higher_is_better=bool(higher_is_better),
+    common: dict[str, Any] = dict(higher_is_better=bool(higher_is_better),
                   candidate=_summary_or_empty(c[np.isfinite(c)]),
                   baseline=_summary_or_empty(b[np.isfinite(b)]),
                   n_c=int(c.size), n_b=int(b.size),
@@ -323,10 +325,16 @@ def _exp(x: float) -> float:
         return RATIO_MAX
 
 
-def ratio_fields(log_ratio: float, higher_is_better: bool) -> dict[str, float]:
+class RatioFields(TypedDict):
+    ratio: float
+    pct: float
+    overhead_pct: float
+
+
+def ratio_fields(log_ratio: float, higher_is_better: bool) -> RatioFields:
     ratio = _exp(log_ratio) if math.isfinite(log_ratio) else float("nan")
     pct = (ratio - 1) * 100
-    return dict(ratio=ratio, pct=pct, overhead_pct=(-pct if higher_is_better else pct) + 0.0)
+    return RatioFields(ratio=ratio, pct=pct, overhead_pct=(-pct if higher_is_better else pct) + 0.0)
 
 
 # A bound this close to 1 (relative) on the wrong side of the decision is a
@@ -334,7 +342,7 @@ def ratio_fields(log_ratio: float, higher_is_better: bool) -> dict[str, float]:
 TIE_RTOL = 1e-9
 
 
-def t_critical(q, df):
+def t_critical(q: float | np.ndarray, df: ArrayLike) -> Any:
     """Two-sided critical value t_df(1 - q/2) (= t.isf(q/2, df), computed on
     the small tail so that it stays accurate for tiny q); vectorised."""
     return -_special().stdtrit(df, q / 2)

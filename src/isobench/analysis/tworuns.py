@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 from isobench.analysis.stats import TEST_NONE, TEST_PAIRED, Effect, ratio_fields, t_pvalue
 
@@ -44,7 +45,7 @@ def overhead_change(a: Effect, b: Effect) -> Effect:
         raise ValueError("the two runs' effects disagree on alpha or direction")
     nan = float("nan")
     estimate = b.log_ratio - a.log_ratio
-    common = dict(higher_is_better=b.higher_is_better, candidate=b.candidate, baseline=a.candidate,
+    common: dict[str, Any] = dict(higher_is_better=b.higher_is_better, candidate=b.candidate, baseline=a.candidate,
                   n_c=_rounds(b), n_b=_rounds(a), n_pairs=0, tol_pct=b.tol_pct, noise_pct=b.noise_pct,
                   alpha=b.alpha, **ratio_fields(estimate, b.higher_is_better))
     if not (a.tested and b.tested):

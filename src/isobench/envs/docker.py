@@ -79,10 +79,9 @@ class DockerKind(EnvKind):
 
     def host_findings(self, r: dict) -> list[Finding]:
         drv = r.get("driver")
+        fix = "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)"
         return [Finding("docker storage driver", "ok" if drv == "overlay2" else ("warn" if drv else "info"),
-                        drv or "engine not reachable",
-                        "" if drv == "overlay2" else
-                        "use overlay2 (what the studies measured as the union file system)")]
+                        drv or "engine not reachable", fix)]
 
     @staticmethod
     def _runtime_states(client, image: str | None) -> dict[str, str]:

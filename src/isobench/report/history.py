@@ -60,6 +60,7 @@ def _answer(h: History, fail_pct: float | None) -> list[Block]:
         failing = h.gate(fail_pct)
         newest = h.newest
         if failing:
+            assert newest is not None  # the gate judges the newest run
             blocks.append(Items(tuple(Item(f"worse by {c.worse_pct:.1f}% (> {fail_pct:g}%) {c.where}",
                                            sub=tuple(c.fact_lines()), strong=c.cell.name + ":", tone=BAD)
                                       for c in failing),

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from isobench.core import tomlbound
 from isobench.results.model import MetricKey, RunData
@@ -72,7 +73,7 @@ def _budget_looks(run: RunData) -> int | None:
     return looks if isinstance(looks, int) and looks >= 1 else None
 
 
-def _looks(meta: dict) -> int:
+def _looks(meta: dict[str, Any]) -> int:
     if meta.get("repetitions") != "auto":
         return 1
     try:
@@ -196,7 +197,10 @@ def judge_families(questions: Sequence[Question], settings: Settings, family: Se
     return per_family(questions, family, lambda asked: judge_cells(asked, settings, looks))
 
 
-def per_family(items: Sequence, family: Sequence[str], judge) -> list[Verdict]:
+T = TypeVar("T")
+
+
+def per_family(items: Sequence[T], family: Sequence[str], judge: Callable[[list[T]], list[Verdict]]) -> list[Verdict]:
     """``judge`` (a list of items -> their verdicts, corrected together)
     called once per family, the verdicts returned in the items' order."""
     out: list[Verdict | None] = [None] * len(items)

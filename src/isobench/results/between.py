@@ -31,6 +31,7 @@ import math
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class Spread:
         return math.expm1(math.sqrt(self.tau2)) * 100
 
 
-def _tables(run: RunData) -> tuple[dict, dict]:
+def _tables(run: RunData) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         doc = tomlbound.loads(run.study_text or "")
     except (tomllib.TOMLDecodeError, tomlbound.TomlBoundError):
@@ -69,7 +70,7 @@ def _tables(run: RunData) -> tuple[dict, dict]:
     return (w if isinstance(w, dict) else {}), (e if isinstance(e, dict) else {})
 
 
-def cell_config(run: RunData, workload: str, env: str, tables: tuple[dict, dict] | None = None) -> str | None:
+def cell_config(run: RunData, workload: str, env: str, tables: tuple[dict[str, Any], dict[str, Any]] | None = None) -> str | None:
     """The settings the run's study file gives a cell's workload and
     environment, as one comparable text; None when the study file has no
     such workload or environment. ``tables``: the run's, parsed already."""

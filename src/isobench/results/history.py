@@ -220,7 +220,7 @@ def when(run: RunData) -> datetime | None:
     return parse_started(run.started_at)
 
 
-def run_order(run: RunData) -> tuple:
+def run_order(run: RunData) -> tuple[bool, str, str]:
     """Oldest first, by the instant each run started (imported runs keep
     theirs); runs without a readable time last, by id."""
     t = when(run)

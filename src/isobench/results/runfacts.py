@@ -5,6 +5,7 @@ sizes in binary units, anything structured as compact JSON."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from isobench.results.model import RunData
 from isobench.results.numbers import DASH
@@ -14,7 +15,7 @@ HOST_KEYS = (("cpu_model", "CPU"), ("cores", "Cores"), ("mem_bytes", "Memory"),
              ("docker_version", "Docker"))
 
 
-def fmt_bytes(n) -> str:
+def fmt_bytes(n: Any) -> str:
     try:
         n = float(n)
     except (TypeError, ValueError):
@@ -26,7 +27,7 @@ def fmt_bytes(n) -> str:
     return str(n)  # unreachable
 
 
-def fmt_fact(value) -> str:
+def fmt_fact(value: object) -> str:
     """Scalars as they are; lists and dicts as compact JSON."""
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)

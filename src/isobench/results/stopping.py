@@ -33,9 +33,9 @@ def budget_summary(run: RunData) -> str:
     """One sentence on a budgeted run's cases ("" for any other run)."""
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
     record = facts.get("budget")
-    cases = record.get("cases") if isinstance(record, dict) else None
-    if not cases:
+    if not isinstance(record, dict) or not record.get("cases"):
         return ""
+    cases = record["cases"]
     counts = Counter(c.get("state", "?") for c in cases.values())
     return (f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}: of {len(cases)} workload cases, "
             + ", ".join(f"{k} {s}" for s, k in counts.most_common()) + " (the legend says why).")

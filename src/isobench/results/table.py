@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from isobench.analysis.anomalies import drift, outliers, slow_first_round
+from isobench.analysis.anomalies import Drift, Outliers, SlowFirstRound, drift, outliers, slow_first_round
 from isobench.core.metric import DURATION, LATENCY, STARTUP, is_time_unit
 from isobench.results.analysis import (
     DESCRIPTIVE,
@@ -76,6 +76,12 @@ class Cell:
     text: str
     failures: int = 0  # failed repetitions of this workload case in this environment
     warnings: tuple[str, ...] = ()  # anomalies in its samples, the workload's validity notes
+
+    @property
+    def mean(self) -> float:
+        """The mean of a cell measured ok (such a cell always has its summary)."""
+        assert self.summary is not None, f"{self.env}: a {self.status} cell has no mean"
+        return self.summary.mean
 
 
 @dataclass(frozen=True)
@@ -215,7 +221,8 @@ def cell_warnings(run: RunData, key: MetricKey, env: str, target_ci_pct: float |
     cell that did not converge (never a changed value)."""
     vals = _values(run, key, env)
     by_round = [v for _, v in sorted(zip(run.rounds.get((key, env), range(len(vals))), vals))]
-    found = [outliers(vals), slow_first_round(by_round, key.higher_is_better), drift(by_round)]
+    found: list[Outliers | SlowFirstRound | Drift] = [outliers(vals), slow_first_round(by_round, key.higher_is_better),
+                                                      drift(by_round)]
     texts = [f.text for f in found if f.flagged]
     if target_ci_pct is not None and not converged(vals, target_ci_pct):
         texts.append(f"not converged: the 95% CI is wider than \u00b1{target_ci_pct:g}% after {len(vals)} rounds")
