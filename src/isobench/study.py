@@ -106,14 +106,14 @@ class StudyMeta(StrictModel):
     @property
     def adaptive_schedule(self) -> Schedule:
         """The adaptive schedule (a fixed run: one look at its repetitions)."""
-        if not self.adaptive:
+        if isinstance(self.repetitions, int):  # not adaptive
             return Schedule(max(self.repetitions, 2), 1, max(self.repetitions, 2))
         return schedule_of(self.model_dump())
 
     @property
     def planned_rounds(self) -> int:
         """Measured rounds a fixed run makes, the most an adaptive one may."""
-        return self.adaptive_schedule.max_rounds if self.adaptive else self.repetitions
+        return self.repetitions if isinstance(self.repetitions, int) else self.adaptive_schedule.max_rounds
 
     @field_validator("name")
     @classmethod

@@ -284,9 +284,9 @@ def host_noise(fresh: bool = False, on_measure: Callable[[], None] | None = None
     announced through on_measure first), saved for the next hour."""
     identity = identity or host_identity()
     if not fresh:
-        pilot = load(path)
-        if current(pilot, identity, now()):
-            return pilot
+        cached_pilot = load(path)
+        if cached_pilot is not None and current(cached_pilot, identity, now()):
+            return cached_pilot
     if on_measure is not None:
         on_measure()
     pilot = measure_with(identity)

@@ -96,6 +96,7 @@ def history(study: str | None, store_path: str, fmt: str, output: str | None, by
     failing = h.gate(fail_pct) if fail_pct is not None else []
     if failing:
         newest = h.newest
+        assert newest is not None  # the gate judges the newest run
         err_console.print(f"change: {len(failing)} cell(s) of the newest run {newest.run_id} sit after a step for "
                           f"the worse beyond {fail_pct:g}%:", style="bold red", markup=False, highlight=False,
                           soft_wrap=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import ExecResult
@@ -22,6 +22,10 @@ class EnvSpec(StrictModel):
     """Base of every kind's study-file model. Each subclass declares
     ``kind: Literal["<name>"] = "<name>"`` and ``instances: int = INSTANCES``
     itself (field order is the order of the stored options)."""
+
+    if TYPE_CHECKING:  # what every subclass declares, for the type checker only (no field here)
+        kind: str = ""
+        instances: int = 1
 
 
 @dataclass

@@ -5,10 +5,10 @@ storage)."""
 from __future__ import annotations
 
 import os
-import re
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import docker
 import docker.errors
@@ -106,7 +106,7 @@ class DockerKind(EnvKind):
                     states[name] = f"available ({rt.version(registered[name])})" if v.works else v.line()
         return states
 
-    def check(self, spec: DockerSpec) -> list[tuple[str, str]]:
+    def check(self, spec: DockerSpec) -> list[tuple[str, str]]:  # type: ignore[override]  # kind_of pairs them
         if spec.runtime == "runc":
             return []  # Docker's own: its problems are the engine's, found at start
         client = engine_or_none()
@@ -125,7 +125,7 @@ class DockerKind(EnvKind):
             working.insert(0, "runc")
         return [("runtime", f"{name} cannot run here: {state}; this host has {', '.join(working)}")]
 
-    def unsupported(self, spec: DockerSpec, workload: str) -> str | None:
+    def unsupported(self, spec: DockerSpec, workload: str) -> str | None:  # type: ignore[override]  # as check
         return rt.UNSUPPORTED.get(rt.engine_name(spec.runtime, spec.gvisor_platform), {}).get(workload)
 
     def clean(self, run_id: str | None) -> list[str]:
@@ -161,9 +161,9 @@ class DockerEnvironment(Environment):
     host_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     host_mem_bytes: int = 0
     placed_cpuset: str | None = None  # the host CPUs pin gave this instance of its group
-    _container: object = None
-    _volume: object = None
-    _client: docker.DockerClient | None = None
+    _container: Any = None  # the docker SDK's objects: it has no types
+    _volume: Any = None
+    _client: Any = None  # docker.DockerClient
     _published: dict = field(default_factory=dict)  # "port/proto" -> host port (bridge)
 
     unrecorded = frozenset({"kind", "instances", "pin"})  # pin: recorded as the cpuset it gave

@@ -26,7 +26,7 @@ class DockerSpec(EnvSpec):
     # the OCI runtime every container of this environment runs under
     # (envs/runtimes.py); gvisor_platform only with runsc (rt.platform_used)
     runtime: str = "runc"
-    gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None
+    gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None  # type: ignore[valid-type]  # the one list
 
     @field_validator("runtime")
     @classmethod

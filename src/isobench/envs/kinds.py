@@ -46,10 +46,11 @@ class EnvProbe:
 
 @dataclass(frozen=True)
 class Footprint:
-    """What one environment of a study takes from the host while all are up
-    (preflight adds it to the workloads' needs)."""
+    """What one environment of a study takes from the host while all are up,
+    or one environment's copy of a workload holds (preflight adds them up
+    before anything starts)."""
 
-    field: str  # the spec field that sets it, named in the error
+    field: str  # the spec field or workload parameter that sets it, named in the error
     resource: str  # "memory" | "disk"
     bytes: int
 

@@ -70,7 +70,8 @@ def _tables(run: RunData) -> tuple[dict[str, Any], dict[str, Any]]:
     return (w if isinstance(w, dict) else {}), (e if isinstance(e, dict) else {})
 
 
-def cell_config(run: RunData, workload: str, env: str, tables: tuple[dict[str, Any], dict[str, Any]] | None = None) -> str | None:
+def cell_config(run: RunData, workload: str, env: str,
+                tables: tuple[dict[str, Any], dict[str, Any]] | None = None) -> str | None:
     """The settings the run's study file gives a cell's workload and
     environment, as one comparable text; None when the study file has no
     such workload or environment. ``tables``: the run's, parsed already."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 
 from isobench.core.ids import printable
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
@@ -179,7 +180,7 @@ class Store:
                  json.dumps(s.values), json.dumps(s.extra), s.raw, s.started_at, s.wall_s, s.parser_version))
 
     def rewrite_samples(self, run_id: str, rewrites: list[Rewrite],
-                        metrics: list[tuple[str, str, Metric]] = ()) -> None:
+                        metrics: Sequence[tuple[str, str, Metric]] = ()) -> None:
         """isobench reparse: the samples' new values, extra and parser
         version, and the metrics a newer parser adds ((workload, case,
         Metric)), in one transaction: the run is rewritten whole or not at

@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment, Paths
+from isobench.envs.kinds import Footprint  # one for a workload's copy and for a kind's own (a guest's RAM)
 from isobench.host.hostinfo import HostInfo
 from isobench.core.metric import Metric, value_problem
 from isobench.core.proc import ExecResult
@@ -52,16 +53,6 @@ class Measurement:
     # JSON-serialisable detail kept beside the values, e.g. a latency histogram.
     extra: dict = field(default_factory=dict)
     raw: str = ""  # the tool's output, kept so a sample can be re-parsed
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """What one environment's copy of a workload holds, checked against the
-    host before anything starts."""
-
-    field: str  # the parameter that sets it, named in the error
-    resource: str  # "memory" | "disk"
-    bytes: int
 
 
 class WorkloadParams(StrictModel):
