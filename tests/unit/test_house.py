@@ -190,3 +190,44 @@ def test_the_top_of_the_tree_is_packages():
     # model and the package's face beside them.
     top = sorted(p.name for p in (SRC / PACKAGE).glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "study.py"]
+
+
+# -- no block written twice ------------------------------------------------------------
+# A block of BLOCK significant lines (blank lines, comments and imports left
+# out, each line stripped) that appears twice in src/ is code to share. Short
+# windows would flag idioms (a try/except that passes); under BLOCK_CHARS
+# characters a window is boilerplate too.
+BLOCK = 6
+BLOCK_CHARS = 150
+
+
+def significant(text: str) -> list[tuple[int, str]]:
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s and not s.startswith(("#", "import ", "from ")):
+            out.append((number, s))
+    return out
+
+
+def repeated_blocks(texts: dict[str, str]) -> list[list[str]]:
+    """Each block found more than once, as its places ("module:line")."""
+    seen: dict[tuple[str, ...], list[str]] = {}
+    for name, text in texts.items():
+        lines = significant(text)
+        for j in range(len(lines) - BLOCK + 1):
+            window = tuple(s for _, s in lines[j:j + BLOCK])
+            if sum(map(len, window)) >= BLOCK_CHARS:
+                seen.setdefault(window, []).append(f"{name}:{lines[j][0]}")
+    return [places for places in seen.values() if len(places) > 1]
+
+
+def test_no_block_written_twice():
+    texts = {name: path.read_text(encoding="utf-8") for name, path in modules().items()}
+    assert repeated_blocks(texts) == []
+
+
+def test_the_block_check_can_fail():
+    block = "\n".join(f"value_{i} = compute_something_long(argument_{i}, other_argument_{i})" for i in range(BLOCK))
+    found = repeated_blocks({"a": block, "b": "x = 1\n\n# a comment\n" + block.replace("\n", "\n\n"), "c": "y = 2"})
+    assert found == [["a:1", "b:4"]]
