@@ -43,7 +43,7 @@ class DockerSpec(EnvSpec):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> "DockerSpec":
+    def _consistent(self) -> DockerSpec:
         if self.pin and self.cpuset:
             raise ValueError("pin and cpuset both place the container; set one of them")
         if self.gvisor_platform and self.runtime != "runsc":

@@ -334,7 +334,7 @@ class VmEnvironment(Environment):
         except OSError as exc:
             raise EnvironmentError_(f"{self.name}: cannot move QEMU (pid {pid}) to CPUs {sorted(target)}: "
                                     f"{exc}") from None
-        if cpus is None and self.spec.pin:
+        if cpus is None and self.spec.pin and self._qemu is not None:  # started: vmm_pid above
             self._pinning = self._qemu.pin_vcpus(self.pin_cpus, self.pin_offset)
 
     @property
