@@ -160,29 +160,6 @@ def cell_marks(verdict: Verdict | None, failures: int = 0, warned: bool = False)
     return marks
 
 
-def short_key(baseline: str) -> str:
-    """What a short cell holds (the first legend line where cells are short)."""
-    return (f"Cell: mean, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
-            f"(min..max) are in `report --format md` and `html`.")
-
-
-def short_text(cell: Cell, show_n: bool = False) -> str:
-    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (mean,
-    change with its interval in percent, n when the column's varies, marks);
-    the same numbers as ``cell_text`` less the sd and medians, which the
-    Markdown and HTML reports keep."""
-    if cell.summary is None:
-        return cell.text
-    parts = [fmt_num(cell.summary.mean)]
-    if cell.verdict is not None:
-        point = fmt_pct(cell.verdict.pct)
-        parts.append(point + interval_text(cell.verdict)[len(point):].replace("%", ""))
-    if show_n:
-        parts.append(f"n={cell.summary.n}")
-    marks = cell_marks(cell.verdict, cell.failures, bool(cell.warnings))
-    return " ".join(parts + ([marks] if marks else []))
-
-
 # -- building --------------------------------------------------------------------
 
 def is_emulated(run: RunData, env: str) -> bool:
@@ -377,14 +354,6 @@ def family_lines(rows: tuple[Row, ...], tests: str) -> list[str]:
         "widens the primaries' intervals nor counts among their discoveries.",
         change,
     ]
-
-
-def inconclusive_lines(table: Table) -> list[str]:
-    """One line per inconclusive cell: what the data allow, and the rounds
-    per side that would settle it at the observed noise."""
-    return [f"{row.key.workload} {row.label} on {cell.env}: {cell.verdict.text}"
-            for row in table.rows for cell in row.cells
-            if cell.verdict is not None and cell.verdict.verdict == INCONCLUSIVE]
 
 
 def row_families(run: RunData) -> dict[MetricKey, str]:
