@@ -25,8 +25,10 @@ from isobench.core.strictmodel import StrictModel
 class ParseError(ValueError):
     """The tool's output did not have the expected shape."""
 
+    result: ExecResult  # set by checked(): the raw output kept with the failed sample
 
-def checked(m: "Measurement") -> "Measurement":
+
+def checked(m: Measurement) -> Measurement:
     """M, or ParseError (carrying the raw output, kept with the failed
     sample) when a parser gave a value no measurement has: NaN, infinity, a
     subnormal (core.metric.value_problem). Run and reparse both pass here."""
