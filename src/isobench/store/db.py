@@ -1,7 +1,8 @@
 """SQLite store: every sample is committed the moment it is measured, so an
 interrupted study loses nothing. Reports read runs back from here only.
 The tables themselves, and what makes a file an isobench store, are
-isobench.store.schema."""
+isobench.store.schema; reading a run back into RunData is
+isobench.store.readback."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import os
 import sqlite3
 from collections.abc import Sequence
 
-from isobench.core.ids import printable
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
-from isobench.results.model import ALL_METRICS, MetricKey, RunData
+from isobench.results.model import RunData
 from isobench.store.rows import Rewrite, RunRow, Sample
-from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored, stored_names, stored_values
-from isobench.store.shapes import printable_facts as _printable
+from isobench.store.readback import read_run
+from isobench.store.shapes import SampleExtra, stored, stored_names
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
 
 
@@ -270,62 +270,10 @@ class Store:
         raise StoreError(f"{self.path}: {run_id!r} matches {len(rows)} runs; give more of the id")
 
     def load_run(self, run_id: str) -> RunData:
-        r = self.db.execute(
-            "SELECT run_id, study_name, started_at, finished_at, status, host_facts, study_text,"
-            " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
-        if r is None:
+        run = read_run(self.db, self.path, run_id, self._role, self._primary)
+        if run is None:
             raise StoreError(f"{self.path}: no run {run_id!r}")
-        where = f"{self.path}: run {run_id}"
-        env_facts = {e: _printable(stored(EnvFacts, f, f"{where}: {e} facts")) for e, f in self.db.execute(
-            "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
-        keys = {}
-        for w, c, m, u, hib, role, primary in self.db.execute(
-                f"SELECT workload, ccase, metric, unit, higher_is_better, {self._role}, {self._primary}"
-                " FROM metric_defs WHERE run_id=? ORDER BY ordinal", (run_id,)):
-            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role, bool(primary))
-        run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
-                      host_facts=_printable(stored(HostFacts, r[5], f"{where}: host facts")), study_text=r[6],
-                      study_hash=r[7], baseline=r[8],
-                      environments=stored_names(r[9], where), env_facts=env_facts, metrics=list(keys.values()))
-        for env, w, c, round_, status, error, vals, extra in self.db.execute(
-                "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
-                " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
-            if status != "ok":
-                run.failures.setdefault((w, c, env), []).append(printable(error or status))
-                continue
-            if '"validity"' in extra:  # cheap test first: most samples have none
-                notes_of = stored(SampleExtra, extra, f"{where}: samples' extra").get("validity", {})
-                if isinstance(notes_of, list):  # stored by the first version: the whole case
-                    notes_of = {ALL_METRICS: "; ".join(notes_of)}
-                for metric, note in notes_of.items():
-                    note = printable(str(note))
-                    notes = run.validity.setdefault((w, c, env, metric), [])
-                    if note not in notes:
-                        notes.append(note)
-            partner = _duet_partner(extra)
-            for metric, value in stored_values(vals, f"{where}: samples' values").items():
-                key = keys.get((w, c, metric))
-                if key is not None and value is not None:
-                    run.values.setdefault((key, env), []).append(float(value))
-                    run.rounds.setdefault((key, env), []).append(round_)
-                    if partner is not None:
-                        run.partners.setdefault((key, env), {})[len(run.values[(key, env)]) - 1] = partner
-        self._load_counters(run)
-        for w, env, wall, n in self.db.execute(
-                "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=?"
-                " GROUP BY workload, env", (run_id,)):
-            run.time_spent[(w, env)] = (float(wall), int(n))
         return run
-
-    def _load_counters(self, run: RunData) -> None:
-        """Per-sample counter deltas and units (extra["counters"], extra["units"])."""
-        for env, w, c, round_, extra in self.db.execute(
-                "SELECT env, workload, ccase, round, extra FROM samples"
-                " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id", (run.run_id,)):
-            detail = stored(SampleExtra, extra, f"{self.path}: run {run.run_id}: samples' extra")
-            deltas, units = detail.get("counters"), detail.get("units")
-            if isinstance(deltas, dict) and deltas:
-                run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
 
     def extras(self, run_id: str, workload: str | None = None,
                case: str | None = None) -> dict[tuple[str, str, str], list[dict]]:
@@ -374,13 +322,3 @@ class Store:
         cur = self.db.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur]
-
-
-def _duet_partner(extra: str) -> str | None:
-    """The other environment of the duet a sample ran in (run/duet.py), or None."""
-    if '"duet"' not in extra:  # cheap test first: sequential samples have none
-        return None
-    detail = json.loads(extra)
-    record = detail.get("duet") if isinstance(detail, dict) else None
-    partner = record.get("partner") if isinstance(record, dict) else None
-    return partner if isinstance(partner, str) else None
