@@ -84,7 +84,8 @@ def table(trials: int, tau_factor: float, title: str) -> list[str]:
             rng = np.random.default_rng([SEED, n, int(se * 1000), int(tau_factor * 10)])
             aa = sum(one_series(rng, n, se, 0.0, tau_factor, False)[0] for _ in range(trials))
             found = [sum(one_series(rng, n, se, step, tau_factor, False)[1] for _ in range(trials)) for step in STEPS]
-            lines.append(f"| {n} | {se:.2f} | {rate(aa, trials)} | " + " | ".join(rate(f, trials) for f in found) + " |")
+            cells = [rate(aa, trials), *(rate(f, trials) for f in found)]
+            lines.append(f"| {n} | {se:.2f} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 

@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             values[(key, env)][rnd] = float(v)
             walls[key].append(float(wall))
     print(f"run {a.run_id}, metric {a.metric}, baseline {baseline}")
-    print(f"{'key':16} {'env':12} {'n':>3} {'mean':>8} {'SD %':>6} {'95% interval':>16} {'s/sample':>9} {'SD^2 x s':>9}")
+    print(f"{'key':16} {'env':12} {'n':>3} {'mean':>8} {'SD %':>6} {'95% interval':>16} "
+          f"{'s/sample':>9} {'SD^2 x s':>9}")
     for key in sorted({k for k, _ in values}):
         base = values.get((key, baseline), {})
         secs = sum(walls[key]) / len(walls[key])

@@ -175,7 +175,7 @@ def history_run(store, run_id: str, day: int, ratio: float, *, noise: float = 0.
         study.text = study_text
         study.hash = hashlib.sha256(study_text.encode()).hexdigest()[:16]
     store.create_run(run_id, study, dict(HISTORY_HOST if host is None else host))
-    started = _dt.datetime(2026, 5, 1, 10, 0, tzinfo=_dt.timezone.utc) + _dt.timedelta(days=day - 1)
+    started = _dt.datetime(2026, 5, 1, 10, 0, tzinfo=_dt.UTC) + _dt.timedelta(days=day - 1)
     with store.db:
         store.db.execute("UPDATE runs SET started_at=? WHERE run_id=?",
                          (started.strftime("%Y-%m-%dT%H:%M:%S%z"), run_id))

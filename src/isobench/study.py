@@ -9,7 +9,7 @@ import hashlib
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -36,7 +36,7 @@ class StudyMeta(StrictModel):
     description: str = ""
     # measured rounds, or "auto": blocks of rounds until every cell's 95% CI
     # half-width is within target_ci_pct, or max_repetitions (docs/statistics.md)
-    repetitions: Union[int, Literal["auto"]] = Field(default=5)
+    repetitions: int | Literal["auto"] = Field(default=5)
     target_ci_pct: float = Field(default=AUTO_TARGET_CI_PCT, gt=0, lt=100)
     min_repetitions: int = Field(default=AUTO_MIN, ge=2, le=1000)
     block: int | None = Field(default=None, ge=1, le=1000)  # default: min_repetitions
@@ -87,13 +87,13 @@ class StudyMeta(StrictModel):
         return v
 
     @model_validator(mode="after")
-    def _schedule(self) -> "StudyMeta":
+    def _schedule(self) -> StudyMeta:
         if self.budget is not None and self.adaptive:
             raise ValueError("budget and repetitions = \"auto\" are two stopping rules: keep one "
                              "(with a budget, repetitions is the first block)")
         if self.adaptive:
             try:
-                self.adaptive_schedule
+                _ = self.adaptive_schedule  # computing it is the check
             except ValueError:
                 raise ValueError(f"max_repetitions ({self.max_repetitions}) must be at least "
                                  f"min_repetitions ({self.min_repetitions})") from None
@@ -106,14 +106,14 @@ class StudyMeta(StrictModel):
     @property
     def adaptive_schedule(self) -> Schedule:
         """The adaptive schedule (a fixed run: one look at its repetitions)."""
-        if not self.adaptive:
+        if isinstance(self.repetitions, int):  # not adaptive
             return Schedule(max(self.repetitions, 2), 1, max(self.repetitions, 2))
         return schedule_of(self.model_dump())
 
     @property
     def planned_rounds(self) -> int:
         """Measured rounds a fixed run makes, the most an adaptive one may."""
-        return self.adaptive_schedule.max_rounds if self.adaptive else self.repetitions
+        return self.repetitions if isinstance(self.repetitions, int) else self.adaptive_schedule.max_rounds
 
     @field_validator("name")
     @classmethod

@@ -18,7 +18,8 @@ from isobench.study import parse_study
 pytestmark = pytest.mark.integration
 # (a) resolves a few µs per round trip on this shared host: green here
 # (2026-11-23, 10 paired rounds) but close to the noise, so opt-in
-# (ISOBENCH_ATTRIBUTION_KAT=1). (b)'s effect is several times the noise and
+# (ISOBENCH_ATTRIBUTION_KAT=1), and skipped when the host is measured busy
+# (tests/conftest.py: quiet_host). (b)'s effect is several times the noise and
 # always runs.
 known_answer = pytest.mark.skipif(os.environ.get("ISOBENCH_ATTRIBUTION_KAT") != "1",
                                   reason="NAT-vs-host known-answer test: set ISOBENCH_ATTRIBUTION_KAT=1")
@@ -54,7 +55,7 @@ cases = ["tcp"]
 
 
 @known_answer
-def test_a_nat_costs_kernel_cpu_per_round_trip(tmp_path):
+def test_a_nat_costs_kernel_cpu_per_round_trip(tmp_path, quiet_host):
     store, rid = run(tmp_path, NETLAT, "a")
     run_ = store.load_run(rid)
     assert run_.counters, "no counters stored with the samples"
@@ -99,6 +100,11 @@ def kernel_per_rtt(store: Store, rid: str) -> dict[str, list[float]]:
     return {k: list(pu[k].values()) for k in KERNEL}
 
 
+def kernel_time(per_rtt: dict[str, list[float]]) -> list[float]:
+    """System + softirq CPU per round trip, round by round."""
+    return [a + b for a, b in zip(per_rtt["cpu.system_s"], per_rtt["cpu.softirq_s"], strict=True)]
+
+
 def test_b_iptables_rules_land_in_kernel_cost(tmp_path):
     s0, r0 = run(tmp_path, NAT_ONLY, "b0")
     try:
@@ -109,7 +115,11 @@ def test_b_iptables_rules_land_in_kernel_cost(tmp_path):
     assert CHAIN not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     before, after = kernel_per_rtt(s0, r0), kernel_per_rtt(s1, r1)
     print({k: (sum(before[k]) / len(before[k]), sum(after[k]) / len(after[k])) for k in KERNEL})
-    effect = compare_cell(after["cpu.sut_s"], before["cpu.sut_s"], False)
+    # The rules cost kernel time (system and softirq per round trip), against
+    # the control run without them in this test. cpu.sut_s counts all of the
+    # host's busy time, so a CPU-bound neighbour's user time, spread over
+    # fewer round trips once the rules slow them, would pass it on its own.
+    effect = compare_cell(kernel_time(after), kernel_time(before), False)
     assert effect.ratio > 1 and effect.p < 0.05
 
 
@@ -132,12 +142,25 @@ level = 2
 
 
 def test_c_tcg_compression_cpu_is_in_qemu_threads(tmp_path):
+    # The control is the same compression run natively in the same study: the
+    # CPU its own process took (pixz's user + sys, from GNU time), which is
+    # what the work costs without emulation. TCG emulates every guest
+    # instruction in QEMU's vCPU threads, so in each VM sample those threads
+    # alone take more host CPU than that. Both are per-process CPU times: a
+    # neighbour stretches the wall time of each, not the CPU the work needs,
+    # whereas the host-wide busy time the test compared with before counts
+    # the neighbour too.
     store, rid = run(tmp_path, VM, "c")
     run_ = store.load_run(rid)
+    cpu = [k for k in run_.metrics if k.workload == "compression" and k.metric in ("user_s", "sys_s")]
+    assert len(cpu) == 2
+    control = max(map(sum, zip(*(run_.values[(k, "native")] for k in cpu))))
+    native = run_.counters[("compression", "default", "native")]
+    assert native and not any(k.startswith("vmm.") for _r, d, _u in native for k in d)
     samples = run_.counters[("compression", "default", "vm-stock")]
+    assert samples
     for _round, d, units in samples:
         vmm = d["vmm.vcpu_user_s"] + d["vmm.vcpu_sys_s"] + d.get("cpu.guest_s", 0.0)
-        busy = d["cpu.user_s"] + d["cpu.system_s"]
-        assert units[0] == "MB" and vmm > 0.5 * busy, (vmm, busy)
-    assert not any(k.startswith("vmm.") for _r, d, _u in run_.counters[("compression", "default", "native")]
-                   for k in d)
+        print(f"VM sample: QEMU vCPU threads {vmm:.2f} s; native control (pixz user + sys) {control:.2f} s; "
+              f"host busy {d['cpu.user_s'] + d['cpu.system_s']:.2f} s")
+        assert units[0] == "MB" and vmm > control > 0, (vmm, control)

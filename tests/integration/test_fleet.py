@@ -232,7 +232,8 @@ def test_bad_hosts_one_line_each(fleet):
 
 def test_host_killed_mid_run_then_resume_then_clean(fleet):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "ISOBENCH_FLEET_WHEELS": str(WHEELS)}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "fleet", "run", str(fleet["dir"] / "longer.toml"),
+    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "fleet", "run",
+                             str(fleet["dir"] / "longer.toml"),
                              "-i", fleet["inv"], "--no-setup", "--forks", "3", "--poll", "2", "--timeout", "900",
                              "--store", fleet["store"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)

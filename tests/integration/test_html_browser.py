@@ -190,7 +190,8 @@ def test_report_renders_in_chromium(report, tmp_path):
     assert page["rows"] == n_metrics  # one row per metric
     assert page["emulatedBadges"] == 1
     # every figure of the run, and the answer's overview of the primary cells
-    assert [f["id"] for f in page["figures"]] and sorted(f["id"] for f in page["figures"]) == sorted(figure_slugs + ["overview"])
+    ids = [f["id"] for f in page["figures"]]
+    assert ids and sorted(ids) == sorted(figure_slugs + ["overview"])
     for fig in page["figures"]:
         svg = fig["svg"]
         assert svg and svg["visible"] and svg["w"] > 300 and svg["h"] > 150, fig

@@ -3,7 +3,6 @@ a container here, an environment's container really runs under it (the
 engine's HostConfig.Runtime; gVisor's own kernel log inside), a workload
 command runs, startup is measured, and nothing is left behind."""
 
-import docker
 import pytest
 
 from isobench.core.dockerclient import engine

@@ -103,7 +103,8 @@ def test_webstore_in_one_emulated_vm(tmp_path):
     # the whole stack inside one guest (TCG here), loaded from the client host
     # over the guest's tap: orders are committed and the guest leaves nothing
     db = run_study(tmp_path, VM_STUDY, 1500)
-    rows = db.execute("SELECT status, error, vals FROM samples WHERE workload = 'webstore' AND env = 'vm-stock'").fetchall()
+    rows = db.execute("SELECT status, error, vals FROM samples WHERE workload = 'webstore' AND env = 'vm-stock'"
+                      ).fetchall()
     assert [(r[0], r[1]) for r in rows] == [("ok", None)]
     values = json.loads(rows[0][2])
     assert values["orders_per_min"] > 0 and values["error_rate"] < 0.05
@@ -164,7 +165,8 @@ def test_the_database_is_loaded_once_and_copied_to_every_instance(monkeypatch):
     run_id = f"wsseed{os.getpid()}"
     members = [NativeEnvironment(name=f"native-{i}", run_id=run_id) for i in range(3)]
     cls = get("webstore")
-    w = cls(cls.Params(customers=300, products=200, instances=(3,)), HostInfo(cores=2, mem_bytes=1 << 30, disk_free_bytes=0))
+    w = cls(cls.Params(customers=300, products=200, instances=(3,)),
+            HostInfo(cores=2, mem_bytes=1 << 30, disk_free_bytes=0))
     w.client = SimpleNamespace(run_id=run_id)
     monkeypatch.setattr(w, "instances", lambda env, n: members[:n])
     loads = []

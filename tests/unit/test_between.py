@@ -17,7 +17,8 @@ from isobench.core.metric import Metric
 from isobench.report.compare_render import render_markdown
 from isobench.report.html import render_compare_html
 from isobench.results.between import cell_config, run_mean, spreads
-from isobench.analysis.stats import add_between_runs, compare_cell
+from isobench.analysis.stats import compare_cell
+from isobench.analysis.tworuns import add_between_runs
 from isobench.store.db import Sample, Store
 
 ENVS = ("native", "docker-nat")

@@ -171,7 +171,7 @@ def test_the_study_budget_field_and_its_refusals():
 
 def test_the_report_says_how_the_budget_was_spent():
     from isobench.results.model import RunData
-    from isobench.results.table import budget_lines, budget_summary
+    from isobench.results.stopping import budget_lines, budget_summary
     facts = {"budget": {"budget_s": 1800.0, "points": [6, 9, 15], "looks": 3, "spent_s": 1500.0,
                         "cases": {"compression/default": {"state": "resolved", "rounds": 6, "needed": None, "why": ""},
                                   "fio/randread": {"state": "hopeless", "rounds": 6, "needed": 471,

@@ -58,7 +58,8 @@ def test_fake_kind_in_the_study_model(fake):
         parse_study(study_text('[environments.fake]\n[environments.x]\nkind = "nope"\n[workloads.startup]\n'))
     assert "must be one of native, docker, vm, fake (or name a preset: native, docker-nat, docker-host, " \
            "docker-crun, docker-gvisor, vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
-    with pytest.raises(StudyError, match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, refuse, reserve_mb"):
+    with pytest.raises(StudyError,
+                       match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, refuse, reserve_mb"):
         parse_study(study_text("[environments.fake]\ncpus = 2\n[workloads.startup]\n"))
 
 

@@ -1,7 +1,6 @@
 """Fleet: inventory parsing (real ansible-inventory on INI and YAML files),
 run transfer round trip, cross-host summary."""
 
-import json
 import math
 from pathlib import Path
 

@@ -89,7 +89,7 @@ HOST = HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=80 * 2**30)
 
 
 def _study(envs: int, repetitions: int = 5, workload: str = 'workload = "startup"'):
-    text = "[study]\nname = \"s\"\nrepetitions = %d\n[environments.native]\n" % repetitions
+    text = f"[study]\nname = \"s\"\nrepetitions = {repetitions}\n[environments.native]\n"
     text += "".join(f"[environments.d{i}]\nkind = \"docker\"\n" for i in range(envs))
     return parse_study(text + f"[workloads.w]\n{workload}\n", "s.toml")
 

@@ -110,7 +110,8 @@ def test_the_noise_pilots_age_is_not_a_change_but_its_figures_are(store):
 
 
 def test_a_doctor_finding_that_changed_is_named(store):
-    doctor = [{"check": "swap", "status": "ok", "value": "0 device(s)"}, {"check": "load", "status": "ok", "value": "1"}]
+    doctor = [{"check": "swap", "status": "ok", "value": "0 device(s)"},
+              {"check": "load", "status": "ok", "value": "1"}]
     history_run(store, "a", 1, 1.0, host={**HISTORY_HOST, "doctor": doctor})
     changed = [{"check": "swap", "status": "warn", "value": "1 device(s)"}, {"check": "load", "status": "warn",
                                                                             "value": "9"}]

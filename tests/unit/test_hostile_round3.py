@@ -209,7 +209,8 @@ SHAPES = {
     "density without startup_s": (lambda d: facts_of(d, "native", "density", [{"n": 1, "mem_per_instance_bytes": 1}]),
                                   "facts.density[0].startup_s: Field required"),
     "a histogram of the wrong shape": (lambda d: hist_of(d, [[1]]), "read_clat_hist: a histogram is"),
-    "a time budget that is not a number": (lambda d: facts_of(d, None, "budget", {"budget_s": "x"}), "runs.host_facts.budget"),
+    "a time budget that is not a number": (lambda d: facts_of(d, None, "budget", {"budget_s": "x"}),
+                                           "runs.host_facts.budget"),
 }
 
 
@@ -396,8 +397,9 @@ def regressed(capfd, sandbox):
     s.close()
 
 
-@pytest.mark.parametrize("args", [["compare", "a1", "b1", "--fail-on-regression"], ["compare", "a1", "b1", "--tolerance"],
-                                  ["history", "--fail-on-change"]], ids=" ".join)
+@pytest.mark.parametrize("args", [["compare", "a1", "b1", "--fail-on-regression"],
+                                  ["compare", "a1", "b1", "--tolerance"], ["history", "--fail-on-change"]],
+                         ids=" ".join)
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
 def test_10_a_nan_threshold_is_refused(capfd, sandbox, regressed, args, value):
     code, _, err = isobench(capfd, *args, value)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import pathlib
 
-import pytest
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "isobench"
@@ -135,11 +134,25 @@ def test_the_checks_can_fail():
     assert resolve("isobench.y.helper", known) == "isobench.y"
 
 
-@pytest.mark.parametrize("limit", [450])
-def test_no_room_is_too_large(limit):
-    big = {name: n for name, path in modules().items()
-           if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit + 100}
-    assert big == {}, f"modules far over ~{limit} lines: {big}"
+LIMIT = 450  # lines per module: past it a second concern has usually grown inside
+# Over the limit while they are being split (issue 37); each leaves this list
+# with its split, and nothing joins it.
+TOO_LARGE_FOR_NOW = frozenset({"isobench.run.runner", "isobench.cli.main"})
+
+
+def too_large(sizes: dict[str, int], limit: int = LIMIT, allowed: frozenset[str] = TOO_LARGE_FOR_NOW) -> dict[str, int]:
+    return {name: n for name, n in sizes.items() if n > limit and name not in allowed}
+
+
+def test_no_room_is_too_large():
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
+    big = too_large(sizes)
+    assert big == {}, f"modules over {LIMIT} lines: {big}"
+
+
+def test_the_size_check_can_fail():
+    assert too_large({"isobench.a": LIMIT + 1, "isobench.b": LIMIT, "isobench.run.runner": 900}) == \
+        {"isobench.a": LIMIT + 1}
 
 
 def package_of(module: str) -> str:
@@ -177,3 +190,44 @@ def test_the_top_of_the_tree_is_packages():
     # model and the package's face beside them.
     top = sorted(p.name for p in (SRC / PACKAGE).glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "study.py"]
+
+
+# -- no block written twice ------------------------------------------------------------
+# A block of BLOCK significant lines (blank lines, comments and imports left
+# out, each line stripped) that appears twice in src/ is code to share. Short
+# windows would flag idioms (a try/except that passes); under BLOCK_CHARS
+# characters a window is boilerplate too.
+BLOCK = 6
+BLOCK_CHARS = 150
+
+
+def significant(text: str) -> list[tuple[int, str]]:
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s and not s.startswith(("#", "import ", "from ")):
+            out.append((number, s))
+    return out
+
+
+def repeated_blocks(texts: dict[str, str]) -> list[list[str]]:
+    """Each block found more than once, as its places ("module:line")."""
+    seen: dict[tuple[str, ...], list[str]] = {}
+    for name, text in texts.items():
+        lines = significant(text)
+        for j in range(len(lines) - BLOCK + 1):
+            window = tuple(s for _, s in lines[j:j + BLOCK])
+            if sum(map(len, window)) >= BLOCK_CHARS:
+                seen.setdefault(window, []).append(f"{name}:{lines[j][0]}")
+    return [places for places in seen.values() if len(places) > 1]
+
+
+def test_no_block_written_twice():
+    texts = {name: path.read_text(encoding="utf-8") for name, path in modules().items()}
+    assert repeated_blocks(texts) == []
+
+
+def test_the_block_check_can_fail():
+    block = "\n".join(f"value_{i} = compute_something_long(argument_{i}, other_argument_{i})" for i in range(BLOCK))
+    found = repeated_blocks({"a": block, "b": "x = 1\n\n# a comment\n" + block.replace("\n", "\n\n"), "c": "y = 2"})
+    assert found == [["a:1", "b:4"]]

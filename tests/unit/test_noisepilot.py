@@ -18,7 +18,9 @@ from scipy import stats as st
 
 from isobench.checks import noisepilot as npl
 from isobench.host.hostinfo import HostInfo
-from isobench.checks.noisepilot import KernelNoise, Pilot, Timings
+from isobench.checks import pilotkernels as pk
+from isobench.checks.noisepilot import KernelNoise, Pilot
+from isobench.checks.pilotkernels import Timings
 from isobench.analysis.pilotstats import drift, pair_noise
 from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
@@ -88,6 +90,24 @@ def test_drift_recovers_a_known_slope():
     flat = drift(starts, np.full(40, 0.35))
     assert flat.pct_per_min == 0.0
     assert math.isnan(drift([0, 1], [0.3, 0.4]).pct_per_min)
+
+
+def test_a_stall_drifts_in_log_space_without_overflow():
+    # A few milliseconds of samples, the last ones stalled: the slope of log
+    # time is thousands per minute, far past what expm1 can take (~709).
+    starts = np.arange(12) * 0.002
+    secs = np.r_[np.full(9, 0.001), [0.5, 0.6, 0.7]]
+    d = drift(starts, secs)
+    fit = st.linregress(starts / 60, np.log(secs))
+    assert d.slope == pytest.approx(fit.slope) and d.slope > 1000
+    assert d.slope_low < d.slope < d.slope_high and math.isfinite(d.slope_high)
+    assert math.isnan(d.pct_per_min) and math.isnan(d.high)  # no finite percentage: none reported
+    k = npl.kernel_noise("cpu", "w", list(zip(starts, secs)))
+    assert math.isnan(k.drift_pct_per_min) and k.drift_log_per_min == pytest.approx(fit.slope)
+    line = Pilot(1, ME, "t", 1.0, 2.0, {"cpu": k}, {}).line(1.0)
+    assert f"drift log time {fit.slope:+.3g}/min on CPU (a stall: no finite percentage)" in line
+    # a steep fall has a finite percentage (-100%), so it is told as one
+    assert drift(starts, secs[::-1]).pct_per_min == pytest.approx(-100.0)
 
 
 def test_drift_interval_is_linregress_with_t():
@@ -189,7 +209,7 @@ def test_kernels_alternate_in_pairs_after_a_warm_up():
     clock = FakeClock()
     cpu, io = FakeKernel("cpu", clock, 0.3), FakeKernel("io", clock, 0.4)
     t = Timings()
-    npl.time_kernels([cpu, io], t, threading.Event(), pairs=5, budget_s=100, clock=clock)
+    pk.time_kernels([cpu, io], t, threading.Event(), pairs=5, budget_s=100, clock=clock)
     assert cpu.runs == io.runs == 11  # a warm-up + 5 pairs
     assert len(t.samples["cpu"]) == len(t.samples["io"]) == 10
     starts = [s for s, _ in t.samples["cpu"]]
@@ -201,12 +221,12 @@ def test_the_budget_and_stop_end_the_pilot():
     clock = FakeClock()
     k = FakeKernel("cpu", clock, 1.0)
     t = Timings()
-    npl.time_kernels([k], t, threading.Event(), pairs=100, budget_s=10, clock=clock)
+    pk.time_kernels([k], t, threading.Event(), pairs=100, budget_s=10, clock=clock)
     assert len(t.samples["cpu"]) == 8  # 1 s warm-up, then pairs of 2 s while they end by 10 s
     stop = threading.Event()
     stop.set()
     t2 = Timings()
-    npl.time_kernels([FakeKernel("cpu", clock, 1.0)], t2, stop, pairs=100, budget_s=100, clock=clock)
+    pk.time_kernels([FakeKernel("cpu", clock, 1.0)], t2, stop, pairs=100, budget_s=100, clock=clock)
     assert t2.samples["cpu"] == []
 
 
@@ -214,7 +234,7 @@ def test_a_failing_kernel_is_dropped_with_its_reason_and_the_other_goes_on():
     clock = FakeClock()
     t = Timings()
     cpu, io = FakeKernel("cpu", clock, 0.3), FakeKernel("io", clock, 0.4, fail_at=5)
-    npl.time_kernels([cpu, io], t, threading.Event(), pairs=6, budget_s=100, clock=clock)
+    pk.time_kernels([cpu, io], t, threading.Event(), pairs=6, budget_s=100, clock=clock)
     assert len(t.samples["io"]) == 2 and len(t.samples["cpu"]) == 12  # half a pair is never kept
     assert t.notes["io"] == "stopped: No space left on device"
 
@@ -253,7 +273,12 @@ def test_measure_summarises_each_kernel():
     p = npl.measure(ME, fake_kernels({"cpu": 0.002, "io": 0.003}), pairs=6, budget_s=10, timeout_s=10)
     assert set(p.kernels) == {"cpu", "io"} and p.notes == {}
     assert p.kernels["cpu"].pairs == 6 and p.kernels["cpu"].what == "fake cpu"
-    assert 0 < p.kernels["cpu"].sd < 1 and p.kernels["cpu"].low < p.kernels["cpu"].sd < p.kernels["cpu"].high
+    # the figures are the timed samples' own (a busy host's sleep jitter can
+    # make the SD of these few-ms fakes anything, so no bound on its size)
+    cpu = p.kernels["cpu"]
+    own = pair_noise(cpu.seconds[0::2], cpu.seconds[1::2])
+    assert cpu.sd == pytest.approx(own.sd, rel=0.01)  # the seconds are kept to 1 µs
+    assert 0 < cpu.low < cpu.sd < cpu.high
     assert p.host == ME and p.version == npl.PILOT_VERSION and p.wall_s < 5
 
 
@@ -269,13 +294,13 @@ def test_measure_returns_by_its_timeout_whatever_a_kernel_does():
 
 def test_the_io_kernel_writes_reads_and_removes_its_file(tmp_path, monkeypatch):
     # plumbing only, at a few KiB: O_DIRECT or the fadvise fallback, and the cleanup
-    monkeypatch.setattr(npl, "IO_FILE_MIB", 1)
-    monkeypatch.setattr(npl, "IO_SYNCS", 2)
-    monkeypatch.setattr(npl, "IO_READS", 4)
+    monkeypatch.setattr(pk, "IO_FILE_MIB", 1)
+    monkeypatch.setattr(pk, "IO_SYNCS", 2)
+    monkeypatch.setattr(pk, "IO_READS", 4)
     directory = tmp_path / "noise-pilot"
-    k = npl.IoKernel(str(directory))
+    k = pk.IoKernel(str(directory))
     k.run()
-    assert (directory / "pilot.dat").stat().st_size == npl.MIB
+    assert (directory / "pilot.dat").stat().st_size == pk.MIB
     assert k.read_how in ("O_DIRECT", "page cache dropped for the file")
     k.close()
     assert not directory.exists()
@@ -474,7 +499,7 @@ def test_validate_says_what_the_study_can_resolve(tmp_path, monkeypatch):
 
 
 def test_a_run_keeps_the_pilot_among_its_host_facts(fake, tmp_path):  # noqa: F811
-    from isobench.results.table import host_facts
+    from isobench.results.runfacts import host_facts
     from isobench.run.runner import run_study
     from isobench.store.db import Store
     from isobench.study import parse_study

@@ -7,7 +7,8 @@ from rich.console import Console
 
 from isobench.report.markdown import render_markdown
 from isobench.results.model import MetricKey, RunData
-from isobench.results.table import build_table, fmt_num, fmt_pct, short_text
+from isobench.report.terminal import short_text
+from isobench.results.table import build_table, fmt_num, fmt_pct
 from isobench.report.terminal import render_terminal
 
 THROUGHPUT = MetricKey("compress", "default", "throughput_mbs", "MB/s", True)

@@ -23,7 +23,7 @@ from isobench.report.sections.time_spent import time_rows
 from isobench.report.terminal import render_terminal
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_keys
-from isobench.results.table import short_text
+from isobench.report.terminal import short_text
 from isobench.store.db import Store
 from isobench.store.transfer import import_run
 

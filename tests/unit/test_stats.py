@@ -1,14 +1,11 @@
 """stats.py against hand-computed numbers and scipy's reference functions."""
 
-import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
-from scipy import stats as st
 
-from isobench.analysis.stats import Summary, ci_halfwidth_pct, summarize
+from isobench.analysis.stats import ci_halfwidth_pct, summarize
 
 # t(0.975, df=4), from statistical tables.
 T975_DF4 = 2.776445105

@@ -1,4 +1,4 @@
-"""stats.overhead_change: how an environment's ratio to its run's baseline
+"""tworuns.overhead_change: how an environment's ratio to its run's baseline
 moved between two runs. Against scipy where a reference exists, against
 Satterthwaite's formula where it does not, and the printed interval agrees
 with the BH decision on thousands of random pairs of runs."""
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.analysis.stats import TEST_NONE, TEST_WELCH_DIFF, compare_cell, overhead_change
+from isobench.analysis.stats import TEST_NONE, compare_cell
+from isobench.analysis.tworuns import TEST_WELCH_DIFF, overhead_change
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, adjust, judge
 
 ALPHA = 0.05
@@ -117,7 +118,7 @@ def test_rounds_needed_is_predicted_for_an_inconclusive_change():
 def random_changes(count, seed):
     rng = np.random.default_rng(seed)
     out = []
-    for i in range(count):
+    for _ in range(count):
         sd = math.exp(rng.uniform(math.log(0.002), math.log(0.4)))
         moved = 1.0 if rng.random() < 0.5 else math.exp(rng.normal(0, 0.2))
         _, _, a = run(rng, int(rng.integers(2, 9)), 0.9, sd, paired=bool(rng.random() < 0.7))

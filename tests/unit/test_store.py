@@ -231,7 +231,7 @@ def test_define_metrics_keeps_the_primary_flag(store):
 def _before_primaries(path: str) -> None:
     """A run written as isobench wrote it with roles, before primaries: no
     is_primary column in metric_defs."""
-    from isobench.store.db import SCHEMA
+    from isobench.store.schema import SCHEMA
     schema = "\n".join(line for line in SCHEMA.splitlines() if "is_primary" not in line)
     db = sqlite3.connect(path)
     db.executescript(schema)

@@ -1,6 +1,5 @@
 """Every registered workload declares its units of work from a run's own values."""
 
-import os
 
 from isobench.host.hostinfo import HostInfo
 from isobench.workloads import WORKLOADS

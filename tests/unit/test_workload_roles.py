@@ -8,7 +8,8 @@ import re
 import pytest
 
 from isobench.host.hostinfo import HostInfo
-from isobench.core.metric import CPU_COST, CPU_UTIL, DURATION, FAIRNESS, LATENCY, PER_INSTANCE, ROLES, STARTUP, THROUGHPUT
+from isobench.core.metric import (CPU_COST, CPU_UTIL, DURATION, FAIRNESS, LATENCY, PER_INSTANCE, ROLES, STARTUP,
+                                  THROUGHPUT)
 from isobench.workloads import WORKLOADS
 
 HOST = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)

@@ -1,5 +1,5 @@
 """The statistics, pure functions over numbers: per-cell tests and
-intervals (`stats`), verdicts and the BH correction over a family
+intervals (`stats`), a cell between two runs (`tworuns`), verdicts and the BH correction over a family
 (`verdicts`), warnings (`anomalies`), adaptive repetitions, the time
 budget's looks (`budget`), steps in a series (`changepoints`) and the noise
 pilot's statistics (`pilotstats`).

@@ -35,7 +35,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from scipy import stats as _st
@@ -162,7 +162,7 @@ class Drift:
     text: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def _permutations(n: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(n))), dtype=np.int8)
 

@@ -217,8 +217,8 @@ def allocate(evidence: Sequence[Evidence], plan: Plan, time_left_s: float, q: fl
             calls.append(Call(ev.case, HOPELESS, ev.rounds, max(needs), f"unresolved at the cap of {plan.cap} rounds"))
         elif reachable:
             out_of_reach = len(open_cells) - len(reachable)
-            calls.append(Call(ev.case, OPEN, ev.rounds, needed,
-                              f"{out_of_reach} of its {len(open_cells)} open cells out of reach" if out_of_reach else ""))
+            reach = f"{out_of_reach} of its {len(open_cells)} open cells out of reach" if out_of_reach else ""
+            calls.append(Call(ev.case, OPEN, ev.rounds, needed, reach))
         elif needed > plan.cap:
             calls.append(Call(ev.case, HOPELESS, ev.rounds, needed,
                               f"needs about {_needs(needed)} rounds, beyond the cap of {plan.cap}"))

@@ -119,19 +119,19 @@ class _WeightedL2:
 
 
 @functools.cache
-def _cost_class():
+def _cost_class() -> type:
     """_WeightedL2 as a ruptures BaseCost (ruptures checks the type);
     imported on first use, as scipy.special is in stats."""
     from ruptures.base import BaseCost
     return type("WeightedL2", (_WeightedL2, BaseCost), {})
 
 
-def run_variances(se: Sequence[float]) -> np.ndarray:
+def run_variances(se: Sequence[float] | np.ndarray) -> np.ndarray:
     """Each run's variance, never below the series' median run variance: at
     3 to 5 rounds an SE can come out small by chance, and inverse-variance
     weights would then let that one run outweigh the rest."""
     v = np.asarray(se, dtype=float) ** 2
-    return np.maximum(v, max(float(np.median(v)), MIN_VARIANCE))
+    return np.asarray(np.maximum(v, max(float(np.median(v)), MIN_VARIANCE)))
 
 
 def between_run_floor(y: np.ndarray, v: np.ndarray) -> float:

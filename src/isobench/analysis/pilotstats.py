@@ -14,8 +14,11 @@ a study's resolution is predicted from (``verdicts.detectable_change``,
   interval: (k - 1)·s²/σ² ~ χ²(k - 1) for k pairs of normal log ratios, so
   σ lies in [s·sqrt((k-1)/χ²_{1-a/2}), s·sqrt((k-1)/χ²_{a/2})].
 * ``drift``: the least-squares slope of log time over the pilot's clock,
-  every sample of the kernel counted, as % per minute with its t interval
-  (n - 2 df). Pairs cancel a slow drift; the slope says whether there was one.
+  every sample of the kernel counted, with its t interval (n - 2 df), kept
+  on the log scale; as % per minute (expm1) only where that is finite: a
+  stall in a short pilot can make the slope hundreds per minute, whose
+  percentage overflows a float. Pairs cancel a slow drift; the slope says
+  whether there was one.
 """
 
 from __future__ import annotations
@@ -72,15 +75,38 @@ def pair_noise(first: Sequence[float], second: Sequence[float], level: float = L
     return PairNoise(k, sd, low, high, level)
 
 
+def pct_of_log(slope: float) -> float:
+    """A log-scale change as a percentage, expm1(slope)·100; nan where that
+    is not a finite float (a slope past ~709 overflows)."""
+    try:
+        pct = math.expm1(slope) * 100
+    except OverflowError:
+        return float("nan")
+    return pct if math.isfinite(pct) else float("nan")
+
+
 @dataclass(frozen=True)
 class Drift:
-    """How the kernel's time moved over the pilot, in % per minute."""
+    """How the kernel's time moved over the pilot: the slope of log time per
+    minute, with its interval; as % per minute where that is finite."""
 
     samples: int
-    pct_per_min: float  # nan under 3 samples or a pilot of no duration
-    low: float  # t interval at ``level``
-    high: float
+    slope: float  # log time per minute; nan under 3 samples or a pilot of no duration
+    slope_low: float  # t interval at ``level``
+    slope_high: float
     level: float
+
+    @property
+    def pct_per_min(self) -> float:
+        return pct_of_log(self.slope)
+
+    @property
+    def low(self) -> float:
+        return pct_of_log(self.slope_low)
+
+    @property
+    def high(self) -> float:
+        return pct_of_log(self.slope_high)
 
 
 def drift(starts_s: Sequence[float], durations_s: Sequence[float], level: float = LEVEL) -> Drift:
@@ -98,6 +124,6 @@ def drift(starts_s: Sequence[float], durations_s: Sequence[float], level: float 
     if np.ptp(y) == 0:  # constant times: no slope, exactly
         return Drift(n, 0.0, 0.0, 0.0, level)
     fit = stats.linregress(minutes, y)
-    half = float(stats.t.isf((1 - level) / 2, n - 2)) * fit.stderr
-    pct = lambda slope: math.expm1(slope) * 100  # noqa: E731 - a log slope as % per minute
-    return Drift(n, pct(fit.slope), pct(fit.slope - half), pct(fit.slope + half), level)
+    half = float(stats.t.isf((1 - level) / 2, n - 2)) * float(fit.stderr)
+    slope = float(fit.slope)
+    return Drift(n, slope, slope - half, slope + half, level)

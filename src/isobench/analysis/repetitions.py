@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class Schedule:
         return len(self.points)
 
 
-def schedule_of(meta: dict) -> Schedule:
+def schedule_of(meta: dict[str, Any]) -> Schedule:
     """The schedule a study's [study] table asks for (min_repetitions, block,
     max_repetitions, with the defaults above); validated by the study model."""
     minimum = int(meta.get("min_repetitions") or AUTO_MIN)

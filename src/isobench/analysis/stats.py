@@ -11,9 +11,8 @@ on the per-round log ratios ("paired"); otherwise Welch's t-test on the logs
 ("welch-log"). The p-value and the interval (``interval``) come from the
 same estimate, standard error and degrees of freedom, so "the interval
 excludes 1" and "p < 1 - level" are the same statement. How such a
-within-run ratio moved between two runs (``isobench compare --overhead``):
-``overhead_change``, a Welch-type test on the difference of the two runs'
-mean log ratios, whose Effect goes through the same verdicts. Verdicts over a
+within-run ratio moved between two runs, and the between-run spread added to
+a compare of two runs: ``isobench.analysis.tworuns``. Verdicts over a
 whole table (Benjamini-Hochberg, changed / equivalent / inconclusive, the
 regression gate) live in ``isobench.analysis.verdicts``; outlier, slow-first-round
 and drift warnings in ``isobench.analysis.anomalies``; the adaptive repetition rule
@@ -25,12 +24,14 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def _special():
+def _special() -> Any:
     # scipy.special takes ~0.4 s to import; the study parser and `validate`
     # need only this module's constants, so it loads on the first test
     from scipy import special
@@ -58,7 +59,7 @@ class Summary:
         return self.sd / math.sqrt(self.n)
 
 
-def _array(values: Sequence[float]) -> np.ndarray:
+def _array(values: Sequence[float] | np.ndarray) -> np.ndarray:
     a = np.asarray(values, dtype=float).ravel()
     if a.size == 0:
         raise ValueError("no values to summarize")
@@ -71,7 +72,7 @@ def _t_crit(df: float) -> float:
     return float(_special().stdtrit(df, 0.975))  # t.ppf(0.975, df) without the rv machinery
 
 
-def summarize(values: Sequence[float]) -> Summary:
+def summarize(values: Sequence[float] | np.ndarray) -> Summary:
     a = _array(values)
     n = int(a.size)
     mean = float(np.mean(a))
@@ -139,7 +140,7 @@ def _mean1(x: np.ndarray) -> np.ndarray:
     return np.where(np.ptp(x, axis=-1) == 0, x[..., 0], np.mean(x, axis=-1))
 
 
-def t_pvalue(estimate, se, df) -> np.ndarray:
+def t_pvalue(estimate: ArrayLike, se: ArrayLike, df: ArrayLike) -> np.ndarray:
     """Two-sided p of estimate/se against Student's t with df, vectorised.
 
     se == 0 means no noise at all: an estimate of exactly 0 cannot differ
@@ -153,7 +154,7 @@ def t_pvalue(estimate, se, df) -> np.ndarray:
     return np.where(noisy, np.minimum(p, 1.0), np.where(est == 0, 1.0, 0.0))
 
 
-def log_welch(log_c, log_b) -> TTest:
+def log_welch(log_c: ArrayLike, log_b: ArrayLike) -> TTest:
     """Welch's t-test of mean(log_c) - mean(log_b) along the last axis.
 
     Vectorised: leading axes are independent cells (the calibration benchmark
@@ -172,7 +173,7 @@ def log_welch(log_c, log_b) -> TTest:
     return TTest(est, se, df, t_pvalue(est, se, df))
 
 
-def log_paired(log_ratios) -> TTest:
+def log_paired(log_ratios: ArrayLike) -> TTest:
     """One-sample t-test of the per-round log ratios against 0, along the
     last axis (vectorised like ``log_welch``). Needs at least 2 rounds."""
     d = np.asarray(log_ratios, dtype=float)
@@ -296,7 +297,7 @@ def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_i
     b = np.asarray(baseline, dtype=float).ravel()
     prs = np.asarray([] if pairs is None else pairs, dtype=float).reshape(-1, 2)
     nan = float("nan")
-    common = dict(higher_is_better=bool(higher_is_better),
+    common: dict[str, Any] = dict(higher_is_better=bool(higher_is_better),
                   candidate=_summary_or_empty(c[np.isfinite(c)]),
                   baseline=_summary_or_empty(b[np.isfinite(b)]),
                   n_c=int(c.size), n_b=int(b.size),
@@ -309,7 +310,7 @@ def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_i
             and c.min() > 0 and b.min() > 0
         log_ratio = float(np.mean(np.log(c)) - np.mean(np.log(b))) if loggable else nan
         return Effect(TEST_NONE, problem, n_pairs=0, log_ratio=log_ratio, se=nan, df=nan, p=nan,
-                      noise_sd=nan, df_factor=nan, **_ratio_fields(log_ratio, higher_is_better),
+                      noise_sd=nan, df_factor=nan, **ratio_fields(log_ratio, higher_is_better),
                       **common)
 
     if prs.shape[0] >= 2:
@@ -331,98 +332,7 @@ def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_i
     log_ratio = float(tt.estimate)
     return Effect(test, reason, n_pairs=n_pairs, log_ratio=log_ratio, se=float(tt.se),
                   df=float(tt.df), p=float(tt.p), noise_sd=noise_sd, df_factor=df_factor,
-                  **_ratio_fields(log_ratio, higher_is_better), **common)
-
-
-TEST_WELCH_DIFF = "welch-diff"  # Welch-type t on the difference of two runs' mean log ratios
-# Two log ratios of the same ratio computed from differently scaled values
-# differ by a few ulps of the logs (|log| <= 710): far below any real change.
-NOISELESS_ATOL = 1e-12
-
-
-def _rounds(e: Effect) -> int:
-    return e.n_pairs or min(e.n_c, e.n_b)
-
-
-def overhead_change(a: Effect, b: Effect) -> Effect:
-    """How an environment's ratio to its run's baseline moved from run A to
-    run B: ``a`` and ``b`` are the within-run effects (``compare_cell`` of the
-    environment against the baseline of the same run, paired by round where
-    the run allows), the result is the ratio of ratios on the log scale.
-
-    Estimate D = mean log ratio in B - mean log ratio in A; standard error
-    sqrt(se_A² + se_B²) (the runs are independent); Welch-Satterthwaite df
-    se⁴ / (se_A⁴/df_A + se_B⁴/df_B). A run's own df is itself Satterthwaite's
-    when it was tested by Welch, and se_X⁴/df_X is then exactly the sum of its
-    components' w²/ν, so this is Satterthwaite over every variance component
-    of both runs. A drift of the host between the runs scales the baseline
-    and the environment of a run alike, so it cancels in each run's ratio.
-
-    ``candidate``/``baseline`` summarise the environment's raw values in B
-    and A; n_c/n_b are the rounds each run's ratio rests on. Untested when
-    either run's ratio is, with that run's reason. ``tol_pct``, ``noise_pct``
-    and ``alpha`` are b's (the caller computes both with the same settings).
-    """
-    if a.alpha != b.alpha or a.higher_is_better != b.higher_is_better:
-        raise ValueError("the two runs' effects disagree on alpha or direction")
-    nan = float("nan")
-    estimate = b.log_ratio - a.log_ratio
-    common = dict(higher_is_better=b.higher_is_better, candidate=b.candidate, baseline=a.candidate,
-                  n_c=_rounds(b), n_b=_rounds(a), n_pairs=0, tol_pct=b.tol_pct, noise_pct=b.noise_pct,
-                  alpha=b.alpha, **_ratio_fields(estimate, b.higher_is_better))
-    if not (a.tested and b.tested):
-        why = "; ".join(f"{run}: {e.reason}" for run, e in (("A", a), ("B", b)) if not e.tested)
-        return Effect(TEST_NONE, why, log_ratio=estimate, se=nan, df=nan, p=nan, noise_sd=nan,
-                      df_factor=nan, **common)
-    wa, wb = a.se**2, b.se**2
-    se2 = wa + wb
-    if se2 == 0 and abs(estimate) <= NOISELESS_ATOL:
-        # Two noise-free runs with the same ratio (every value scaled alike):
-        # log(0.8x) - log(0.8y) and log(x) - log(y) differ by rounding, which
-        # with se 0 would read as a certain change.
-        estimate = 0.0
-        common.update(_ratio_fields(0.0, b.higher_is_better))
-    # A run without noise (se 0) adds nothing to either sum; with no noise at
-    # all the df is irrelevant (t_pvalue decides exactly) and is kept finite.
-    df = se2**2 / (wa**2 / a.df + wb**2 / b.df) if se2 > 0 else a.df + b.df
-    p = float(t_pvalue(estimate, math.sqrt(se2), df))
-    # At n rounds in each run the se would be sqrt(va + vb)/sqrt(n) with
-    # (n - 1)·df_factor df: the per-run predictions combined the same way.
-    va, vb = a.noise_sd**2, b.noise_sd**2
-    df_factor = (va + vb) ** 2 / (va**2 / a.df_factor + vb**2 / b.df_factor) if va + vb > 0 else 1.0
-    reason = "" if a.test == b.test == TEST_PAIRED else \
-        f"within-run tests: A {a.test}, B {b.test}"
-    return Effect(TEST_WELCH_DIFF, reason, log_ratio=estimate, se=math.sqrt(se2), df=float(df), p=p,
-                  noise_sd=math.sqrt(va + vb), df_factor=df_factor, **common)
-
-
-BETWEEN = "+between"  # a test's name with the between-run spread of both runs added
-
-
-def add_between_runs(e: Effect, tau2: float, df_tau: float, runs: int) -> Effect:
-    """A compare of two runs (``compare_cell`` unpaired, A's values against
-    B's, or ``overhead_change``) with the spread between runs added: each
-    run's mean log value (or log ratio) carries its own run's shift, of
-    variance ``tau2`` estimated from ``runs`` stored runs with ``df_tau``
-    degrees of freedom. Standard error sqrt(se² + 2·tau2), the
-    Welch-Satterthwaite df over both components, at most ``df_tau``.
-    More rounds shrink se, not tau2: ``noise_sd`` and ``df_factor`` keep
-    the within-run noise, and the reason says the between-run part.
-    Unchanged when untested or tau2 is 0."""
-    if not e.tested or not tau2 > 0 or not df_tau > 0:
-        return e
-    w = 2.0 * tau2
-    se2 = e.se**2 + w
-    # Never more df than the spread's own: when tau2 comes out small by
-    # chance, Satterthwaite's df would follow the within-run part and the
-    # interval narrow just when it should not (13% A/A at 2 df without this,
-    # benchmarks/between_calibration.py).
-    df = min(se2**2 / ((e.se**4 / e.df if e.df > 0 else 0.0) + w**2 / df_tau), df_tau)
-    p = float(t_pvalue(e.log_ratio, math.sqrt(se2), df))
-    why = (f"between runs ±{math.expm1(math.sqrt(tau2)) * 100:.1f}% (SD of a run's mean, {df_tau:g} df "
-           f"from {runs}+ runs) added")
-    return replace(e, test=e.test + BETWEEN, reason="; ".join(x for x in (e.reason, why) if x),
-                   se=math.sqrt(se2), df=float(df), p=p)
+                  **ratio_fields(log_ratio, higher_is_better), **common)
 
 
 # exp() of a log ratio is kept finite and positive: at a tiny corrected level
@@ -441,10 +351,16 @@ def _exp(x: float) -> float:
         return RATIO_MAX
 
 
-def _ratio_fields(log_ratio: float, higher_is_better: bool) -> dict[str, float]:
+class RatioFields(TypedDict):
+    ratio: float
+    pct: float
+    overhead_pct: float
+
+
+def ratio_fields(log_ratio: float, higher_is_better: bool) -> RatioFields:
     ratio = _exp(log_ratio) if math.isfinite(log_ratio) else float("nan")
     pct = (ratio - 1) * 100
-    return dict(ratio=ratio, pct=pct, overhead_pct=(-pct if higher_is_better else pct) + 0.0)
+    return RatioFields(ratio=ratio, pct=pct, overhead_pct=(-pct if higher_is_better else pct) + 0.0)
 
 
 # A bound this close to 1 (relative) on the wrong side of the decision is a
@@ -452,7 +368,7 @@ def _ratio_fields(log_ratio: float, higher_is_better: bool) -> dict[str, float]:
 TIE_RTOL = 1e-9
 
 
-def t_critical(q, df):
+def t_critical(q: float | np.ndarray, df: ArrayLike) -> Any:
     """Two-sided critical value t_df(1 - q/2) (= t.isf(q/2, df), computed on
     the small tail so that it stays accurate for tiny q); vectorised."""
     return -_special().stdtrit(df, q / 2)

@@ -324,7 +324,7 @@ def _noncentrality(rounds: int, q: float, power: float) -> float:
 def _per_cell(value: float | Sequence[float] | None, effects: list[Effect], field: str) -> list[float]:
     if value is None:
         return [getattr(e, field) for e in effects]
-    values = [float(value)] * len(effects) if isinstance(value, numbers.Real) \
+    values = [float(value)] * len(effects) if isinstance(value, (int, float, numbers.Real)) \
         else [float(v) for v in value]
     if len(values) != len(effects):
         raise ValueError(f"{field}: {len(values)} values for {len(effects)} cells")

@@ -67,9 +67,10 @@ def judge(r: dict) -> list[Finding]:
                        "swapoff -a so memory pressure shows as failure, not as slowness" if r["swap_devices"] else ""))
     busy = r["loadavg1"] > 0.25 * r["cores"]
     procs = ", ".join(f"{name} ({pct:.0f}%)" for name, pct in r["busy"][:3])
-    out.append(Finding("load", "warn" if busy else "ok",
-                       f"load average {r['loadavg1']:.2f} on {r['cores']} cores" + (f"; busiest: {procs}" if procs else ""),
-                       "stop other work before measuring; another process's cycles show up as overhead" if busy else ""))
+    load = f"load average {r['loadavg1']:.2f} on {r['cores']} cores" + (f"; busiest: {procs}" if procs else "")
+    out.append(Finding("load", "warn" if busy else "ok", load,
+                       "stop other work before measuring; another process's cycles show up as overhead"
+                       if busy else ""))
     out.append(Finding("reserved huge pages", "info", str(r["hugepages_total"]),
                        "" if r["hugepages_total"] else "vm-tuned falls back to THP; reserve with "
                        "sysctl vm.nr_hugepages=N to back guests with hugetlbfs"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from isobench.envs.base import Environment
 from isobench.core.workspace import STATE_ROOT

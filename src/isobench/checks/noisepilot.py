@@ -3,55 +3,38 @@ and one I/O, each run as A/A pairs (the same work twice, back to back), so
 that `doctor`, `validate` and `run` can say up front what a study's rounds
 can resolve here (isobench.checks.resolution; docs/statistics.md#host-noise).
 
-The statistics are pure functions in isobench.analysis.pilotstats; this module runs
-the kernels, keeps the result and says it. The result is cached in
-STATE_ROOT/noise-pilot.json with the host's identity and the time: a pilot
+The statistics are pure functions in isobench.analysis.pilotstats, the
+kernels and their timing loop are isobench.checks.pilotkernels; this module
+runs them in a thread with a deadline, keeps the result and says it. The
+result is cached in STATE_ROOT/noise-pilot.json with the host's identity and the time: a pilot
 under an hour old from the same host (name, boot, CPU, kernel) is reused,
 anything else is measured again (``doctor --fresh`` always measures).
 """
 
 from __future__ import annotations
 
-import array
-import hashlib
 import json
 import math
-import mmap
 import os
 import platform
-import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
-from isobench.host.hostinfo import Finding, cpu_model, read_text
 from isobench.analysis.pilotstats import drift, pair_noise
-from isobench.workloads.compress import corpus_bytes
-from isobench.core.workspace import DATA_ROOT, STATE_ROOT
+from isobench.checks.pilotkernels import (BUDGET_S, PAIRS, SCRATCH_DIR, IoKernel, Timings, default_kernels,
+                                          time_kernels)
+from isobench.core.workspace import STATE_ROOT
+from isobench.host.hostinfo import Finding, cpu_model, read_text
 
-# Bump when a kernel or the schedule changes: a cached figure of other work
-# is not this pilot's figure.
+# Bump when a kernel or the schedule (checks/pilotkernels.py) changes: a
+# cached figure of other work is not this pilot's figure.
 PILOT_VERSION = 1
 CACHE_FILE = os.path.join(STATE_ROOT, "noise-pilot.json")
 MAX_AGE_S = 3600.0  # a shared host's neighbours come and go: older figures are measured again
-SCRATCH_DIR = os.path.join(DATA_ROOT, "noise-pilot")  # `isobench clean` removes it after a SIGKILL
-
-PAIRS = 20  # pairs per kernel: 19 df, the SD known to within about -25%/+45% (95%)
-BUDGET_S = 40.0  # no round of pairs starts that would end past this
 TIMEOUT_S = 75.0  # the caller has an answer by then, whatever a kernel does (a hung fsync)
 ABOUT_S = 30  # what the user is told to wait: 20 rounds of four samples of ~0.35 s here
-
-# The kernels: fixed work, sized to ~0.35 s each on the 2-core development
-# VM, so that timer and scheduler granularity are far below the noise.
-CPU_BYTES = 6_000_000
-ZLIB_LEVEL = 6
-IO_FILE_MIB = 16
-IO_SYNCS = 128  # 4 KiB writes each made durable, as a database commits
-IO_READS = 4096  # 4 KiB reads at seeded offsets, past the page cache
-PAGE = 4096
-MIB = 2**20
 
 KERNEL_LABELS = {"cpu": "CPU", "io": "I/O"}
 
@@ -61,168 +44,10 @@ KERNEL_LABELS = {"cpu": "CPU", "io": "I/O"}
 NOISY_PCT = 2.0
 
 
-# -- the kernels ---------------------------------------------------------------------
-
-class CpuKernel:
-    name = "cpu"
-
-    def __init__(self) -> None:
-        self.data = corpus_bytes(CPU_BYTES)  # the compress workload's seeded text: same bytes everywhere
-        self.what = (f"zlib level {ZLIB_LEVEL} over {CPU_BYTES / 1e6:g} MB of seeded text "
-                     f"(zlib {zlib.ZLIB_RUNTIME_VERSION})")
-
-    def run(self) -> None:
-        zlib.compress(self.data, ZLIB_LEVEL)
-
-    def close(self) -> None:
-        pass
-
-
-def _offsets(label: bytes, count: int, pages: int) -> list[int]:
-    """Seeded page offsets, the same on every host (SHAKE-256, no platform RNG)."""
-    draws = array.array("I")
-    draws.frombytes(hashlib.shake_256(b"isobench-noise-pilot:" + label).digest(4 * count))
-    if sys.byteorder == "big":
-        draws.byteswap()
-    return [(d % pages) * PAGE for d in draws]
-
-
-class IoKernel:
-    """Write a 16 MiB file over itself and fsync it, make 128 page writes
-    durable one by one, then read 4096 seeded pages back past the page cache: O_DIRECT
-    where the filesystem allows it, else after dropping this file's pages
-    (POSIX_FADV_DONTNEED on clean pages; never the whole host's cache,
-    which other work on a shared host relies on)."""
-
-    name = "io"
-
-    def __init__(self, directory: str = SCRATCH_DIR) -> None:
-        os.makedirs(directory, exist_ok=True)
-        self.directory = directory
-        self.path = os.path.join(directory, "pilot.dat")
-        self.chunk = hashlib.shake_256(b"isobench-noise-pilot:data").digest(MIB)  # incompressible
-        pages = IO_FILE_MIB * MIB // PAGE
-        self.syncs = _offsets(b"syncs", IO_SYNCS, pages)
-        self.reads = _offsets(b"reads", IO_READS, pages)
-        self.buf = mmap.mmap(-1, PAGE)  # page-aligned, as O_DIRECT needs
-        self.direct = hasattr(os, "O_DIRECT")
-        self.what = (f"{IO_FILE_MIB} MiB written and fsynced, {IO_SYNCS} page writes each fdatasynced, "
-                     f"{IO_READS} seeded page reads")
-
-    def run(self) -> None:
-        # Overwritten in place, never truncated: the first run (the warm-up)
-        # allocates the blocks and every timed run rewrites the same ones, so
-        # no run pays for allocation or for discarding the last run's blocks.
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            for _ in range(IO_FILE_MIB):
-                _write_all(fd, self.chunk)
-            os.fsync(fd)
-            page = self.chunk[:PAGE]
-            for offset in self.syncs:
-                os.pwrite(fd, page, offset)
-                os.fdatasync(fd)
-        finally:
-            os.close(fd)
-        fd = self._open_uncached()
-        try:
-            for offset in self.reads:
-                os.preadv(fd, [self.buf], offset)
-        finally:
-            os.close(fd)
-
-    def _open_uncached(self) -> int:
-        if self.direct:
-            try:
-                return os.open(self.path, os.O_RDONLY | os.O_DIRECT)
-            except OSError:  # tmpfs and some overlays refuse O_DIRECT: drop the file's pages instead
-                self.direct = False
-        fd = os.open(self.path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        return fd
-
-    @property
-    def read_how(self) -> str:
-        return "O_DIRECT" if self.direct else "page cache dropped for the file"
-
-    def close(self) -> None:
-        self.buf.close()
-        for remove in (lambda: os.remove(self.path), lambda: os.rmdir(self.directory)):
-            try:
-                remove()
-            except OSError:
-                pass
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-# -- timing ----------------------------------------------------------------------------
-
-@dataclass
-class Timings:
-    """What the timing loop has so far: per kernel, (start, seconds) of each
-    sample, whole pairs only; why a kernel stopped or never ran."""
-
-    samples: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    notes: dict[str, str] = field(default_factory=dict)
-    what: dict[str, str] = field(default_factory=dict)
-
-
-def time_kernels(kernels: list, timings: Timings, stop: threading.Event, pairs: int = PAIRS,
-                 budget_s: float = BUDGET_S, clock: Callable[[], float] = time.perf_counter) -> None:
-    """Round after round, each kernel twice in a row (A B), until ``pairs``
-    rounds, the budget, or ``stop``. Each kernel's first run is a warm-up
-    (allocation, caches) and is not kept. A kernel that fails (a full disk)
-    is dropped with its reason; the others go on."""
-    t0 = clock()
-    live = list(kernels)
-
-    def once(k) -> tuple[float, float]:
-        start = clock()
-        k.run()
-        return start - t0, clock() - start
-
-    def drop(k, exc: OSError) -> None:
-        timings.notes[k.name] = f"stopped: {exc.strerror or exc}"
-        live.remove(k)
-
-    for k in list(live):
-        timings.samples.setdefault(k.name, [])
-        try:
-            once(k)
-        except OSError as exc:
-            drop(k, exc)
-    last = 0.0
-    for _ in range(pairs):
-        if stop.is_set() or not live or clock() - t0 + last > budget_s:
-            break
-        began = clock()
-        for k in list(live):
-            try:
-                a, b = once(k), once(k)
-            except OSError as exc:
-                drop(k, exc)
-                continue
-            timings.samples[k.name] += [a, b]  # one extend: a reader never sees half a pair
-        last = clock() - began
-
-
-def default_kernels(timings: Timings) -> list:
-    """The CPU kernel, and the I/O one where the scratch directory is writable."""
-    kernels: list = [CpuKernel()]
-    try:
-        kernels.append(IoKernel())
-    except OSError as exc:
-        timings.notes["io"] = f"not measured: cannot write under {SCRATCH_DIR}: {exc.strerror or exc}"
-    return kernels
-
+# -- running the pilot -----------------------------------------------------------------
 
 def measure(identity: dict, kernels: Callable[[Timings], list] = default_kernels, pairs: int = PAIRS,
-            budget_s: float = BUDGET_S, timeout_s: float = TIMEOUT_S) -> "Pilot":
+            budget_s: float = BUDGET_S, timeout_s: float = TIMEOUT_S) -> Pilot:
     """Run the pilot in a thread and return by ``timeout_s`` whatever the
     kernels do: the thread is told to stop, and what it measured by then is
     summarised. Ctrl-C stops it the same way (the thread removes its file)."""
@@ -267,11 +92,21 @@ class KernelNoise:
     sd: float  # per-pair log-ratio SD: the paired noise per sample
     low: float  # its 95% chi-square interval
     high: float
-    drift_pct_per_min: float  # slope of log time over the pilot, with its 95% interval
-    drift_low: float
+    drift_pct_per_min: float  # slope of log time over the pilot, with its 95% interval; nan where
+    drift_low: float  # the percentage is not finite (a stall: drift_log_per_min says it)
     drift_high: float
     median_s: float
     seconds: tuple[float, ...] = ()  # every timed sample in order, A B A B ...: the figures can be recomputed
+    drift_log_per_min: float | None = None  # the slope itself, log time per minute; None when undefined
+
+    def drift_text(self) -> str | None:
+        """The drift for people: as % per minute where that is finite, else
+        the log slope; None when there is none to tell."""
+        if not math.isnan(self.drift_pct_per_min):
+            return f"{self.drift_pct_per_min:+.2f}%/min on {self.label}"
+        if self.drift_log_per_min is not None and math.isfinite(self.drift_log_per_min):
+            return f"log time {self.drift_log_per_min:+.3g}/min on {self.label} (a stall: no finite percentage)"
+        return None
 
     @property
     def label(self) -> str:
@@ -302,10 +137,10 @@ def kernel_noise(kernel: str, what: str, samples: list[tuple[float, float]]) -> 
     ordered = sorted(secs)
     return KernelNoise(kernel, what, noise.pairs, noise.sd, noise.low, noise.high,
                        slope.pct_per_min, slope.low, slope.high, ordered[len(ordered) // 2],
-                       tuple(round(x, 6) for x in secs))
+                       tuple(round(x, 6) for x in secs), None if math.isnan(slope.slope) else slope.slope)
 
 
-def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> "Pilot":
+def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> Pilot:
     kernels, notes = {}, dict(timings.notes)
     for name, samples in timings.samples.items():
         k = kernel_noise(name, timings.what.get(name, name), list(samples))
@@ -350,8 +185,7 @@ class Pilot:
     def line(self, now: float) -> str:
         """Everything doctor says about it, on one line."""
         text = self.summary()
-        drifts = [f"{k.drift_pct_per_min:+.2f}%/min on {k.label}" for k in self.kernels.values()
-                  if not math.isnan(k.drift_pct_per_min)]
+        drifts = [t for k in self.kernels.values() if (t := k.drift_text()) is not None]
         if drifts:
             text += "; drift " + ", ".join(drifts)
         if not self.kernels:
@@ -373,15 +207,19 @@ class Pilot:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict, cached: bool = False) -> "Pilot":
+    def from_dict(cls, data: dict, cached: bool = False) -> Pilot:
         """The inverse of to_dict; KeyError, TypeError or ValueError on anything else."""
         kernels = {str(name): KernelNoise(**{f: _typed(f, k[f]) for f in KernelNoise.__dataclass_fields__
-                                             if f in k or f != "seconds"})
+                                             if f in k or f not in OPTIONAL_FIELDS})
                    for name, k in data["kernels"].items()}
         notes = {str(k): str(v) for k, v in data["notes"].items()}
         return cls(int(data["version"]), {str(k): str(v) for k, v in data["host"].items()},
                    str(data["measured_at"]), float(data["measured_unix"]), float(data["wall_s"]),
                    kernels, notes, cached)
+
+
+# Fields a pilot cached by an earlier isobench may lack: their defaults stand.
+OPTIONAL_FIELDS = ("seconds", "drift_log_per_min")
 
 
 def _no_nan(value):
@@ -393,6 +231,8 @@ def _no_nan(value):
 def _typed(name: str, value):
     if name == "seconds":
         return tuple(float(x) for x in value)
+    if name == "drift_log_per_min":
+        return None if value is None else float(value)
     return str(value) if name in ("kernel", "what") else (int(value) if name == "pairs" else float(value))
 
 
@@ -444,9 +284,9 @@ def host_noise(fresh: bool = False, on_measure: Callable[[], None] | None = None
     announced through on_measure first), saved for the next hour."""
     identity = identity or host_identity()
     if not fresh:
-        pilot = load(path)
-        if current(pilot, identity, now()):
-            return pilot
+        cached_pilot = load(path)
+        if cached_pilot is not None and current(cached_pilot, identity, now()):
+            return cached_pilot
     if on_measure is not None:
         on_measure()
     pilot = measure_with(identity)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from isobench.analysis.budget import Plan
 from isobench.host.hostinfo import HostInfo
-from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, Pilot, fmt_noise
+from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, KernelNoise, Pilot, fmt_noise
 from isobench.checks.preflight import StudySize
 from isobench.analysis.repetitions import sequential_alpha
 from isobench.results.numbers import fmt_duration
@@ -127,14 +127,16 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
                 f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"]
     q = sequential_alpha(looks, alpha=ALPHA) / m
     cpu, io = pilot.noise("cpu"), pilot.noise("io")
+    lent = cpu or io
+    assert lent is not None  # the pilot's kernels are cpu, io or both
     io_keys = ", ".join(compared.io_workloads)
     # (figure, what it is called); a kernel that did not run lends the other's figure, said so
-    groups = []
+    groups: list[tuple[KernelNoise, str]] = []
     if m > compared.io_cells:
-        figure = cpu or io
+        figure = cpu or lent
         groups.append((figure, f"{figure.label} noise {fmt_noise(figure.sd)}"))
     if compared.io_cells:
-        figure = io or cpu
+        figure = io or lent
         named = f"I/O noise {fmt_noise(figure.sd)}" if io is not None else \
             f"I/O not measured, {figure.label} noise {fmt_noise(figure.sd)}"
         groups.append((figure, named))

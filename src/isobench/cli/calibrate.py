@@ -73,6 +73,7 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
         except StoreError as exc:
             _fail(str(exc))
     else:
+        assert study_file is not None  # exactly one of the two, checked above
         try:
             study = load_study(study_file)
             text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota)

@@ -9,6 +9,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.console import Console
@@ -51,7 +52,7 @@ class Finite(click.FloatRange):
 MESSAGE_LIMIT = 2000
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """One line and exit status 2. The message holds user text (paths,
     names, "[study]"): printed literally, never as console markup, and with
     control characters escaped (no terminal escape sequence, no second line)."""

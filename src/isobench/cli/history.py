@@ -121,8 +121,10 @@ def history(study: str | None, store_path: str, fmt: str, output: str | None, by
             err_console.print(f"  {s.cell.name}: {why}", markup=False, highlight=False, soft_wrap=True)
     if failing:
         newest = h.newest
+        assert newest is not None  # the gate judges the newest run
         err_console.print(f"change: {len(failing)} cell(s) of the newest run {newest.run_id} sit after a step for "
-                          f"the worse beyond {fail_pct:g}%:", style="bold red", markup=False, highlight=False, soft_wrap=True)
+                          f"the worse beyond {fail_pct:g}%:", style="bold red", markup=False, highlight=False,
+                          soft_wrap=True)
         for c in failing:
             err_console.print(f"  {gate_line(c)}", markup=False, highlight=False, soft_wrap=True)
     if failing or blind:

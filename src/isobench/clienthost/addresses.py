@@ -21,8 +21,8 @@ LINK_RE = re.compile(r"^ib-[0-9a-f]{4}-(br|h|c|t[0-9]{1,2})$")
 GUEST_HOST_OFFSET = 10  # guest i of a run is 198.19.N.(10 + i) on the bridge
 MAX_GUESTS = 100
 COMMENT_PREFIX = "isobench-"
-BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
-CLIENT_NETS = ipaddress.ip_network("198.19.0.0/16")  # Docker's bip/pools use 198.18/16
+BENCH_NET = ipaddress.IPv4Network("198.18.0.0/15")
+CLIENT_NETS = ipaddress.IPv4Network("198.19.0.0/16")  # Docker's bip/pools use 198.18/16
 
 
 class ClientHostError(RuntimeError):
@@ -63,7 +63,7 @@ def guest_addr(host_addr: str, index: int) -> ipaddress.IPv4Interface:
     if not 0 <= index < MAX_GUESTS:
         raise ValueError(f"guest index {index} out of range")
     net = ipaddress.ip_interface(f"{host_addr}/24").network
-    addr = ipaddress.ip_interface(f"{net.network_address + GUEST_HOST_OFFSET + index}/{net.prefixlen}")
+    addr = ipaddress.IPv4Interface(f"{net.network_address + GUEST_HOST_OFFSET + index}/{net.prefixlen}")
     if addr.ip not in BENCH_NET or addr.ip not in net:
         raise ValueError(f"{addr} is outside the benchmarking range")
     return addr
@@ -81,7 +81,7 @@ def pick_subnet(routes: str) -> ipaddress.IPv4Network:
     used = used_client_subnets(routes)
     for n in range(256):
         if n not in used:
-            net = ipaddress.ip_network(f"198.19.{n}.0/24")
+            net = ipaddress.IPv4Network(f"198.19.{n}.0/24")
             assert net.subnet_of(CLIENT_NETS)
             return net
     raise ClientHostError("no free /24 left in 198.19.0.0/16 for a client host")

@@ -93,7 +93,7 @@ class ClientHost:
         return str(self.subnet.network_address + 2)
 
     # -- lifecycle ----------------------------------------------------------------
-    def start(self) -> "ClientHost":
+    def start(self) -> ClientHost:
         try:
             self._start()
         except BaseException:
@@ -152,7 +152,7 @@ class ClientHost:
         for link in (self.veth_host, self.bridge):
             ip_step(["ip", "link", "del", link], check=False)
 
-    def __enter__(self) -> "ClientHost":
+    def __enter__(self) -> ClientHost:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -196,7 +196,8 @@ class ClientHost:
 
     def wait_tcp(self, addr: str, port: int, timeout: float = 30) -> bool:
         """Until a TCP connection from the namespace to addr:port succeeds."""
-        probe = [sys.executable, "-c", "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1).close()",
+        probe = [sys.executable, "-c",
+                 "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1).close()",
                  addr, str(port)]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

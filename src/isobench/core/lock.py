@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import time
+from typing import TextIO
 
 from isobench.core.workspace import STATE_ROOT
 
@@ -22,7 +23,7 @@ class RunLock:
 
     def __init__(self, path: str = LOCK_PATH):
         self.path = path
-        self._fh = None
+        self._fh: TextIO | None = None
 
     def acquire(self, study: str) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -46,10 +47,12 @@ class RunLock:
             self._write({**info, "run_id": run_id})
 
     def _write(self, info: dict) -> None:
-        self._fh.seek(0)
-        self._fh.truncate()
-        self._fh.write(json.dumps(info))
-        self._fh.flush()
+        fh = self._fh
+        assert fh is not None  # written only while the lock is held
+        fh.seek(0)
+        fh.truncate()
+        fh.write(json.dumps(info))
+        fh.flush()
 
     def release(self) -> None:
         if self._fh is not None:
@@ -59,7 +62,7 @@ class RunLock:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self
 
     def __exit__(self, *exc) -> None:

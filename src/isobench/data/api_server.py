@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 
 def task(workdir, writes, chunk):
-    path = os.path.join(workdir, "task-%d.out" % os.getpid())
+    path = os.path.join(workdir, f"task-{os.getpid()}.out")
     buf = b"x" * chunk
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -30,11 +30,16 @@ def task(workdir, writes, chunk):
     return time.perf_counter() - t0
 
 
+class TaskServer(HTTPServer):
+    cfg: dict = {}  # workdir, writes, chunk: set by main()
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path != "/task":
             self.send_error(404)
             return
+        assert isinstance(self.server, TaskServer)
         cfg = self.server.cfg
         elapsed = task(cfg["workdir"], cfg["writes"], cfg["chunk"])
         body = json.dumps({"task_s": elapsed, "writes": cfg["writes"],
@@ -52,7 +57,7 @@ class Handler(BaseHTTPRequestHandler):
 def main(argv):
     bind, port, workdir, writes, chunk = argv[1], int(argv[2]), argv[3], int(argv[4]), int(argv[5])
     os.makedirs(workdir, exist_ok=True)
-    server = HTTPServer((bind, port), Handler)
+    server = TaskServer((bind, port), Handler)
     server.cfg = {"workdir": workdir, "writes": writes, "chunk": chunk}
     server.serve_forever()
 

@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
                               "-p", os.path.join(workdir, "nutcracker.pid"), "-o",
                               os.path.join(workdir, "nutcracker.log"), "-v", "4"],
                              stdin=subprocess.DEVNULL)
-    procs = []
+    procs: list[subprocess.Popen] = []
     try:
         wait_port(PROXY_ADDR, cfg["proxy_port"], time.monotonic() + 15)
         before = [commands_processed(a, p, cfg["password"]) for a, p in servers]

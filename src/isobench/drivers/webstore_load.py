@@ -36,29 +36,32 @@ class Http:
 
     def __init__(self, addr: str, port: int):
         self.addr, self.port = addr, port
-        self.reader = self.writer = None
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
 
     async def get(self, path: str) -> tuple[int, bytes]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.addr, self.port)
-        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.addr}\r\n\r\n".encode())
-        head = await self.reader.readuntil(b"\r\n\r\n")
+        reader, writer = self.reader, self.writer
+        assert reader is not None  # opened with the writer
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.addr}\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1])
         hdr = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
         if "content-length" in hdr:
-            body = await self.reader.readexactly(int(hdr["content-length"]))
+            body = await reader.readexactly(int(hdr["content-length"]))
         elif hdr.get("transfer-encoding", "").lower() == "chunked":
             parts = []
             while True:
-                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                chunk = await self.reader.readexactly(size + 2)
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                chunk = await reader.readexactly(size + 2)
                 if size == 0:
                     break
                 parts.append(chunk[:-2])
             body = b"".join(parts)
         else:
-            body = await self.reader.read()
+            body = await reader.read()
             self.close()
         if hdr.get("connection", "").lower() == "close":
             self.close()
@@ -95,7 +98,7 @@ def pick_path(rng: random.Random, op: str, cfg: dict) -> str:
 
 class Stats:
     def __init__(self) -> None:
-        self.hist = {op: {} for op in OPS}
+        self.hist: dict[str, dict[int, int]] = {op: {} for op in OPS}
         self.sum_s = dict.fromkeys(OPS, 0.0)
         self.errors = dict.fromkeys(OPS, 0)
         self.orders = self.rollbacks = 0
@@ -128,7 +131,7 @@ async def _one(conn: Http, op: str, path: str, started: float, t_measure: float,
                stats: Stats, timeout: float) -> None:
     try:
         status, body = await asyncio.wait_for(conn.get(path), timeout)
-    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+    except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
         conn.close()
         if t_measure <= started < t_end:
             stats.fail(op, exc)

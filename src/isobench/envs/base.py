@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import ExecResult
@@ -22,6 +22,10 @@ class EnvSpec(StrictModel):
     """Base of every kind's study-file model. Each subclass declares
     ``kind: Literal["<name>"] = "<name>"`` and ``instances: int = INSTANCES``
     itself (field order is the order of the stored options)."""
+
+    if TYPE_CHECKING:  # what every subclass declares, for the type checker only (no field here)
+        kind: str = ""
+        instances: int = 1
 
 
 @dataclass
@@ -70,7 +74,7 @@ class Environment(abc.ABC):
     def paths(self) -> Paths: ...
 
     # -- capabilities: every kind answers; the defaults say "not here" -------
-    def pre_start(self) -> None:
+    def pre_start(self) -> None:  # noqa: B027 - a capability whose default is nothing to do
         """One-off work before start() that is not startup (a VM's disk, the
         KVM probe), so a group's density timing counts start() alone."""
 
@@ -94,7 +98,7 @@ class Environment(abc.ABC):
         when the kind has nothing beyond the host's (native)."""
         return {}
 
-    def instances(self) -> list["Environment"]:
+    def instances(self) -> list[Environment]:
         """What a multi-instance workload drives: a group's members, or the
         environment itself."""
         return [self]
@@ -169,7 +173,7 @@ class Environment(abc.ABC):
                 versions[name] = version
         return {pkg: versions.get(pkg, "not installed") for pkg in packages}
 
-    def __enter__(self) -> "Environment":
+    def __enter__(self) -> Environment:
         self.start()
         return self
 

@@ -5,10 +5,10 @@ storage)."""
 from __future__ import annotations
 
 import os
-import re
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import docker
 import docker.errors
@@ -79,9 +79,9 @@ class DockerKind(EnvKind):
 
     def host_findings(self, r: dict) -> list[Finding]:
         drv = r.get("driver")
+        fix = "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)"
         return [Finding("docker storage driver", "ok" if drv == "overlay2" else ("warn" if drv else "info"),
-                        drv or "engine not reachable",
-                        "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)")]
+                        drv or "engine not reachable", fix)]
 
     @staticmethod
     def _runtime_states(client, image: str | None) -> dict[str, str]:
@@ -95,7 +95,8 @@ class DockerKind(EnvKind):
             for platform in platforms:
                 name = rt.engine_name(runtime, platform)
                 if name not in registered:
-                    states[name] = "not registered in /etc/docker/daemon.json (install it, then scripts/start-dockerd.sh)"
+                    states[name] = ("not registered in /etc/docker/daemon.json (install it, then "
+                                    "scripts/start-dockerd.sh)")
                 elif runtime == "runc":
                     states[name] = "available (Docker's default)"
                 elif image is None:
@@ -105,7 +106,7 @@ class DockerKind(EnvKind):
                     states[name] = f"available ({rt.version(registered[name])})" if v.works else v.line()
         return states
 
-    def check(self, spec: DockerSpec) -> list[tuple[str, str]]:
+    def check(self, spec: DockerSpec) -> list[tuple[str, str]]:  # type: ignore[override]  # kind_of pairs them
         if spec.runtime == "runc":
             return []  # Docker's own: its problems are the engine's, found at start
         client = engine_or_none()
@@ -124,7 +125,7 @@ class DockerKind(EnvKind):
             working.insert(0, "runc")
         return [("runtime", f"{name} cannot run here: {state}; this host has {', '.join(working)}")]
 
-    def unsupported(self, spec: DockerSpec, workload: str) -> str | None:
+    def unsupported(self, spec: DockerSpec, workload: str) -> str | None:  # type: ignore[override]  # as check
         return rt.UNSUPPORTED.get(rt.engine_name(spec.runtime, spec.gvisor_platform), {}).get(workload)
 
     def clean(self, run_id: str | None) -> list[str]:
@@ -160,9 +161,9 @@ class DockerEnvironment(Environment):
     host_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     host_mem_bytes: int = 0
     placed_cpuset: str | None = None  # the host CPUs pin gave this instance of its group
-    _container: object = None
-    _volume: object = None
-    _client: docker.DockerClient | None = None
+    _container: Any = None  # the docker SDK's objects: it has no types
+    _volume: Any = None
+    _client: Any = None  # docker.DockerClient
     _published: dict = field(default_factory=dict)  # "port/proto" -> host port (bridge)
 
     unrecorded = frozenset({"kind", "instances", "pin"})  # pin: recorded as the cpuset it gave

@@ -26,7 +26,7 @@ class DockerSpec(EnvSpec):
     # the OCI runtime every container of this environment runs under
     # (envs/runtimes.py); gvisor_platform only with runsc (rt.platform_used)
     runtime: str = "runc"
-    gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None
+    gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None  # type: ignore[valid-type]  # the one list
 
     @field_validator("runtime")
     @classmethod
@@ -43,7 +43,7 @@ class DockerSpec(EnvSpec):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> "DockerSpec":
+    def _consistent(self) -> DockerSpec:
         if self.pin and self.cpuset:
             raise ValueError("pin and cpuset both place the container; set one of them")
         if self.gvisor_platform and self.runtime != "runsc":

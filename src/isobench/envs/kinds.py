@@ -15,7 +15,7 @@ import abc
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -32,7 +32,7 @@ from isobench.host.hostinfo import Finding, HostInfo
 # placement to the scheduler.
 INSTANCES = Field(default=1, ge=1, le=64, description="identical instances (servers, containers, VMs)")
 # true = "core"; "node": instance i gets NUMA node i mod nodes (all its CPUs)
-Pin = Union[bool, Literal["core", "node"]]
+Pin = bool | Literal["core", "node"]
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,11 @@ class EnvProbe:
 
 @dataclass(frozen=True)
 class Footprint:
-    """What one environment of a study takes from the host while all are up
-    (preflight adds it to the workloads' needs)."""
+    """What one environment of a study takes from the host while all are up,
+    or one environment's copy of a workload holds (preflight adds them up
+    before anything starts)."""
 
-    field: str  # the spec field that sets it, named in the error
+    field: str  # the spec field or workload parameter that sets it, named in the error
     resource: str  # "memory" | "disk"
     bytes: int
 

@@ -147,7 +147,7 @@ def probe(client, name: str, image: str, use_cache: bool = True) -> Verdict:
     entry = runtimes.get(name)
     key = probe_key(name, entry or {}, docker_version, image)
     if entry is None:
-        return Verdict(False, f"not registered in /etc/docker/daemon.json (run scripts/start-dockerd.sh)",
+        return Verdict(False, "not registered in /etc/docker/daemon.json (run scripts/start-dockerd.sh)",
                        key, "", 0.0)
     if use_cache and (cached := load(key)) is not None:
         return cached

@@ -133,8 +133,8 @@ def run_fleet(store, fleet_id: str, study_path: str, inventory: str, hosts: list
     """Run the playbook on HOSTS (their run ids in RUNS), import what came
     back, record every host's outcome."""
     import ansible_runner
-    with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp_dir:
+        tmp = Path(tmp_dir)
         bundle = make_bundle(study_path, tmp / "bundle", log)
         fetch = tmp / "fetch"
         fetch.mkdir()

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 ENV_VAR = "ISOBENCH_COUNTERS"
 EXTRA_KEY = "counters"
@@ -133,7 +133,8 @@ def parse_conntrack(text: str) -> dict[str, float]:
     lines = [ln.split() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return {}
-    header, out = lines[0], {}
+    header = lines[0]
+    out: dict[str, float] = {}
     for row in lines[1:]:
         for name, value in zip(header, row):
             key = f"conntrack.{name}"

@@ -84,7 +84,7 @@ def cpu_model() -> str:
 
 def parse_cpulist(text: str) -> list[int]:
     """A kernel CPU list ("0-3,8,10-11") as CPU numbers."""
-    cpus = []
+    cpus: list[int] = []
     for part in text.strip().split(","):
         if part:
             lo, _, hi = part.partition("-")

@@ -138,6 +138,7 @@ class Noise:
                 raise RuntimeError("stress-ng is not installed (scripts/install-host.sh installs it)") from None
             time.sleep(self.spec.settle_s)
             if self._proc.poll() is not None:
+                assert self._proc.stderr is not None  # piped above
                 err = (self._proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
                 raise RuntimeError(f"stress-ng exited at once ({self._proc.returncode}): {' '.join(err)}")
         self._facts = {"step_workers": workers, "stressor": self.spec.stressor, "argv": argv,

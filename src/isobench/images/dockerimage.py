@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import time
+from typing import Any
 
 from isobench.images.definition import (
     DOCKER_CHANGES,
@@ -105,7 +106,7 @@ def image_info(client=None) -> dict:
     h = recipe_hash()
     built = _read_image_json(h)
     kernel = kernel_paths(h)
-    info = {
+    info: dict[str, Any] = {
         "tag": image_tag(h),
         "hash": h,
         "dir": image_dir(h),

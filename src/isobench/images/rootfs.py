@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from isobench.core.errors import EnvironmentError_
 from isobench.images.definition import (
@@ -301,7 +301,7 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
                 "hash": h,
                 "tag": image_tag(h),
                 "recipe": r,
-                "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "built_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                 "build_s": round(time.monotonic() - started, 1),
                 "rootfs_bytes": rootfs_bytes,
                 "tar_bytes": os.path.getsize(os.path.join(partial, "rootfs.tar")),

@@ -8,8 +8,12 @@ the renderer's job, for its format."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from isobench.results.table import Table
+
+if TYPE_CHECKING:  # matplotlib loads only where a figure is drawn
+    import matplotlib.figure
 
 # tones a renderer may colour or style; "" is plain
 PLAIN, NOTE, WARN, BAD, GOOD, DIM = "", "note", "warn", "bad", "good", "dim"
@@ -68,7 +72,7 @@ class Figure:
     slug: str
     title: str
     caption: str
-    figure: object  # a matplotlib Figure
+    figure: matplotlib.figure.Figure
     alt: str = ""
     group: str = ""  # figures of one kind share a group heading
 

@@ -158,7 +158,8 @@ def render_markdown(result, regressions: list | None = None) -> str:
         + [f"**{md_escape(result.summary_line())}**", ""]
     if regressions:
         out += ["## Regressions", ""] + [f"- {md_escape(regression_line(c))}" for c in regressions] + [""]
-    out += ["| " + " | ".join(md_escape(h) for h in header(result)) + " |", "|" + "|".join([":---"] * 3 + ["---:"] * 4 + [":---"]) + "|"]
+    out += ["| " + " | ".join(md_escape(h) for h in header(result)) + " |",
+            "|" + "|".join([":---"] * 3 + ["---:"] * 4 + [":---"]) + "|"]
     for row in rows(result):
         out.append("| " + " | ".join(md_escape(x) for x in row) + " |")
     out += [""] + [f"- {md_escape(line)}" for line in legend(result)] + [""]

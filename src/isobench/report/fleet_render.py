@@ -40,7 +40,8 @@ def side_by_side_rows(rep: FleetReport) -> list[list[str]]:
 
 
 def render_terminal(rep: FleetReport, console) -> None:
-    t = RichTable(title=plain(f"Fleet {rep.fleet_id}: Table I per host (change vs that host's baseline)"), box=box.SIMPLE_HEAVY)
+    t = RichTable(title=plain(f"Fleet {rep.fleet_id}: Table I per host (change vs that host's baseline)"),
+                  box=box.SIMPLE_HEAVY)
     for h in ["workload", "metric", "env", *rep.hosts]:
         t.add_column(plain(h), overflow="fold")
     for r in side_by_side_rows(rep):

@@ -60,6 +60,7 @@ def _answer(h: History, fail_pct: float | None) -> list[Block]:
         failing = h.gate(fail_pct)
         newest = h.newest
         if failing:
+            assert newest is not None  # the gate judges the newest run
             blocks.append(Items(tuple(Item(f"worse by {c.worse_pct:.1f}% (> {fail_pct:g}%) {c.where}",
                                            sub=tuple(c.fact_lines()), strong=c.cell.name + ":", tone=BAD)
                                       for c in failing),
@@ -147,7 +148,8 @@ def legend() -> list[str]:
 def history_page(h: History, fail_pct: float | None = None, figures: bool = False) -> Page:
     sections = [PageSection("changes", "Change points", tuple(_answer(h, fail_pct)))]
     for i, g in enumerate(h.groups, 1):
-        sections.append(PageSection(f"group-{i}", f"Host class {i}: {g.host.label}", tuple(_group_blocks(i, g, figures))))
+        sections.append(PageSection(f"group-{i}", f"Host class {i}: {g.host.label}",
+                                    tuple(_group_blocks(i, g, figures))))
     if h.left_out:
         sections.append(PageSection("left-out", "Left out", (Items(tuple(Item(x) for x in h.left_out)),)))
     sections.append(PageSection("legend", "How to read it", (Items(tuple(Item(x) for x in legend()), tone=DIM),)))

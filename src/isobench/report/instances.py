@@ -74,7 +74,7 @@ def speedup_lines(table: Table, sweeps: list[Sweep]) -> list[list[str]]:
             continue
         pts = sweep.metric_rows(metric)
         for i, col in enumerate(table.columns):
-            ok = [(v, row.cells[i].summary.mean) for v, row in pts if row.cells[i].status == OK]
+            ok = [(v, row.cells[i].mean) for v, row in pts if row.cells[i].status == OK]
             if not ok:
                 continue
             base = ok[0][1]

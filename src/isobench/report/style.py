@@ -89,7 +89,7 @@ def env_lines(ax, table: Table, pts: list[tuple[float, Row]], colors: dict[str, 
         ok = [(v, row.cells[i]) for v, row in pts if row.cells[i].status == OK]
         if not ok:
             continue
-        xs, ys, es = [v for v, _ in ok], [c.summary.mean for _, c in ok], [ci_half(c) for _, c in ok]
+        xs, ys, es = [v for v, _ in ok], [c.mean for _, c in ok], [ci_half(c) for _, c in ok]
         if transform is not None:
             xs, ys, es = transform(xs, ys, es)
         if xs:

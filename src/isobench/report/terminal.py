@@ -14,7 +14,9 @@ from isobench.report.blocks import BAD, DIM, GOOD, NOTE, WARN, Code, Facts, Figu
 from isobench.report.section import TERMINAL, ReportContext
 from isobench.report.sections import sections_for
 from isobench.results.model import RunData
-from isobench.results.table import Cell, Table, short_text, tone
+from isobench.results.analysis import interval_text
+from isobench.results.numbers import fmt_num, fmt_pct
+from isobench.results.table import Cell, Table, cell_marks, tone
 
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
 MAX_FACT_CHARS = 100
@@ -27,6 +29,23 @@ plain = sink.rich_text
 
 def _clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def short_text(cell: Cell, show_n: bool = False) -> str:
+    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (mean,
+    change with its interval in percent, n when the column's varies, marks);
+    the same numbers as ``cell_text`` less the sd and medians, which the
+    Markdown and HTML reports keep."""
+    if cell.summary is None:
+        return cell.text
+    parts = [fmt_num(cell.summary.mean)]
+    if cell.verdict is not None:
+        point = fmt_pct(cell.verdict.pct)
+        parts.append(point + interval_text(cell.verdict)[len(point):].replace("%", ""))
+    if show_n:
+        parts.append(f"n={cell.summary.n}")
+    marks = cell_marks(cell.verdict, cell.failures, bool(cell.warnings))
+    return " ".join(parts + ([marks] if marks else []))
 
 
 def _cell_style(cell: Cell) -> str:

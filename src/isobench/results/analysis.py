@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from isobench.core import tomlbound
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.analysis.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
-from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, Effect, add_between_runs, compare_cell, overhead_change
+from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
+from isobench.analysis.tworuns import add_between_runs, overhead_change
 from isobench.analysis.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 
 
@@ -71,7 +73,7 @@ def _budget_looks(run: RunData) -> int | None:
     return looks if isinstance(looks, int) and looks >= 1 else None
 
 
-def _looks(meta: dict) -> int:
+def _looks(meta: dict[str, Any]) -> int:
     if meta.get("repetitions") != "auto":
         return 1
     try:
@@ -169,7 +171,7 @@ def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], setting
                          between: Sequence[tuple[float, int, int] | None] | None = None) -> list[OverheadJudgement]:
     """Verdicts on how each (run A, run B) pair of within-run questions moved:
     each run's log ratio tested as Table I tests it (its pairing was decided
-    by ``baseline_question``), ``stats.overhead_change`` between the runs,
+    by ``baseline_question``), ``tworuns.overhead_change`` between the runs,
     then Benjamini-Hochberg at the alpha the design allows, within each
     family (``family``: each pair's PRIMARY, DESCRIPTIVE or "", as
     ``judge_families``; one family over all pairs when None).
@@ -213,7 +215,10 @@ def judge_families(questions: Sequence[Question], settings: Settings, family: Se
     return per_family(questions, family, lambda asked: judge_cells(asked, settings, looks))
 
 
-def per_family(items: Sequence, family: Sequence[str], judge) -> list[Verdict]:
+T = TypeVar("T")
+
+
+def per_family(items: Sequence[T], family: Sequence[str], judge: Callable[[list[T]], list[Verdict]]) -> list[Verdict]:
     """``judge`` (a list of items -> their verdicts, corrected together)
     called once per family, the verdicts returned in the items' order."""
     out: list[Verdict | None] = [None] * len(items)

@@ -14,6 +14,7 @@ list the changed rows, largest first. Meanings and limits: docs/attribution.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from isobench.core.numbers import MINUS, signed
 from isobench.results.model import RunData
@@ -91,9 +92,10 @@ def categories(d: dict[str, float]) -> dict[str, float]:
             "irq": d.get("cpu.irq_s", 0.0), "guest": guest, "VMM threads": vmm_user_ng + vmm_sys}
 
 
-def per_unit(samples: list[tuple[int, dict, list]]) -> tuple[str, dict[str, dict[int, float]]]:
+def per_unit(samples: list[tuple[int, dict[str, float], list[Any]]]) -> tuple[str, dict[str, dict[int, float]]]:
     """{counter: {round: value per unit}} of one cell's samples, and the unit's name."""
-    unit, out = "run", {}
+    unit: str = "run"
+    out: dict[str, dict[int, float]] = {}
     for round_, deltas, units in samples:
         try:
             unit, count = str(units[0]), float(units[1])
@@ -148,7 +150,7 @@ def build_rows(run: RunData) -> list[Row]:
             if env == run.baseline or (w, c, env) not in run.counters:
                 continue
             _u, env_pu = per_unit(run.counters[(w, c, env)])
-            for name in sorted(set(base_pu) & set(env_pu), key=_ORDER.get):
+            for name in sorted(set(base_pu) & set(env_pu), key=_ORDER.__getitem__):
                 b, e = base_pu[name], env_pu[name]
                 pairs = [(e[r], b[r]) for r in sorted(set(b) & set(e))]
                 effect = compare_cell(list(e.values()), list(b.values()), False, pairs=pairs)
@@ -162,7 +164,7 @@ def build_rows(run: RunData) -> list[Row]:
 def changed(rows: list[Row]) -> list[Row]:
     """The rows whose verdict is "changed", per cell and environment: CPU
     time first, largest per-unit delta first, then the events likewise."""
-    def key(r: Row):
+    def key(r: Row) -> tuple[str, str, str, bool, float]:
         is_time = r.unit.startswith("µs")
         return (r.workload, r.case, r.env, not is_time, -abs(r.delta) if is_time else -abs(r.verdict.pct))
     return sorted((r for r in rows if r.verdict.verdict == CHANGED), key=key)
@@ -194,7 +196,7 @@ def section_lines(run: RunData, limit: int = 8) -> list[str]:
     return out
 
 
-def counters_of(extras: dict[tuple[str, str, str], list[dict]]) -> dict[tuple[str, str, str], list]:
+def counters_of(extras: dict[tuple[str, str, str], list[dict[str, Any]]]) -> dict[tuple[str, str, str], list[Any]]:
     """RunData.counters' shape from Store.extras ({(env, workload, case): [extra]});
     rounds unknown (0), enough for means."""
     out = {}
@@ -206,10 +208,10 @@ def counters_of(extras: dict[tuple[str, str, str], list[dict]]) -> dict[tuple[st
     return out
 
 
-def cpu_per_unit(counters: dict[tuple[str, str, str], list]) -> dict[tuple[str, str], tuple[str, dict]]:
+def cpu_per_unit(counters: dict[tuple[str, str, str], list[Any]]) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
     """For the figure: per cell, the unit and per environment the mean µs per
     unit of each CPU category."""
-    out = {}
+    out: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for (w, c, env), samples in counters.items():
         sums = dict.fromkeys(CATEGORIES, 0.0)
         n, unit = 0, "run"
@@ -236,7 +238,7 @@ def compare_rows(a: RunData, b: RunData) -> list[Row]:
         w, c, env = key
         unit, pa = per_unit(a.counters[key])
         _u, pb = per_unit(b.counters[key])
-        for name in sorted(set(pa) & set(pb), key=_ORDER.get):
+        for name in sorted(set(pa) & set(pb), key=_ORDER.__getitem__):
             va, vb = list(pa[name].values()), list(pb[name].values())
             label, _scale, prefix = _LABELS[name]
             pending.append((w, c, env, name, label, f"{prefix}/{unit}" if prefix else f"per {unit}",

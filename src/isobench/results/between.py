@@ -10,7 +10,7 @@ with it that environment's ratio to native). A compare with one run a side
 reads such a shift as a change. When the store holds enough runs of the
 reference run's configuration for a cell, the variance of such shifts of a
 run's mean (or of its ratio to the baseline) is estimated from them and
-added for both runs (``stats.add_between_runs``); with fewer, the compare
+added for both runs (``tworuns.add_between_runs``); with fewer, the compare
 says it could not.
 
 A run counts for a cell when it is of the same study on the same host class
@@ -31,6 +31,7 @@ import math
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class Spread:
         return math.expm1(math.sqrt(self.tau2)) * 100
 
 
-def _tables(run: RunData) -> tuple[dict, dict]:
+def _tables(run: RunData) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         doc = tomlbound.loads(run.study_text or "")
     except (tomllib.TOMLDecodeError, tomlbound.TomlBoundError):
@@ -69,7 +70,8 @@ def _tables(run: RunData) -> tuple[dict, dict]:
     return (w if isinstance(w, dict) else {}), (e if isinstance(e, dict) else {})
 
 
-def cell_config(run: RunData, workload: str, env: str, tables: tuple[dict, dict] | None = None) -> str | None:
+def cell_config(run: RunData, workload: str, env: str,
+                tables: tuple[dict[str, Any], dict[str, Any]] | None = None) -> str | None:
     """The settings the run's study file gives a cell's workload and
     environment, as one comparable text; None when the study file has no
     such workload or environment. ``tables``: the run's, parsed already."""

@@ -21,7 +21,7 @@ With ``--overhead`` (``compare_overheads``) the question is another one:
 did what an environment costs move? Each run's ratio of every environment
 to the run's own baseline (as Table I measures it, paired by round) is
 compared between the runs: the ratio of ratios, its Welch-type interval
-(``stats.overhead_change``), the same correction and verdicts. The host's
+(``tworuns.overhead_change``), the same correction and verdicts. The host's
 speed between the two runs scales an environment and its baseline alike and
 cancels, which a raw-value compare cannot tell from a change.
 
@@ -32,6 +32,7 @@ report/.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from isobench.core.errors import IsobenchError
 from isobench.results.analysis import (
@@ -47,7 +48,8 @@ from isobench.results.analysis import (
 from isobench.results.between import Spread
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
-from isobench.results.table import HIGHER, LOWER, fmt_fact, is_emulated
+from isobench.results.runfacts import fmt_fact
+from isobench.results.table import HIGHER, LOWER, is_emulated
 from isobench.analysis.stats import Effect
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level, regressions
 
@@ -213,7 +215,7 @@ def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     return out
 
 
-def _by_check(facts: dict) -> dict:
+def _by_check(facts: dict[str, Any]) -> dict[str, Any]:
     """Host facts with the doctor's findings one per check ("doctor load":
     "ok: load average 0.5"), so a diff names the finding that changed
     instead of printing the whole list; the noise pilot by its figures, a
@@ -264,7 +266,7 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None,
                          between_asked=between is not None)
 
 
-def _held(between: dict | None, k: MetricKey, env: str) -> tuple[float, int, int] | None:
+def _held(between: dict[Any, Any] | None, k: MetricKey, env: str) -> tuple[float, int, int] | None:
     """The cell's between-run spread as the analysis takes it (tau², df, runs)."""
     s = (between or {}).get((k.workload, k.case, k.metric, env))
     return None if s is None else (s.tau2, s.df, s.runs)
@@ -274,14 +276,14 @@ def _arrow(k: MetricKey) -> str:
     return HIGHER if k.higher_is_better else LOWER
 
 
-def _families(asked: list, primaries: set | None) -> list[str]:
+def _families(asked: list[Any], primaries: set[tuple[str, str, str]] | None) -> list[str]:
     """Each asked cell's verdict family: PRIMARY or DESCRIPTIVE by the runs'
     primaries (``primary_family``), "" for all when neither run stores any."""
     return ["" if primaries is None else PRIMARY if (k.workload, k.case, k.metric) in primaries else DESCRIPTIVE
             for k, *_ in asked]
 
 
-def _match(ma: dict, mb: dict, base: str = "") -> tuple[list, list[str], list[str], list[str]]:
+def _match(ma: dict[Any, Any], mb: dict[Any, Any], base: str = "") -> tuple[list[Any], list[str], list[str], list[str]]:
     """The cells of A and B (``(workload, case, metric, env) -> (key, X)``)
     matched in B's order, the newer study's: ``(key_b, env, x_a, x_b)`` for
     each cell in both with the same unit and direction; the names of the

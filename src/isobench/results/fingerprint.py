@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from isobench.results.model import RunData
-from isobench.results.table import fmt_bytes, fmt_fact
+from isobench.results.runfacts import fmt_bytes, fmt_fact
 
 # Two runs are on one host class when their memory differs by less than this
 # fraction of the larger (a kernel's reserved memory moves MemTotal by ~1%).
@@ -75,7 +76,7 @@ def host_name(run: RunData) -> str:
     return str(name or "")
 
 
-def _number(value) -> float | None:
+def _number(value: Any) -> float | None:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -107,7 +108,7 @@ def group_runs(runs: list[RunData], by_host: bool = False) -> list[tuple[HostCla
 
 # -- facts ---------------------------------------------------------------------------
 
-def _flatten(prefix: str, value, out: dict[str, str]) -> None:
+def _flatten(prefix: str, value: object, out: dict[str, str]) -> None:
     if isinstance(value, dict) and value:
         for k in sorted(value, key=str):
             _flatten(f"{prefix}.{k}" if prefix else str(k), value[k], out)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 
 from isobench.analysis import changepoints as cp
 from isobench.results.analysis import interval_text
@@ -234,11 +234,11 @@ def when(run: RunData) -> datetime | None:
     return parse_started(run.started_at)
 
 
-def run_order(run: RunData) -> tuple:
+def run_order(run: RunData) -> tuple[bool, str, str]:
     """Oldest first, by the instant each run started (imported runs keep
     theirs); runs without a readable time last, by id."""
     t = when(run)
-    return (t is None, t.astimezone(timezone.utc).isoformat() if t else "", run.run_id)
+    return (t is None, t.astimezone(UTC).isoformat() if t else "", run.run_id)
 
 
 def select(runs: list[RunData], since: date | None = None, until: date | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 ALL_METRICS = "*"  # a validity note about every metric of a case
 
@@ -27,12 +28,12 @@ class RunData:
     started_at: str
     finished_at: str | None
     status: str  # running | complete | interrupted | failed
-    host_facts: dict
+    host_facts: dict[str, Any]
     study_text: str
     study_hash: str
     baseline: str  # environment name the others are compared to
     environments: list[str]  # in study order
-    env_facts: dict[str, dict]  # environment name -> facts
+    env_facts: dict[str, dict[str, Any]]  # environment name -> facts
     metrics: list[MetricKey]  # in study order
     # (MetricKey, environment) -> measured values of the non-warm-up, successful samples
     values: dict[tuple[MetricKey, str], list[float]] = field(default_factory=dict)
@@ -55,7 +56,7 @@ class RunData:
     # (workload, case, environment) -> [(round, counter deltas, [unit, count])] of
     # the measured samples that carry counters (isobench.host.counters); filled by
     # Store.load_run, read by results.attribution
-    counters: dict[tuple[str, str, str], list[tuple[int, dict, list]]] = field(default_factory=dict)
+    counters: dict[tuple[str, str, str], list[tuple[int, dict[str, float], list[Any]]]] = field(default_factory=dict)
     # (workload, environment) -> (wall seconds, samples) over every sample, warm-up
     # and failed ones included: where the run's time went; filled by Store.load_run
     time_spent: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)

@@ -13,7 +13,7 @@ def schedule_summary(run: RunData) -> str:
     record = facts.get("schedule")
     if not isinstance(record, dict) or record.get("name") != "duet":
         return ""
-    cells = record.get("cells") if isinstance(record.get("cells"), dict) else {}
+    cells = record["cells"] if isinstance(record.get("cells"), dict) else {}
     duets = sorted(str(c) for c, s in cells.items() if s == "duet")
     alone = sorted(str(c) for c, s in cells.items() if s != "duet")
     sides = record.get("sides")

@@ -12,11 +12,10 @@ Computing texts here, once, keeps terminal, Markdown and HTML identical.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from isobench.analysis.anomalies import drift, outliers, slow_first_round
+from isobench.analysis.anomalies import Drift, Outliers, SlowFirstRound, drift, outliers, slow_first_round
 from isobench.core.metric import DURATION, LATENCY, STARTUP, is_time_unit
 from isobench.results.analysis import (
     DESCRIPTIVE,
@@ -30,9 +29,10 @@ from isobench.results.analysis import (
     settings_of,
 )
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
-from isobench.results.numbers import DASH, MINUS, fmt_duration, fmt_num, fmt_pct
+from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.roles import role_of
+from isobench.results.stopping import adaptive_lines, budget_lines
 from isobench.analysis.repetitions import converged
 from isobench.analysis.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
@@ -77,6 +77,12 @@ class Cell:
     text: str
     failures: int = 0  # failed repetitions of this workload case in this environment
     warnings: tuple[str, ...] = ()  # anomalies in its samples, the workload's validity notes
+
+    @property
+    def mean(self) -> float:
+        """The mean of a cell measured ok (such a cell always has its summary)."""
+        assert self.summary is not None, f"{self.env}: a {self.status} cell has no mean"
+        return self.summary.mean
 
 
 @dataclass(frozen=True)
@@ -155,29 +161,6 @@ def cell_marks(verdict: Verdict | None, failures: int = 0, warned: bool = False)
     return marks
 
 
-def short_key(baseline: str) -> str:
-    """What a short cell holds (the first legend line where cells are short)."""
-    return (f"Cell: mean, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
-            f"(min..max) are in `report --format md` and `html`.")
-
-
-def short_text(cell: Cell, show_n: bool = False) -> str:
-    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (mean,
-    change with its interval in percent, n when the column's varies, marks);
-    the same numbers as ``cell_text`` less the sd and medians, which the
-    Markdown and HTML reports keep."""
-    if cell.summary is None:
-        return cell.text
-    parts = [fmt_num(cell.summary.mean)]
-    if cell.verdict is not None:
-        point = fmt_pct(cell.verdict.pct)
-        parts.append(point + interval_text(cell.verdict)[len(point):].replace("%", ""))
-    if show_n:
-        parts.append(f"n={cell.summary.n}")
-    marks = cell_marks(cell.verdict, cell.failures, bool(cell.warnings))
-    return " ".join(parts + ([marks] if marks else []))
-
-
 # -- building --------------------------------------------------------------------
 
 def is_emulated(run: RunData, env: str) -> bool:
@@ -216,7 +199,8 @@ def cell_warnings(run: RunData, key: MetricKey, env: str, target_ci_pct: float |
     cell that did not converge (never a changed value)."""
     vals = _values(run, key, env)
     by_round = [v for _, v in sorted(zip(run.rounds.get((key, env), range(len(vals))), vals))]
-    found = [outliers(vals), slow_first_round(by_round, key.higher_is_better), drift(by_round)]
+    found: list[Outliers | SlowFirstRound | Drift] = [outliers(vals), slow_first_round(by_round, key.higher_is_better),
+                                                      drift(by_round)]
     texts = [f.text for f in found if f.flagged]
     if target_ci_pct is not None and not converged(vals, target_ci_pct):
         texts.append(f"not converged: the 95% CI is wider than \u00b1{target_ci_pct:g}% after {len(vals)} rounds")
@@ -374,68 +358,6 @@ def family_lines(rows: tuple[Row, ...], tests: str) -> list[str]:
     ]
 
 
-def adaptive_lines(run: RunData, settings: Settings, split: bool = False) -> list[str]:
-    """How an adaptive run stopped (the looks it recorded), and the level its
-    tests used because of them. ``split``: the run stores its primaries,
-    and the rule waited for the primary cells only."""
-    if settings.target_ci_pct is None:
-        return []
-    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
-    cells = "primary cell's" if split else "cell's"
-    out = [f"Adaptive repetitions: rounds added in blocks until every {cells} 95% CI was within "
-           f"\u00b1{settings.target_ci_pct:g}%; tests at alpha = 0.05/{settings.looks} for the "
-           f"{settings.looks} planned looks."]
-    for step, looks in sorted((facts.get("adaptive") or {}).items()):
-        if looks:
-            where = "" if step == "all" else f" (noise step {step})"
-            out.append(f"Stopped{where} after {looks[-1]['rounds']} rounds: {looks[-1]['text']}.")
-    return out
-
-
-def budget_summary(run: RunData) -> str:
-    """One sentence on a budgeted run's cases ("" for any other run)."""
-    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
-    record = facts.get("budget")
-    cases = record.get("cases") if isinstance(record, dict) else None
-    if not cases:
-        return ""
-    counts = Counter(c.get("state", "?") for c in cases.values())
-    return (f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}: of {len(cases)} workload cases, "
-            + ", ".join(f"{k} {s}" for s, k in counts.most_common()) + " (the legend says why).")
-
-
-def budget_lines(run: RunData) -> list[str]:
-    """How a budgeted run spent its time (the facts isobench.analysis.budget's calls
-    left): the rule, the count per state, and each case it left unresolved."""
-    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
-    record = facts.get("budget")
-    if not isinstance(record, dict) or not record.get("points"):
-        return []
-    pts, looks = record["points"], record.get("looks", len(record["points"]))
-    spent = record.get("spent_s")
-    out = [f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}"
-           + (f" ({fmt_duration(float(spent))} spent at the last look)" if spent is not None else "")
-           + f": a first block of {pts[0]} rounds, then blocks only for the workload cases that could still "
-           f"resolve in the time left; tests at alpha = 0.05/{looks} for the {looks} planned looks "
-           f"(at {', '.join(str(p) for p in pts)} rounds)."]
-    cases = record.get("cases") or {}
-    if cases:
-        counts = Counter(c.get("state", "?") for c in cases.values())
-        out.append(f"Workload cases: {', '.join(f'{k} {s}' for s, k in counts.most_common())} (of {len(cases)}).")
-        for name, c in sorted(cases.items()):
-            if c.get("state") not in ("resolved", "open"):
-                out.append(f"{name}: {c.get('state')} after {c.get('rounds')} rounds: {c.get('why', '')}.")
-    return out
-
-
-def inconclusive_lines(table: "Table") -> list[str]:
-    """One line per inconclusive cell: what the data allow, and the rounds
-    per side that would settle it at the observed noise."""
-    return [f"{row.key.workload} {row.label} on {cell.env}: {cell.verdict.text}"
-            for row in table.rows for cell in row.cells
-            if cell.verdict is not None and cell.verdict.verdict == INCONCLUSIVE]
-
-
 def row_families(run: RunData) -> dict[MetricKey, str]:
     """Each metric's verdict family: "primary" or "descriptive" when the run
     stores its primaries (results/primary.py), "" for every metric of a run
@@ -469,69 +391,3 @@ def build_table(run: RunData) -> Table:
     return Table(title=f"{run.study_name}: run {run.run_id}", baseline=run.baseline,
                  columns=columns, rows=rows_t, legend=build_legend(run, rows_t, columns, settings),
                  footnotes=footnotes, failures=build_failures(run))
-
-
-# -- facts shared by the renderers ---------------------------------------------------
-
-HOST_KEYS = (("cpu_model", "CPU"), ("cores", "Cores"), ("mem_bytes", "Memory"),
-             ("kernel", "Kernel"), ("thp", "THP"), ("governor", "Governor"),
-             ("docker_version", "Docker"))
-
-
-def fmt_bytes(n) -> str:
-    try:
-        n = float(n)
-    except (TypeError, ValueError):
-        return str(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # unreachable
-
-
-def fmt_fact(value) -> str:
-    """Scalars as they are; lists and dicts as compact JSON."""
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
-    if value is None:
-        return DASH
-    return str(value)
-
-
-def host_facts(run: RunData) -> list[tuple[str, str]]:
-    """(label, text) pairs: the well-known facts first, then whatever else is there."""
-    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
-    known = dict(HOST_KEYS)
-    out = []
-    for key, label in HOST_KEYS:
-        if key in facts:
-            v = facts[key]
-            out.append((label, fmt_bytes(v) if key == "mem_bytes" else fmt_fact(v)))
-    noise = facts.get("host_noise")
-    if isinstance(noise, dict) and isinstance(noise.get("line"), str):  # the noise pilot's own sentence
-        out.append(("Host noise", noise["line"]))
-    elif "host_noise" in facts:
-        out.append(("host_noise", fmt_fact(noise)))
-    out += [(k, fmt_fact(v)) for k, v in facts.items()
-            if k not in known and k not in ("doctor", "adaptive", "host_noise")]
-    return out
-
-
-def doctor_warnings(run: RunData) -> list[str]:
-    """`isobench doctor` findings stored with the run that may bias it."""
-    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
-    return [f"{f['check']}: {f['value']}" + (f" ({f['fix']})" if f.get("fix") else "")
-            for f in facts.get("doctor", []) if f.get("status") == "warn"]
-
-
-def run_facts(run: RunData) -> list[tuple[str, str]]:
-    return [
-        ("Study", run.study_name),
-        ("Study hash", run.study_hash[:12] if run.study_hash else DASH),
-        ("Run", run.run_id),
-        ("Status", run.status),
-        ("Started", run.started_at or DASH),
-        ("Finished", run.finished_at or DASH),
-        ("Baseline", run.baseline),
-    ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 from dataclasses import dataclass, field
 
 from isobench.envs.base import Environment
@@ -94,7 +95,7 @@ def run_duet(workload: Workload, case: str, pair: tuple[Environment, Environment
     for me, other in (sides, sides[::-1]):
         taken = me.taken or Taken("", time.perf_counter(), 0.0, time.time(), None, "failed",
                                   "the duet's barrier broke")
-        record = {"partner": other.env.name, "cpus": ",".join(map(str, me.cpus))}
+        record: dict[str, Any] = {"partner": other.env.name, "cpus": ",".join(map(str, me.cpus))}
         if me.taken is not None and other.taken is not None:
             record.update({"started": round(me.taken.epoch, 3),
                            "skew_s": round(abs(me.taken.t0 - other.taken.t0), 6),

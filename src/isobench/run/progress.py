@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 
 class RichProgress:
@@ -13,11 +14,11 @@ class RichProgress:
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                                   console=console, transient=False)
-        self._task = None
+        self._task: TaskID | None = None
         self._done = 0
         self._total = 0
 
-    def __enter__(self) -> "RichProgress":
+    def __enter__(self) -> RichProgress:
         if self.bar:
             self._progress.start()
         return self

@@ -1,5 +1,6 @@
 """Keeping results: the SQLite store (`db`: every sample committed as
-measured), a whole run moved between stores exactly (`transfer`), CSV and
+measured; its tables in `schema`; a run read back into the results model in
+`readback`), a whole run moved between stores exactly (`transfer`), CSV and
 JSON export, re-parsing stored raw outputs with today's parsers (`reparse`)
 and which parser made a run's values (`parser_versions`).
 

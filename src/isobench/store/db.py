@@ -1,89 +1,23 @@
 """SQLite store: every sample is committed the moment it is measured, so an
-interrupted study loses nothing. Reports read runs back from here only."""
+interrupted study loses nothing. Reports read runs back from here only.
+The tables themselves, and what makes a file an isobench store, are
+isobench.store.schema; reading a run back into RunData is
+isobench.store.readback."""
 
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 
-from isobench.core.ids import printable
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
-from isobench.results.model import ALL_METRICS, MetricKey, RunData
+from isobench.results.model import RunData
 from isobench.store.rows import Rewrite, RunRow, Sample
-from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored, stored_names, stored_values
-from isobench.store.shapes import printable_facts as _printable
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    study_name TEXT NOT NULL,
-    study_path TEXT NOT NULL,
-    study_text TEXT NOT NULL,
-    study_hash TEXT NOT NULL,
-    baseline TEXT NOT NULL,
-    environments TEXT NOT NULL,          -- JSON list, study order
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    status TEXT NOT NULL,                -- running | complete | incomplete | interrupted | failed
-    host_facts TEXT NOT NULL             -- JSON
-);
-CREATE TABLE IF NOT EXISTS env_facts (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    env TEXT NOT NULL,
-    facts TEXT NOT NULL,                 -- JSON
-    PRIMARY KEY (run_id, env)
-);
-CREATE TABLE IF NOT EXISTS metric_defs (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    workload TEXT NOT NULL,
-    ccase TEXT NOT NULL,
-    metric TEXT NOT NULL,
-    unit TEXT NOT NULL,
-    higher_is_better INTEGER NOT NULL,
-    ordinal INTEGER NOT NULL,
-    role TEXT NOT NULL DEFAULT '',       -- isobench.core.metric role; '' in runs stored before roles
-    is_primary INTEGER NOT NULL DEFAULT 0, -- 1: a primary of its case; 0 everywhere in runs before primaries
-    PRIMARY KEY (run_id, workload, ccase, metric)
-);
-CREATE TABLE IF NOT EXISTS samples (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    env TEXT NOT NULL,
-    workload TEXT NOT NULL,
-    ccase TEXT NOT NULL,
-    round INTEGER NOT NULL,
-    warmup INTEGER NOT NULL,
-    status TEXT NOT NULL,                -- ok | failed | timeout
-    error TEXT,
-    vals TEXT NOT NULL,                  -- JSON {metric: value}
-    extra TEXT NOT NULL,                 -- JSON detail (histograms ...)
-    raw TEXT NOT NULL,                   -- the tool's output
-    started_at TEXT NOT NULL,
-    wall_s REAL NOT NULL,
-    parser_version INTEGER               -- the workload's parser that made vals; NULL: not recorded (stored before)
-);
-CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
-CREATE TABLE IF NOT EXISTS fleet_hosts (   -- isobench/fleet/record.py
-    fleet_id TEXT NOT NULL,
-    host TEXT NOT NULL,                  -- inventory name
-    run_id TEXT NOT NULL,                -- chosen by the controller
-    status TEXT NOT NULL,                -- pending | complete | failed | unreachable
-    detail TEXT NOT NULL DEFAULT '',     -- one line: why not complete
-    study_path TEXT NOT NULL,
-    inventory TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (fleet_id, host)
-);
-"""
-
-
-# Columns added since the first schema: (table, column, definition). A store
-# created before them gets them on open, so old stores keep working.
-ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
-                 ("samples", "parser_version", "INTEGER"),
-                 ("metric_defs", "is_primary", "INTEGER NOT NULL DEFAULT 0"))
+from isobench.store.readback import read_run
+from isobench.store.shapes import SampleExtra, stored, stored_names
+from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
 
 
 now_iso = now_utc  # runs' times are UTC instants (core/instants.py)
@@ -109,11 +43,6 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
     return f"{path}: store error: {text}"
 
 
-# The tables an isobench store holds and the columns its runs table has had
-# from the first schema: a file with anything else is someone else's.
-OWN_TABLES = frozenset({"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence",
-                        "isobench_probe"})
-RUNS_COLUMNS = frozenset({"run_id", "study_name", "study_hash", "environments", "host_facts", "status"})
 
 
 class Store:
@@ -251,7 +180,7 @@ class Store:
                  json.dumps(s.values), json.dumps(s.extra), s.raw, s.started_at, s.wall_s, s.parser_version))
 
     def rewrite_samples(self, run_id: str, rewrites: list[Rewrite],
-                        metrics: list[tuple[str, str, Metric]] = ()) -> None:
+                        metrics: Sequence[tuple[str, str, Metric]] = ()) -> None:
         """isobench reparse: the samples' new values, extra and parser
         version, and the metrics a newer parser adds ((workload, case,
         Metric)), in one transaction: the run is rewritten whole or not at
@@ -341,64 +270,10 @@ class Store:
         raise StoreError(f"{self.path}: {run_id!r} matches {len(rows)} runs; give more of the id")
 
     def load_run(self, run_id: str) -> RunData:
-        r = self.db.execute(
-            "SELECT run_id, study_name, started_at, finished_at, status, host_facts, study_text,"
-            " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
-        if r is None:
+        run = read_run(self.db, self.path, run_id, self._role, self._primary)
+        if run is None:
             raise StoreError(f"{self.path}: no run {run_id!r}")
-        where = f"{self.path}: run {run_id}"
-        env_facts = {e: _printable(stored(EnvFacts, f, f"{where}: {e} facts")) for e, f in self.db.execute(
-            "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
-        keys = {}
-        for w, c, m, u, hib, role, primary in self.db.execute(
-                f"SELECT workload, ccase, metric, unit, higher_is_better, {self._role}, {self._primary}"
-                " FROM metric_defs WHERE run_id=? ORDER BY ordinal", (run_id,)):
-            keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role, bool(primary))
-        run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
-                      host_facts=_printable(stored(HostFacts, r[5], f"{where}: host facts")), study_text=r[6],
-                      study_hash=r[7], baseline=r[8],
-                      environments=stored_names(r[9], where), env_facts=env_facts, metrics=list(keys.values()))
-        for env, w, c, round_, status, error, vals, extra in self.db.execute(
-                "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
-                " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
-            if status != "ok":
-                run.failures.setdefault((w, c, env), []).append(printable(error or status))
-                continue
-            if '"validity"' in extra:  # cheap test first: most samples have none
-                notes_of = stored(SampleExtra, extra, f"{where}: samples' extra").get("validity", {})
-                if isinstance(notes_of, list):  # stored by the first version: the whole case
-                    notes_of = {ALL_METRICS: "; ".join(notes_of)}
-                for metric, note in notes_of.items():
-                    note = printable(str(note))
-                    notes = run.validity.setdefault((w, c, env, metric), [])
-                    if note not in notes:
-                        notes.append(note)
-            partner, side = _duet_partner(extra)
-            for metric, value in stored_values(vals, f"{where}: samples' values").items():
-                key = keys.get((w, c, metric))
-                if key is not None and value is not None:
-                    run.values.setdefault((key, env), []).append(float(value))
-                    run.rounds.setdefault((key, env), []).append(round_)
-                    if partner is not None:
-                        index = len(run.values[(key, env)]) - 1
-                        run.partners.setdefault((key, env), {})[index] = partner
-                        run.sides.setdefault((key, env), {})[index] = side
-        self._load_counters(run)
-        for w, env, wall, n in self.db.execute(
-                "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=?"
-                " GROUP BY workload, env", (run_id,)):
-            run.time_spent[(w, env)] = (float(wall), int(n))
         return run
-
-    def _load_counters(self, run: RunData) -> None:
-        """Per-sample counter deltas and units (extra["counters"], extra["units"])."""
-        for env, w, c, round_, extra in self.db.execute(
-                "SELECT env, workload, ccase, round, extra FROM samples"
-                " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id", (run.run_id,)):
-            detail = stored(SampleExtra, extra, f"{self.path}: run {run.run_id}: samples' extra")
-            deltas, units = detail.get("counters"), detail.get("units")
-            if isinstance(deltas, dict) and deltas:
-                run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
 
     def extras(self, run_id: str, workload: str | None = None,
                case: str | None = None) -> dict[tuple[str, str, str], list[dict]]:
@@ -447,15 +322,3 @@ class Store:
         cur = self.db.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur]
-
-
-def _duet_partner(extra: str) -> tuple[str | None, str]:
-    """The other environment of the duet a sample ran in (run/duet.py) and
-    the CPUs the sample had, or (None, "")."""
-    if '"duet"' not in extra:  # cheap test first: sequential samples have none
-        return None, ""
-    detail = json.loads(extra)
-    record = detail.get("duet") if isinstance(detail, dict) else None
-    partner = record.get("partner") if isinstance(record, dict) else None
-    side = record.get("cpus") if isinstance(record, dict) else None
-    return (partner if isinstance(partner, str) else None), (side if isinstance(side, str) else "")

@@ -89,6 +89,7 @@ def cell_rows(run: RunData) -> list[dict]:
             if cell.status not in (OK, FAILED):
                 continue
             s, v = cell.summary, cell.verdict
+            verdict: str | None
             if cell.status == FAILED:
                 verdict = VERDICT_FAILED
             elif cell.env == run.baseline:
@@ -137,8 +138,8 @@ def counter_rows(run: RunData, samples: list[dict]) -> list[dict]:
             continue
         unit_name, units = (extra.get("units") or ["run", 1.0])[:2]
         units = _num(units)
-        for name, value in sorted(derived(deltas).items()):
-            value = _num(value)
+        for name, raw in sorted(derived(deltas).items()):
+            value = _num(raw)
             rows.append({"run_id": run.run_id, "env": s["env"], "workload": s["workload"], "case": s["ccase"],
                          "round": s["round"], "warmup": bool(s["warmup"]), "counter": name, "delta": value,
                          "unit_name": unit_name, "units": units,

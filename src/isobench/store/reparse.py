@@ -132,7 +132,7 @@ class RunReparse:
         for (w, case), why in sorted(self.left_alone.items()):
             out.append(f"  {w}" + (f" case {case}" if case not in ("", "default") else "") + f": left alone: {why}")
         for c in sorted(self.changes.values(), key=lambda c: (c.workload, c.metric)):
-            if c.changed:
+            if c.changed and c.largest is not None:
                 old, new = c.largest
                 out.append(f"  changed {c.workload} {c.metric}: {c.changed} of {c.compared} value(s), largest "
                            f"{_change(old, new)}: {self._why(c.workload)}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any, Union
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import (
@@ -32,7 +33,7 @@ NAME_LIMIT = 128
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Count = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Name = Annotated[str, Field(max_length=NAME_LIMIT)]
-Scalar = Union[bool, int, Finite, str, None]
+Scalar = bool | int | Finite | str | None
 
 
 class _Part(BaseModel):
@@ -135,7 +136,7 @@ class ShapeError(ValueError):
     """str() names the field: ``facts.density[0].startup_s: Field required``."""
 
 
-def _where(err: dict, prefix: str) -> str:
+def _where(err: Mapping[str, Any], prefix: str) -> str:
     loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
     return f"{prefix}{loc}"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from isobench.core import tomlbound
 from isobench.core.ids import BadIdentifier, check_name, check_run_id, shown
@@ -36,7 +37,7 @@ def _rows(db, table: str, run_id: str) -> list[dict]:
 
 def export_run(store, run_id: str) -> dict:
     """Every row of RUN_ID, by table."""
-    doc = {"format": FORMAT, "run_id": run_id}
+    doc: dict[str, Any] = {"format": FORMAT, "run_id": run_id}
     for table in TABLES:
         doc[table] = _rows(store.db, table, run_id)
     if not doc["runs"]:

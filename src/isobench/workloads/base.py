@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from isobench.envs.base import Environment, Paths
+from isobench.envs.kinds import Footprint  # one for a workload's copy and for a kind's own (a guest's RAM)
 from isobench.host.hostinfo import HostInfo
 from isobench.core.metric import Metric, value_problem
 from isobench.core.proc import ExecResult
@@ -24,8 +25,10 @@ from isobench.core.strictmodel import StrictModel
 class ParseError(ValueError):
     """The tool's output did not have the expected shape."""
 
+    result: ExecResult  # set by checked(): the raw output kept with the failed sample
 
-def checked(m: "Measurement") -> "Measurement":
+
+def checked(m: Measurement) -> Measurement:
     """M, or ParseError (carrying the raw output, kept with the failed
     sample) when a parser gave a value no measurement has: NaN, infinity, a
     subnormal (core.metric.value_problem). Run and reparse both pass here."""
@@ -52,16 +55,6 @@ class Measurement:
     # JSON-serialisable detail kept beside the values, e.g. a latency histogram.
     extra: dict = field(default_factory=dict)
     raw: str = ""  # the tool's output, kept so a sample can be re-parsed
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """What one environment's copy of a workload holds, checked against the
-    host before anything starts."""
-
-    field: str  # the parameter that sets it, named in the error
-    resource: str  # "memory" | "disk"
-    bytes: int
 
 
 class WorkloadParams(StrictModel):
@@ -202,7 +195,7 @@ class Workload(abc.ABC):
         run; workloads that run for a set time say so."""
         return 5.0
 
-    def prepare(self, env: Environment) -> None:
+    def prepare(self, env: Environment) -> None:  # noqa: B027 - optional: most workloads need no inputs
         """Once per environment before any run (inputs, corpus); not timed."""
 
     @abc.abstractmethod
@@ -241,7 +234,7 @@ class Workload(abc.ABC):
         count is a per-unit cost (docs/attribution.md). Default: the run."""
         return ["run", 1.0]
 
-    def cleanup(self, env: Environment) -> None:
+    def cleanup(self, env: Environment) -> None:  # noqa: B027 - optional: nothing to remove by default
         """Remove what prepare() wrote; the environment's stop() is the backstop."""
 
     def secrets(self) -> tuple[str, ...]:

@@ -121,7 +121,7 @@ class HpccParams(WorkloadParams):
     timeout_s: float = Field(3600, gt=0, le=86_400)
 
     @model_validator(mode="after")
-    def _n_fits_nb(self) -> "HpccParams":
+    def _n_fits_nb(self) -> HpccParams:
         if self.n is not None and self.n < self.nb:
             raise ValueError(f"n={self.n} is smaller than the block size nb={self.nb}")
         return self

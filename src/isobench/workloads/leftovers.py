@@ -35,7 +35,7 @@ def _cmdline(pid: int) -> list[str]:
 
 def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]:
     """SIGKILL the servers native runs started (of one run, or all) that still run."""
-    killed = []
+    killed: list[str] = []
     if not os.path.isdir(tmp_root):
         return killed
     for entry in sorted(os.listdir(tmp_root)):
@@ -85,11 +85,12 @@ def bench_socket_inodes(table: str) -> set[int]:
         addr_hex = fields[1].split(":")[0]
         try:
             raw = bytes.fromhex(addr_hex)
+            addr: ipaddress.IPv4Address | ipaddress.IPv6Address
             if len(raw) == 4:  # little-endian u32
                 addr = ipaddress.IPv4Address(raw[::-1])
             elif len(raw) == 16:  # four little-endian u32 words
-                addr = ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
-                addr = addr.ipv4_mapped or addr
+                v6 = ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+                addr = v6.ipv4_mapped or v6
             else:
                 continue
             inode = int(fields[9])
@@ -130,7 +131,7 @@ def _holders(inodes: set[int]) -> set[int]:
 def kill_servers_on_bench_addresses() -> list[str]:
     """SIGKILL every registered workload server holding a socket bound to a
     benchmark address on the host (198.18.0.0/15): nothing else binds there."""
-    killed = []
+    killed: list[str] = []
     inodes = _bench_inodes()
     if not inodes:
         return killed

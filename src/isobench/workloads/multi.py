@@ -63,7 +63,8 @@ class MultiServerWorkload(ServerWorkload):
 
     def __init__(self, params, host):
         super().__init__(params, host)
-        self.ports = tuple((self.base_port + i, "tcp") for i in range(self.max_instances()))
+        # its ports depend on its params: set per instance over the class's ()
+        self.ports = tuple((self.base_port + i, "tcp") for i in range(self.max_instances()))  # type: ignore[misc]
         self._current: int | None = None  # the instance the single-server lifecycle is acting on
 
     # -- to implement ------------------------------------------------------------

@@ -103,7 +103,7 @@ class WebstoreParams(WorkloadParams):
         return tuple(sorted(v))
 
     @model_validator(mode="after")
-    def _peak_range(self) -> "WebstoreParams":
+    def _peak_range(self) -> WebstoreParams:
         if self.peak_min_rate > self.peak_max_rate:
             raise ValueError(f"peak_min_rate ({self.peak_min_rate}) is above peak_max_rate "
                              f"({self.peak_max_rate}); the search runs from the lower to the upper")
@@ -211,7 +211,8 @@ class Webstore(MultiServerWorkload):
         fpm = (f"[global]\npid = {run}/fpm.pid\nerror_log = {base}/log/fpm.log\ndaemonize = no\n"
                f"[store]\nlisten = {run}/fpm.sock\npm = static\npm.max_children = {self.params.php_workers}\n"
                f"clear_env = yes\nenv[WS_PGHOST] = {run}\n")
-        tmp = "".join(f"  {t}_temp_path {base}/tmp/{t};\n" for t in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi"))
+        tmp = "".join(f"  {t}_temp_path {base}/tmp/{t};\n"
+                      for t in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi"))
         nginx = (f"daemon off;\nworker_processes 1;\npid {run}/nginx.pid;\nerror_log {base}/log/nginx-error.log;\n"
                  f"events {{ worker_connections 4096; }}\nhttp {{\n  access_log off;\n{tmp}"
                  f"  keepalive_requests 1000000;\n"
@@ -370,7 +371,8 @@ class Webstore(MultiServerWorkload):
         """The driver's settings; `rate` forces the open loop at that rate."""
         p = self.params
         return {"endpoints": [list(e) for e in endpoints], "mode": "open" if rate else p.mode, "users": p.users,
-                "think_s": p.think_s, "rate": rate or p.rate, "connections": p.connections, "duration_s": p.duration_s, "warmup_s": p.warmup_s,
+                "think_s": p.think_s, "rate": rate or p.rate, "connections": p.connections,
+                "duration_s": p.duration_s, "warmup_s": p.warmup_s,
                 "mix": p.mix, "customers": p.customers, "products": p.products, "seed": self._stream,
                 "lines": [1, p.max_lines], "timeout_s": 30.0}
 

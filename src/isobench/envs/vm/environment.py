@@ -129,9 +129,11 @@ class VmEnvironment(Environment):
                 guestnet.join_bridge(self.run_id, self._tap, self.name)
             self._boot_vm(base, kernel)
             if self._tap is not None:
-                self._nic_facts = guestnet.configure_guest(self._ga, self.run_id, self._nic(),
-                                                           guestnet.guest_iface(self.bench_addr, self._tap_index),
-                                                           self._qemu.check_alive)
+                ga, nic, tap_index, qemu = self._ga, self._nic(), self._tap_index, self._qemu
+                assert ga is not None and nic is not None and tap_index is not None and qemu is not None  # booted
+                self._nic_facts = guestnet.configure_guest(ga, self.run_id, nic,
+                                                           guestnet.guest_iface(self.bench_addr, tap_index),
+                                                           qemu.check_alive)
             if self.docker:
                 self._start_docker()
         except BaseException:
@@ -176,7 +178,7 @@ class VmEnvironment(Environment):
             probe.stop()
 
     def _nic(self) -> Nic | None:
-        if self._tap is None:
+        if self._tap is None or self._tap_index is None:  # made together by create_tap
             return None
         return guestnet.nic(self.run_id, self._tap, self._tap_index)
 
@@ -186,6 +188,7 @@ class VmEnvironment(Environment):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d, mode=0o700)
         from isobench.images import rootfs_tar
+        assert self.accel is not None  # resolved by start() before the boot
         cfg, self._memory_note = qemu_config(self.spec, accel=self.accel, name=self.vm_name, vm_dir=self.vm_dir,
                                              sock_dir=self.sock_dir, kernel=kernel,
                                              extra_disks=(rootfs_tar(),) if self.docker else (), nic=self._nic())
@@ -218,6 +221,7 @@ class VmEnvironment(Environment):
             self._pinning = self._qemu.pin_vcpus(self.pin_cpus, self.pin_offset)
 
     def _start_docker(self) -> None:
+        assert self._ga is not None  # the guest agent is up once the VM booted
         boot, startup_s, published = GuestDocker(self._ga).start(
             image=self._image, data_disk=os.path.join(self.vm_dir, "data.raw"), container=self.container_name,
             run_id=self.run_id, tmpfs_mb=self.spec.tmpfs_mb,
@@ -330,7 +334,7 @@ class VmEnvironment(Environment):
         except OSError as exc:
             raise EnvironmentError_(f"{self.name}: cannot move QEMU (pid {pid}) to CPUs {sorted(target)}: "
                                     f"{exc}") from None
-        if cpus is None and self.spec.pin:
+        if cpus is None and self.spec.pin and self._qemu is not None:  # started: vmm_pid above
             self._pinning = self._qemu.pin_vcpus(self.pin_cpus, self.pin_offset)
 
     @property

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from isobench.envs.vm.guestagent import GuestAgent
 from isobench.envs.vm.qemu_cmdline import Nic

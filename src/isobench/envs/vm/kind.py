@@ -43,11 +43,12 @@ class VmKind(EnvKind):
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
         # "node": the vCPUs float within the node's CPUs; "core": instance
         # i's vCPUs start where instance i-1's ended
-        node_cpus = parse_cpulist(placement(spec.pin, index)) if spec.pin == "node" else None
+        where = placement(spec.pin, index) if spec.pin == "node" else None  # "node" always places
+        node_cpus = parse_cpulist(where) if where is not None else None
         return VmEnvironment(name=name, spec=spec, run_id=run_id, host_cores=host.cores,
                              host_mem_bytes=host.mem_bytes, pin_offset=index * spec.vcpus, pin_cpus=node_cpus)
 
-    def footprint(self, spec: VmSpec) -> list[Footprint]:
+    def footprint(self, spec: VmSpec) -> list[Footprint]:  # type: ignore[override]  # kind_of pairs kind and spec
         # guests' RAM, every instance at once (all environments are up together)
         return [Footprint("memory_mb", "memory", spec.memory_mb * 2**20 * spec.instances)]
 

@@ -36,7 +36,8 @@ class Verdict:
 
     def line(self) -> str:
         state = "KVM can run the guest" if self.usable else "KVM cannot run the guest"
-        return f"{state}: {self.reason} (probed {self.probed_at} in {self.probe_s:.1f} s{', cached' if self.cached else ''})"
+        cached = ", cached" if self.cached else ""
+        return f"{state}: {self.reason} (probed {self.probed_at} in {self.probe_s:.1f} s{cached})"
 
 
 def qemu_version(qemu: str = "qemu-system-x86_64") -> str:

@@ -45,7 +45,7 @@ def qemu_config(spec: VmSpec, *, accel: str, name: str, vm_dir: str, sock_dir: s
             memory = MemoryBacking("thp-prealloc")
             memory_note = (f"THP: anonymous memory, preallocated (no {mem_mb} MiB of reserved huge pages: "
                            f"{free_mb} MiB free; host THP: {thp_mode()})")
-    kargs = ()
+    kargs: tuple[str, ...] = ()
     if spec.tmpfs_mb:
         kargs = (f"isobench.tmpfs_mb={spec.tmpfs_mb}",)
     cfg = QemuConfig(
@@ -140,6 +140,7 @@ class QemuProcess:
     def pin_vcpus(self, node_cpus: list[int] | None, pin_offset: int) -> dict:
         """Each vCPU thread on its host CPU (vCPU i on allowed CPU i+offset,
         round robin), or all of them on a NUMA node's CPUs; the mapping."""
+        assert self.qmp is not None, "pin_vcpus after start"
         cpus = self.qmp.execute("query-cpus-fast", timeout=10)
         host = sorted(os.sched_getaffinity(0))
         mapping = {}

@@ -83,7 +83,7 @@ class QemuConfig:
     machine: str = "q35"
     extra_disks: tuple[str, ...] = ()  # raw, read-only (vm-docker's image tarball)
     kernel_args: tuple[str, ...] = ()
-    nic: "Nic | None" = None
+    nic: Nic | None = None
     qemu: str = "qemu-system-x86_64"
 
 

@@ -79,7 +79,7 @@ class SyncQmp:
         fut = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), self._loop)
         try:
             return fut.result(timeout + 5)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             fut.cancel()
             raise QmpTimeout(f"no answer from {self.path} within {timeout:g} s") from None
 

@@ -37,7 +37,7 @@ class VmSpec(EnvSpec):
     instances: int = INSTANCES
 
     @model_validator(mode="after")
-    def _consistent(self) -> "VmSpec":
+    def _consistent(self) -> VmSpec:
         if self.topology not in ("none", "auto"):
             s, c, t = (int(x) for x in self.topology.split("x"))
             if s * c * t != self.vcpus:

@@ -38,7 +38,7 @@ def bar_panels(table: Table, panels: list[tuple[str, list[Row]]], title: str,
                 if cell.status != OK:
                     continue
                 x = k if single else gi + (k - (n_env - 1) / 2) * width
-                mean = cell.summary.mean
+                mean = cell.mean
                 half = ci_half(cell)
                 ax.bar(x, mean, width=width * 0.9, color=colors[col.env],
                        hatch="//" if col.emulated else None,

@@ -70,14 +70,14 @@ def _xy_figure(table: Table, sweep: Sweep, x_metric: str, y_metric: str, title: 
         if not pts:
             continue
         drawn += 1
-        xs += [cx.summary.mean for _, cx, _ in pts]
-        ax.errorbar([cx.summary.mean for _, cx, _ in pts], [cy.summary.mean for _, _, cy in pts],
+        xs += [cx.mean for _, cx, _ in pts]
+        ax.errorbar([cx.mean for _, cx, _ in pts], [cy.mean for _, _, cy in pts],
                     xerr=[ci_half(cx) for _, cx, _ in pts], yerr=[ci_half(cy) for _, _, cy in pts],
                     marker="o", markersize=4, capsize=2, color=colors[col.env],
                     linestyle=line_style(col), label=env_label(col))
         if col.is_baseline:  # the swept value beside each point, once
             for v, cx, cy in pts:
-                ax.annotate(f"{v:g}", (cx.summary.mean, cy.summary.mean), textcoords="offset points",
+                ax.annotate(f"{v:g}", (cx.mean, cy.mean), textcoords="offset points",
                             xytext=(4, 4), fontsize=7, color=BASELINE_COLOR)
     if not drawn:
         return None

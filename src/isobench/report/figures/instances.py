@@ -51,7 +51,7 @@ def per_instance_figure(table: Table, sweep: Sweep) -> Figure | None:
         for label, metric in metrics:
             pts = [(v, row.cells[i]) for v, row in sweep.metric_rows(metric) if row.cells[i].status == OK]
             if pts:
-                ax.errorbar([v for v, _ in pts], [c.summary.mean for _, c in pts],
+                ax.errorbar([v for v, _ in pts], [c.mean for _, c in pts],
                             yerr=[ci_half(c) for _, c in pts], marker="o", markersize=3, capsize=2,
                             label=label, linestyle=line_style(col))
         key = sweep.metric_rows(metrics[0][1])[0][1].key

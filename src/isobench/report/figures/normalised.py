@@ -29,7 +29,9 @@ def performance(cell, higher_is_better: bool) -> tuple[float, float, float] | No
     r, lo, hi = v.effect.ratio, v.low, v.high
     if higher_is_better:
         return r, lo, hi
-    inv = (lambda x: 1 / x if finite(x) and x > 0 else math.nan)
+    def inv(x: float) -> float:
+        return 1 / x if finite(x) and x > 0 else math.nan
+
     return 1 / r, inv(hi), inv(lo)
 
 
@@ -65,7 +67,7 @@ def ratio_figure(table: Table, rows, title: str, labels: list[str] | None = None
     cols = [(i, c) for i, c in enumerate(table.columns) if not c.is_baseline]
     points = []  # (row index, column index within cols, value, lo, hi, marker)
     for ri, row in enumerate(rows):
-        for ci, (i, col) in enumerate(cols):
+        for ci, (i, _col) in enumerate(cols):
             cell = row.cells[i]
             perf = performance(cell, row.key.higher_is_better)
             if perf is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -12,14 +13,17 @@ from matplotlib.text import Text
 
 from isobench.report.figures.catalog import FigureSpec
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 # Text stays text in SVG (searchable, selectable, small); dates and hash salts
 # fixed so the same run gives byte-identical files.
-SVG_RC = {"svg.fonttype": "none", "svg.hashsalt": "isobench"}
+SVG_RC: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "isobench"}
 # Text in a figure is taken literally: "$...$" in a metric or case name is
 # not mathtext (it would fail to parse, or draw as something else). The
 # flag is read when a Text is made: for those made so far, and for the tick
 # labels made while drawing, every figure is saved through these two.
-LITERAL_RC = {"text.parse_math": False}
+LITERAL_RC: dict[RcKeyType, Any] = {"text.parse_math": False}
 
 
 def _literal(fig: Figure) -> None:

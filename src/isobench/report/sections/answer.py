@@ -9,14 +9,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from isobench.report.blocks import BAD, GOOD, Figure, Grid, Item, Items, Para
+from isobench.report.blocks import BAD, GOOD, Block, Figure, Grid, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
 from isobench.results.numbers import fmt_duration, fmt_pct, rounds_text
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.schedule import schedule_summary
-from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, budget_summary, tone
-from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP
+from isobench.results.stopping import budget_summary
+from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP, Verdict
 
 SHOWN = 4  # inconclusive cells listed one by one per environment
 ALT = "(a figure of every primary cell's ratio and interval is in the HTML report)"
@@ -52,6 +53,12 @@ def answers(table: Table, keys) -> list[EnvAnswer]:
     return out
 
 
+def _judged(cell: Cell) -> Verdict:
+    """The verdict of a cell ``answers`` sorted by its verdict: never None there."""
+    assert cell.verdict is not None
+    return cell.verdict
+
+
 def _name(row: Row) -> str:
     return f"{row.key.workload} {row.label}"
 
@@ -63,7 +70,7 @@ def settle_line(needed: list[int | None], n: int | None, seconds_per_round: floa
     beyond = len(needed) - len(finite)
     if not needed:
         return ""
-    parts = []
+    parts: list[str] = []
     for q in (0.5, 0.9, 1.0):
         if not finite:
             break
@@ -88,7 +95,7 @@ class AnswerSection(Section):
     def heading(self, ctx: ReportContext) -> str:
         return f"The answer: what each environment costs against {ctx.run.baseline}"
 
-    def blocks(self, ctx: ReportContext):
+    def blocks(self, ctx: ReportContext) -> list[Block]:
         table = ctx.table
         keys = primary_keys(ctx.run)
         found = answers(table, keys)
@@ -98,7 +105,7 @@ class AnswerSection(Section):
         primary_rows = [r for r in table.rows if r.key in wanted]
         m = max((c.verdict.m for r in primary_rows for c in r.cells if c.verdict is not None), default=0)
         if stores_primaries(ctx.run):  # judged in a family of their own (Table I's legend)
-            out = [Para(f"{len(keys)} primary metric(s) per environment (each workload case's own, or the "
+            out: list[Block] = [Para(f"{len(keys)} primary metric(s) per environment (each workload case's own, or the "
                         f"study's primary list), with Table I's verdicts ({m} primary cells corrected together); "
                         f"Table I has every metric, the descriptive ones marked {DESCRIPTIVE_MARK}.")]
         else:
@@ -118,15 +125,15 @@ class AnswerSection(Section):
             grid.append((a.env, changed, str(len(a.equivalent)), str(len(a.inconclusive)), str(len(a.untold))))
         out.append(Grid(("environment", "changed", "equivalent", "inconclusive", "not tested"), tuple(grid),
                         numeric_from=1))
-        changed = [Item(f"{_name(r)}: {interval_text(c.verdict)}, {tone(c)}", strong=f"{a.env}:",
-                        tone=BAD if tone(c) == "worse" else GOOD)
-                   for a in found for r, c in a.changed]
-        if changed:
-            out.append(Items(tuple(changed), heading="Changed"))
-        equivalent = [Item("; ".join(f"{_name(r)} {fmt_pct(c.verdict.pct)}" for r, c in a.equivalent),
+        changed_items = [Item(f"{_name(r)}: {interval_text(_judged(c))}, {tone(c)}", strong=f"{a.env}:",
+                              tone=BAD if tone(c) == "worse" else GOOD)
+                         for a in found for r, c in a.changed]
+        if changed_items:
+            out.append(Items(tuple(changed_items), heading="Changed"))
+        equivalent = [Item("; ".join(f"{_name(r)} {fmt_pct(_judged(c).pct)}" for r, c in a.equivalent),
                            strong=f"{a.env}:") for a in found if a.equivalent]
         if equivalent:
-            margins = sorted({f"±{c.verdict.margin_pct:g}%" for a in found for _, c in a.equivalent})
+            margins = sorted({f"±{_judged(c).margin_pct:g}%" for a in found for _, c in a.equivalent})
             out.append(Items(tuple(equivalent), heading=f"Equivalent (the interval lies within {', '.join(margins)})"))
         open_cells = [(a.env, r, c) for a in found for r, c in a.inconclusive]
         if open_cells:
@@ -134,7 +141,7 @@ class AnswerSection(Section):
             out.append(Items(tuple(item for a in found for item in _open_items(a, pace)),
                              heading="Inconclusive: these rounds cannot tell (cheapest to settle first)"))
             n = next((col.n for col in table.columns if col.is_baseline), None)
-            out.append(Para(settle_line([c.verdict.rounds_needed for _, _, c in open_cells], n, pace)))
+            out.append(Para(settle_line([_judged(c).rounds_needed for _, _, c in open_cells], n, pace)))
         untold = [Item(f"{_name(r)}: {c.status if c.status != OK else 'not tested'}"
                        + (f" ({c.verdict.reason})" if c.verdict is not None and c.verdict.reason else ""),
                        strong=f"{a.env}:") for a in found for r, c in a.untold]
@@ -149,13 +156,13 @@ class AnswerSection(Section):
 def _open_items(a: EnvAnswer, pace: float | None = None) -> list[Item]:
     """The SHOWN cells cheapest to settle, one line each; the rest in one line
     (the Inconclusive section lists every one)."""
-    cells = sorted(a.inconclusive, key=lambda rc: _cost(rc[1].verdict.rounds_needed))
-    items = [Item(f"{_name(r)}: {interval_text(c.verdict)}; "
-                  + (f"{c.verdict.callable_text}; " if c.verdict.callable_text else "")
-                  + f"{rounds_text(c.verdict.rounds_needed, pace, ROUNDS_NEEDED_CAP)} would settle it",
+    cells = sorted(a.inconclusive, key=lambda rc: _cost(_judged(rc[1]).rounds_needed))
+    items = [Item(f"{_name(r)}: {interval_text(_judged(c))}; "
+                  + (f"{_judged(c).callable_text}; " if _judged(c).callable_text else "")
+                  + f"{rounds_text(_judged(c).rounds_needed, pace, ROUNDS_NEEDED_CAP)} would settle it",
                   strong=f"{a.env}:") for r, c in cells[:SHOWN]]
     if rest := cells[SHOWN:]:
-        low, high = rest[0][1].verdict.rounds_needed, rest[-1][1].verdict.rounds_needed
+        low, high = _judged(rest[0][1]).rounds_needed, _judged(rest[-1][1]).rounds_needed
         span = _rounds(low) if _rounds(low) == _rounds(high) else f"{_rounds(low)} to {_rounds(high)}"
         items.append(Item(f"{len(rest)} more need {span} rounds (listed under Inconclusive)",
                           strong=f"{a.env}:"))

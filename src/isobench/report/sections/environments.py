@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from isobench.report.blocks import NOTE, PLAIN, Record, Records
 from isobench.report.section import HTML, MARKDOWN, ReportContext, Section
-from isobench.results.table import EMULATED_NOTE, fmt_fact, is_emulated
+from isobench.results.runfacts import fmt_fact
+from isobench.results.table import EMULATED_NOTE, is_emulated
 
 
 def _pairs(value) -> tuple[tuple[str, str], ...]:

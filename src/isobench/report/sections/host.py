@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from isobench.report.blocks import WARN, Facts, Item, Items
+from isobench.report.blocks import WARN, Block, Facts, Item, Items
 from isobench.report.section import ReportContext, Section
-from isobench.results.table import doctor_warnings, host_facts, run_facts
+from isobench.results.runfacts import doctor_warnings, host_facts, run_facts
 
 
 class HostSection(Section):
@@ -12,8 +12,8 @@ class HostSection(Section):
     title = "Run and host"
     order = 80
 
-    def blocks(self, ctx: ReportContext):
-        out = [Facts(tuple(run_facts(ctx.run)) + tuple(host_facts(ctx.run)))]
+    def blocks(self, ctx: ReportContext) -> list[Block]:
+        out: list[Block] = [Facts(tuple(run_facts(ctx.run)) + tuple(host_facts(ctx.run)))]
         if warnings := doctor_warnings(ctx.run):
             out.append(Items(tuple(Item(w) for w in warnings), tone=WARN,
                              heading="Host settings that may bias these results (isobench doctor):"))

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from isobench.report.blocks import DIM, NOTE, Item, Items, Para, Results
 from isobench.report.section import TERMINAL, ReportContext, Section
-from isobench.results.table import short_key
+
+
+def short_key(baseline: str) -> str:
+    """What a short cell holds (the first legend line where cells are short)."""
+    return (f"Cell: mean, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
+            f"(min..max) are in `report --format md` and `html`.")
 
 
 class ResultsSection(Section):
@@ -15,7 +20,7 @@ class ResultsSection(Section):
     def blocks(self, ctx: ReportContext):
         table = ctx.table
         legend = list(table.legend)
-        if legend and ctx.fmt == TERMINAL:  # the terminal draws short cells (results.table.short_text)
+        if legend and ctx.fmt == TERMINAL:  # the terminal draws short cells (report.terminal.short_text)
             legend[0] = short_key(table.baseline)
         return [Results(table), *(Para(n, NOTE) for n in table.footnotes),
                 Items(tuple(Item(line) for line in legend), tone=DIM)]

@@ -1,0 +1,74 @@
+"""The run's and its host's facts as (label, text) pairs, shared by every
+renderer and by the fingerprint of a run: well-known host facts first,
+sizes in binary units, anything structured as compact JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from isobench.results.model import RunData
+from isobench.results.numbers import DASH
+
+HOST_KEYS = (("cpu_model", "CPU"), ("cores", "Cores"), ("mem_bytes", "Memory"),
+             ("kernel", "Kernel"), ("thp", "THP"), ("governor", "Governor"),
+             ("docker_version", "Docker"))
+
+
+def fmt_bytes(n: Any) -> str:
+    try:
+        n = float(n)
+    except (TypeError, ValueError):
+        return str(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # unreachable
+
+
+def fmt_fact(value: object) -> str:
+    """Scalars as they are; lists and dicts as compact JSON."""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    if value is None:
+        return DASH
+    return str(value)
+
+
+def host_facts(run: RunData) -> list[tuple[str, str]]:
+    """(label, text) pairs: the well-known facts first, then whatever else is there."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    known = dict(HOST_KEYS)
+    out = []
+    for key, label in HOST_KEYS:
+        if key in facts:
+            v = facts[key]
+            out.append((label, fmt_bytes(v) if key == "mem_bytes" else fmt_fact(v)))
+    noise = facts.get("host_noise")
+    if isinstance(noise, dict) and isinstance(noise.get("line"), str):  # the noise pilot's own sentence
+        out.append(("Host noise", noise["line"]))
+    elif "host_noise" in facts:
+        out.append(("host_noise", fmt_fact(noise)))
+    out += [(k, fmt_fact(v)) for k, v in facts.items()
+            if k not in known and k not in ("doctor", "adaptive", "host_noise")]
+    return out
+
+
+def doctor_warnings(run: RunData) -> list[str]:
+    """`isobench doctor` findings stored with the run that may bias it."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    return [f"{f['check']}: {f['value']}" + (f" ({f['fix']})" if f.get("fix") else "")
+            for f in facts.get("doctor", []) if f.get("status") == "warn"]
+
+
+def run_facts(run: RunData) -> list[tuple[str, str]]:
+    return [
+        ("Study", run.study_name),
+        ("Study hash", run.study_hash[:12] if run.study_hash else DASH),
+        ("Run", run.run_id),
+        ("Status", run.status),
+        ("Started", run.started_at or DASH),
+        ("Finished", run.finished_at or DASH),
+        ("Baseline", run.baseline),
+    ]
