@@ -184,7 +184,7 @@ def log_paired(log_ratios: ArrayLike) -> TTest:
     return TTest(est, se, df, t_pvalue(est, se, df))
 
 
-def log_crossover(log_ratios, sides) -> TTest | None:
+def log_crossover(log_ratios: Sequence[float] | np.ndarray, sides: Sequence[str]) -> TTest | None:
     """A duet's paired log ratios blocked by the CPU set the candidate ran on
     (a two-period crossover, the period being the side): the estimate is the
     mean of the two sides' means, so a set that is systematically faster
@@ -198,9 +198,10 @@ def log_crossover(log_ratios, sides) -> TTest | None:
     a, b = groups
     df = a.size + b.size - 2.0
     pooled = (float(np.sum((a - a.mean()) ** 2)) + float(np.sum((b - b.mean()) ** 2))) / df
-    est = np.float64((a.mean() + b.mean()) / 2)
-    se = np.float64(math.sqrt(pooled * (1 / a.size + 1 / b.size) / 4))
-    return TTest(est, se, np.float64(df), t_pvalue(est, se, np.float64(df)))
+    est = np.asarray((a.mean() + b.mean()) / 2)
+    se = np.asarray(math.sqrt(pooled * (1 / a.size + 1 / b.size) / 4))
+    dfs = np.asarray(df)
+    return TTest(est, se, dfs, t_pvalue(est, se, dfs))
 
 
 @dataclass(frozen=True)

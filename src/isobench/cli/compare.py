@@ -132,7 +132,7 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         from isobench.results.attribution import compare_section_lines
         for i, line in enumerate(compare_section_lines(a, b)):
             console.print(Text(("\n" if i == 0 else "") + line, style="bold" if i == 0 else ""))
-    if not to_stdout(output):
+    if output is not None and not to_stdout(output):
         err_console.print(f"comparison written to {printable(output)}", markup=False, highlight=False)
         err_console.print(result.form_line, markup=False, highlight=False)
         if result.between_line:

@@ -94,6 +94,7 @@ def emit(text: str, output: str | None, what: str = "-o") -> None:
     if to_stdout(output):
         click.echo(text, nl=not text.endswith("\n"))
         return
+    assert output is not None  # to_stdout took None
     with writing(output, what):
         Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
 
@@ -104,6 +105,7 @@ def terminal_to(output: str | None, render, console: Console) -> None:
     if to_stdout(output):
         render(console)
         return
+    assert output is not None  # to_stdout took None
     with writing(output), open(output, "w", encoding="utf-8") as fh:
         render(Console(file=fh, width=columns()))
 

@@ -78,7 +78,7 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
     from isobench.store.db import StoreError
     store = _open_store(store_path)
     from isobench.cli.fleet import is_fleet_id
-    if is_fleet_id(store, run_id):
+    if run_id is not None and is_fleet_id(store, run_id):
         if fmt == "json":
             _fail(f"report {run_id} --format json: a fleet's report has no JSON; "
                   f"`isobench report {run_id}/HOST --format json` gives each host's run")

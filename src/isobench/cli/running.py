@@ -134,6 +134,7 @@ def run(study_file: str | None, store_path: str, output: str | None, out_dir: st
                 budget = f"{int(stored)}s"
             schedule = schedule or (store.run_facts(resume_id).get("schedule") or {}).get("name")
         else:
+            assert study_file is not None  # one of the two, checked above
             study = load_study(study_file)
         if budget is not None:
             study = with_budget(study, budget)

@@ -15,7 +15,8 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from isobench.checks.doctor import findings_as_facts, judge, read_host
 from isobench.checks.health import Watch, clean_pending, final_status, remember_leftovers
@@ -34,7 +35,7 @@ from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptiv
 from isobench.run.measure import record, record_failure, take
 from isobench.run.schedule import Schedule, Slot, make_schedule
 from isobench.store.db import Store, StoreWriteError
-from isobench.study import Study
+from isobench.study import Study, StudyMeta
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import Workload
 from isobench.workloads.server import ServerWorkload
@@ -76,7 +77,7 @@ def new_run_id(study: Study) -> str:
 def plan(study: Study, host) -> list[Cell]:
     """Every cell of the study; with a [noise] table, every cell once per
     step, steps in order (the runner measures one step's cells together)."""
-    cells = []
+    cells: list[Cell] = []
     for entry in study.workloads:
         workload = WORKLOADS[entry.workload](entry.params, host)
         if study.meta.schedule == "duet" and workload.duets:  # "all cores" is one side's
@@ -139,7 +140,7 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
     for cell in cells:
         store.define_metrics(run_id, cell.key, cell.case, cell.workload.defined_metrics(cell.workload_case))
     started: list[Environment] = []
-    client = None
+    client: ClientHost | None = None
     noise = Noise(study.noise, run_id) if study.noise is not None else None
     status = "failed"
     try:
@@ -169,9 +170,15 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
             if noise is not None and any((e.name, c.key, c.case, r) not in done for r in
                                          range(meta.warmup + meta.adaptive_schedule.min_rounds)
                                          for c in step_cells for e in started):
+                assert study.noise is not None and step is not None  # a noise study's cells have steps
                 progress.note(f"noise: {study.noise.stressor} stressor, {step} workers")
                 noise_facts = noise.start_step(step)
-            first_block = budget.first if budget else meta.adaptive_schedule.min_rounds if meta.adaptive else meta.repetitions
+            if budget:
+                first_block = budget.first
+            elif meta.adaptive:
+                first_block = meta.adaptive_schedule.min_rounds
+            else:
+                first_block = int(meta.repetitions)
             rounds, first = meta.warmup + first_block, 0
             active = {(c.key, c.case) for c in step_cells}
             ended: dict[tuple[str, str], int] = {}  # case -> rounds (warm-up included) when a budget stopped it
@@ -205,8 +212,8 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                 if decision.stop:
                     break
                 first, rounds = rounds, rounds + decision.more
-            planned |= {(e.name, c.key, c.case, r) for c in step_cells for r in range(ended.get((c.key, c.case), rounds))
-                        for e in envs if (e.name, c.key) not in skip}
+            planned |= {(e.name, c.key, c.case, r) for c in step_cells
+                        for r in range(ended.get((c.key, c.case), rounds)) for e in envs if (e.name, c.key) not in skip}
         status = final_status(planned, store.measured_cells(run_id))
     except KeyboardInterrupt:
         status = "interrupted"
@@ -277,7 +284,7 @@ class _Run:
 
     store: Store
     run_id: str
-    meta: object
+    meta: StudyMeta
     done: set
     skip: dict
     watch: Watch
@@ -312,7 +319,8 @@ def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict 
                       + (" (duet)" if duet else ""))
     if duet:
         try:
-            takens = run_duet(cell.workload, cell.workload_case, (live[0], live[1]), slot.cpus, noise_facts)
+            cpus = (slot.cpus[0], slot.cpus[1])
+            takens = run_duet(cell.workload, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
         except EnvironmentError_ as exc:
             for env in live:
                 record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
@@ -360,7 +368,7 @@ def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:
             signal.signal(signal.SIGINT, previous)
 
 
-def _teardown(envs: list[Environment], run_id: str) -> list[str]:
+def _teardown(envs: Sequence[Environment | ClientHost], run_id: str) -> list[str]:
     """Stop every environment, then sweep anything labelled with this run
     (a container created just as Ctrl-C arrived). A second Ctrl-C must not
     cut this short, so SIGINT is held off until it is done. Returns what

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from isobench.clienthost import ClientHost
 from isobench.host import counters
 from isobench.envs.base import Environment, Paths
 from isobench.core.proc import ExecResult
@@ -136,7 +137,7 @@ class ServerWorkload(Workload):
     # Absolute path, for start-stop-daemon --exec; `isobench clean` kills a
     # leftover native server only if its pid still runs this executable.
     server_exe: ClassVar[str] = ""
-    client = None  # the ClientHost, set by the runner (runner.attach_client_host)
+    client: ClientHost | None = None  # set by the runner (runner.attach_client_host)
 
     @classmethod
     def owns_process(cls, exe: str, argv: list[str]) -> bool:
