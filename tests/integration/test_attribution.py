@@ -66,8 +66,10 @@ def test_a_nat_costs_kernel_cpu_per_round_trip(tmp_path, quiet_host):
     assert any(kernel[k].delta > 0 and kernel[k].verdict.changed for k in ("cpu.system_s", "cpu.softirq_s"))
 
 
+# (b)'s effect is about 5x (softirq per round trip 29 -> 215 us here): 6 rounds
+# a side resolve it (Welch on logs, 10 df), where (a) needs 10
 NAT_ONLY = NETLAT.replace('baseline = "docker-host"', 'baseline = "docker-nat"').replace(
-    "[environments.docker-host]\n", "")
+    "[environments.docker-host]\n", "").replace("repetitions = 10", "repetitions = 6")
 
 
 def iptables(*args: str) -> subprocess.CompletedProcess:
@@ -120,7 +122,8 @@ def test_b_iptables_rules_land_in_kernel_cost(tmp_path):
     # host's busy time, so a CPU-bound neighbour's user time, spread over
     # fewer round trips once the rules slow them, would pass it on its own.
     effect = compare_cell(kernel_time(after), kernel_time(before), False)
-    assert effect.ratio > 1 and effect.p < 0.05
+    print(f"kernel time per round trip: ratio {effect.ratio:.2f}, p {effect.p:.2g}")
+    assert effect.ratio > 1 and effect.p < 0.05, effect
 
 
 VM = """
