@@ -27,7 +27,7 @@ preset = "docker-host"
 cpus = 0.4
 
 [workloads.compression]
-size_mb = 4
+size_mb = 2
 threads = 1
 level = 2
 
