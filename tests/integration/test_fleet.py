@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-# Three containers, each installing isobench and running a study: about 7
-# minutes of a 2-core host, plus the dependency wheels and the sshd image the
-# first time (green here on 2026-11-23, so part of the suite).
+# Three containers, each installing isobench and running a study: about 4
+# minutes of a 2-core host (255 s for the four tests here on 2026-11-26), plus
+# the dependency wheels and the sshd image the first time; part of the suite.
 pytestmark = pytest.mark.integration
 
 LABEL = "isobench.fleet-test=1"
