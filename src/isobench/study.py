@@ -20,7 +20,7 @@ from isobench.core.readbound import BoundedReadError, read_bounded
 from isobench.host.noise import NoiseSpec
 from isobench.analysis.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
 from isobench.analysis.stats import DEFAULT_TOL_PCT
-from isobench.workloads import WORKLOADS
+from isobench.workloads import WORKLOADS, claiming_fields, table_kind
 from isobench.workloads.base import WorkloadParams
 from isobench.core.strictmodel import StrictModel
 from isobench.core import tomlbound
@@ -223,10 +223,11 @@ def _workload_entries(path: str, raw: Any) -> list[WorkloadEntry]:
         if not isinstance(body, dict):
             raise StudyError(f"{path}: workloads.{key}: must be a table ([workloads.{key}])")
         body = dict(body)
-        kind = body.pop("workload", key)
+        kind = body.pop("workload") if "workload" in body else table_kind(key, body) or key
         if not isinstance(kind, str) or kind not in WORKLOADS:
+            own = "".join(f", or give {f} = [...] to measure your own program" for f in claiming_fields())
             raise StudyError(f"{path}: workloads.{key}: unknown workload {kind!r}; allowed: "
-                             f"{', '.join(sorted(WORKLOADS))} (or set workload = \"...\")")
+                             f"{', '.join(sorted(WORKLOADS))} (or set workload = \"...\"{own})")
         cls = WORKLOADS[kind]
         try:
             params = cls.Params.model_validate(body)

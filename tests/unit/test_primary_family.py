@@ -23,6 +23,7 @@ from isobench.results.table import DESCRIPTIVE_MARK, build_table
 from isobench.store.db import Store
 from isobench.study import StudyError, parse_study
 from isobench.store.transfer import TransferError, export_run, import_run
+from workload_params import default_params
 from synthetic_runs import DECLARED, Synthetic, write_run
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
 
@@ -317,7 +318,8 @@ def test_adaptive_repetitions_wait_for_the_primary_cells_only(fake, tmp_path, mo
 # docs/workloads pages say the same); webstore's open loop and peak below
 SHIPPED = {"api": ("task_s",), "compression": ("throughput_mbs",), "hpcc": ("hpl_gflops",),
            "netbw": ("gbps",), "netlat": ("mean_us", "p50_us"), "oltp": ("tps",), "redis": ("rps",),
-           "redis-scaleout": ("rps",), "startup": ("ready_s",), "webstore": ("orders_per_min",)}
+           "redis-scaleout": ("rps",), "startup": ("ready_s",), "webstore": ("orders_per_min",),
+           "command": ("wall_s",)}
 FIO = {"seqread": ("bandwidth_mbs",), "seqwrite": ("bandwidth_mbs",), "randread": ("iops",),
        "randwrite": ("iops",), "randrw70": ("iops",)}
 
@@ -331,7 +333,7 @@ def _declared(cls, params):
 def test_every_shipped_workload_case_declares_its_primaries():
     from isobench.workloads import WORKLOADS
     for name, cls in WORKLOADS.items():
-        declared = _declared(cls, cls.Params())
+        declared = _declared(cls, default_params(name, cls))
         assert all(declared.values()), name
         assert declared == (FIO if name == "fio" else dict.fromkeys(declared, SHIPPED[name])), name
     web = WORKLOADS["webstore"]
@@ -346,7 +348,7 @@ def test_the_metric_names_follow_the_parameters_never_the_host():
     hosts = (HostInfo(cores=1, mem_bytes=2**30, disk_free_bytes=2**30),
              HostInfo(cores=64, mem_bytes=2**40, disk_free_bytes=2**42, llc_bytes=2**26))
     for name, cls in WORKLOADS.items():
-        params = cls.Params()
+        params = default_params(name, cls)
         for host in hosts:
             w = cls(params, host)
             assert cls.metric_names(params) == list(dict.fromkeys(

@@ -54,11 +54,11 @@ def throwaway(monkeypatch):
 
 
 def test_every_workload_module_registers_itself():
-    names = {"api", "compression", "fio", "hpcc", "netbw", "netlat", "oltp", "redis", "redis-scaleout", "startup",
-             "webstore"}
+    names = {"api", "command", "compression", "fio", "hpcc", "netbw", "netlat", "oltp", "redis", "redis-scaleout",
+             "startup", "webstore"}
     assert set(WORKLOADS) == names
     assert all(cls.name == name and issubclass(cls, Workload) for name, cls in WORKLOADS.items())
-    with pytest.raises(KeyError, match="unknown workload 'nope'; known: api, compression"):
+    with pytest.raises(KeyError, match="unknown workload 'nope'; known: api, command, compression"):
         isobench.workloads.get("nope")
 
 

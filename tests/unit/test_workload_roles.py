@@ -11,6 +11,7 @@ from isobench.host.hostinfo import HostInfo
 from isobench.core.metric import (CPU_COST, CPU_UTIL, DURATION, FAIRNESS, LATENCY, PER_INSTANCE, ROLES, STARTUP,
                                   THROUGHPUT)
 from isobench.workloads import WORKLOADS
+from workload_params import default_params
 
 HOST = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
 # netpairs.LATENCY_METRICS: (workload, metrics) the NAT vs host comparison took; None = all
@@ -36,7 +37,7 @@ def legacy_role(workload: str, name: str, unit: str) -> str | None:
 
 def cells():
     for name, cls in sorted(WORKLOADS.items()):
-        w = cls(cls.Params(), HOST)
+        w = cls(default_params(name, cls), HOST)
         for case in w.cases():
             yield name, case, w.metrics(case)
 

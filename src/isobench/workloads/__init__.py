@@ -4,8 +4,8 @@ package's face."""
 
 from __future__ import annotations
 
-from isobench.workloads.registry import WORKLOADS, discover, get
+from isobench.workloads.registry import WORKLOADS, claiming_fields, discover, get, table_kind
 
 discover(__path__, f"{__name__}.")
 
-__all__ = ["WORKLOADS", "get"]
+__all__ = ["WORKLOADS", "claiming_fields", "get", "table_kind"]

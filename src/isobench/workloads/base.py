@@ -129,6 +129,10 @@ class Workload(abc.ABC):
     # over (a disk, a client host on the same CPUs); such a workload's
     # host.cores is one side's CPUs, and cpus_needed() must fit them.
     duet: ClassVar[bool] = False
+    # A study table holding this field is this workload's whatever the
+    # table's name ([workloads.mybuild] with command = [...]): the name is
+    # then the user's. "" for workloads a table names (registry.table_kind).
+    claimed_by_field: ClassVar[str] = ""
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params

@@ -53,6 +53,21 @@ def discover(path: Iterable[str], prefix: str) -> list[type[Workload]]:
     return found
 
 
+def table_kind(key: str, body: dict) -> str | None:
+    """The workload a study's ``[workloads.KEY]`` table without a
+    ``workload = "..."`` field is: the one claiming a field the table holds
+    (Workload.claimed_by_field), else the one named KEY; None if neither."""
+    claimed = sorted(n for n, cls in WORKLOADS.items() if cls.claimed_by_field and cls.claimed_by_field in body)
+    if claimed:
+        return claimed[0]
+    return key if key in WORKLOADS else None
+
+
+def claiming_fields() -> list[str]:
+    """The fields that make a table a workload's whatever its name, sorted."""
+    return sorted({cls.claimed_by_field for cls in WORKLOADS.values() if cls.claimed_by_field})
+
+
 def get(name: str) -> type[Workload]:
     try:
         return WORKLOADS[name]

@@ -1,0 +1,335 @@
+"""Your own program as a workload, declared in the study file alone:
+
+    [workloads.mybuild]
+    command = ["make", "-j1"]
+    setup = ["make", "clean"]
+    files = ["src"]
+
+Any table holding ``command`` is this workload, under the user's name for it
+(Workload.claimed_by_field). Each sample runs ``setup``, then ``command``
+``repeat`` times under GNU time (``/usr/bin/time -v``), then ``cleanup``; only
+the command's runs are timed. Its metrics: the timed part's wall time
+(primary unless an output metric is), user and system CPU seconds and peak
+resident memory from GNU time, and any metric read from the command's output
+by a regular expression or a JSON path (command_rules.py). The ``files`` are
+copied byte-identical into each environment's scratch directory
+(command_files.py), the command's working directory unless ``workdir``
+says otherwise; the digest of every file and of the executable each
+environment resolves go with every sample (docs/workloads/command.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+import shlex
+import time
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from isobench.core.metric import DURATION, Metric
+from isobench.core.proc import ExecResult
+from isobench.core.strictmodel import StrictModel
+from isobench.envs.base import Environment, Paths
+from isobench.workloads import command_files as cf
+from isobench.workloads.base import Footprint, Measurement, ParseError, Workload, WorkloadError, WorkloadParams, check
+from isobench.workloads.command_rules import (
+    first_json,
+    json_path,
+    parse_time_block,
+    read_json,
+    read_regex,
+    split_time,
+    tail_lines,
+    value_group,
+)
+from isobench.workloads.compress import TIMER_RESOLUTION_S, TIMER_SHARE, TIMER_SHARE_PCT
+
+# The PATH every environment resolves the command with (the image's own,
+# images/definition.py): natively, a shell's PATH (a virtualenv, pyenv
+# shims, ~/bin) would run another program than the containers do.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+BUILTIN = ("wall_s", "user_s", "sys_s", "peak_rss_mib")
+_METRIC_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+# A stored sample keeps at most this much of each stream (the tail): enough
+# for any summary a rule reads, bounded for a command that prints a lot.
+KEEP_CHARS = 1 << 20
+
+
+class OutputMetric(StrictModel):
+    """``[workloads.NAME.metrics.METRIC]``: one number read from every run's output."""
+
+    regex: str | None = None
+    json_: str | None = Field(None, alias="json")
+    stream: Literal["stdout", "stderr"] = "stdout"
+    unit: str = Field("", max_length=20)
+    higher_is_better: bool
+    primary: bool = False
+    description: str = Field("", max_length=200)
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> "OutputMetric":
+        if (self.regex is None) == (self.json_ is None):
+            raise ValueError("give one of regex = '...' (a named group marks the number) or json = '$.path'")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"regex does not compile: {exc}") from None
+        else:
+            json_path(self.json_)
+        return self
+
+
+def _argv(v: Any, empty_ok: bool) -> Any:
+    if isinstance(v, str):
+        raise ValueError(f"must be an argv list such as [\"make\", \"-j1\"], not a string (for a shell line write "
+                         f"[\"sh\", \"-c\", {json.dumps(v)[:60]}])")
+    if isinstance(v, (list, tuple)):
+        if not v and not empty_ok:
+            raise ValueError("must name a program: an argv list such as [\"make\", \"-j1\"]")
+        if not all(isinstance(a, str) for a in v):
+            raise ValueError("every argument must be a string (quote numbers: \"1\")")
+        if v and not v[0]:
+            raise ValueError("the program's name is empty")
+        if any("\0" in a for a in v):
+            raise ValueError("an argument holds a NUL byte")
+    return v
+
+
+class CommandParams(WorkloadParams):
+    command: tuple[str, ...]
+    setup: tuple[str, ...] = ()
+    cleanup: tuple[str, ...] = ()
+    workdir: str = ""  # relative to the scratch directory, or absolute
+    env: dict[str, str] = Field(default_factory=dict)
+    repeat: int = Field(1, ge=1, le=10_000)
+    files: tuple[str, ...] = ()
+    metrics: dict[str, OutputMetric] = Field(default_factory=dict)
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command(cls, v: Any) -> Any:
+        return _argv(v, empty_ok=False)
+
+    @field_validator("setup", "cleanup", mode="before")
+    @classmethod
+    def _steps(cls, v: Any) -> Any:
+        return _argv(v, empty_ok=True)
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in v if not _ENV_NAME.fullmatch(k)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a variable name (letters, digits, '_', not starting with a digit)")
+        if any("\0" in x for x in v.values()):
+            raise ValueError("a value holds a NUL byte")
+        return v
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir(cls, v: str) -> str:
+        if "\0" in v or ".." in v.split("/"):
+            raise ValueError("must stay inside the scratch directory (no '..'), or be an absolute path")
+        return v
+
+    @field_validator("files")
+    @classmethod
+    def _files(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        names = [posixpath.basename(f.rstrip("/")) for f in v]
+        if any(not f or not n or n in (".", "..") for f, n in zip(v, names)):
+            raise ValueError("name a file or directory (not '', '.' or '..')")
+        twice = [n for n in names if names.count(n) > 1]
+        if twice:
+            raise ValueError(f"two entries are named {twice[0]!r} in the scratch directory; copy their parent")
+        return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, v: dict[str, OutputMetric]) -> dict[str, OutputMetric]:
+        for name, rule in v.items():
+            if not _METRIC_NAME.fullmatch(name):
+                raise ValueError(f"{name!r}: a metric name is lower-case letters, digits and '_', starting with "
+                                 "a letter, at most 40 characters")
+            if name in BUILTIN:
+                raise ValueError(f"{name!r} is a built-in metric ({', '.join(BUILTIN)}); choose another name")
+            if rule.regex is not None:
+                try:
+                    value_group(re.compile(rule.regex), name)
+                except ValueError as exc:
+                    raise ValueError(f"{name}.regex {exc}") from None
+        return v
+
+
+class Command(Workload):
+    name: ClassVar[str] = "command"
+    Params: ClassVar[type[WorkloadParams]] = CommandParams
+    packages: ClassVar[tuple[str, ...]] = ("time",)
+    claimed_by_field: ClassVar[str] = "command"
+    params: CommandParams
+
+    def __init__(self, params: WorkloadParams, host) -> None:
+        super().__init__(params, host)
+        self._entries: list[cf.Entry] | None = None
+        self._program: dict[str, dict] = {}  # environment -> its executable and digests
+
+    # -- what it emits --------------------------------------------------------
+    def metrics(self, case: str) -> list[Metric]:
+        rules = self.params.metrics
+        own_primary = any(r.primary for r in rules.values())
+        return [
+            Metric("wall_s", "s", False, "wall-clock time of the timed runs", role=DURATION,
+                   primary=not own_primary),
+            Metric("user_s", "s", False, "CPU time in user mode (GNU time)", role=DURATION),
+            Metric("sys_s", "s", False, "CPU time in the kernel (GNU time)", role=DURATION),
+            Metric("peak_rss_mib", "MiB", False, "largest resident set of one run (GNU time)"),
+            *(Metric(name, r.unit, r.higher_is_better, r.description or f"read from the {r.stream} by "
+                     + ("a regex" if r.regex is not None else f"json {r.json_}"), primary=r.primary)
+              for name, r in rules.items()),
+        ]
+
+    def units(self, case: str, m: Measurement) -> list:
+        return ["run", float(self.params.repeat)]
+
+    # -- where it runs --------------------------------------------------------
+    def scratch(self, paths: Paths) -> str:
+        """The scratch directory: named by the parameters' digest, so two
+        tables never share one and nothing needs the table's name."""
+        tag = hashlib.sha256(self.params.model_dump_json().encode()).hexdigest()[:12]
+        return posixpath.join(paths.data, f"command-{tag}")
+
+    def cwd(self, case: str, paths: Paths) -> str:
+        return posixpath.join(self.scratch(paths), self.params.workdir) if self.params.workdir \
+            else self.scratch(paths)
+
+    def wrapped(self, argv: list[str], paths: Paths) -> list[str]:
+        """argv under the study's environment variables and the system PATH."""
+        env = {"PATH": SYSTEM_PATH, "ISOBENCH_SCRATCH": self.scratch(paths), **self.params.env}
+        return ["/usr/bin/env", *(f"{k}={v}" for k, v in env.items()), *argv]
+
+    def argv(self, case: str, paths: Paths) -> list[str]:
+        return self.wrapped(["/usr/bin/time", "-v", "--", *self.params.command], paths)
+
+    def footprint(self) -> list[Footprint]:
+        # the archive and what it unpacks to: WorkloadError names a bad entry
+        return [Footprint("files", "disk", 2 * sum(e.size for e in self.entries()))]
+
+    def entries(self) -> list[cf.Entry]:
+        if self._entries is None:
+            self._entries = cf.manifest(self.params.files)
+        return self._entries
+
+    # -- preparing an environment ---------------------------------------------
+    def prepare(self, env: Environment) -> None:
+        scratch, cwd = self.scratch(env.paths), self.cwd("default", env.paths)
+        check(env.exec(["rm", "-rf", scratch], timeout=120))
+        # an absolute workdir is the user's to provide; one inside the scratch directory is made
+        check(env.exec(["mkdir", "-p", scratch, *([cwd] if cwd.startswith(scratch) else [])], timeout=60))
+        entries = self.entries()
+        if entries:
+            tar = posixpath.join(env.paths.data, f"{posixpath.basename(scratch)}.tar")
+            env.write_file(tar, cf.archive(entries))
+            check(env.exec(["tar", "-xf", tar, "-C", scratch, "--no-same-owner"], timeout=600))
+            check(env.exec(["rm", "-f", tar], timeout=60))
+            copied = check(env.exec(["find", ".", "-type", "f", "-exec", "sha256sum", "{}", "+"], timeout=600,
+                                    cwd=scratch))
+            cf.check_copied(entries, copied.stdout, env.name)
+        self._program[env.name] = {**self.resolve(env), **({"files": cf.digests(entries)} if entries else {})}
+
+    def resolve(self, env: Environment) -> dict:
+        """The executable the environment runs for ``command[0]`` (as execvp
+        finds it, with the study's PATH) and its SHA-256."""
+        find = ('case $1 in */*) p=$1 ;; *) p=$(which -- "$1") || { echo "not found on $PATH" >&2; exit 127; } ;; '
+                'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p"')
+        r = env.exec(self.wrapped(["sh", "-c", find, "sh", self.params.command[0]], env.paths), timeout=120,
+                     cwd=self.cwd("default", env.paths))
+        if not r.ok:
+            raise WorkloadError(f"command: {self.params.command[0]} cannot be run in {env.name}: "
+                                f"{tail_lines(r.stderr, 2) or f'exit {r.returncode}'}", r)
+        digest, _, path = r.stdout.strip().partition("  ")
+        return {"executable": path, "sha256": digest}
+
+    # -- one sample -------------------------------------------------------------
+    def run(self, case: str, env: Environment) -> Measurement:
+        deadline = time.monotonic() + self.params.timeout_s
+        cwd = self.cwd(case, env.paths)
+
+        def step(what: str, argv: list[str], shown: tuple[str, ...]) -> ExecResult:
+            left = deadline - time.monotonic()
+            if left <= 1:
+                raise WorkloadError(f"{what}: timeout_s ({self.params.timeout_s:g} s) spent before it started")
+            r = env.exec(self.wrapped(argv, env.paths) if what != "command" else argv, timeout=left, cwd=cwd)
+            if not r.ok:
+                raise WorkloadError(failure(what, shown, r), r)
+            return r
+
+        if self.params.setup:
+            step("setup", list(self.params.setup), self.params.setup)
+        runs = [step("command", self.argv(case, env.paths), self.params.command) for _ in range(self.params.repeat)]
+        if self.params.cleanup:
+            step("cleanup", list(self.params.cleanup), self.params.cleanup)
+        m = self.parse_runs([(r.stdout, r.stderr) for r in runs])
+        if env.name in self._program:
+            m.extra["program"] = self._program[env.name]
+        return m
+
+    # -- reading the output -----------------------------------------------------
+    def parse(self, case: str, result: ExecResult) -> Measurement:
+        return self.parse_runs([(result.stdout, result.stderr)])
+
+    def parse_runs(self, runs: list[tuple[str, str]]) -> Measurement:
+        """Pure: each run's GNU time block and output metrics; the timed part
+        is every run's wall time summed (CPU too), the peak the largest, an
+        output metric the runs' mean."""
+        if not runs:
+            raise ParseError("no run to read")
+        per_run = []
+        for stdout, stderr in runs:
+            own_err, block = split_time(stderr)
+            values = parse_time_block(block)
+            for name, rule in self.params.metrics.items():
+                text = stdout if rule.stream == "stdout" else own_err
+                if rule.regex is not None:
+                    values[name] = read_regex(text, re.compile(rule.regex), name)
+                else:
+                    values[name] = read_json(first_json(text), json_path(rule.json_), rule.json_, name)
+            per_run.append(values)
+        out = {k: sum(v[k] for v in per_run) for k in ("wall_s", "user_s", "sys_s")}
+        out["peak_rss_mib"] = max(v["peak_rss_mib"] for v in per_run)
+        for name in self.params.metrics:
+            out[name] = sum(v[name] for v in per_run) / len(per_run)
+        raw = json.dumps({"runs": [{"stdout": o[-KEEP_CHARS:], "stderr": e[-KEEP_CHARS:]} for o, e in runs]})
+        return Measurement(values=out, extra={"runs": len(runs)}, raw=raw)
+
+    def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
+        try:
+            runs = [(r["stdout"], r["stderr"]) for r in json.loads(raw)["runs"]]
+        except (ValueError, KeyError, TypeError):
+            raise ParseError("the stored output is not this workload's record of its runs") from None
+        return self.parse_runs(runs)
+
+    def validity(self, case: str, m: Measurement) -> dict[str, str]:
+        wall = m.values.get("wall_s", 0.0)
+        if wall * TIMER_SHARE >= TIMER_RESOLUTION_S:
+            return {}
+        return {"wall_s": f"a {wall:.2f} s timed part is within {TIMER_SHARE_PCT:g}% of GNU time's "
+                          f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: raise repeat"}
+
+    def cleanup(self, env: Environment) -> None:
+        env.exec(["rm", "-rf", self.scratch(env.paths)], timeout=120)
+
+
+def failure(what: str, argv: tuple[str, ...], r: ExecResult) -> str:
+    """One line: which step, how it ended, the command and its last stderr lines."""
+    try:
+        own = split_time(r.stderr)[0] if what == "command" else r.stderr
+    except ParseError:
+        own = r.stderr
+    how = f"timed out after {r.wall_s:.0f} s" if r.timed_out else f"exit {r.returncode}"
+    tail = tail_lines(own) or tail_lines(r.stdout, 2)
+    return f"{what} {how}: {shlex.join(argv)[:200]}" + (f": {tail}" if tail else "")

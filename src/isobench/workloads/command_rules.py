@@ -1,0 +1,159 @@
+"""Pure readers of a user's command's output: GNU time's verbose block (the
+timed part's wall, CPU and peak memory), a regular expression with named
+groups, a JSON path into stdout. Each raises ParseError naming what it
+could not read; none runs anything (workloads/command.py runs the command)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from isobench.workloads.base import ParseError
+
+# `/usr/bin/time -v` opens its block with this line (after "Command exited
+# with non-zero status N" or "Command terminated by signal N" when it did).
+TIME_BLOCK_START = "\tCommand being timed:"
+_TIME_FIELDS = {
+    "wall": re.compile(r"^\tElapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)$", re.M),
+    "user": re.compile(r"^\tUser time \(seconds\): (\S+)$", re.M),
+    "sys": re.compile(r"^\tSystem time \(seconds\): (\S+)$", re.M),
+    "rss_kb": re.compile(r"^\tMaximum resident set size \(kbytes\): (\S+)$", re.M),
+}
+_ENDED_RE = re.compile(r"^Command (?:exited with non-zero status|terminated by signal) \d+\s*\Z")
+
+
+def clock_seconds(text: str) -> float:
+    """GNU time's elapsed clock, "m:ss.cc" or "h:mm:ss", in seconds."""
+    parts = text.split(":")
+    if not 2 <= len(parts) <= 3:
+        raise ParseError(f"GNU time's elapsed time {text!r} is not h:mm:ss or m:ss")
+    try:
+        seconds = 0.0
+        for part in parts:
+            seconds = seconds * 60 + float(part)
+    except ValueError:
+        raise ParseError(f"GNU time's elapsed time {text!r} is not h:mm:ss or m:ss") from None
+    return seconds
+
+
+def split_time(stderr: str) -> tuple[str, str]:
+    """(the command's own stderr, GNU time's block): the block is the last
+    one, opened by its "Command being timed" line."""
+    at = stderr.rfind(TIME_BLOCK_START)
+    if at < 0:
+        raise ParseError("no '/usr/bin/time -v' block in stderr (the command did not run under GNU time)")
+    own = stderr[:at]
+    lines = own.splitlines(keepends=True)
+    if lines and _ENDED_RE.match(lines[-1]):
+        own = "".join(lines[:-1])
+    return own, stderr[at:]
+
+
+def parse_time_block(block: str) -> dict[str, float]:
+    """wall_s, user_s, sys_s and peak_rss_mib from GNU time's verbose block."""
+    found = {}
+    for key, pattern in _TIME_FIELDS.items():
+        m = pattern.search(block)
+        if m is None:
+            raise ParseError(f"GNU time's block has no {key} line")
+        found[key] = m.group(1)
+    try:
+        return {"wall_s": clock_seconds(found["wall"]), "user_s": float(found["user"]),
+                "sys_s": float(found["sys"]), "peak_rss_mib": float(found["rss_kb"]) / 1024}
+    except ValueError as exc:
+        raise ParseError(f"GNU time's block has a bad number: {exc}") from None
+
+
+def tail_lines(text: str, n: int = 5, width: int = 300) -> str:
+    """The last ``n`` non-blank lines of an output, each cut at ``width``, joined by " | "."""
+    lines = [line.strip()[:width] for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-n:])
+
+
+# --- regular expressions ------------------------------------------------------
+
+def value_group(pattern: re.Pattern, metric: str) -> str:
+    """The group whose match is the metric's value: the one named after the
+    metric, else the only named group. ValueError says which to name."""
+    names = list(pattern.groupindex)
+    if metric in names:
+        return metric
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise ValueError(f"has no named group; mark the number with (?P<{metric}>...)")
+    raise ValueError(f"has groups {', '.join(names)}: name the value's group after the metric, (?P<{metric}>...)")
+
+
+def read_regex(text: str, pattern: re.Pattern, metric: str) -> float:
+    """The metric's number from the last match of ``pattern`` in ``text``."""
+    matches = list(pattern.finditer(text))
+    if not matches:
+        raise ParseError(f"metric {metric}: the regex {pattern.pattern!r} matches nothing in the output")
+    raw = matches[-1].group(value_group(pattern, metric))
+    return number(raw, metric)
+
+
+def number(raw: Any, metric: str) -> float:
+    if isinstance(raw, bool) or raw is None:
+        raise ParseError(f"metric {metric}: {raw!r} is not a number")
+    try:
+        value = float(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        raise ParseError(f"metric {metric}: {str(raw)[:80]!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ParseError(f"metric {metric}: {raw!r} is not a finite number")
+    return value
+
+
+# --- JSON paths -----------------------------------------------------------------
+
+# $.jobs[0].read.iops, results[0]["mean"]: keys, indices, quoted keys
+_STEP_RE = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(-?[0-9]+)\]|\["([^"\\]*)"\]')
+
+
+def json_path(path: str) -> tuple[str | int, ...]:
+    """The steps of a JSON path: ``$.a.b[0]``, ``a.b[0]`` or ``a["b.c"]``.
+    ValueError when it is not one."""
+    rest = path[1:] if path.startswith("$") else path
+    steps: list[str | int] = []
+    pos = 0
+    while pos < len(rest):
+        m = _STEP_RE.match(rest, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"{path!r} is not a JSON path like $.results[0].mean (stopped at {rest[pos:][:20]!r})")
+        key, index, quoted = m.groups()
+        steps.append(int(index) if index is not None else key if key is not None else quoted)
+        pos = m.end()
+    if not steps:
+        raise ValueError(f"{path!r} names nothing; write a path like $.results[0].mean")
+    return tuple(steps)
+
+
+def first_json(text: str) -> Any:
+    """The first JSON document in an output (tools may print a line before it)."""
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"[\[{]", text):
+        try:
+            return decoder.raw_decode(text, m.start())[0]
+        except json.JSONDecodeError:
+            continue
+    raise ParseError("the output holds no JSON document")
+
+
+def read_json(doc: Any, steps: tuple[str | int, ...], path: str, metric: str) -> float:
+    node = doc
+    for i, step in enumerate(steps):
+        try:
+            if isinstance(step, int) and isinstance(node, list):
+                node = node[step]
+            elif isinstance(step, str) and isinstance(node, dict):
+                node = node[step]
+            else:
+                raise KeyError(step)
+        except (KeyError, IndexError):
+            where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps[:i + 1])
+            raise ParseError(f"metric {metric}: the output's JSON has no {where} (json = {path!r})") from None
+    return number(node, metric)
