@@ -77,7 +77,7 @@ class OutputMetric(StrictModel):
             raise ValueError("give one of regex = '...' (a named group marks the number) or json = '$.path'")
         if self.regex is not None:
             try:
-                re.compile(self.regex)
+                re.compile(self.regex, re.M)
             except re.error as exc:
                 raise ValueError(f"regex does not compile: {exc}") from None
         else:
@@ -160,7 +160,7 @@ class CommandParams(WorkloadParams):
                 raise ValueError(f"{name!r} is a built-in metric ({', '.join(BUILTIN)}); choose another name")
             if rule.regex is not None:
                 try:
-                    value_group(re.compile(rule.regex), name)
+                    value_group(re.compile(rule.regex, re.M), name)
                 except ValueError as exc:
                     raise ValueError(f"{name}.regex {exc}") from None
         return v
@@ -295,7 +295,7 @@ class Command(Workload):
             for name, rule in self.params.metrics.items():
                 text = stdout if rule.stream == "stdout" else own_err
                 if rule.regex is not None:
-                    values[name] = read_regex(text, re.compile(rule.regex), name)
+                    values[name] = read_regex(text, re.compile(rule.regex, re.M), name)
                 else:
                     values[name] = read_json(first_json(text), json_path(rule.json_), rule.json_, name)
             per_run.append(values)
