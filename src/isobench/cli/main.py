@@ -15,6 +15,7 @@ from isobench.cli.reparse import reparse
 from isobench.cli.reporting import export_cmd, report, runs
 from isobench.cli.running import run, validate
 from isobench.cli.transfer import export_run_cmd, import_cmd
+from isobench.cli.try_cmd import try_cmd
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -38,7 +39,7 @@ def main() -> None:
 
 
 for _command in (validate, run, runs, report, compare_cmd, export_cmd, envs, doctor, images, clean,
-                 fleet, export_run_cmd, import_cmd, calibrate, reparse, history):
+                 fleet, export_run_cmd, import_cmd, calibrate, reparse, history, try_cmd):
     main.add_command(_command)
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""`isobench try -- COMMAND ...`: one command measured as a command workload
+(workloads/command.py) natively and in Docker without writing a study: the
+study is made here, run like any other and stored, and the answer printed."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import click
+
+from isobench.cli.common import STORE_OPTION, console, err_console, writing
+from isobench.cli.common import fail as _fail
+from isobench.cli.common import open_store as _open_store
+
+# The quick study's environments: native and Docker with its two networks.
+DEFAULT_ENVS = ("native", "docker-nat", "docker-host")
+ROUNDS = 5  # as the quick study: at 3 a paired test has 2 degrees of freedom
+
+
+def table_name(argv: tuple[str, ...]) -> str:
+    """The workload's name in the study: the program's base name as a study
+    name (lower-case letters, digits, '-'), "program" if nothing is left."""
+    base = re.sub(r"[^a-z0-9-]+", "-", Path(argv[0]).name.lower()).strip("-")
+    base = re.sub(r"^[^a-z]+", "", base)[:40].rstrip("-")
+    return base or "program"
+
+
+def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup: int, repeat: int,
+               timeout_s: float | None, budget: str | None) -> str:
+    """The study `try` runs, as the TOML `--save` writes."""
+    import tomli_w
+    name = table_name(argv)
+    study: dict = {"name": f"try-{name}"[:40].rstrip("-"), "description": f"isobench try -- {shlex.join(argv)}"[:200],
+                   "repetitions": rounds, "warmup": warmup, "baseline": envs[0]}
+    if budget is not None:
+        study["budget"] = budget
+    table: dict = {"command": list(argv)}
+    if repeat != 1:
+        table["repeat"] = repeat
+    if timeout_s is not None:
+        table["timeout_s"] = timeout_s
+    doc = {"study": study, "environments": {e: {} for e in envs}, "workloads": {name: table}}
+    return ("# Made by `isobench try`: edit it (setup, files, metrics read from the output: "
+            "docs/workloads/command.md) and run it with `isobench run`.\n" + tomli_w.dumps(doc))
+
+
+@click.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--env", "envs", multiple=True, metavar="NAME",
+              help=f"An environment (a preset: `isobench envs`); repeat for more; the first is the baseline. "
+                   f"Default: {', '.join(DEFAULT_ENVS)}.")
+@click.option("--rounds", default=ROUNDS, show_default=True, type=click.IntRange(2, 1000),
+              help="Measured rounds (each runs the command once in every environment).")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0, 100), help="Rounds not measured.")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 10_000),
+              help="Runs of the command inside one sample (a short command: raise it).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=86_400), metavar="SECONDS",
+              help="Longest one sample may take (default 600).")
+@click.option("--budget", metavar="DURATION", help="Spend about this long (30m): rounds go where they resolve.")
+@click.option("--save", "save_path", type=click.Path(dir_okay=False),
+              help="Write the study it runs to this file, to edit and `isobench run` again.")
+@STORE_OPTION
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+def try_cmd(command: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup: int, repeat: int,
+            timeout_s: float | None, budget: str | None, save_path: str | None, store_path: str,
+            progress: bool | None) -> None:
+    """Measure COMMAND natively and in Docker, and answer what isolation costs it.
+
+    \b
+      isobench try -- sysbench cpu --cpu-max-prime=5000 --events=2000 run
+      isobench try --env native --env docker-nat --save mine.toml -- make -j1
+
+    The command runs as given (an argv, no shell) in every environment with
+    the system PATH; its wall time is the primary metric, with user and
+    system CPU seconds and peak memory. The run is stored like any other
+    (`isobench report` shows all of it); `--save` writes the study so you
+    can add files, setup and metrics read from the output.
+    """
+    from isobench.cli.execution import execute
+    from isobench.study import StudyError, parse_study, with_budget
+
+    from isobench.envs.kinds import presets
+    envs = envs or DEFAULT_ENVS
+    if len(set(envs)) != len(envs):
+        _fail(f"--env {next(e for e in envs if envs.count(e) > 1)}: given twice")
+    unknown = [e for e in envs if e not in presets()]
+    if unknown:
+        _fail(f"--env {unknown[0]}: not an environment preset; allowed: {', '.join(presets())} "
+              "(other environments: --save a study, edit it, `isobench run` it)")
+    text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None)
+    label = save_path or "isobench try"
+    try:
+        study = parse_study(text, label)
+        if budget is not None:
+            study = with_budget(study, budget)
+    except StudyError as exc:
+        _fail(str(exc))
+    if save_path is not None:
+        with writing(save_path, "--save"):
+            Path(save_path).write_text(study_text(command, envs, rounds, warmup, repeat, timeout_s, budget))
+        err_console.print(f"study written to {save_path}", highlight=False, markup=False)
+    store = _open_store(store_path, create=True)
+    run_id = execute(study, store, progress, budget_label="--budget")
+    print_answer(store.load_run(run_id))
+    console.print(f"\nstored as run {run_id}: `isobench report {run_id}` shows the whole report",
+                  highlight=False, markup=False)
+
+
+def print_answer(run) -> None:
+    """Table I and the answer, as `isobench report` draws them in a terminal."""
+    from rich.text import Text
+
+    from isobench.report.blocks import Results
+    from isobench.report.section import TERMINAL, ReportContext
+    from isobench.report.sections import sections_for
+    from isobench.report.terminal import draw
+    ctx = ReportContext(run)
+    for section, blocks in sections_for(ctx, TERMINAL):
+        table = any(isinstance(b, Results) for b in blocks)
+        if not (table or section.lead):
+            continue
+        console.print()
+        if not table:
+            console.print(Text(section.heading(ctx), style="bold underline"))
+        for block in blocks:
+            draw(console, block)
