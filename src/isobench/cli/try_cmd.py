@@ -21,10 +21,12 @@ ROUNDS = 5  # as the quick study: at 3 a paired test has 2 degrees of freedom
 
 def table_name(argv: tuple[str, ...]) -> str:
     """The workload's name in the study: the program's base name as a study
-    name (lower-case letters, digits, '-'), "program" if nothing is left."""
+    name (lower-case letters, digits, '-'; "cmd-" before one that starts
+    with a digit), "program" if nothing is left."""
     base = re.sub(r"[^a-z0-9-]+", "-", Path(argv[0]).name.lower()).strip("-")
-    base = re.sub(r"^[^a-z]+", "", base)[:40].rstrip("-")
-    return base or "program"
+    if base[:1].isdigit():
+        base = f"cmd-{base}"
+    return base[:40].rstrip("-") or "program"
 
 
 def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup: int, repeat: int,

@@ -1,0 +1,40 @@
+"""`isobench try`: the study it makes from a command line (what --save
+writes) parses as the study model does, names the table after the program,
+and bad options are one line before anything runs."""
+
+from click.testing import CliRunner
+
+from isobench.cli.main import main
+from isobench.cli.try_cmd import DEFAULT_ENVS, study_text, table_name
+from isobench.study import parse_study
+
+
+def test_the_table_is_named_after_the_program():
+    assert table_name(("/usr/bin/7z", "b")) == "cmd-7z"
+    assert table_name(("sysbench", "cpu")) == "sysbench"
+    assert table_name(("./My_Tool.sh",)) == "my-tool-sh"
+    assert table_name(("/opt/__",)) == "program" and table_name(("x" * 60,)) == "x" * 40
+
+
+def test_the_study_it_makes_is_a_study_with_one_command_workload():
+    text = study_text(("sh", "-c", "echo 'a \"b\"'; exit 0"), DEFAULT_ENVS, 5, 1, 3, 120.0, "10m")
+    study = parse_study(text, "mine.toml")
+    (entry,) = study.workloads
+    assert (entry.key, entry.workload) == ("sh", "command")
+    assert entry.params.command == ("sh", "-c", "echo 'a \"b\"'; exit 0")
+    assert entry.params.repeat == 3 and entry.params.timeout_s == 120.0
+    assert list(study.environments) == list(DEFAULT_ENVS) and study.meta.baseline == "native"
+    assert study.meta.repetitions == 5 and study.meta.warmup == 1 and study.meta.budget == "10m"
+    assert text.startswith("# Made by `isobench try`")
+
+
+def test_bad_options_are_one_line_before_anything_runs(tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(main, ["try", "--env", "native", "--env", "nope", "--", "true"])
+    assert r.exit_code == 2 and "--env nope: not an environment preset; allowed: native, docker-nat" in r.output
+    r = runner.invoke(main, ["try", "--env", "native", "--env", "native", "--", "true"])
+    assert r.exit_code == 2 and "--env native: given twice" in r.output
+    r = runner.invoke(main, ["try", "--budget", "soon", "--", "true"])
+    assert r.exit_code == 2 and "--budget 'soon'" in r.output
+    r = runner.invoke(main, ["try"])
+    assert r.exit_code == 2 and "Missing argument 'COMMAND...'" in r.output
