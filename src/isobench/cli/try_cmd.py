@@ -13,6 +13,7 @@ import click
 from isobench.cli.common import STORE_OPTION, console, err_console, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.core.ids import NAME_MAX
 
 # The quick study's environments: native and Docker with its two networks.
 DEFAULT_ENVS = ("native", "docker-nat", "docker-host")
@@ -26,7 +27,7 @@ def table_name(argv: tuple[str, ...]) -> str:
     base = re.sub(r"[^a-z0-9-]+", "-", Path(argv[0]).name.lower()).strip("-")
     if base[:1].isdigit():
         base = f"cmd-{base}"
-    return base[:40].rstrip("-") or "program"
+    return base[:NAME_MAX].rstrip("-") or "program"
 
 
 def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup: int, repeat: int,
@@ -34,7 +35,7 @@ def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup
     """The study `try` runs, as the TOML `--save` writes."""
     import tomli_w
     name = table_name(argv)
-    study: dict = {"name": f"try-{name}"[:40].rstrip("-"), "description": f"isobench try -- {shlex.join(argv)}"[:200],
+    study: dict = {"name": f"try-{name}"[:NAME_MAX].rstrip("-"), "description": f"isobench try -- {shlex.join(argv)}"[:200],
                    "repetitions": rounds, "warmup": warmup, "baseline": envs[0]}
     if budget is not None:
         study["budget"] = budget
