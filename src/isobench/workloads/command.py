@@ -259,20 +259,21 @@ class Command(Workload):
         deadline = time.monotonic() + self.params.timeout_s
         cwd = self.cwd(case, env.paths)
 
-        def step(what: str, argv: list[str], shown: tuple[str, ...]) -> ExecResult:
+        def step(what: str, shown: tuple[str, ...], argv: list[str]) -> ExecResult:
             left = deadline - time.monotonic()
             if left <= 1:
                 raise WorkloadError(f"{what}: timeout_s ({self.params.timeout_s:g} s) spent before it started")
-            r = env.exec(self.wrapped(argv, env.paths) if what != "command" else argv, timeout=left, cwd=cwd)
+            r = env.exec(argv, timeout=left, cwd=cwd)
             if not r.ok:
                 raise WorkloadError(failure(what, shown, r), r)
             return r
 
-        if self.params.setup:
-            step("setup", list(self.params.setup), self.params.setup)
-        runs = [step("command", self.argv(case, env.paths), self.params.command) for _ in range(self.params.repeat)]
-        if self.params.cleanup:
-            step("cleanup", list(self.params.cleanup), self.params.cleanup)
+        p = self.params
+        if p.setup:
+            step("setup", p.setup, self.wrapped(list(p.setup), env.paths))
+        runs = [step("command", p.command, self.argv(case, env.paths)) for _ in range(p.repeat)]
+        if p.cleanup:
+            step("cleanup", p.cleanup, self.wrapped(list(p.cleanup), env.paths))
         m = self.parse_runs([(r.stdout, r.stderr) for r in runs])
         if env.name in self._program:
             m.extra["program"] = self._program[env.name]
