@@ -75,7 +75,7 @@ def test_a_table_that_is_neither_names_the_way_in():
     ('command = ["true"]\nrepeat = 0', "repeat", "greater than or equal to 1"),
     ('command = ["true"]\nworkdir = "../up"', "workdir", "no '..'"),
     ('command = ["true"]\nfiles = ["a/src", "b/src"]', "files", "two entries are named 'src'"),
-    ('command = ["true"]\nshell = true', "shell", "unknown field; allowed: cleanup, command, env, files"),
+    ('command = ["true"]\nshell = true', "shell", "unknown field; allowed: cleanup, command, duet, env, files"),
 ])
 def test_bad_tables_are_one_line_naming_the_field(table, field, says):
     msg = refusal(f"[workloads.mine]\n{table}\n")
