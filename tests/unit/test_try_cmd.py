@@ -5,7 +5,7 @@ and bad options are one line before anything runs."""
 from click.testing import CliRunner
 
 from isobench.cli.main import main
-from isobench.cli.try_cmd import DEFAULT_ENVS, study_text, table_name
+from isobench.cli.try_cmd import default_envs, study_text, table_name
 from isobench.study import parse_study
 
 
@@ -18,13 +18,14 @@ def test_the_table_is_named_after_the_program():
 
 
 def test_the_study_it_makes_is_a_study_with_one_command_workload():
-    text = study_text(("sh", "-c", "echo 'a \"b\"'; exit 0"), DEFAULT_ENVS, 5, 1, 3, 120.0, "10m")
+    text = study_text(("sh", "-c", "echo 'a \"b\"'; exit 0"), default_envs(), 5, 1, 3, 120.0, "10m")
     study = parse_study(text, "mine.toml")
     (entry,) = study.workloads
     assert (entry.key, entry.workload) == ("sh", "command")
     assert entry.params.command == ("sh", "-c", "echo 'a \"b\"'; exit 0")
     assert entry.params.repeat == 3 and entry.params.timeout_s == 120.0
-    assert list(study.environments) == list(DEFAULT_ENVS) and study.meta.baseline == "native"
+    assert default_envs() == ("native", "docker-nat", "docker-host")  # the quick study's
+    assert list(study.environments) == list(default_envs()) and study.meta.baseline == "native"
     assert study.meta.repetitions == 5 and study.meta.warmup == 1 and study.meta.budget == "10m"
     assert text.startswith("# Made by `isobench try`")
 
