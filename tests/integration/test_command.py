@@ -7,7 +7,6 @@ import json
 import sqlite3
 
 import pytest
-
 from tests.integration.test_cli_run import isobench, isobench_containers
 
 pytestmark = pytest.mark.integration

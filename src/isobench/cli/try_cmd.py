@@ -41,8 +41,8 @@ def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup
     """The study `try` runs, as the TOML `--save` writes."""
     import tomli_w
     name = table_name(argv)
-    study: dict = {"name": f"try-{name}"[:NAME_MAX].rstrip("-"), "description": f"isobench try -- {shlex.join(argv)}"[:200],
-                   "repetitions": rounds, "warmup": warmup, "baseline": envs[0]}
+    study: dict = {"name": f"try-{name}"[:NAME_MAX].rstrip("-"),
+                   "description": f"isobench try -- {shlex.join(argv)}"[:200], "repetitions": rounds, "warmup": warmup, "baseline": envs[0]}
     if budget is not None:
         study["budget"] = budget
     table: dict = {"command": list(argv)}
@@ -89,9 +89,8 @@ def try_cmd(command: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup
     can add files, setup and metrics read from the output.
     """
     from isobench.cli.execution import execute
-    from isobench.study import StudyError, parse_study, with_budget
-
     from isobench.envs.kinds import presets
+    from isobench.study import StudyError, parse_study, with_budget
     envs = envs or default_envs()
     if len(set(envs)) != len(envs):
         _fail(f"--env {next(e for e in envs if envs.count(e) > 1)}: given twice")

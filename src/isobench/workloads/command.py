@@ -72,7 +72,7 @@ class OutputMetric(StrictModel):
     description: str = Field("", max_length=200)
 
     @model_validator(mode="after")
-    def _one_rule(self) -> "OutputMetric":
+    def _one_rule(self) -> OutputMetric:
         if (self.regex is None) == (self.json_ is None):
             raise ValueError("give one of regex = '...' (a named group marks the number) or json = '$.path'")
         if self.regex is not None:
@@ -80,7 +80,7 @@ class OutputMetric(StrictModel):
                 re.compile(self.regex, re.M)
             except re.error as exc:
                 raise ValueError(f"regex does not compile: {exc}") from None
-        else:
+        elif self.json_ is not None:
             json_path(self.json_)
         return self
 
@@ -297,7 +297,7 @@ class Command(Workload):
                 text = stdout if rule.stream == "stdout" else own_err
                 if rule.regex is not None:
                     values[name] = read_regex(text, re.compile(rule.regex, re.M), name)
-                else:
+                elif rule.json_ is not None:
                     values[name] = read_json(first_json(text), json_path(rule.json_), rule.json_, name)
             per_run.append(values)
         out = {k: sum(v[k] for v in per_run) for k in ("wall_s", "user_s", "sys_s")}
