@@ -42,7 +42,8 @@ def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup
     import tomli_w
     name = table_name(argv)
     study: dict = {"name": f"try-{name}"[:NAME_MAX].rstrip("-"),
-                   "description": f"isobench try -- {shlex.join(argv)}"[:200], "repetitions": rounds, "warmup": warmup, "baseline": envs[0]}
+                   "description": f"isobench try -- {shlex.join(argv)}"[:200],
+                   "repetitions": rounds, "warmup": warmup, "baseline": envs[0]}
     if budget is not None:
         study["budget"] = budget
     table: dict = {"command": list(argv)}
