@@ -185,7 +185,8 @@ def test_a_blind_compare_fails_naming_the_cells_and_what_would_resolve_them(tmp_
     assert "blind: 2 of 2 primary cells could not have seen a change of 5%" in r.stderr
     line = next(ln for ln in r.stderr.splitlines() if "compression throughput_mbs on docker-nat:" in ln)
     # 1 s a sample (simple_run), 1 case in 2 environments: 2 s a round
-    m = re.search(r"its interval is \u00b1(\d+\.\d)%; about (\d+) rounds \(about (\d+) (s|min)\) would resolve it", line)
+    m = re.search(r"its interval is \u00b1(\d+\.\d)%; about (\d+) rounds \(about (\d+) (s|min)\) would resolve it",
+                  line)
     assert m and float(m[1]) > 5, line
     assert int(m[3]) * (60 if m[4] == "min" else 1) == pytest.approx(int(m[2]) * 2, abs=60 if m[4] == "min" else 1)
     xml = junit.read_text()

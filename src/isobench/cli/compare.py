@@ -54,10 +54,11 @@ from isobench.core.ids import printable
 def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float | None,
                 fail_pct: float | None, old_fail_pct: float | None, resolution_pct: float | None, overhead: bool,
                 between_runs: bool, junit_path: str | None, fmt: str, output: str | None) -> None:
-    """Compare RUN_ID_B against RUN_ID_A (ids, unique prefixes or FLEET_ID/HOST), cell by cell: the ratio of B's geometric
-    mean to A's with its interval (Welch's t on logs), Benjamini-Hochberg over
-    all cells (over the primary cells and, apart, the descriptive ones when
-    the runs store primaries), and a verdict per cell: changed, equivalent
+    """Compare RUN_ID_B against RUN_ID_A (ids, unique prefixes or
+    FLEET_ID/HOST), cell by cell: the ratio of B's geometric mean to A's
+    with its interval (Welch's t on logs), Benjamini-Hochberg over all cells
+    (over the primary cells and, apart, the descriptive ones when the runs
+    store primaries), and a verdict per cell: changed, equivalent
     within ±tolerance, or inconclusive at this n (docs/statistics.md). With
     --overhead, each environment's ratio to the baseline in B against the
     same in A.
@@ -150,7 +151,8 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     if blind:
         gated = sum(1 for c in result.cells if c.gated)
         err_console.print(f"blind: {len(blind)} of {gated} primary {cells_word(gated)} could not have seen a change "
-                          f"of {resolution_pct:g}% (neither resolved nor an interval within \u00b1{resolution_pct:g}%):",
+                          f"of {resolution_pct:g}% (neither resolved nor an interval within "
+                          f"\u00b1{resolution_pct:g}%):",
                           style="bold red", markup=False, highlight=False, soft_wrap=True)
         for c in blind:
             err_console.print(f"  {cmp.blind_line(c, pace)}", markup=False, highlight=False, soft_wrap=True)

@@ -90,9 +90,10 @@ def _repetitions_text(meta, plan=None) -> str:
               help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).")
 @click.option("--run-id", "new_id", metavar="RUN_ID", help="Id for the new run (a fleet controller chooses it).")
 @click.option("--budget", metavar="DURATION",
-              help="Spend about this long (30m, 1h30m, 90s or plain seconds): the study's rounds are a first block, then rounds go "
-                   "to the workload cases that can still resolve (changed or equivalent) in the time left; "
-                   "resolved and hopeless cases stop. Overrides the study's budget (docs/statistics.md#budget).")
+              help="Spend about this long (30m, 1h30m, 90s or plain seconds): the study's rounds are a first "
+                   "block, then rounds go to the workload cases that can still resolve (changed or equivalent) "
+                   "in the time left; resolved and hopeless cases stop. Overrides the study's budget "
+                   "(docs/statistics.md#budget).")
 @click.option("--schedule", type=click.Choice(["sequential", "duet"]),
               help="sequential: one sample at a time; duet: each environment's sample at the same time as the "
                    "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "

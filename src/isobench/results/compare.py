@@ -174,15 +174,15 @@ class RunComparison:
     def summary_line(self) -> str:
         if not self.split:
             n = len(self.cells)
-            return (f"{self.count(CHANGED)} of {n} {'cell' if n == 1 else 'cells'} changed (significant after Benjamini-Hochberg "
-                    f"correction: false discoveries <= 5%; intervals at {fmt_level(self.level())}), "
+            return (f"{self.count(CHANGED)} of {n} {'cell' if n == 1 else 'cells'} changed (significant after "
+                    f"Benjamini-Hochberg correction: false discoveries <= 5%; intervals at {fmt_level(self.level())}), "
                     f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
                     f"(or the metric's noise floor), "
                     f"{self.count(INCONCLUSIVE)} inconclusive at this n")
         n = sum(1 for c in self.cells if c.family == PRIMARY)
         d = len(self.cells) - n
-        return (f"{self.count(CHANGED, PRIMARY)} of {n} primary {'cell' if n == 1 else 'cells'} changed (significant after "
-                f"Benjamini-Hochberg correction among them: false discoveries <= 5%; intervals at "
+        return (f"{self.count(CHANGED, PRIMARY)} of {n} primary {'cell' if n == 1 else 'cells'} changed "
+                f"(significant after Benjamini-Hochberg correction among them: false discoveries <= 5%; intervals at "
                 f"{fmt_level(self.level(PRIMARY))}), {self.count(EQUIVALENT, PRIMARY)} equivalent within "
                 f"\u00b1{self.tolerance_pct:g}% (or the metric's noise floor), "
                 f"{self.count(INCONCLUSIVE, PRIMARY)} inconclusive at this n; {d} descriptive cells (their own "
