@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from isobench.results.compare import compare_overheads, compare_runs
 from isobench.results.between import spreads
+from isobench.results.compare import compare_overheads, compare_runs
 from isobench.results.model import MetricKey, RunData
 
 CASES = 7
@@ -35,8 +35,9 @@ CV = 0.05
 N = 10
 GATE = 5.0
 SEED = 20141121
-STUDY = "[study]\nname = \"sim\"\nbaseline = \"native\"\n[environments.native]\n[environments.docker-nat]\n" + \
-    "".join(f"[workloads.w{i}]\nsize_mb = 32\n" for i in range(CASES))
+STUDY = '[study]\nname = "sim"\nbaseline = "native"\n[environments.native]\n[environments.docker-nat]\n' + "".join(
+    f"[workloads.w{i}]\nsize_mb = 32\n" for i in range(CASES)
+)
 HOST = {"cores": 2, "cpu_model": "Simulated CPU", "mem_bytes": 2**34}
 KEYS = [MetricKey(f"w{i}", "default", "throughput", "MB/s", True, "throughput", True) for i in range(CASES)]
 
@@ -48,8 +49,22 @@ def run(run_id: str, rng: np.random.Generator, tau: float, slow: dict | None = N
             level = 100.0 * math.exp(rng.normal(0, tau)) * (slow or {}).get((k.workload, env), 1.0)
             values[(k, env)] = list(level * np.exp(rng.normal(0, CV, N)))
     rounds = {key: list(range(N)) for key in values}  # interleaved: round i of every environment pairs
-    return RunData(run_id, "sim", f"2026-05-01T10:{len(run_id):02d}:00+0000", None, "complete", HOST, STUDY,
-                   "h", "native", list(ENVS), {}, list(KEYS), values, rounds=rounds)
+    return RunData(
+        run_id,
+        "sim",
+        f"2026-05-01T10:{len(run_id):02d}:00+0000",
+        None,
+        "complete",
+        HOST,
+        STUDY,
+        "h",
+        "native",
+        list(ENVS),
+        {},
+        list(KEYS),
+        values,
+        rounds=rounds,
+    )
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -88,16 +103,22 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     rng = np.random.default_rng(SEED)
     t0 = time.monotonic()
-    print(f"14 primary cells, {N} rounds a run, CV {CV:.0%} a sample; gate: --fail-on-regression {GATE:g}; "
-          f"{a.sims} compares a row")
-    print(f"{'shift SD':>8} {'stored':>6} {'slowed':>6}   {'raw':>22}   {'raw + between':>22}   "
-          f"{'overhead':>22}   {'overhead + between':>22}")
+    print(
+        f"14 primary cells, {N} rounds a run, CV {CV:.0%} a sample; gate: --fail-on-regression {GATE:g}; "
+        f"{a.sims} compares a row"
+    )
+    print(
+        f"{'shift SD':>8} {'stored':>6} {'slowed':>6}   {'raw':>22}   {'raw + between':>22}   "
+        f"{'overhead':>22}   {'overhead + between':>22}"
+    )
     for tau in (0.0, 0.10):
         for stored in (3, 5, 10):
             for slow in (0.0, 20.0, 40.0):
                 counts = rate(tau, stored, slow, a.sims, rng)
-                print(f"{tau:8.0%} {stored:6d} {slow:5.0f}%   " + "   ".join(f"{fmt(k, a.sims):>22}" for k in counts),
-                      flush=True)
+                print(
+                    f"{tau:8.0%} {stored:6d} {slow:5.0f}%   " + "   ".join(f"{fmt(k, a.sims):>22}" for k in counts),
+                    flush=True,
+                )
     print(f"wall {time.monotonic() - t0:.0f} s")
     return 0
 

@@ -72,7 +72,7 @@ def verdicts(x: np.ndarray, rounds: np.ndarray, looks: int, m_extra: int = 0):
     """Final verdicts: each cell on its first rounds[i] rounds, BH over all
     (plus ``m_extra`` null cells at p = 1, standing for a larger family)."""
     alpha = sequential_alpha(looks, alpha=ALPHA)
-    effects = [effect(x[i, :rounds[i]], alpha) for i in range(CELLS)]
+    effects = [effect(x[i, : rounds[i]], alpha) for i in range(CELLS)]
     if m_extra:
         effects += [effect(np.zeros(3) + 1e-9 * np.arange(3), alpha)] * m_extra
     return adjust(effects, alpha)[:CELLS]
@@ -113,6 +113,7 @@ def rate_ci(hits: int, sims: int) -> tuple[str, float]:
     an A/A rate is a simulated figure, exceeding 5% only when even the low
     end does."""
     from scipy.stats import binomtest
+
     ci = binomtest(hits, sims).proportion_ci(0.95, method="wilson")
     return f"{hits / sims * 100:.1f}% [{ci.low * 100:.1f}, {ci.high * 100:.1f}]", ci.low
 
@@ -125,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(SEED)
     t0 = time.time()
     print(f"## A/A and resolution: {CELLS} primary cells, paired SDs {', '.join(f'{s:g}' for s in SDS)} (cycled)\n")
-    print(f"{aa_sims} runs per row; budget = {BUDGET_ROUNDS} rounds of every case; ±{TOL:g}% equivalence; "
-          f"gate = changed for the worse by more than {GATE:g}%.\n")
+    print(
+        f"{aa_sims} runs per row; budget = {BUDGET_ROUNDS} rounds of every case; ±{TOL:g}% equivalence; "
+        f"gate = changed for the worse by more than {GATE:g}%.\n"
+    )
     print("| design | looks | A/A: any changed | A/A: gate | cells resolved | mean rounds per cell |")
     print("|---|---|---|---|---|---|")
     worst = 0.0
@@ -144,12 +147,17 @@ def main(argv: list[str] | None = None) -> int:
             rounds += float(np.mean(done))
         shown, low = rate_ci(changed, aa_sims)
         worst = max(worst, low)
-        print(f"| {name} | {looks} | {shown} | {rate_ci(gate, aa_sims)[0]} | "
-              f"{rate(resolved, aa_sims * CELLS)} | {rounds / aa_sims:.1f} |", flush=True)
+        print(
+            f"| {name} | {looks} | {shown} | {rate_ci(gate, aa_sims)[0]} | "
+            f"{rate(resolved, aa_sims * CELLS)} | {rounds / aa_sims:.1f} |",
+            flush=True,
+        )
 
     print(f"\n## Power: one cell of {CELLS} slowed (its SD {sds()[0]:g}), share of runs that call it changed\n")
-    print(f"{power_sims} runs per entry. 'all metrics': the same cells corrected with 52 more null cells, "
-          "one family of 66 as before primaries.\n")
+    print(
+        f"{power_sims} runs per entry. 'all metrics': the same cells corrected with 52 more null cells, "
+        "one family of 66 as before primaries.\n"
+    )
     print("| design | " + " | ".join(f"planted {p:g}%" for p in PLANTED) + " |")
     print("|---|" + "---|" * len(PLANTED))
     rows = [(f"fixed, n = {n}", (lambda p, n=n: fixed(rng, n, p))) for n in (5, 10, 20)]

@@ -71,6 +71,7 @@ def bh_rejected(p: np.ndarray, alpha: float) -> np.ndarray:
 
 # -- A/A: current and previous rule --------------------------------------------
 
+
 def aa_rates(n: int, cv: float, sims: int, rng: np.random.Generator) -> dict[str, float]:
     hib = higher_is_better()
     fails_new = flags_old = fails_old = 0
@@ -95,6 +96,7 @@ def aa_rates(n: int, cv: float, sims: int, rng: np.random.Generator) -> dict[str
 
 
 # -- power: one slowed cell among 99 -------------------------------------------
+
 
 def power_curve(n: int, cv: float, sims: int, rng: np.random.Generator):
     """Returns power(x) for a slowdown of x% (overhead) of cell 0, with common
@@ -135,6 +137,7 @@ def smallest_detected(power, which: int, lo: float = 0.05, hi: float = 95.0) -> 
 
 # -- adaptive repetitions --------------------------------------------------------
 
+
 def _halfwidth_pct(x: np.ndarray) -> np.ndarray:
     """stats.ci_halfwidth_pct of each row's first n values, vectorised."""
     n = x.shape[-1]
@@ -154,8 +157,7 @@ def stop_points(values: np.ndarray, schedule: Schedule, target: float) -> np.nda
     return stop
 
 
-def adaptive_rates(cv: float, cells: int, sims: int, schedule: Schedule,
-                   rng: np.random.Generator) -> dict[str, float]:
+def adaptive_rates(cv: float, cells: int, sims: int, schedule: Schedule, rng: np.random.Generator) -> dict[str, float]:
     """A/A of two adaptive runs (target half-width = the CV, so runs stop at
     different looks): share of compares with a BH-changed cell at alpha
     (naive) and at sequential_alpha(K, K) (the rule); with cells=1 this is
@@ -194,16 +196,20 @@ def adaptive_rates(cv: float, cells: int, sims: int, schedule: Schedule,
 
 # -- warnings on pure noise ----------------------------------------------------------
 
+
 def warning_rates(n: int, sims: int, rng: np.random.Generator) -> dict[str, float]:
     """Share of cells (n rounds of lognormal noise, CV 5%, nothing wrong)
     that each warning flags, through the real functions."""
     x = 100 * np.exp(rng.normal(0.0, sigma(0.05), (sims, n)))
-    return {"outliers": float(np.mean([outliers(v).flagged for v in x])),
-            "slow_first": float(np.mean([slow_first_round(v, True).flagged for v in x])),
-            "drift": float(np.mean([drift(v).flagged for v in x]))}
+    return {
+        "outliers": float(np.mean([outliers(v).flagged for v in x])),
+        "slow_first": float(np.mean([slow_first_round(v, True).flagged for v in x])),
+        "drift": float(np.mean([drift(v).flagged for v in x])),
+    }
 
 
 # -- the vectorised rule against the real API ----------------------------------------
+
 
 def check_against_api(rng: np.random.Generator, sims: int) -> int:
     """Replays compares through compare_cell/adjust/regressions; returns the
@@ -215,7 +221,7 @@ def check_against_api(rng: np.random.Generator, sims: int) -> int:
         cv = CVS[i % len(CVS)]
         la = rng.normal(0.0, sigma(cv), (CELLS, n))
         lb = rng.normal(0.0, sigma(cv), (CELLS, n))
-        lb[: 10] += rng.uniform(-1.5, 1.5, 10)[:, None] * sigma(cv)  # a few real changes
+        lb[:10] += rng.uniform(-1.5, 1.5, 10)[:, None] * sigma(cv)  # a few real changes
         t = log_welch(lb, la)
         fast = set(np.flatnonzero(bh_rejected(t.p, ALPHA) & (overhead(t.estimate, hib) > GATE_PCT)))
         effects = [compare_cell(np.exp(lb[c]), np.exp(la[c]), bool(hib[c])) for c in range(CELLS)]
@@ -238,15 +244,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer simulations (seconds, noisier)")
     args = ap.parse_args(argv)
     aa_sims, power_sims, adapt_sims, warn_sims, check_sims = (
-        (1000, 400, 1000, 300, 6) if args.quick else (20000, 4000, 8000, 4000, 30))
+        (1000, 400, 1000, 300, 6) if args.quick else (20000, 4000, 8000, 4000, 30)
+    )
     rng = np.random.default_rng(SEED)
     t0 = time.time()
 
     print("## Gate A/A and detectable change: 99-cell compare, lognormal noise\n")
-    print(f"{aa_sims} A/A compares and {power_sims} compares per power point per row; "
-          f"alpha = {ALPHA:g}, gate = --fail-on-regression {GATE_PCT:g}.\n")
-    print("| n | CV | gate A/A, current rule | previous rule A/A: flag (p<0.05, \\|Δ\\|>2%) "
-          "| previous rule A/A: gate | 80% power: changed | 80% power: gate |")
+    print(
+        f"{aa_sims} A/A compares and {power_sims} compares per power point per row; "
+        f"alpha = {ALPHA:g}, gate = --fail-on-regression {GATE_PCT:g}.\n"
+    )
+    print(
+        "| n | CV | gate A/A, current rule | previous rule A/A: flag (p<0.05, \\|Δ\\|>2%) "
+        "| previous rule A/A: gate | 80% power: changed | 80% power: gate |"
+    )
     print("|---|---|---|---|---|---|---|")
     worst = 0.0
     for n in NS:
@@ -255,44 +266,56 @@ def main(argv: list[str] | None = None) -> int:
             power = power_curve(n, cv, power_sims, rng)
             d_changed, d_gate = smallest_detected(power, 0), smallest_detected(power, 1)
             worst = max(worst, aa["new"])
-            print(f"| {n} | {cv * 100:g}% | {pct(aa['new'])} | {pct(aa['old_flag'])} | "
-                  f"{pct(aa['old_gate'])} | {change(d_changed)} | {change(d_gate)} |", flush=True)
+            print(
+                f"| {n} | {cv * 100:g}% | {pct(aa['new'])} | {pct(aa['old_flag'])} | "
+                f"{pct(aa['old_gate'])} | {change(d_changed)} | {change(d_gate)} |",
+                flush=True,
+            )
 
     schedule = Schedule(min_rounds=3, block=3, max_rounds=12)
     k = schedule.looks
     print("\n## Adaptive repetitions: A/A of two adaptive runs\n")
-    print(f"Schedule: looks after {', '.join(map(str, schedule.points))} rounds (K = {k}); "
-          f"target 95% CI half-width = the CV; {adapt_sims} compares per row. "
-          f"Naive: test at alpha = {ALPHA:g}. Rule: test at sequential_alpha(K, K) = "
-          f"{sequential_alpha(k, k):.4g}.\n")
-    print("| CV | 1 cell: mean rounds per run | 1 cell: naive A/A | 1 cell: rule A/A "
-          "| 99 cells: mean rounds per run | 99 cells: naive A/A | 99 cells: rule A/A "
-          "| 99 cells: rule gate A/A |")
+    print(
+        f"Schedule: looks after {', '.join(map(str, schedule.points))} rounds (K = {k}); "
+        f"target 95% CI half-width = the CV; {adapt_sims} compares per row. "
+        f"Naive: test at alpha = {ALPHA:g}. Rule: test at sequential_alpha(K, K) = "
+        f"{sequential_alpha(k, k):.4g}.\n"
+    )
+    print(
+        "| CV | 1 cell: mean rounds per run | 1 cell: naive A/A | 1 cell: rule A/A "
+        "| 99 cells: mean rounds per run | 99 cells: naive A/A | 99 cells: rule A/A "
+        "| 99 cells: rule gate A/A |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     adaptive_worst = 0.0
     for cv in CVS:
         one = adaptive_rates(cv, 1, adapt_sims, schedule, rng)
         many = adaptive_rates(cv, CELLS, adapt_sims // 4, schedule, rng)
         adaptive_worst = max(adaptive_worst, one["rule"], many["rule"])
-        print(f"| {cv * 100:g}% | {one['rounds']:.1f} | {pct(one['naive'])} | {pct(one['rule'])} | "
-              f"{many['rounds']:.1f} | {pct(many['naive'])} | {pct(many['rule'])} | "
-              f"{pct(many['gate'])} |", flush=True)
+        print(
+            f"| {cv * 100:g}% | {one['rounds']:.1f} | {pct(one['naive'])} | {pct(one['rule'])} | "
+            f"{many['rounds']:.1f} | {pct(many['naive'])} | {pct(many['rule'])} | "
+            f"{pct(many['gate'])} |",
+            flush=True,
+        )
 
     print("\n## Warnings on pure noise\n")
-    print(f"Share of cells flagged when nothing is wrong (lognormal noise, CV 5%, "
-          f"{warn_sims} cells per row; the rates do not depend on the CV).\n")
+    print(
+        f"Share of cells flagged when nothing is wrong (lognormal noise, CV 5%, "
+        f"{warn_sims} cells per row; the rates do not depend on the CV).\n"
+    )
     print("| rounds | outliers | slow first round | drift |")
     print("|---|---|---|---|")
     for n in (5, 8, 10, 20):
         w = warning_rates(n, warn_sims, rng)
-        print(f"| {n} | {pct(w['outliers'])} | {pct(w['slow_first'])} | {pct(w['drift'])} |",
-              flush=True)
+        print(f"| {n} | {pct(w['outliers'])} | {pct(w['slow_first'])} | {pct(w['drift'])} |", flush=True)
 
     bad = check_against_api(rng, check_sims)
-    print(f"\nReplayed {check_sims} compares through compare_cell/adjust/regressions: "
-          f"{bad} disagreement(s) with the vectorised gate.")
-    print(f"Worst gate A/A: {pct(worst)}; worst adaptive-rule A/A: {pct(adaptive_worst)}; "
-          f"{time.time() - t0:.0f} s.")
+    print(
+        f"\nReplayed {check_sims} compares through compare_cell/adjust/regressions: "
+        f"{bad} disagreement(s) with the vectorised gate."
+    )
+    print(f"Worst gate A/A: {pct(worst)}; worst adaptive-rule A/A: {pct(adaptive_worst)}; {time.time() - t0:.0f} s.")
     return 0 if bad == 0 and worst <= 0.05 and adaptive_worst <= 0.05 else 1
 
 

@@ -20,9 +20,9 @@ import sys
 import tempfile
 import time
 
-from isobench.host import counters
 from isobench.analysis.stats import compare_cell
 from isobench.analysis.verdicts import adjust
+from isobench.host import counters
 
 STUDY = """
 [study]
@@ -47,12 +47,26 @@ def one_run(workdir: str, size: int, on: bool) -> dict[str, float]:
     with open(study, "w") as fh:
         fh.write(STUDY.format(size=size))
     store = os.path.join(workdir, f"r-{time.monotonic_ns()}.sqlite")
-    subprocess.run([sys.executable, "-m", "isobench.cli.main", "run", study, "--no-progress", "--out",
-                    os.path.join(workdir, "results")], check=True, capture_output=True, timeout=1800,
-                   env={**os.environ, "ISOBENCH_STORE": store, counters.ENV_VAR: "1" if on else "0"})
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isobench.cli.main",
+            "run",
+            study,
+            "--no-progress",
+            "--out",
+            os.path.join(workdir, "results"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=1800,
+        env={**os.environ, "ISOBENCH_STORE": store, counters.ENV_VAR: "1" if on else "0"},
+    )
     out: dict[str, list[float]] = {}
     for w, c, vals, extra in sqlite3.connect(store).execute(
-            "SELECT workload, ccase, vals, extra FROM samples WHERE status='ok' AND warmup=0"):
+        "SELECT workload, ccase, vals, extra FROM samples WHERE status='ok' AND warmup=0"
+    ):
         assert ("counters" in json.loads(extra)) == on, "ISOBENCH_COUNTERS not honoured"
         values = json.loads(vals)
         out.setdefault(f"{w}/{c}", []).append(next(values[m] for m in METRICS if m in values))
@@ -77,14 +91,16 @@ def main() -> None:
     off: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as d:
         for i in range(args.pairs):
-            for flag in ((True, False) if i % 2 == 0 else (False, True)):  # alternate the order
+            for flag in (True, False) if i % 2 == 0 else (False, True):  # alternate the order
                 for k, v in one_run(d, args.size_mb, flag).items():
                     (on if flag else off).setdefault(k, []).append(v)
     cells = sorted(set(on) & set(off))
     effects = [compare_cell(on[k], off[k], True, pairs=list(zip(on[k], off[k]))) for k in cells]
     for k, v in zip(cells, adjust(effects)):
-        print(f"{k}: on/off {v.effect.ratio:.4f} ({v.pct:+.2f}%), interval {v.pct_low:+.2f}%..{v.pct_high:+.2f}%, "
-              f"p_adj {v.p_adjusted:.3g}, {v.verdict}")
+        print(
+            f"{k}: on/off {v.effect.ratio:.4f} ({v.pct:+.2f}%), interval {v.pct_low:+.2f}%..{v.pct_high:+.2f}%, "
+            f"p_adj {v.p_adjusted:.3g}, {v.verdict}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ def walls(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, str], float]:
     """Mean seconds per paired observation, per (workload key, environment)."""
     per: dict[tuple[str, str], list[float]] = defaultdict(list)
     duet: dict[tuple[str, int, frozenset], list[float]] = defaultdict(list)
-    rows = db.execute("SELECT env, workload, round, wall_s, extra FROM samples WHERE run_id=? AND status='ok'"
-                      " AND warmup=0", (run_id,)).fetchall()
+    rows = db.execute(
+        "SELECT env, workload, round, wall_s, extra FROM samples WHERE run_id=? AND status='ok' AND warmup=0", (run_id,)
+    ).fetchall()
     for env, workload, rnd, wall, extra in rows:
         record = json.loads(extra or "{}").get("duet")
         if isinstance(record, dict):
@@ -76,33 +77,52 @@ def main(argv: list[str] | None = None) -> int:
             n = len(d)
             mean = sum(d) / n
             sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
-            effect = compare_cell([v for v, _ in p], [r for _, r in p], key.higher_is_better, pairs=p,
-                                  sides=pair_sides(run, key, env, run.baseline))
+            effect = compare_cell(
+                [v for v, _ in p],
+                [r for _, r in p],
+                key.higher_is_better,
+                pairs=p,
+                sides=pair_sides(run, key, env, run.baseline),
+            )
             lo, hi = interval(effect, 0.95)
             blocked = effect.noise_sd  # within CPU sides, where the pairs ran as duets
             if duet:
                 s = secs.get((key.workload, f"duet:{env}"), float("nan"))
             else:
                 s = secs.get((key.workload, env), 0.0) + secs.get((key.workload, run.baseline), 0.0) / len(others)
-            rows.append({"workload": key.workload, "case": key.case, "metric": key.metric, "env": env,
-                         "schedule": "duet" if duet else "sequential", "n": n,
-                         "estimate_pct": round(effect.pct, 2),
-                         "ci_pct": [round(100 * (lo - 1), 2), round(100 * (hi - 1), 2)],
-                         "sd_pct": round(100 * sd, 2), "sd_blocked_pct": round(100 * blocked, 2),
-                         "s_per_obs": round(s, 2), "sd2_x_s": round(1e4 * blocked * blocked * s, 1)})
+            rows.append(
+                {
+                    "workload": key.workload,
+                    "case": key.case,
+                    "metric": key.metric,
+                    "env": env,
+                    "schedule": "duet" if duet else "sequential",
+                    "n": n,
+                    "estimate_pct": round(effect.pct, 2),
+                    "ci_pct": [round(100 * (lo - 1), 2), round(100 * (hi - 1), 2)],
+                    "sd_pct": round(100 * sd, 2),
+                    "sd_blocked_pct": round(100 * blocked, 2),
+                    "s_per_obs": round(s, 2),
+                    "sd2_x_s": round(1e4 * blocked * blocked * s, 1),
+                }
+            )
     if a.json:
         for r in rows:
             print(json.dumps(r))
         return 0
     print(f"run {run.run_id}, baseline {run.baseline}; pairs within each duet")
-    print(f"{'workload/case':24} {'env':12} {'schedule':10} {'n':>3} {'estimate':>9} {'95% interval':>18} "
-          f"{'SD %':>6} {'blocked':>7} {'s/obs':>6} {'SD^2 x s':>9}")
+    print(
+        f"{'workload/case':24} {'env':12} {'schedule':10} {'n':>3} {'estimate':>9} {'95% interval':>18} "
+        f"{'SD %':>6} {'blocked':>7} {'s/obs':>6} {'SD^2 x s':>9}"
+    )
     for r in rows:
         lo, hi = r["ci_pct"]
         name = r["workload"] if r["case"] == "default" else f"{r['workload']}/{r['case']}"
-        print(f"{name:24} {r['env']:12} {r['schedule']:10} {r['n']:3d} {r['estimate_pct']:+8.2f}% "
-              f"[{lo:+7.2f}, {hi:+7.2f}]% {r['sd_pct']:6.2f} {r['sd_blocked_pct']:7.2f} {r['s_per_obs']:6.2f} "
-              f"{r['sd2_x_s']:9.1f}")
+        print(
+            f"{name:24} {r['env']:12} {r['schedule']:10} {r['n']:3d} {r['estimate_pct']:+8.2f}% "
+            f"[{lo:+7.2f}, {hi:+7.2f}]% {r['sd_pct']:6.2f} {r['sd_blocked_pct']:7.2f} {r['s_per_obs']:6.2f} "
+            f"{r['sd2_x_s']:9.1f}"
+        )
     return 0
 
 

@@ -39,11 +39,25 @@ def via_isobench(workdir: str, size: int, threads: int) -> float:
     with open(study, "w") as fh:
         fh.write(STUDY.format(size=size, threads=threads))
     store = os.path.join(workdir, "r.sqlite")
-    subprocess.run([sys.executable, "-m", "isobench.cli.main", "run", study, "--no-progress", "--out",
-                    os.path.join(workdir, "results")], check=True, capture_output=True,
-                   env={**os.environ, "ISOBENCH_STORE": store}, timeout=900)
-    row = sqlite3.connect(store).execute(
-        "SELECT vals FROM samples WHERE status='ok' ORDER BY id DESC LIMIT 1").fetchone()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isobench.cli.main",
+            "run",
+            study,
+            "--no-progress",
+            "--out",
+            os.path.join(workdir, "results"),
+        ],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "ISOBENCH_STORE": store},
+        timeout=900,
+    )
+    row = (
+        sqlite3.connect(store).execute("SELECT vals FROM samples WHERE status='ok' ORDER BY id DESC LIMIT 1").fetchone()
+    )
     return float(re.search(r'"throughput_mbs": ([0-9.e+-]+)', row[0]).group(1))
 
 
@@ -59,8 +73,10 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=128)
     args = ap.parse_args()
     threads = os.cpu_count() or 1
-    with tempfile.TemporaryDirectory(prefix="isobench-bench-") as workdir, \
-            tempfile.TemporaryDirectory(prefix="isobench-bench-", dir="/dev/shm") as shm:
+    with (
+        tempfile.TemporaryDirectory(prefix="isobench-bench-") as workdir,
+        tempfile.TemporaryDirectory(prefix="isobench-bench-", dir="/dev/shm") as shm,
+    ):
         corpus = os.path.join(shm, "corpus")
         with open(corpus, "wb") as fh:
             fh.write(corpus_bytes(args.size_mb * 1_000_000))
@@ -77,8 +93,10 @@ def main() -> None:
     h, t = summarize(harness), summarize(tool)
     print(f"by hand : {t.mean:.3f} ± {t.sd:.3f} MB/s (n={t.n})")
     print(f"isobench: {h.mean:.3f} ± {h.sd:.3f} MB/s (n={h.n})")
-    print(f"difference: {c.pct:+.2f}% (95% CI {c.pct_ci95_low:+.2f}% .. {c.pct_ci95_high:+.2f}%), "
-          f"Welch p = {c.p_value:.3f}: {c.verdict}")
+    print(
+        f"difference: {c.pct:+.2f}% (95% CI {c.pct_ci95_low:+.2f}% .. {c.pct_ci95_high:+.2f}%), "
+        f"Welch p = {c.p_value:.3f}: {c.verdict}"
+    )
 
 
 if __name__ == "__main__":

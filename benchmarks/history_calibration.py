@@ -63,7 +63,7 @@ def rate(hits: int, n: int) -> str:
 def one_series(rng, n: int, se: float, slowdown: float, tau_factor: float, wild: bool) -> tuple[bool, bool]:
     """(any step confirmed, the planted step found) for one simulated series."""
     at = n // 2
-    y = rng.normal(0.0, math.sqrt(se * se * (1 + tau_factor ** 2)), n)
+    y = rng.normal(0.0, math.sqrt(se * se * (1 + tau_factor**2)), n)
     if slowdown:
         y[at:] += math.log(1 - slowdown)
     s = se * np.sqrt(rng.chisquare(ROUND_DF, n) / ROUND_DF)
@@ -76,9 +76,12 @@ def one_series(rng, n: int, se: float, slowdown: float, tau_factor: float, wild:
 
 
 def table(trials: int, tau_factor: float, title: str) -> list[str]:
-    lines = [f"### {title}", "",
-             "| runs | per-run SE | false alarms (A/A) | detected: 10% step | detected: 20% step |",
-             "|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"### {title}",
+        "",
+        "| runs | per-run SE | false alarms (A/A) | detected: 10% step | detected: 20% step |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for n in NS:
         for se in SES:
             rng = np.random.default_rng([SEED, n, int(se * 1000), int(tau_factor * 10)])
@@ -90,8 +93,12 @@ def table(trials: int, tau_factor: float, title: str) -> list[str]:
 
 
 def wild_table(trials: int) -> list[str]:
-    lines = [f"### One wild run ({WILD_SES:g} SEs off, ordinary SE) in an A/A series", "",
-             "| runs | false alarms |", "|---:|---:|"]
+    lines = [
+        f"### One wild run ({WILD_SES:g} SEs off, ordinary SE) in an A/A series",
+        "",
+        "| runs | false alarms |",
+        "|---:|---:|",
+    ]
     for n in NS:
         rng = np.random.default_rng([SEED, n, 99])
         hits = sum(one_series(rng, n, 0.05, 0.0, 0.0, True)[0] for _ in range(trials))
@@ -106,8 +113,11 @@ def main() -> None:
     args = parser.parse_args()
     trials = args.trials or (300 if args.quick else 2000)
     start = time.monotonic()
-    out = [f"{trials} simulated series per cell; MIN_SEGMENT {cp.MIN_SEGMENT}, penalty "
-           f"{cp.PENALTY_PER_LOG_N:g} log n, alpha {cp.ALPHA:g}.", ""]
+    out = [
+        f"{trials} simulated series per cell; MIN_SEGMENT {cp.MIN_SEGMENT}, penalty "
+        f"{cp.PENALTY_PER_LOG_N:g} log n, alpha {cp.ALPHA:g}.",
+        "",
+    ]
     out += table(trials, 0.0, "Runs scatter as their SEs say")
     out += table(trials, 1.0, "Runs scatter more: a between-run sd equal to the SE")
     out += wild_table(trials)

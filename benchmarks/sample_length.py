@@ -44,16 +44,19 @@ def main(argv: list[str] | None = None) -> int:
     values: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     walls: dict[str, list[float]] = defaultdict(list)
     for env, workload, case, rnd, vals, wall in db.execute(
-            "SELECT env, workload, ccase, round, vals, wall_s FROM samples WHERE run_id = ? AND status = 'ok' "
-            "AND warmup = 0", (a.run_id,)):
+        "SELECT env, workload, ccase, round, vals, wall_s FROM samples WHERE run_id = ? AND status = 'ok' "
+        "AND warmup = 0",
+        (a.run_id,),
+    ):
         key = workload if case == "default" else f"{workload}/{case}"
         v = json.loads(vals).get(a.metric)
         if v:
             values[(key, env)][rnd] = float(v)
             walls[key].append(float(wall))
     print(f"run {a.run_id}, metric {a.metric}, baseline {baseline}")
-    print(f"{'key':16} {'env':12} {'n':>3} {'mean':>8} {'SD %':>6} {'95% interval':>16} "
-          f"{'s/sample':>9} {'SD^2 x s':>9}")
+    print(
+        f"{'key':16} {'env':12} {'n':>3} {'mean':>8} {'SD %':>6} {'95% interval':>16} {'s/sample':>9} {'SD^2 x s':>9}"
+    )
     for key in sorted({k for k, _ in values}):
         base = values.get((key, baseline), {})
         secs = sum(walls[key]) / len(walls[key])
@@ -67,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
             lo, hi = sd_interval(sd, n)
             level = sum(cand.values()) / len(cand)
-            print(f"{key:16} {env:12} {n:3d} {level:8.2f} {100 * sd:6.2f} [{100 * lo:5.2f}, {100 * hi:5.2f}]%"
-                  f" {secs:9.2f} {1e4 * sd * sd * secs:9.2f}")
+            print(
+                f"{key:16} {env:12} {n:3d} {level:8.2f} {100 * sd:6.2f} [{100 * lo:5.2f}, {100 * hi:5.2f}]%"
+                f" {secs:9.2f} {1e4 * sd * sd * secs:9.2f}"
+            )
     return 0
 
 

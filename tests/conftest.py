@@ -61,5 +61,7 @@ def measured_busy(window_s: float = QUIET_WINDOW_S) -> float:
 def quiet_host() -> None:
     share = measured_busy()
     if share > QUIET_BUSY:
-        pytest.skip(f"needs a quiet host: other work kept {share:.0%} of the CPUs busy over "
-                    f"{QUIET_WINDOW_S:g} s (/proc/stat; the limit is {QUIET_BUSY:.0%})")
+        pytest.skip(
+            f"needs a quiet host: other work kept {share:.0%} of the CPUs busy over "
+            f"{QUIET_WINDOW_S:g} s (/proc/stat; the limit is {QUIET_BUSY:.0%})"
+        )

@@ -35,28 +35,36 @@ accelerator = "tcg"
 
 # workload -> case -> [(metric, unit, higher_is_better, native mean, rel sd)]
 PLAIN = {
-    "compression": {"default": [("throughput_mbs", "MB/s", True, 42.0, 0.01),
-                                ("real_s", "s", False, 0.76, 0.01)]},
-    "fio": {"randread": [("iops", "IO/s", True, 9000.0, 0.02),
-                         ("read_clat_p50_us", "µs", False, 110.0, 0.02),
-                         ("read_clat_p99_us", "µs", False, 480.0, 0.04)],
-            "seqwrite": [("bandwidth_mbs", "MB/s", True, 800.0, 0.02)]},
-    "nuttcp": {"transmit": [("throughput_gbps", "Gbit/s", True, 9.3, 0.005),
-                            ("cpu_s_per_gb", "CPU-s/GB", False, 0.9, 0.03)],
-               "receive": [("throughput_gbps", "Gbit/s", True, 9.3, 0.005),
-                           ("cpu_s_per_gb", "CPU-s/GB", False, 1.1, 0.03)]},
+    "compression": {"default": [("throughput_mbs", "MB/s", True, 42.0, 0.01), ("real_s", "s", False, 0.76, 0.01)]},
+    "fio": {
+        "randread": [
+            ("iops", "IO/s", True, 9000.0, 0.02),
+            ("read_clat_p50_us", "µs", False, 110.0, 0.02),
+            ("read_clat_p99_us", "µs", False, 480.0, 0.04),
+        ],
+        "seqwrite": [("bandwidth_mbs", "MB/s", True, 800.0, 0.02)],
+    },
+    "nuttcp": {
+        "transmit": [("throughput_gbps", "Gbit/s", True, 9.3, 0.005), ("cpu_s_per_gb", "CPU-s/GB", False, 0.9, 0.03)],
+        "receive": [("throughput_gbps", "Gbit/s", True, 9.3, 0.005), ("cpu_s_per_gb", "CPU-s/GB", False, 1.1, 0.03)],
+    },
     "startup": {"default": [("ready_s", "s", False, 0.01, 0.05)]},
 }
 CLIENTS = (1, 4, 16, 64)
 # environment -> multiplier of the native value, per metric direction
 # (throughput-like, latency-like); vm-tcg is emulated and slow.
-ENV_FACTOR = {"native": (1.0, 1.0), "docker-nat": (0.97, 1.06), "docker-host": (1.0, 1.0),
-              "vm-tcg": (0.35, 2.8)}
+ENV_FACTOR = {"native": (1.0, 1.0), "docker-nat": (0.97, 1.06), "docker-host": (1.0, 1.0), "vm-tcg": (0.35, 2.8)}
 STARTUP_S = {"native": 0.01, "docker-nat": 0.6, "docker-host": 0.55, "vm-tcg": 14.0}
 # (workload, metric) flagged primary in every case that has it, as a run
 # measured since workloads declare primaries stores them
-DECLARED = (("compression", "throughput_mbs"), ("fio", "iops"), ("fio", "bandwidth_mbs"),
-            ("nuttcp", "throughput_gbps"), ("startup", "ready_s"), ("redis", "throughput_rps"))
+DECLARED = (
+    ("compression", "throughput_mbs"),
+    ("fio", "iops"),
+    ("fio", "bandwidth_mbs"),
+    ("nuttcp", "throughput_gbps"),
+    ("startup", "ready_s"),
+    ("redis", "throughput_rps"),
+)
 
 
 @dataclass
@@ -77,10 +85,13 @@ class Synthetic:
 def fake_study(envs=ENVS, baseline="native"):
     """The few attributes Store.create_run reads; these workloads need not exist yet."""
     text = STUDY_TEXT
-    return SimpleNamespace(meta=SimpleNamespace(name="synthetic", baseline=baseline),
-                           path="studies/synthetic.toml", text=text,
-                           hash=hashlib.sha256(text.encode()).hexdigest()[:16],
-                           environments={e: None for e in envs})
+    return SimpleNamespace(
+        meta=SimpleNamespace(name="synthetic", baseline=baseline),
+        path="studies/synthetic.toml",
+        text=text,
+        hash=hashlib.sha256(text.encode()).hexdigest()[:16],
+        environments={e: None for e in envs},
+    )
 
 
 def _hist(rng, median_us: float, n: int = 4000) -> list[list[float]]:
@@ -92,14 +103,26 @@ def _hist(rng, median_us: float, n: int = 4000) -> list[list[float]]:
 def write_run(store, spec: Synthetic) -> str:
     rng = np.random.default_rng(spec.seed)
     run_id = spec.run_id
-    store.create_run(run_id, fake_study(spec.envs),
-                     {"cpu_model": "Synthetic CPU @ 2.0GHz", "cores": 2, "mem_bytes": 24 * 2**30,
-                      "kernel": "6.1.0-test-amd64", "thp": "madvise", "governor": "performance",
-                      "docker_version": "20.10.24"})
+    store.create_run(
+        run_id,
+        fake_study(spec.envs),
+        {
+            "cpu_model": "Synthetic CPU @ 2.0GHz",
+            "cores": 2,
+            "mem_bytes": 24 * 2**30,
+            "kernel": "6.1.0-test-amd64",
+            "thp": "madvise",
+            "governor": "performance",
+            "docker_version": "20.10.24",
+        },
+    )
     for env in spec.envs:
         kind = "vm" if env.startswith("vm") else "docker" if env.startswith("docker") else "native"
-        facts = {"kind": kind, "options": {"network": "bridge"} if env == "docker-nat" else {},
-                 "tool_versions": {"fio": "3.33-3", "xz-utils": "5.4.1-0.2"}}
+        facts = {
+            "kind": kind,
+            "options": {"network": "bridge"} if env == "docker-nat" else {},
+            "tool_versions": {"fio": "3.33-3", "xz-utils": "5.4.1-0.2"},
+        }
         if kind == "vm":
             facts.update({"accelerator": "tcg", "emulated": True, "qemu_version": "7.2.0"})
         store.set_env_facts(run_id, env, facts)
@@ -111,12 +134,21 @@ def write_run(store, spec: Synthetic) -> str:
     for c in CLIENTS:
         # Little's law flavour: throughput saturates, latency grows with clients.
         tput = 110_000 * c / (c + 3)
-        cells.append(("redis", f"clients={c}", [("throughput_rps", "req/s", True, tput, 0.02),
-                                                ("latency_mean_us", "µs", False, c / tput * 1e6, 0.02),
-                                                ("cpu_util_pct", "%", False, min(100.0, 25 * c ** 0.5), 0.02)]))
+        cells.append(
+            (
+                "redis",
+                f"clients={c}",
+                [
+                    ("throughput_rps", "req/s", True, tput, 0.02),
+                    ("latency_mean_us", "µs", False, c / tput * 1e6, 0.02),
+                    ("cpu_util_pct", "%", False, min(100.0, 25 * c**0.5), 0.02),
+                ],
+            )
+        )
     for w, case, metrics in cells:
-        store.define_metrics(run_id, w, case, [Metric(m, u, h, primary=(w, m) in spec.primaries)
-                                               for m, u, h, _, _ in metrics])
+        store.define_metrics(
+            run_id, w, case, [Metric(m, u, h, primary=(w, m) in spec.primaries) for m, u, h, _, _ in metrics]
+        )
 
     for round_ in range(1 + spec.repetitions):
         warm = round_ == 0
@@ -131,44 +163,98 @@ def write_run(store, spec: Synthetic) -> str:
                 extra = {}
                 if w == "fio" and case == "randread":
                     extra["read_clat_hist"] = _hist(rng, vals["read_clat_p50_us"])
-                store.add_sample(Sample(run_id, env, w, case, round_, warm, "ok",
-                                        f"2026-05-01T10:{round_:02d}:00+0000", 1.5, vals, extra, "raw output"))
+                store.add_sample(
+                    Sample(
+                        run_id,
+                        env,
+                        w,
+                        case,
+                        round_,
+                        warm,
+                        "ok",
+                        f"2026-05-01T10:{round_:02d}:00+0000",
+                        1.5,
+                        vals,
+                        extra,
+                        "raw output",
+                    )
+                )
     # one failed repetition, as real runs have
-    store.add_sample(Sample(run_id, spec.envs[-1], "compression", "default", spec.repetitions + 1, False,
-                            "timeout", "2026-05-01T11:00:00+0000", 600.0, error="timed out after 600 s"))
+    store.add_sample(
+        Sample(
+            run_id,
+            spec.envs[-1],
+            "compression",
+            "default",
+            spec.repetitions + 1,
+            False,
+            "timeout",
+            "2026-05-01T11:00:00+0000",
+            600.0,
+            error="timed out after 600 s",
+        )
+    )
     store.finish_run(run_id, "complete")
     return run_id
 
 
-def simple_run(store, run_id: str, values: dict[str, list[float]], metric=("throughput_mbs", "MB/s", True),
-               workload="compression", case="default", envs=("native", "docker-nat")) -> str:
+def simple_run(
+    store,
+    run_id: str,
+    values: dict[str, list[float]],
+    metric=("throughput_mbs", "MB/s", True),
+    workload="compression",
+    case="default",
+    envs=("native", "docker-nat"),
+) -> str:
     """A one-metric run: values[env] are that environment's repetitions."""
     store.create_run(run_id, fake_study(envs), {"cores": 2})
     store.define_metrics(run_id, workload, case, [Metric(*metric)])
     for env in envs:
         store.set_env_facts(run_id, env, {"kind": env.split("-")[0]})
         for i, v in enumerate(values[env]):
-            store.add_sample(Sample(run_id, env, workload, case, i, False, "ok", "2026-05-01T10:00:00+0000", 1.0,
-                                    {metric[0]: v}))
+            store.add_sample(
+                Sample(run_id, env, workload, case, i, False, "ok", "2026-05-01T10:00:00+0000", 1.0, {metric[0]: v})
+            )
     store.finish_run(run_id, "complete")
     return run_id
 
 
-HISTORY_HOST = {"hostname": "bench1", "cpu_model": "Synthetic CPU @ 2.0GHz", "cores": 2, "mem_bytes": 24 * 2**30,
-                "kernel": "6.1.0-test-amd64", "docker_version": "20.10.24", "loadavg": "0.10 0.20 0.30 1/100 1"}
+HISTORY_HOST = {
+    "hostname": "bench1",
+    "cpu_model": "Synthetic CPU @ 2.0GHz",
+    "cores": 2,
+    "mem_bytes": 24 * 2**30,
+    "kernel": "6.1.0-test-amd64",
+    "docker_version": "20.10.24",
+    "loadavg": "0.10 0.20 0.30 1/100 1",
+}
 
 
-def history_run(store, run_id: str, day: int, ratio: float, *, noise: float = 0.01, seed: int = 0,
-                rounds: int = 5, host: dict | None = None, env_facts: dict | None = None,
-                study_text: str | None = None, status: str = "complete",
-                metric=("throughput_mbs", "MB/s", True), envs=("native", "docker-host"),
-                ratios: dict | None = None) -> str:
+def history_run(
+    store,
+    run_id: str,
+    day: int,
+    ratio: float,
+    *,
+    noise: float = 0.01,
+    seed: int = 0,
+    rounds: int = 5,
+    host: dict | None = None,
+    env_facts: dict | None = None,
+    study_text: str | None = None,
+    status: str = "complete",
+    metric=("throughput_mbs", "MB/s", True),
+    envs=("native", "docker-host"),
+    ratios: dict | None = None,
+) -> str:
     """One run of a history series: native around 100 and each other
     environment at RATIO times it (or ratios[env]), per-round noise NOISE
     (relative sd), started on 2026-05-DAY (day may run past 31: the month
     moves on), with host facts HOST (default HISTORY_HOST) and per-environment
     facts ENV_FACTS merged over the defaults."""
     import datetime as _dt
+
     rng = np.random.default_rng(seed)
     study = fake_study(envs)
     if study_text is not None:
@@ -177,12 +263,16 @@ def history_run(store, run_id: str, day: int, ratio: float, *, noise: float = 0.
     store.create_run(run_id, study, dict(HISTORY_HOST if host is None else host))
     started = _dt.datetime(2026, 5, 1, 10, 0, tzinfo=_dt.UTC) + _dt.timedelta(days=day - 1)
     with store.db:
-        store.db.execute("UPDATE runs SET started_at=? WHERE run_id=?",
-                         (started.strftime("%Y-%m-%dT%H:%M:%S%z"), run_id))
+        store.db.execute(
+            "UPDATE runs SET started_at=? WHERE run_id=?", (started.strftime("%Y-%m-%dT%H:%M:%S%z"), run_id)
+        )
     store.define_metrics(run_id, "compression", "default", [Metric(*metric)])
     for env in envs:
-        facts = {"kind": env.split("-")[0], "options": {"cpus": 1.0} if env != "native" else {},
-                 "container": f"isobench-{run_id}-{env}"}
+        facts = {
+            "kind": env.split("-")[0],
+            "options": {"cpus": 1.0} if env != "native" else {},
+            "container": f"isobench-{run_id}-{env}",
+        }
         facts.update((env_facts or {}).get(env, {}))
         store.set_env_facts(run_id, env, facts)
     base = 100.0 * np.exp(rng.normal(0, noise, rounds))  # round effects shared by every environment
@@ -190,7 +280,19 @@ def history_run(store, run_id: str, day: int, ratio: float, *, noise: float = 0.
         r = 1.0 if env == envs[0] else (ratios or {}).get(env, ratio)
         vals = base * r * np.exp(rng.normal(0, noise, rounds))
         for i, v in enumerate(vals):
-            store.add_sample(Sample(run_id, env, "compression", "default", i, False, "ok",
-                                    started.strftime("%Y-%m-%dT%H:%M:%S%z"), 1.0, {metric[0]: float(v)}))
+            store.add_sample(
+                Sample(
+                    run_id,
+                    env,
+                    "compression",
+                    "default",
+                    i,
+                    False,
+                    "ok",
+                    started.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    1.0,
+                    {metric[0]: float(v)},
+                )
+            )
     store.finish_run(run_id, status)
     return run_id

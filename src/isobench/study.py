@@ -14,17 +14,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from isobench.analysis.budget import Plan, make_plan, parse_duration
-from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
-from isobench.core.ids import NAME_RE, NAME_RULE, shown
-from isobench.core.readbound import BoundedReadError, read_bounded
-from isobench.host.noise import NoiseSpec
 from isobench.analysis.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
 from isobench.analysis.stats import DEFAULT_TOL_PCT
+from isobench.core import tomlbound
+from isobench.core.ids import NAME_RE, NAME_RULE, shown
+from isobench.core.readbound import BoundedReadError, read_bounded
+from isobench.core.strictmodel import StrictModel
+from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
+from isobench.host.noise import NoiseSpec
 from isobench.workloads import WORKLOADS, claiming_fields, table_kind
 from isobench.workloads.base import WorkloadParams
-from isobench.core.strictmodel import StrictModel
-from isobench.core import tomlbound
-
 
 
 class StudyError(ValueError):
@@ -75,7 +74,7 @@ class StudyMeta(StrictModel):
     def _repetitions(cls, v):
         # before the union, so that true or "5" gets this line, not one per member
         if v != "auto" and (type(v) is not int or not 1 <= v <= 1000):
-            raise ValueError("must be a whole number from 1 to 1000, or \"auto\"")
+            raise ValueError('must be a whole number from 1 to 1000, or "auto"')
         return v
 
     @field_validator("noise_floor_pct")
@@ -89,14 +88,18 @@ class StudyMeta(StrictModel):
     @model_validator(mode="after")
     def _schedule(self) -> StudyMeta:
         if self.budget is not None and self.adaptive:
-            raise ValueError("budget and repetitions = \"auto\" are two stopping rules: keep one "
-                             "(with a budget, repetitions is the first block)")
+            raise ValueError(
+                'budget and repetitions = "auto" are two stopping rules: keep one '
+                "(with a budget, repetitions is the first block)"
+            )
         if self.adaptive:
             try:
                 _ = self.adaptive_schedule  # computing it is the check
             except ValueError:
-                raise ValueError(f"max_repetitions ({self.max_repetitions}) must be at least "
-                                 f"min_repetitions ({self.min_repetitions})") from None
+                raise ValueError(
+                    f"max_repetitions ({self.max_repetitions}) must be at least "
+                    f"min_repetitions ({self.min_repetitions})"
+                ) from None
         return self
 
     @property
@@ -203,12 +206,15 @@ def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
             preset = name
         if preset is not None:
             if not isinstance(preset, str) or preset not in shorthands:
-                raise StudyError(f"{path}: environments.{name}.preset: unknown preset {preset!r}; "
-                                 f"allowed: {', '.join(shorthands)}")
+                raise StudyError(
+                    f"{path}: environments.{name}.preset: unknown preset {preset!r}; allowed: {', '.join(shorthands)}"
+                )
             body = {**shorthands[preset], **body}
         if not isinstance(body.get("kind"), str) or body.get("kind") not in known:
-            raise StudyError(f"{path}: environments.{name}.kind: must be one of {', '.join(known)} "
-                             f"(or name a preset: {', '.join(shorthands)})")
+            raise StudyError(
+                f"{path}: environments.{name}.kind: must be one of {', '.join(known)} "
+                f"(or name a preset: {', '.join(shorthands)})"
+            )
         out[name] = body
     return out
 
@@ -226,8 +232,10 @@ def _workload_entries(path: str, raw: Any) -> list[WorkloadEntry]:
         kind = body.pop("workload") if "workload" in body else table_kind(key, body) or key
         if not isinstance(kind, str) or kind not in WORKLOADS:
             own = "".join(f", or give {f} = [...] to measure your own program" for f in claiming_fields())
-            raise StudyError(f"{path}: workloads.{key}: unknown workload {kind!r}; allowed: "
-                             f"{', '.join(sorted(WORKLOADS))} (or set workload = \"...\"{own})")
+            raise StudyError(
+                f"{path}: workloads.{key}: unknown workload {kind!r}; allowed: "
+                f'{", ".join(sorted(WORKLOADS))} (or set workload = "..."{own})'
+            )
         cls = WORKLOADS[kind]
         try:
             params = cls.Params.model_validate(body)
@@ -247,8 +255,10 @@ def _check_primary(path: str, key: str, kind: str, params: WorkloadParams) -> No
     unknown = [n for n in params.primary if n not in names]
     if unknown:
         shown_names = ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
-        raise StudyError(f"{path}: workloads.{key}.primary: {shown(unknown[0])} is not a metric of {kind} "
-                         f"with these parameters; its metrics: {shown_names}")
+        raise StudyError(
+            f"{path}: workloads.{key}.primary: {shown(unknown[0])} is not a metric of {kind} "
+            f"with these parameters; its metrics: {shown_names}"
+        )
 
 
 def parse_study(text: str, path: str = "<study>") -> Study:
@@ -260,10 +270,9 @@ def parse_study(text: str, path: str = "<study>") -> Study:
         raise StudyError(f"{path}: {exc}") from None
     unknown = set(raw) - {"study", "environments", "workloads", "noise"}
     if unknown:
-        raise StudyError(f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, "
-                         "workloads, noise")
+        raise StudyError(f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, workloads, noise")
     if not isinstance(raw.get("study"), dict):
-        raise StudyError(f"{path}: study: a [study] table with at least name = \"...\" is required")
+        raise StudyError(f'{path}: study: a [study] table with at least name = "..." is required')
     envs = _expand_presets(path, raw.get("environments"))
     workloads = _workload_entries(path, raw.get("workloads"))
     specs: dict[str, EnvSpec] = {}
@@ -280,16 +289,20 @@ def parse_study(text: str, path: str = "<study>") -> Study:
     workload_keys = {e.key for e in workloads}
     unknown_floor = [k for k in meta.noise_floor_pct if k.split(".", 1)[0] not in workload_keys]
     if unknown_floor:
-        raise StudyError(f"{path}: study.noise_floor_pct.{unknown_floor[0]}: no such workload in this study "
-                         f"({', '.join(sorted(workload_keys))}); write WORKLOAD or WORKLOAD.METRIC")
+        raise StudyError(
+            f"{path}: study.noise_floor_pct.{unknown_floor[0]}: no such workload in this study "
+            f"({', '.join(sorted(workload_keys))}); write WORKLOAD or WORKLOAD.METRIC"
+        )
     if meta.baseline not in specs:
         names = list(specs)
         shown = ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
         raise StudyError(f"{path}: study.baseline: {meta.baseline!r} is not one of the environments ({shown})")
     noise = None
     if "noise" in raw and meta.budget is not None:
-        raise StudyError(f"{path}: study.budget: not with a [noise] table (each noise step would need its own "
-                         "budget); remove one of them")
+        raise StudyError(
+            f"{path}: study.budget: not with a [noise] table (each noise step would need its own "
+            "budget); remove one of them"
+        )
     if "noise" in raw:
         try:
             noise = NoiseSpec.model_validate(raw["noise"])
@@ -302,8 +315,9 @@ def with_budget(study: Study, budget: str, label: str = "--budget") -> Study:
     """The study with a time budget given outside its file (``run --budget``,
     or the one a resumed run stored), checked as the file's would be."""
     if study.noise is not None:
-        raise StudyError(f"{label} {shown(budget)}: not with the study's [noise] table (each noise step would "
-                         "need its own budget)")
+        raise StudyError(
+            f"{label} {shown(budget)}: not with the study's [noise] table (each noise step would need its own budget)"
+        )
     try:
         meta = StudyMeta.model_validate({**study.meta.model_dump(), "budget": budget})
     except ValidationError as exc:
@@ -337,6 +351,8 @@ def load_study(path: str | Path) -> Study:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise StudyError(f"{p}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
-                         "a study is a TOML file saved as UTF-8") from None
+        raise StudyError(
+            f"{p}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
+            "a study is a TOML file saved as UTF-8"
+        ) from None
     return parse_study(text, str(p))

@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
+from isobench.analysis.stats import compare_cell
 from isobench.results.attribution import build_rows, per_unit
 from isobench.run.runner import run_study
-from isobench.analysis.stats import compare_cell
 from isobench.store.db import Store
 from isobench.study import parse_study
 
@@ -21,8 +21,10 @@ pytestmark = pytest.mark.integration
 # (ISOBENCH_ATTRIBUTION_KAT=1), and skipped when the host is measured busy
 # (tests/conftest.py: quiet_host). (b)'s effect is several times the noise and
 # always runs.
-known_answer = pytest.mark.skipif(os.environ.get("ISOBENCH_ATTRIBUTION_KAT") != "1",
-                                  reason="NAT-vs-host known-answer test: set ISOBENCH_ATTRIBUTION_KAT=1")
+known_answer = pytest.mark.skipif(
+    os.environ.get("ISOBENCH_ATTRIBUTION_KAT") != "1",
+    reason="NAT-vs-host known-answer test: set ISOBENCH_ATTRIBUTION_KAT=1",
+)
 
 CHAIN = f"ISOBENCH-ATTR-{os.getpid()}"
 KERNEL = ("cpu.sut_s", "cpu.system_s", "cpu.softirq_s")
@@ -31,6 +33,7 @@ KERNEL = ("cpu.sut_s", "cpu.system_s", "cpu.softirq_s")
 def image() -> str:
     from isobench.core.dockerclient import engine
     from isobench.images import ensure_image  # the built isobench/debian image
+
     return ensure_image(engine(), log=lambda *a, **k: None)
 
 
@@ -68,8 +71,11 @@ def test_a_nat_costs_kernel_cpu_per_round_trip(tmp_path, quiet_host):
 
 # (b)'s effect is about 5x (softirq per round trip 29 -> 215 us here): 6 rounds
 # a side resolve it (Welch on logs, 10 df), where (a) needs 10
-NAT_ONLY = NETLAT.replace('baseline = "docker-host"', 'baseline = "docker-nat"').replace(
-    "[environments.docker-host]\n", "").replace("repetitions = 10", "repetitions = 6")
+NAT_ONLY = (
+    NETLAT.replace('baseline = "docker-host"', 'baseline = "docker-nat"')
+    .replace("[environments.docker-host]\n", "")
+    .replace("repetitions = 10", "repetitions = 6")
+)
 
 
 def iptables(*args: str) -> subprocess.CompletedProcess:
@@ -83,8 +89,13 @@ def add_rules(n: int) -> None:
     lines = ["*filter", f":{CHAIN} - [0:0]"]
     lines += [f"-A {CHAIN} -s 198.18.255.{i % 250 + 1}/32 -p tcp --dport {1024 + i} -j DROP" for i in range(n)]
     lines += [f"-I DOCKER-USER 1 -j {CHAIN}", f"-I INPUT 1 -j {CHAIN}", "COMMIT", ""]
-    r = subprocess.run(["iptables-restore", "-w", "5", "--noflush"], input="\n".join(lines),
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["iptables-restore", "-w", "5", "--noflush"],
+        input="\n".join(lines),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -164,6 +175,8 @@ def test_c_tcg_compression_cpu_is_in_qemu_threads(tmp_path):
     assert samples
     for _round, d, units in samples:
         vmm = d["vmm.vcpu_user_s"] + d["vmm.vcpu_sys_s"] + d.get("cpu.guest_s", 0.0)
-        print(f"VM sample: QEMU vCPU threads {vmm:.2f} s; native control (pixz user + sys) {control:.2f} s; "
-              f"host busy {d['cpu.user_s'] + d['cpu.system_s']:.2f} s")
+        print(
+            f"VM sample: QEMU vCPU threads {vmm:.2f} s; native control (pixz user + sys) {control:.2f} s; "
+            f"host busy {d['cpu.user_s'] + d['cpu.system_s']:.2f} s"
+        )
         assert units[0] == "MB" and vmm > control > 0, (vmm, control)

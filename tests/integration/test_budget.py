@@ -44,8 +44,18 @@ def test_a_budgeted_study_stops_resolved_cases_early_and_ends_complete(tmp_path)
     study.write_text(STUDY)
     store = tmp_path / "r.sqlite"
     began = time.monotonic()
-    out = isobench("run", str(study), "--budget", "4m", "--no-progress", "--out", str(tmp_path / "res"),
-                   store=store, cwd=tmp_path, timeout=900)
+    out = isobench(
+        "run",
+        str(study),
+        "--budget",
+        "4m",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "res"),
+        store=store,
+        cwd=tmp_path,
+        timeout=900,
+    )
     wall = time.monotonic() - began
     assert isobench_containers() == [], out.stderr[-3000:]
     db = sqlite3.connect(store)
@@ -56,8 +66,12 @@ def test_a_budgeted_study_stops_resolved_cases_early_and_ends_complete(tmp_path)
     cases = record["cases"]
     # the 0.4-CPU container more than halves a single thread's throughput: resolved at the first look
     assert cases["compression/default"] == {**cases["compression/default"], "state": "resolved", "rounds": 6}
-    rounds = [r for (r,) in db.execute(
-        "SELECT DISTINCT round FROM samples WHERE workload='compression' AND status='ok' ORDER BY round")]
+    rounds = [
+        r
+        for (r,) in db.execute(
+            "SELECT DISTINCT round FROM samples WHERE workload='compression' AND status='ok' ORDER BY round"
+        )
+    ]
     assert rounds == list(range(6)), rounds  # not one round after it was resolved
     assert set(cases) == {"compression/default", "fio/randread"}
     assert all(c["state"] in ("resolved", "hopeless", "out of time") for c in cases.values()), cases

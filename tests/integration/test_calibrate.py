@@ -30,8 +30,19 @@ def test_calibrate_detects_a_large_planted_slowdown(tmp_path):
     study = tmp_path / "cal.toml"
     study.write_text(STUDY)
     store = tmp_path / "r.sqlite"
-    out = isobench("calibrate", str(study), "--sizes", "60", "--copies", "1", "--no-progress",
-                   "--json", str(tmp_path / "cal.json"), store=store, cwd=tmp_path)
+    out = isobench(
+        "calibrate",
+        str(study),
+        "--sizes",
+        "60",
+        "--copies",
+        "1",
+        "--no-progress",
+        "--json",
+        str(tmp_path / "cal.json"),
+        store=store,
+        cwd=tmp_path,
+    )
     assert isobench_containers() == [], out.stderr[-3000:]
     result = json.loads((tmp_path / "cal.json").read_text())
     rates = {r["label"]: r for r in result["rates"]}
@@ -45,8 +56,11 @@ def test_calibrate_detects_a_large_planted_slowdown(tmp_path):
 
 def test_an_environment_without_a_quota_is_refused_before_anything_starts(tmp_path):
     study = tmp_path / "cal.toml"
-    study.write_text(STUDY.replace('baseline = "docker-host"', 'baseline = "native"')
-                     .replace("[environments.docker-host]", "[environments.native]"))
+    study.write_text(
+        STUDY.replace('baseline = "docker-host"', 'baseline = "native"').replace(
+            "[environments.docker-host]", "[environments.native]"
+        )
+    )
     store = tmp_path / "r.sqlite"
     out = isobench("calibrate", str(study), store=store, cwd=tmp_path, check=False)
     assert out.returncode == 2

@@ -36,8 +36,13 @@ def test_clean_kills_a_server_bound_to_a_benchmark_address(tmp_path):
         sh("iperf3", "-s", "--bind", "127.0.0.1", "-p", str(PORT), "-D")
         time.sleep(0.5)
         assert iperf3_pids(ADDR) and iperf3_pids("127.0.0.1")
-        out = subprocess.run([sys.executable, "-m", "isobench.cli.main", "clean"], capture_output=True, text=True,
-                             timeout=120, env={**os.environ, "ISOBENCH_STORE": str(tmp_path / "s.sqlite")})
+        out = subprocess.run(
+            [sys.executable, "-m", "isobench.cli.main", "clean"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "ISOBENCH_STORE": str(tmp_path / "s.sqlite")},
+        )
         assert out.returncode == 0, out.stderr
         assert "bound to a benchmark address" in out.stdout
         time.sleep(0.3)

@@ -42,14 +42,23 @@ cases = ["randread", "seqwrite"]
 # The studies interrupted and resumed below: TINY's shape (3 environments, 4
 # cells) with cheaper samples, since what they check is what happens between
 # samples (smaller corpus and file, no fio ramp).
-CHEAP = TINY.replace("size_mb = 8", "size_mb = 2").replace("size_mb = 32", "size_mb = 16") \
+CHEAP = (
+    TINY.replace("size_mb = 8", "size_mb = 2")
+    .replace("size_mb = 32", "size_mb = 16")
     .replace("runtime_s = 1", "runtime_s = 1\nramp_s = 0")
+)
 
 
 def isobench(*args, store, cwd, timeout=600, check=True):
     env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli.main", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "isobench.cli.main", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"isobench {args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -57,8 +66,9 @@ def isobench(*args, store, cwd, timeout=600, check=True):
 
 def isobench_containers():
     client = docker.from_env()
-    return [c.name for c in client.containers.list(all=True, filters={"label": "isobench=1"})] + \
-           [v.name for v in client.volumes.list(filters={"label": "isobench=1"})]
+    return [c.name for c in client.containers.list(all=True, filters={"label": "isobench=1"})] + [
+        v.name for v in client.volumes.list(filters={"label": "isobench=1"})
+    ]
 
 
 def test_run_report_runs_and_nothing_left(tmp_path):
@@ -108,8 +118,10 @@ def test_bad_study_fails_fast_with_one_line(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, proc.stderr
     assert "bad.toml" in lines[0] and "workloads.compression.sise_mb" in lines[0]
-    assert not (tmp_path / "r.sqlite").exists() or \
-        sqlite3.connect(tmp_path / "r.sqlite").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert (
+        not (tmp_path / "r.sqlite").exists()
+        or sqlite3.connect(tmp_path / "r.sqlite").execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    )
 
 
 def ok_samples(store) -> int:
@@ -128,10 +140,13 @@ def study_under_way(tmp_path, repetitions: int, samples: int):
     study.write_text(CHEAP.replace("repetitions = 2", f"repetitions = {repetitions}"))
     store = tmp_path / "r.sqlite"
     log = tmp_path / "stderr.log"  # a file, not a pipe: per-sample lines would fill a pipe and stall the run
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "run", str(study), "--out",
-                             str(tmp_path / "results")], cwd=tmp_path,
-                            env={**os.environ, "ISOBENCH_STORE": str(store)},
-                            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "isobench.cli.main", "run", str(study), "--out", str(tmp_path / "results")],
+        cwd=tmp_path,
+        env={**os.environ, "ISOBENCH_STORE": str(store)},
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "w"),
+    )
     try:
         deadline = time.time() + 300
         while time.time() < deadline and ok_samples(store) < samples and proc.poll() is None:
@@ -157,8 +172,13 @@ def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
     assert isobench_containers() == [], err[-3000:]
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
-    leftovers = [name for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
-                 for name in os.listdir(root) if name.startswith(run_id)]
+    leftovers = [
+        name
+        for root in (DATA_ROOT, TMP_ROOT)
+        if os.path.isdir(root)
+        for name in os.listdir(root)
+        if name.startswith(run_id)
+    ]
     assert leftovers == []
 
 
@@ -191,6 +211,7 @@ def test_sigkill_leftovers_are_removed_by_clean(tmp_path):
     assert ok_samples(store) >= done >= 4
     # the kernel released the run lock with the process: a new run may start
     from isobench.core.lock import RunLock
+
     lock = RunLock()
     lock.acquire("after-kill")
     lock.release()

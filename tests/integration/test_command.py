@@ -67,9 +67,26 @@ def test_a_command_workload_runs_natively_and_in_docker_and_is_stored(tmp_path):
 
 def test_try_measures_one_command_and_saves_its_study(tmp_path):
     store = tmp_path / "r.sqlite"
-    proc = isobench("try", "--env", "native", "--env", "docker-nat", "--rounds", "2", "--warmup", "0",
-                    "--save", "mine.toml", "--no-progress", "--", "sh", "-c", "echo hi; sleep 0.2",
-                    store=store, cwd=tmp_path)
+    proc = isobench(
+        "try",
+        "--env",
+        "native",
+        "--env",
+        "docker-nat",
+        "--rounds",
+        "2",
+        "--warmup",
+        "0",
+        "--save",
+        "mine.toml",
+        "--no-progress",
+        "--",
+        "sh",
+        "-c",
+        "echo hi; sleep 0.2",
+        store=store,
+        cwd=tmp_path,
+    )
     assert "The answer" in proc.stdout and "wall_s" in proc.stdout and "stored as run " in proc.stdout
     saved = (tmp_path / "mine.toml").read_text()
     assert '[workloads.sh]\ncommand = [\n    "sh",\n    "-c",\n    "echo hi; sleep 0.2",\n]' in saved

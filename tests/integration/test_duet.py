@@ -7,7 +7,6 @@ import sqlite3
 from datetime import datetime
 
 import pytest
-
 from tests.integration.test_cli_run import isobench, isobench_containers
 
 pytestmark = pytest.mark.integration
@@ -40,8 +39,9 @@ def test_a_duet_study_runs_both_sides_at_once_and_leaves_nothing(tmp_path):
     assert isobench_containers() == [], out.stderr[-3000:]
     db = sqlite3.connect(store)
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "complete"
-    rows = db.execute("SELECT env, workload, round, started_at, wall_s, extra FROM samples WHERE status='ok'"
-                      " ORDER BY id").fetchall()
+    rows = db.execute(
+        "SELECT env, workload, round, started_at, wall_s, extra FROM samples WHERE status='ok' ORDER BY id"
+    ).fetchall()
     # 2 duets (native beside each container) x 2 samples x 2 workloads x 2 rounds
     assert len(rows) == 16, out.stderr[-2000:]
     duets = {}
@@ -50,7 +50,8 @@ def test_a_duet_study_runs_both_sides_at_once_and_leaves_nothing(tmp_path):
         start = record["started"]
         assert abs(start - datetime.fromisoformat(started).timestamp()) < 1.5
         duets.setdefault((workload, round_, frozenset({env, record["partner"]})), []).append(
-            (env, start, start + wall, record))
+            (env, start, start + wall, record)
+        )
     assert len(duets) == 8
     for pair in duets.values():
         (env_a, s_a, e_a, rec_a), (env_b, s_b, e_b, rec_b) = pair

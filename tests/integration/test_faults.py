@@ -37,8 +37,14 @@ class Run:
     def __init__(self, args: list[str], store, cwd):
         env = {**os.environ, "ISOBENCH_STORE": str(store), "PYTHONPATH": os.path.join(REPO, "src")}
         self.store = str(store)
-        self.proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.entry", "run", "--no-progress", *args],
-                                     cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "isobench.cli.entry", "run", "--no-progress", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: list[tuple[float, str]] = []
         self._t = threading.Thread(target=self._read, daemon=True)
         self._t.start()
@@ -88,8 +94,9 @@ def wait_samples(store, env: str, n: int, timeout: float = 300, status: str = "o
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(sqlite3.Error):
-            got = db(store).execute("SELECT COUNT(*) FROM samples WHERE env=? AND status=?",
-                                    (env, status)).fetchone()[0]
+            got = (
+                db(store).execute("SELECT COUNT(*) FROM samples WHERE env=? AND status=?", (env, status)).fetchone()[0]
+            )
             if got >= n:
                 return
         time.sleep(0.2)
@@ -97,8 +104,9 @@ def wait_samples(store, env: str, n: int, timeout: float = 300, status: str = "o
 
 
 def ok_samples(store) -> set[tuple]:
-    return {tuple(r) for r in db(store).execute(
-        "SELECT id, env, workload, ccase, round FROM samples WHERE status='ok'")}
+    return {
+        tuple(r) for r in db(store).execute("SELECT id, env, workload, ccase, round FROM samples WHERE status='ok'")
+    }
 
 
 def run_row(store) -> tuple[str, str]:
@@ -107,8 +115,14 @@ def run_row(store) -> tuple[str, str]:
 
 def isobench(*args, store, cwd, timeout=600) -> subprocess.CompletedProcess:
     env = {**os.environ, "ISOBENCH_STORE": str(store), "PYTHONPATH": os.path.join(REPO, "src")}
-    return subprocess.run([sys.executable, "-m", "isobench.cli.entry", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "isobench.cli.entry", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def leftovers(run_id: str) -> list[str]:
@@ -128,8 +142,7 @@ def leftovers(run_id: str) -> list[str]:
 
 
 def resume_completes(run_id: str, store, cwd, before: set[tuple], failed_on_record: bool = True) -> None:
-    proc = isobench("run", "--no-progress", "--resume", run_id, "--out", str(cwd / "results"), store=store,
-                    cwd=cwd)
+    proc = isobench("run", "--no-progress", "--resume", run_id, "--out", str(cwd / "results"), store=store, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert run_row(store) == (run_id, "complete"), proc.stderr
@@ -144,6 +157,7 @@ def resume_completes(run_id: str, store, cwd, before: set[tuple], failed_on_reco
 
 # --- the Docker Engine stops mid-run and comes back --------------------------------------
 
+
 def dockerd_pid() -> int | None:
     with contextlib.suppress(OSError, ValueError):
         pid = int(open(DOCKERD_PIDFILE).read().strip())
@@ -153,8 +167,9 @@ def dockerd_pid() -> int | None:
 
 
 def start_dockerd() -> None:
-    subprocess.run(["bash", os.path.join(REPO, "scripts", "start-dockerd.sh")], check=True, timeout=120,
-                   capture_output=True)
+    subprocess.run(
+        ["bash", os.path.join(REPO, "scripts", "start-dockerd.sh")], check=True, timeout=120, capture_output=True
+    )
 
 
 @pytest.fixture
@@ -166,9 +181,11 @@ def dockerd_back():
 
 def test_docker_engine_stopped_mid_run(tmp_path, dockerd_back):
     study = tmp_path / "engine.toml"
-    study.write_text('[study]\nname = "fault-engine"\nrepetitions = 8\nwarmup = 0\n'
-                     '[environments.native]\n[environments.docker-nat]\n'
-                     '[workloads.compression]\nsize_mb = 2\nlevel = 1\n')
+    study.write_text(
+        '[study]\nname = "fault-engine"\nrepetitions = 8\nwarmup = 0\n'
+        "[environments.native]\n[environments.docker-nat]\n"
+        "[workloads.compression]\nsize_mb = 2\nlevel = 1\n"
+    )
     store = tmp_path / "r.sqlite"
     run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
     try:
@@ -204,6 +221,7 @@ def test_docker_engine_stopped_mid_run(tmp_path, dockerd_back):
 
 # --- a server process killed mid-run ---------------------------------------------------------
 
+
 def server_pids(run_id: str, name: str) -> list[int]:
     pids = []
     for path in glob.glob(os.path.join(TMP_ROOT, f"{run_id}*", "**", "servers", f"{name}.pid"), recursive=True):
@@ -214,9 +232,11 @@ def server_pids(run_id: str, name: str) -> list[int]:
 
 def test_server_killed_mid_run(tmp_path):
     study = tmp_path / "server.toml"
-    study.write_text('[study]\nname = "fault-server"\nrepetitions = 4\nwarmup = 0\n'
-                     '[environments.native]\n'
-                     '[workloads.redis]\nrequests = 300000\nclients = [4]\n')
+    study.write_text(
+        '[study]\nname = "fault-server"\nrepetitions = 4\nwarmup = 0\n'
+        "[environments.native]\n"
+        "[workloads.redis]\nrequests = 300000\nclients = [4]\n"
+    )
     store = tmp_path / "r.sqlite"
     run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
     try:
@@ -246,12 +266,12 @@ def test_server_killed_mid_run(tmp_path):
 
 # --- the store's filesystem fills up --------------------------------------------------------
 
+
 @pytest.fixture
 def small_tmpfs(tmp_path):
     mnt = tmp_path / "full"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "isobench-fault-tmpfs", str(mnt)], check=True,
-                   timeout=30)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "isobench-fault-tmpfs", str(mnt)], check=True, timeout=30)
     try:
         yield mnt
     finally:
@@ -260,8 +280,10 @@ def small_tmpfs(tmp_path):
 
 def test_store_filesystem_full_mid_run(tmp_path, small_tmpfs):
     study = tmp_path / "full.toml"
-    study.write_text('[study]\nname = "fault-full"\nrepetitions = 30\nwarmup = 0\n'
-                     '[environments.native]\n[workloads.compression]\nsize_mb = 1\nlevel = 1\n')
+    study.write_text(
+        '[study]\nname = "fault-full"\nrepetitions = 30\nwarmup = 0\n'
+        "[environments.native]\n[workloads.compression]\nsize_mb = 1\nlevel = 1\n"
+    )
     store = small_tmpfs / "r.sqlite"
     filler = small_tmpfs / "filler"
     run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
@@ -291,6 +313,7 @@ def test_store_filesystem_full_mid_run(tmp_path, small_tmpfs):
 
 # --- a QEMU guest killed mid-run ---------------------------------------------------------------
 
+
 def qemu_pids(run_id: str) -> list[int]:
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -303,11 +326,13 @@ def qemu_pids(run_id: str) -> list[int]:
 
 def test_qemu_guest_killed_mid_run(tmp_path):
     study = tmp_path / "vm.toml"
-    study.write_text('[study]\nname = "fault-vm"\nrepetitions = 6\nwarmup = 0\n'
-                     '[environments.native]\n'
-                     '[environments.vm]\nkind = "vm"\nvcpus = 1\nmemory_mb = 768\ndata_disk_mb = 512\n'
-                     'accel = "tcg"\n'
-                     '[workloads.compression]\nsize_mb = 1\nlevel = 1\n')
+    study.write_text(
+        '[study]\nname = "fault-vm"\nrepetitions = 6\nwarmup = 0\n'
+        "[environments.native]\n"
+        '[environments.vm]\nkind = "vm"\nvcpus = 1\nmemory_mb = 768\ndata_disk_mb = 512\n'
+        'accel = "tcg"\n'
+        "[workloads.compression]\nsize_mb = 1\nlevel = 1\n"
+    )
     store = tmp_path / "r.sqlite"
     run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
     try:

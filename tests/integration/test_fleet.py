@@ -49,8 +49,9 @@ level = 2
 # still mid-run (each round takes seconds; the kill follows within one). Not
 # bigger rounds: the two surviving hosts must measure all of them.
 LONGER_ROUNDS = 8
-LONGER = TINY.replace('name = "fleet-tiny"', 'name = "fleet-longer"') \
-    .replace("repetitions = 2", f"repetitions = {LONGER_ROUNDS}")
+LONGER = TINY.replace('name = "fleet-tiny"', 'name = "fleet-longer"').replace(
+    "repetitions = 2", f"repetitions = {LONGER_ROUNDS}"
+)
 
 
 def sh(*argv, timeout=600, check=True, **kw):
@@ -77,7 +78,8 @@ def sshd_image() -> str:
                 "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends"
                 " openssh-server python3-venv && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd\n"
                 f"LABEL {LABEL}\n"
-                'CMD ["/usr/sbin/sshd", "-D", "-e"]\n')
+                'CMD ["/usr/sbin/sshd", "-D", "-e"]\n'
+            )
             sh("docker", "build", "-q", "-t", tag, d, timeout=900)
     return tag
 
@@ -102,12 +104,18 @@ def isobench(*args, store, timeout=1800, check=False):
 def missing_wheels() -> list[str]:
     """Lock-file pins with no wheel in WHEELS yet (a dependency added since
     the wheels were built included)."""
+
     def norm(name: str) -> str:
         return re.sub(r"[-_.]+", "-", name).lower()
-    have = {(norm(w.name.split("-")[0]), w.name.split("-")[1]) for w in WHEELS.glob("*.whl")} \
-        if WHEELS.exists() else set()
-    pins = [ln.strip().split("==") for ln in (ROOT / "requirements.lock").read_text().splitlines()
-            if "==" in ln and not ln.startswith("#")]
+
+    have = (
+        {(norm(w.name.split("-")[0]), w.name.split("-")[1]) for w in WHEELS.glob("*.whl")} if WHEELS.exists() else set()
+    )
+    pins = [
+        ln.strip().split("==")
+        for ln in (ROOT / "requirements.lock").read_text().splitlines()
+        if "==" in ln and not ln.startswith("#")
+    ]
     return [f"{n}=={v}" for n, v in pins if (norm(n), v) not in have]
 
 
@@ -117,8 +125,18 @@ def fleet(tmp_path_factory):
         pytest.skip("needs root and Docker Engine")
     if missing_wheels():
         WHEELS.mkdir(parents=True, exist_ok=True)
-        sh(sys.executable, "-m", "pip", "wheel", "-q", "-r", str(ROOT / "requirements.lock"), "-w", str(WHEELS),
-           timeout=1800)
+        sh(
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "-r",
+            str(ROOT / "requirements.lock"),
+            "-w",
+            str(WHEELS),
+            timeout=1800,
+        )
     image = sshd_image()
     d = tmp_path_factory.mktemp("fleet")
     key = d / "id_ed25519"
@@ -133,34 +151,61 @@ def fleet(tmp_path_factory):
             names.append(name)  # before run: a container that fails to start is still created
             # not --privileged: this host's engine cannot grant every capability
             # ("unable to apply caps"), and a native study needs none of them
-            sh("docker", "run", "-d", "--shm-size", "512m", "--label", LABEL, "--name", name, "--hostname", h,
-               "--network", NET, "--ip", ip, "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", image)
+            sh(
+                "docker",
+                "run",
+                "-d",
+                "--shm-size",
+                "512m",
+                "--label",
+                LABEL,
+                "--name",
+                name,
+                "--hostname",
+                h,
+                "--network",
+                NET,
+                "--ip",
+                ip,
+                "-v",
+                f"{key}.pub:/root/.ssh/authorized_keys:ro",
+                image,
+            )
         for ip in HOSTS.values():
             wait_ssh(ip)
         # a [group:vars] section takes one variable per line
-        common = ("ansible_user=root\nansible_python_interpreter=/usr/bin/python3\n"
-                  "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'")
+        common = (
+            "ansible_user=root\nansible_python_interpreter=/usr/bin/python3\n"
+            "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'"
+        )
         inv = d / "hosts.ini"
-        inv.write_text("[lab]\n" + "".join(f"{h} ansible_host={ip}\n" for h, ip in HOSTS.items())
-                       + f"\n[lab:vars]\nansible_ssh_private_key_file={key}\n{common}\n")
+        inv.write_text(
+            "[lab]\n"
+            + "".join(f"{h} ansible_host={ip}\n" for h, ip in HOSTS.items())
+            + f"\n[lab:vars]\nansible_ssh_private_key_file={key}\n{common}\n"
+        )
         bad = d / "bad.ini"
-        bad.write_text(f"[lab]\nh1 ansible_host={HOSTS['h1']} ansible_ssh_private_key_file={key}\n"
-                       f"gone ansible_host=198.18.200.99 ansible_ssh_private_key_file={key}\n"
-                       # no shared connection: the first test's ControlPersist socket to h2
-                       # would let the wrong key in
-                       f"wrongkey ansible_host={HOSTS['h2']} ansible_ssh_private_key_file={wrong} "
-                       "ansible_ssh_args='-o ControlMaster=no -o ControlPath=none'\n"
-                       f"busy ansible_host={HOSTS['h3']} ansible_ssh_private_key_file={key}\n"
-                       f"\n[lab:vars]\n{common}\n")
+        bad.write_text(
+            f"[lab]\nh1 ansible_host={HOSTS['h1']} ansible_ssh_private_key_file={key}\n"
+            f"gone ansible_host=198.18.200.99 ansible_ssh_private_key_file={key}\n"
+            # no shared connection: the first test's ControlPersist socket to h2
+            # would let the wrong key in
+            f"wrongkey ansible_host={HOSTS['h2']} ansible_ssh_private_key_file={wrong} "
+            "ansible_ssh_args='-o ControlMaster=no -o ControlPath=none'\n"
+            f"busy ansible_host={HOSTS['h3']} ansible_ssh_private_key_file={key}\n"
+            f"\n[lab:vars]\n{common}\n"
+        )
         (d / "tiny.toml").write_text(TINY)
         # a value with a space on its way to the playbook (bundle and fetch paths)
         (d / "my studies").mkdir()
         (d / "my studies" / "tiny study.toml").write_text(TINY)
         hostile = d / "hostile.yml"  # YAML: INI would split these names at the space or comment
-        hostile.write_text("all:\n  hosts:\n    'h1;touch /tmp/isobench-pwned':\n"
-                           f"      ansible_host: {HOSTS['h1']}\n"
-                           "    'h2$(touch /tmp/isobench-pwned)':\n"
-                           f"      ansible_host: {HOSTS['h2']}\n")
+        hostile.write_text(
+            "all:\n  hosts:\n    'h1;touch /tmp/isobench-pwned':\n"
+            f"      ansible_host: {HOSTS['h1']}\n"
+            "    'h2$(touch /tmp/isobench-pwned)':\n"
+            f"      ansible_host: {HOSTS['h2']}\n"
+        )
         (d / "longer.toml").write_text(LONGER)
         yield {"dir": d, "inv": str(inv), "bad": str(bad), "store": str(d / "results.sqlite"), "names": names}
     finally:
@@ -175,8 +220,21 @@ def fleet(tmp_path_factory):
 
 def test_three_hosts_then_report(fleet):
     t0 = time.monotonic()
-    out = isobench("fleet", "run", str(fleet["dir"] / "my studies" / "tiny study.toml"), "-i", fleet["inv"],
-                   "--no-setup", "--forks", "3", "--poll", "2", "--timeout", "600", store=fleet["store"])
+    out = isobench(
+        "fleet",
+        "run",
+        str(fleet["dir"] / "my studies" / "tiny study.toml"),
+        "-i",
+        fleet["inv"],
+        "--no-setup",
+        "--forks",
+        "3",
+        "--poll",
+        "2",
+        "--timeout",
+        "600",
+        store=fleet["store"],
+    )
     fleet_s = time.monotonic() - t0
     print(out.stdout, out.stderr)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -203,14 +261,35 @@ def test_three_hosts_then_report(fleet):
 
 def test_bad_hosts_one_line_each(fleet):
     # h3 holds isobench's run lock: a study is "already running" there
-    hold = subprocess.Popen(["docker", "exec", fleet["names"][2], "python3", "-c",
-                             "import fcntl,os,time; os.makedirs('/var/lib/isobench',exist_ok=True);"
-                             "f=open('/var/lib/isobench/run.lock','a+'); fcntl.flock(f,fcntl.LOCK_EX);"
-                             "f.write('{\"pid\": 1, \"study\": \"other\"}'); f.flush(); time.sleep(300)"])
+    hold = subprocess.Popen(
+        [
+            "docker",
+            "exec",
+            fleet["names"][2],
+            "python3",
+            "-c",
+            "import fcntl,os,time; os.makedirs('/var/lib/isobench',exist_ok=True);"
+            "f=open('/var/lib/isobench/run.lock','a+'); fcntl.flock(f,fcntl.LOCK_EX);"
+            'f.write(\'{"pid": 1, "study": "other"}\'); f.flush(); time.sleep(300)',
+        ]
+    )
     try:
         time.sleep(2)
-        out = isobench("fleet", "run", str(fleet["dir"] / "tiny.toml"), "-i", fleet["bad"], "--no-setup",
-                       "--forks", "4", "--poll", "2", "--timeout", "300", store=fleet["store"])
+        out = isobench(
+            "fleet",
+            "run",
+            str(fleet["dir"] / "tiny.toml"),
+            "-i",
+            fleet["bad"],
+            "--no-setup",
+            "--forks",
+            "4",
+            "--poll",
+            "2",
+            "--timeout",
+            "300",
+            store=fleet["store"],
+        )
     finally:
         hold.kill()
         sh("docker", "exec", fleet["names"][2], "pkill", "-f", "fcntl.flock", check=False)
@@ -249,11 +328,31 @@ def stored_samples(container: str, run_like: str) -> list[tuple[int, str]]:
 
 def test_host_killed_mid_run_then_resume_then_clean(fleet):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "ISOBENCH_FLEET_WHEELS": str(WHEELS)}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "fleet", "run",
-                             str(fleet["dir"] / "longer.toml"),
-                             "-i", fleet["inv"], "--no-setup", "--forks", "3", "--poll", "2", "--timeout", "900",
-                             "--store", fleet["store"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "isobench.cli.main",
+            "fleet",
+            "run",
+            str(fleet["dir"] / "longer.toml"),
+            "-i",
+            fleet["inv"],
+            "--no-setup",
+            "--forks",
+            "3",
+            "--poll",
+            "2",
+            "--timeout",
+            "900",
+            "--store",
+            fleet["store"],
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     victim = fleet["names"][2]
     end = time.monotonic() + 600
     while time.monotonic() < end:  # wait until h3's study has stored a sample
@@ -274,8 +373,9 @@ def test_host_killed_mid_run_then_resume_then_clean(fleet):
     assert "unreachable" in lines["h3"] or "failed" in lines["h3"]
     sh("docker", "start", victim)
     wait_ssh(HOSTS["h3"])
-    out = isobench("fleet", "run", "--resume", fleet_id, "--no-setup", "--poll", "2", "--timeout", "900",
-                   store=fleet["store"])
+    out = isobench(
+        "fleet", "run", "--resume", fleet_id, "--no-setup", "--poll", "2", "--timeout", "900", store=fleet["store"]
+    )
     print(out.stdout, out.stderr)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "h3: ok" in out.stdout and "h1:" not in out.stdout  # only the unfinished host is retried
@@ -284,6 +384,7 @@ def test_host_killed_mid_run_then_resume_then_clean(fleet):
     # the resumed run kept the samples measured before the kill (the same
     # rounds, started when they were) and measured the rest: each round once
     import sqlite3
+
     db = sqlite3.connect(fleet["store"])
     run_id = db.execute("SELECT run_id FROM fleet_hosts WHERE fleet_id=? AND host='h3'", (fleet_id,)).fetchone()[0]
     rows = db.execute("SELECT round, started_at FROM samples WHERE run_id=? AND warmup=0", (run_id,)).fetchall()
@@ -294,10 +395,16 @@ def test_host_killed_mid_run_then_resume_then_clean(fleet):
     print(clean.stdout, clean.stderr)
     assert clean.returncode == 0
     for name in fleet["names"]:
-        left = sh("docker", "exec", name, "sh", "-c",
-                  # [i]: pgrep -f would otherwise find this very shell, whose command line holds the pattern
-                  "ls -d /opt/isobench-fleet /var/lib/isobench-fleet 2>/dev/null; pgrep -f '[i]sobench run'",
-                  check=False).stdout.strip()
+        left = sh(
+            "docker",
+            "exec",
+            name,
+            "sh",
+            "-c",
+            # [i]: pgrep -f would otherwise find this very shell, whose command line holds the pattern
+            "ls -d /opt/isobench-fleet /var/lib/isobench-fleet 2>/dev/null; pgrep -f '[i]sobench run'",
+            check=False,
+        ).stdout.strip()
         assert left == "", f"{name}: {left}"
 
 
@@ -305,8 +412,19 @@ def test_a_hostname_with_shell_syntax_is_refused_before_ansible_runs(fleet):
     pwned = Path("/tmp/isobench-pwned")
     pwned.unlink(missing_ok=True)
     t0 = time.monotonic()
-    out = isobench("fleet", "run", str(fleet["dir"] / "tiny.toml"), "-i", str(fleet["dir"] / "hostile.yml"),
-                   "--no-setup", "--poll", "2", "--timeout", "120", store=fleet["store"])
+    out = isobench(
+        "fleet",
+        "run",
+        str(fleet["dir"] / "tiny.toml"),
+        "-i",
+        str(fleet["dir"] / "hostile.yml"),
+        "--no-setup",
+        "--poll",
+        "2",
+        "--timeout",
+        "120",
+        store=fleet["store"],
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     assert "bad host name 'h1;touch /tmp/isobench-pwned'" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

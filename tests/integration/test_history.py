@@ -41,8 +41,17 @@ def test_history_finds_the_quota_step_where_it_was_made(tmp_path):
         # were each missed once on this shared host, whose runs read the same
         # quota 20 to 30 points apart (the step's test counts that spread)
         study.write_text(STUDY.format(cpus="1.0" if i < 3 else "0.25"))
-        isobench("run", str(study), "--run-id", f"hist-{i}", "--out", str(tmp_path / "results"), "--no-progress",
-                 store=store, cwd=tmp_path)
+        isobench(
+            "run",
+            str(study),
+            "--run-id",
+            f"hist-{i}",
+            "--out",
+            str(tmp_path / "results"),
+            "--no-progress",
+            store=store,
+            cwd=tmp_path,
+        )
     assert isobench_containers() == []
 
     md = isobench("history", "hist-tiny", "--format", "md", store=store, cwd=tmp_path).stdout
@@ -56,8 +65,9 @@ def test_history_finds_the_quota_step_where_it_was_made(tmp_path):
     assert "Study file edited" in plain and "hist-3" in plain
 
     junit = tmp_path / "history.xml"
-    gate = isobench("history", "hist-tiny", "--fail-on-change", "5", "--junit", str(junit), store=store,
-                    cwd=tmp_path, check=False)
+    gate = isobench(
+        "history", "hist-tiny", "--fail-on-change", "5", "--junit", str(junit), store=store, cwd=tmp_path, check=False
+    )
     assert gate.returncode == 1, gate.stdout + gate.stderr
     failing = [line for line in gate.stderr.splitlines() if line.strip().startswith(CELL)]
     assert len(failing) == 1, gate.stderr
@@ -65,5 +75,7 @@ def test_history_finds_the_quota_step_where_it_was_made(tmp_path):
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
     # a gate beyond the step's size passes
-    assert isobench("history", "hist-tiny", "--fail-on-change", "90", store=store, cwd=tmp_path,
-                    check=False).returncode == 0
+    assert (
+        isobench("history", "hist-tiny", "--fail-on-change", "90", store=store, cwd=tmp_path, check=False).returncode
+        == 0
+    )

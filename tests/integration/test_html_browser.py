@@ -57,14 +57,30 @@ class DevTools:
             os.dup2(w, 4)
 
         self.proc = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-extensions", "--hide-scrollbars", f"--user-data-dir={profile}",
-             f"--window-size={WIDTH},1000", "--remote-debugging-pipe", "about:blank"],
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-extensions",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                f"--window-size={WIDTH},1000",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
             # close_fds=False: subprocess would close 3 and 4 after preexec_fn;
             # Python's own fds are non-inheritable anyway (PEP 446).
-            close_fds=False, preexec_fn=wire_fds,
-            stdout=subprocess.DEVNULL, stderr=open(profile.parent / "chromium.log", "wb"))
+            close_fds=False,
+            preexec_fn=wire_fds,
+            stdout=subprocess.DEVNULL,
+            stderr=open(profile.parent / "chromium.log", "wb"),
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._buf = b""
@@ -152,8 +168,21 @@ def report(tmp_path_factory):
     n_metrics = len(store.load_run("browser-run").metrics)
     store.close()
     html = tmp / "report.html"
-    r = CliRunner().invoke(main, ["report", "browser-run", "--store", store_path, "--format", "html",
-                                  "-o", str(html), "--figures", str(tmp / "figs")])
+    r = CliRunner().invoke(
+        main,
+        [
+            "report",
+            "browser-run",
+            "--store",
+            store_path,
+            "--format",
+            "html",
+            "-o",
+            str(html),
+            "--figures",
+            str(tmp / "figs"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     return html, sorted(p.stem for p in (tmp / "figs").glob("*.svg")), n_metrics
 
@@ -163,21 +192,24 @@ def test_report_renders_in_chromium(report, tmp_path):
     assert len(figure_slugs) == 9
     cdp = DevTools(chromium(), tmp_path / "profile")
     try:
-        target = next(t for t in cdp.call("Target.getTargets", session=False)["targetInfos"]
-                      if t["type"] == "page")
-        cdp.session = cdp.call("Target.attachToTarget", session=False, targetId=target["targetId"],
-                               flatten=True)["sessionId"]
+        target = next(t for t in cdp.call("Target.getTargets", session=False)["targetInfos"] if t["type"] == "page")
+        cdp.session = cdp.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log", "Network"):
             cdp.call(f"{domain}.enable")
         cdp.call("Page.navigate", url=html.as_uri())
         cdp.wait_event("Page.loadEventFired")
-        page = json.loads(cdp.call("Runtime.evaluate", expression=MEASURE, returnByValue=True)
-                          ["result"]["value"])
+        page = json.loads(cdp.call("Runtime.evaluate", expression=MEASURE, returnByValue=True)["result"]["value"])
         # Full page: the viewport as tall as the document, then one capture.
-        cdp.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=int(page["height"]),
-                 deviceScaleFactor=1, mobile=False)
-        shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png",
-                                         captureBeyondViewport=True)["data"])
+        cdp.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=WIDTH,
+            height=int(page["height"]),
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"])
     finally:
         cdp.close()
 
@@ -200,10 +232,12 @@ def test_report_renders_in_chromium(report, tmp_path):
 
     console = [e["params"] for e in cdp.events if e.get("method") == "Runtime.consoleAPICalled"]
     exceptions = [e["params"] for e in cdp.events if e.get("method") == "Runtime.exceptionThrown"]
-    log_errors = [e["params"]["entry"] for e in cdp.events if e.get("method") == "Log.entryAdded"
-                  and e["params"]["entry"]["level"] in ("error", "warning")]
-    requests = [e["params"]["request"]["url"] for e in cdp.events
-                if e.get("method") == "Network.requestWillBeSent"]
+    log_errors = [
+        e["params"]["entry"]
+        for e in cdp.events
+        if e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] in ("error", "warning")
+    ]
+    requests = [e["params"]["request"]["url"] for e in cdp.events if e.get("method") == "Network.requestWillBeSent"]
     assert not exceptions, exceptions
     assert not [c for c in console if c["type"] in ("error", "assert", "warning")], console
     assert not log_errors, log_errors  # CSP violations and failed loads land here

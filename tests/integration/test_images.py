@@ -69,8 +69,7 @@ def _run(container, argv):
 
 
 def test_container_has_the_tools(client, tag):
-    container = client.containers.run(
-        tag, detach=True, labels={LABEL: "1"}, name=f"isobench-test-images-{os.getpid()}")
+    container = client.containers.run(tag, detach=True, labels={LABEL: "1"}, name=f"isobench-test-images-{os.getpid()}")
     try:
         code, out = _run(container, ["fio", "--version"])
         assert code == 0 and out.startswith("fio-"), out
@@ -78,9 +77,17 @@ def test_container_has_the_tools(client, tag):
         assert code == 0 and "xz (XZ Utils)" in out, out
         code, out = _run(container, ["pixz", "-h"])
         assert "pixz" in out, out
-        for path in ["/usr/bin/hpcc", "/usr/bin/mpirun", "/usr/bin/sysbench",
-                     "/usr/bin/redis-server", "/usr/sbin/mariadbd", "/usr/bin/iperf3",
-                     "/usr/bin/sockperf", "/usr/bin/qperf", "/usr/bin/stress-ng"]:
+        for path in [
+            "/usr/bin/hpcc",
+            "/usr/bin/mpirun",
+            "/usr/bin/sysbench",
+            "/usr/bin/redis-server",
+            "/usr/sbin/mariadbd",
+            "/usr/bin/iperf3",
+            "/usr/bin/sockperf",
+            "/usr/bin/qperf",
+            "/usr/bin/stress-ng",
+        ]:
             code, out = _run(container, ["test", "-x", path])
             assert code == 0, f"{path} missing"
         code, out = _run(container, ["test", "-d", "/isobench/data"])
@@ -106,13 +113,16 @@ def test_interrupted_build_leaves_no_staging_mount_or_process(tmp_path, sig):
 
     home = tmp_path / "home"  # its own IMAGE_ROOT, so the real cache is never at risk
     env = {**os.environ, "ISOBENCH_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "images", "build", "--force"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "isobench.cli.main", "images", "build", "--force"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     images_dir = home / "images"
     try:
         deadline = time.time() + 120
-        while time.time() < deadline and not any(p.name.startswith(".staging-")
-                                                 for p in images_dir.glob(".staging-*")):
+        while time.time() < deadline and not any(p.name.startswith(".staging-") for p in images_dir.glob(".staging-*")):
             time.sleep(0.2)
         assert any(images_dir.glob(".staging-*")), "the build never started"
         time.sleep(5)  # well inside debootstrap

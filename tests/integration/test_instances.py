@@ -53,8 +53,14 @@ def run_study(tmp_path, text: str) -> tuple[sqlite3.Connection, dict]:
     (tmp_path / "study.toml").write_text(text)
     store = tmp_path / "r.sqlite"
     env = {**os.environ, "ISOBENCH_STORE": str(store)}
-    proc = subprocess.run([sys.executable, "-m", "isobench.cli.main", "run", "study.toml", "--out", "results"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "isobench.cli.main", "run", "study.toml", "--out", "results"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return sqlite3.connect(store), env
 
@@ -70,27 +76,37 @@ def test_groups_noise_and_multi_instance_workloads(tmp_path):
             for n in (1, 2):
                 assert (env_name, "redis-scaleout", f"instances={n},noise={step}") in cases
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
-    facts = {env_name: json.loads(f) for env_name, f in
-             db.execute("SELECT env, facts FROM env_facts WHERE run_id = ?", (run_id,))}
+    facts = {
+        env_name: json.loads(f)
+        for env_name, f in db.execute("SELECT env, facts FROM env_facts WHERE run_id = ?", (run_id,))
+    }
     assert facts["native"]["instances"] == 2
     cpus = sorted(os.sched_getaffinity(0))
     assert [p["host_cpu"] for p in facts["native"]["pinning"]] == [str(cpus[0]), str(cpus[1 % len(cpus)])]
     density = facts["docker-nat"]["density"]
     assert [p["n"] for p in density] == [1, 2] and all(p["startup_s"] > 0 for p in density)
-    vals = json.loads(db.execute("SELECT vals FROM samples WHERE env = 'docker-nat' AND "
-                                 "workload = 'redis-scaleout' AND ccase = 'instances=2,noise=0'").fetchone()[0])
+    vals = json.loads(
+        db.execute(
+            "SELECT vals FROM samples WHERE env = 'docker-nat' AND "
+            "workload = 'redis-scaleout' AND ccase = 'instances=2,noise=0'"
+        ).fetchone()[0]
+    )
     assert vals["rps"] > 0
     assert 0.5 <= vals["jain"] <= 1.0
-    extra = db.execute("SELECT extra FROM samples WHERE workload = 'api' AND ccase = 'noise=1' "
-                       "LIMIT 1").fetchone()[0]
+    extra = db.execute("SELECT extra FROM samples WHERE workload = 'api' AND ccase = 'noise=1' LIMIT 1").fetchone()[0]
     assert json.loads(extra)["noise"]["argv"][:1] == ["stress-ng"]
     # the HTML report draws the many-instance figures
     html = tmp_path / "r.html"
-    subprocess.run([sys.executable, "-m", "isobench.cli.main", "report", run_id, "--format", "html", "-o", str(html)],
-                   cwd=tmp_path, env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "isobench.cli.main", "report", run_id, "--format", "html", "-o", str(html)],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     text = html.read_text()
-    for slug in ("sweep-redis-scaleout-instances-2-noise", "per-instance-api-noise", "fairness-api-noise",
-                 "density"):
+    for slug in ("sweep-redis-scaleout-instances-2-noise", "per-instance-api-noise", "fairness-api-noise", "density"):
         assert f'id="fig-{slug}' in text, slug
     # nothing left: containers, stressors, client host, servers
     client = docker.from_env()

@@ -12,13 +12,14 @@ import time
 import pytest
 
 from isobench.clienthost import ClientHost, clean_network, leftovers, link_names, netns_name
-from isobench.workloads import get
 from isobench.host.hostinfo import HostInfo
+from isobench.workloads import get
 
 pytestmark = pytest.mark.integration
 
-HOST = HostInfo(cores=os.cpu_count() or 1,
-                mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0)
+HOST = HostInfo(
+    cores=os.cpu_count() or 1, mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0
+)
 
 TINY = {
     "netbw": dict(duration_s=1),
@@ -68,11 +69,13 @@ def test_clean_removes_a_crashed_client_host():
 def _env(kind: str, run_id: str, ch: ClientHost, ports):
     if kind == "native":
         from isobench.envs.native import NativeEnvironment
+
         env = NativeEnvironment(name="native", run_id=run_id)
     else:
         docker = pytest.importorskip("docker")
         from isobench.envs.docker import DockerEnvironment, DockerSpec
         from isobench.images import image_tag
+
         tag = image_tag()
         try:
             docker.from_env().images.get(tag)
@@ -108,8 +111,14 @@ def test_workload_runs(name, kind):
             finally:
                 w.cleanup(env)
             # the server was stopped after each run
-            r = env.exec(["sh", "-c", "ls /proc/*/exe -l 2>/dev/null | grep -c -e iperf3 -e sockperf "
-                                      "-e redis-server -e mariadbd || true"], timeout=30)
+            r = env.exec(
+                [
+                    "sh",
+                    "-c",
+                    "ls /proc/*/exe -l 2>/dev/null | grep -c -e iperf3 -e sockperf -e redis-server -e mariadbd || true",
+                ],
+                timeout=30,
+            )
             assert r.stdout.strip() in ("0", ""), r.stdout
         finally:
             env.stop()
@@ -133,8 +142,13 @@ def test_sigint_during_network_workload_leaves_nothing(tmp_path):
     study.write_text(STUDY)
     home = tmp_path / "home"  # own lock and scratch, so a study running elsewhere does not refuse this
     env = {**os.environ, "ISOBENCH_HOME": str(home), "ISOBENCH_STORE": str(tmp_path / "r.sqlite")}
-    proc = subprocess.Popen([sys.executable, "-m", "isobench.cli.main", "run", str(study), "--no-progress"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "isobench.cli.main", "run", str(study), "--no-progress"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         run_ns = None
@@ -159,8 +173,9 @@ def test_sigint_during_network_workload_leaves_nothing(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, output
-    run_id = run_ns[len("isobench-"):-len("-client")]
+    run_id = run_ns[len("isobench-") : -len("-client")]
     nothing_left(run_id)
     import docker
+
     assert not docker.from_env().containers.list(all=True, filters={"label": f"isobench.run={run_id}"})
     assert subprocess.run(["pgrep", "-f", "iperf3 --client"], capture_output=True).returncode != 0

@@ -6,11 +6,11 @@ command runs, startup is measured, and nothing is left behind."""
 import pytest
 
 from isobench.core.dockerclient import engine
+from isobench.core.workspace import LABEL
 from isobench.envs import runtimes as rt
 from isobench.envs.docker import DockerKind, DockerSpec
 from isobench.host.hostinfo import host_info
 from isobench.images import image_tag
-from isobench.core.workspace import LABEL
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +32,9 @@ def test_environment_runs_under_its_runtime(image, runtime, network):
         if not verdict.works:
             pytest.skip(f"{runtime} does not run here: {verdict.reason}")
     spec = DockerSpec(runtime=runtime, network=network)
-    env = DockerKind().make(f"rt-{runtime}-{network}", spec, run_id="itest-runtimes", host=host_info(),
-                            image=image, index=0)
+    env = DockerKind().make(
+        f"rt-{runtime}-{network}", spec, run_id="itest-runtimes", host=host_info(), image=image, index=0
+    )
     env.start()
     try:
         attrs = client.api.inspect_container(env.container_name)

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from isobench.run.clean import clean
+from isobench.core.workspace import DATA_ROOT
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
 from isobench.envs.vm.kind import is_isobench_qemu
 from isobench.envs.vm.spec import VmSpec
-from isobench.core.workspace import DATA_ROOT
+from isobench.run.clean import clean
 
 pytestmark = pytest.mark.integration
 
@@ -38,8 +38,9 @@ def isobench_qemus(run_id: str, study: str = "") -> list[str]:
 
 
 def leftovers(run_id: str) -> list[str]:
-    files = [e for root in (DATA_ROOT, SOCKET_ROOT) if os.path.isdir(root)
-             for e in os.listdir(root) if e.startswith(run_id)]
+    files = [
+        e for root in (DATA_ROOT, SOCKET_ROOT) if os.path.isdir(root) for e in os.listdir(root) if e.startswith(run_id)
+    ]
     return isobench_qemus(run_id) + files
 
 
@@ -87,24 +88,27 @@ def test_interrupted_run_leaves_nothing(tmp_path):
     """SIGINT of `isobench run` stops the VM; SIGKILL leaves files that
     `isobench clean` removes (QEMU dies with its parent)."""
     study = tmp_path / "s.toml"
-    study.write_text('[study]\nname = "vmint"\nrepetitions = 1\nwarmup = 0\n'
-                     '[environments.native]\n[environments.v]\nkind = "vm"\nvcpus = 1\nmemory_mb = 1024\n'
-                     'accel = "tcg"\ndata_disk_mb = 512\n'
-                     '[workloads.fio]\nsize_mb = 16\nruntime_s = 30\nramp_s = 0\n')
+    study.write_text(
+        '[study]\nname = "vmint"\nrepetitions = 1\nwarmup = 0\n'
+        '[environments.native]\n[environments.v]\nkind = "vm"\nvcpus = 1\nmemory_mb = 1024\n'
+        'accel = "tcg"\ndata_disk_mb = 512\n'
+        "[workloads.fio]\nsize_mb = 16\nruntime_s = 30\nramp_s = 0\n"
+    )
     env = {**os.environ, "ISOBENCH_STORE": str(tmp_path / "s.sqlite")}
     isobench = os.path.join(os.path.dirname(sys.executable), "isobench")
     for sig in (signal.SIGINT, signal.SIGKILL):
         before = set(isobench_qemus("", "-vmint-"))
         log = tmp_path / f"run-{sig}.log"
-        proc = subprocess.Popen([isobench, "run", str(study), "--no-progress"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+        proc = subprocess.Popen(
+            [isobench, "run", str(study), "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w")
+        )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not set(isobench_qemus("", "-vmint-")) - before:
             time.sleep(0.2)
         mine = set(isobench_qemus("", "-vmint-")) - before
         assert mine, f"the run never started its VM: {log.read_text()[-500:]}"
         names = [open(f"/proc/{p}/cmdline", "rb").read().split(b"\0") for p in mine]
-        run_ids = {n[n.index(b"-name") + 1].decode().split(",")[0][len("isobench-"):-len("-v")] for n in names}
+        run_ids = {n[n.index(b"-name") + 1].decode().split(",")[0][len("isobench-") : -len("-v")] for n in names}
         time.sleep(3)
         proc.send_signal(sig)
         proc.wait(120)
@@ -115,6 +119,11 @@ def test_interrupted_run_leaves_nothing(tmp_path):
         while time.monotonic() < t_end and mine & set(isobench_qemus("", "-vmint-")):
             time.sleep(0.2)
         assert not (mine & set(isobench_qemus("", "-vmint-"))), f"qemu left after {sig!r}"
-        left = [e for root in (DATA_ROOT, SOCKET_ROOT) if os.path.isdir(root)
-                for e in os.listdir(root) if "vmint" in e and e.endswith((".vm", "-v"))]
+        left = [
+            e
+            for root in (DATA_ROOT, SOCKET_ROOT)
+            if os.path.isdir(root)
+            for e in os.listdir(root)
+            if "vmint" in e and e.endswith((".vm", "-v"))
+        ]
         assert left == [], f"files left after {sig!r}: {left}"

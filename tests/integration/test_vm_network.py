@@ -11,15 +11,16 @@ import pytest
 from isobench.clienthost import ClientHost, leftovers, tag_of
 from isobench.envs.vm.environment import VmEnvironment
 from isobench.envs.vm.spec import VmSpec
-from isobench.workloads import get
 from isobench.host.hostinfo import HostInfo
+from isobench.workloads import get
 
 from .test_vm import isobench_qemus
 
 pytestmark = pytest.mark.integration
 
-HOST = HostInfo(cores=os.cpu_count() or 1,
-                mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0)
+HOST = HostInfo(
+    cores=os.cpu_count() or 1, mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0
+)
 SPEC = VmSpec(vcpus=1, memory_mb=1024, accel="tcg", data_disk_mb=512)
 WORKLOADS = {"netlat": dict(duration_s=1, cases=["tcp"]), "redis": dict(clients=[1], requests=2000)}
 
@@ -59,6 +60,7 @@ def test_vm_serves_netlat_and_redis_to_the_client_host():
 
 def test_clean_removes_a_leftover_tap_only_of_isobench():
     from isobench.clienthost import clean_network, tap_name
+
     run_id = f"itvmtap{os.getpid()}"
     tap = tap_name(run_id, 5)
     subprocess.run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"], check=True, timeout=30)

@@ -14,30 +14,36 @@ import sys
 import time
 
 
-
 def study(name: str, baseline: str, environments: str, workload: str) -> str:
     """A one-round study of the webstore, every operation equally often (a
     rare one, newcust at 2% by default, could draw no request at all in a
     few seconds, which fails the sample)."""
-    return (f'[study]\nname = "{name}"\nrepetitions = 1\nwarmup = 0\nbaseline = "{baseline}"\n\n'
-            f"{environments}\n[workloads.webstore]\n{workload}"
-            "mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }\n")
+    return (
+        f'[study]\nname = "{name}"\nrepetitions = 1\nwarmup = 0\nbaseline = "{baseline}"\n\n'
+        f"{environments}\n[workloads.webstore]\n{workload}"
+        "mix = { login = 1, newcust = 1, browse = 1, product = 1, purchase = 1, history = 1 }\n"
+    )
 
 
-STUDY = study("webstore-it", "native", """
+STUDY = study(
+    "webstore-it",
+    "native",
+    """
 [environments.native]
 instances = 2
 
 [environments.docker-nat]
 instances = 2
-""", """instances = [1, 2]
+""",
+    """instances = [1, 2]
 customers = 1000
 products = 500
 users = 2
 think_s = 0.05
 duration_s = 4
 warmup_s = 1
-""")
+""",
+)
 
 
 def webstore_processes() -> list[str]:
@@ -65,8 +71,14 @@ def study_env(tmp_path, study: str) -> dict:
 
 def run_study(tmp_path, study: str, timeout: float) -> sqlite3.Connection:
     """`isobench run` of the study to its end; its store."""
-    proc = subprocess.run(isobench_argv("run", "study.toml", "--out", "results"), cwd=tmp_path,
-                          env=study_env(tmp_path, study), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        isobench_argv("run", "study.toml", "--out", "results"),
+        cwd=tmp_path,
+        env=study_env(tmp_path, study),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return sqlite3.connect(tmp_path / "r.sqlite")
 
@@ -85,26 +97,32 @@ def test_webstore_native_and_docker(tmp_path):
     assert webstore_processes() == []
 
 
-VM_STUDY = study("webstore-vm-it", "vm-stock", """
+VM_STUDY = study(
+    "webstore-vm-it",
+    "vm-stock",
+    """
 [environments.vm-stock]
 vcpus = 1
 memory_mb = 768
 data_disk_mb = 512
-""", """customers = 200
+""",
+    """customers = 200
 products = 100
 users = 2
 think_s = 0.05
 duration_s = 4
 warmup_s = 1
-""")
+""",
+)
 
 
 def test_webstore_in_one_emulated_vm(tmp_path):
     # the whole stack inside one guest (TCG here), loaded from the client host
     # over the guest's tap: orders are committed and the guest leaves nothing
     db = run_study(tmp_path, VM_STUDY, 1500)
-    rows = db.execute("SELECT status, error, vals FROM samples WHERE workload = 'webstore' AND env = 'vm-stock'"
-                      ).fetchall()
+    rows = db.execute(
+        "SELECT status, error, vals FROM samples WHERE workload = 'webstore' AND env = 'vm-stock'"
+    ).fetchall()
     assert [(r[0], r[1]) for r in rows] == [("ok", None)]
     values = json.loads(rows[0][2])
     assert values["orders_per_min"] > 0 and values["error_rate"] < 0.05
@@ -165,8 +183,9 @@ def test_the_database_is_loaded_once_and_copied_to_every_instance(monkeypatch):
     run_id = f"wsseed{os.getpid()}"
     members = [NativeEnvironment(name=f"native-{i}", run_id=run_id) for i in range(3)]
     cls = get("webstore")
-    w = cls(cls.Params(customers=300, products=200, instances=(3,)),
-            HostInfo(cores=2, mem_bytes=1 << 30, disk_free_bytes=0))
+    w = cls(
+        cls.Params(customers=300, products=200, instances=(3,)), HostInfo(cores=2, mem_bytes=1 << 30, disk_free_bytes=0)
+    )
     w.client = SimpleNamespace(run_id=run_id)
     monkeypatch.setattr(w, "instances", lambda env, n: members[:n])
     loads = []
@@ -182,8 +201,10 @@ def test_the_database_is_loaded_once_and_copied_to_every_instance(monkeypatch):
         for i, m in enumerate(members):
             w._start_servers(m, i, ("pg",))
             try:
-                r = m.exec(["psql", "-h", w._run(m, i), "-U", "postgres", "-X", "-At", "-c",
-                            "SELECT count(*) FROM customers"], timeout=60)
+                r = m.exec(
+                    ["psql", "-h", w._run(m, i), "-U", "postgres", "-X", "-At", "-c", "SELECT count(*) FROM customers"],
+                    timeout=60,
+                )
                 assert r.ok and r.stdout.strip() == "300", r.describe()
             finally:
                 w._stop_servers(m, i, ("pg",))
@@ -194,16 +215,21 @@ def test_the_database_is_loaded_once_and_copied_to_every_instance(monkeypatch):
     assert webstore_processes() == []
 
 
-KILL_STUDY = study("webstore-kill-it", "native", """
+KILL_STUDY = study(
+    "webstore-kill-it",
+    "native",
+    """
 [environments.native]
 instances = 2
-""", """instances = [2]
+""",
+    """instances = [2]
 customers = 500
 products = 200
 users = 2
 duration_s = 60
 warmup_s = 1
-""")
+""",
+)
 
 
 def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
@@ -214,8 +240,14 @@ def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
     from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
     env = study_env(tmp_path, KILL_STUDY)
-    proc = subprocess.Popen(isobench_argv("run", "study.toml", "--out", "results"), cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        isobench_argv("run", "study.toml", "--out", "results"),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while not [p for p in webstore_processes() if "nginx" in p and "webstore-1" in p]:
@@ -233,6 +265,12 @@ def test_sigkill_mid_load_then_clean_leaves_nothing(tmp_path):
     assert webstore_processes() == [], out.stdout
     drivers = subprocess.run(["pgrep", "-f", "isobench.drivers.webstore_load"], capture_output=True, text=True)
     assert drivers.stdout == "", "the load generator outlived the killed run: " + drivers.stdout
-    left = [os.path.join(root, e, f) for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root)
-            for e in os.listdir(root) for f in os.listdir(os.path.join(root, e)) if "webstore" in f]
+    left = [
+        os.path.join(root, e, f)
+        for root in (DATA_ROOT, TMP_ROOT)
+        if os.path.isdir(root)
+        for e in os.listdir(root)
+        for f in os.listdir(os.path.join(root, e))
+        if "webstore" in f
+    ]
     assert left == [], left

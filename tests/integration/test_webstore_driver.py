@@ -45,11 +45,29 @@ def slow_server():
 
 
 def drive(addr, mode: str) -> dict:
-    cfg = {"endpoints": [list(addr)], "mode": mode, "users": 1, "think_s": 0, "rate": 2 / SERVICE_S,
-           "connections": 1, "duration_s": 3, "warmup_s": 0, "mix": {"browse": 1}, "customers": 100,
-           "products": 100, "seed": 1, "lines": [1, 2], "timeout_s": 60}
-    out = subprocess.run([sys.executable, "-m", "isobench.drivers.webstore_load", json.dumps(cfg)],
-                         capture_output=True, text=True, timeout=120, check=True)
+    cfg = {
+        "endpoints": [list(addr)],
+        "mode": mode,
+        "users": 1,
+        "think_s": 0,
+        "rate": 2 / SERVICE_S,
+        "connections": 1,
+        "duration_s": 3,
+        "warmup_s": 0,
+        "mix": {"browse": 1},
+        "customers": 100,
+        "products": 100,
+        "seed": 1,
+        "lines": [1, 2],
+        "timeout_s": 60,
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "isobench.drivers.webstore_load", json.dumps(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 

@@ -25,8 +25,10 @@ def alive(pid: int) -> bool:
 def test_start_waits_for_readiness_and_stop_removes_all(tmp_path):
     d = str(tmp_path / "dir with space")
     flag = f"{d}/ready'flag"
-    daemons = [Daemon("first", "/bin/sleep", ("30",), f"{d}/a.pid", f"{d}/a.log", ("test", "-e", flag)),
-               Daemon("second", "/bin/sleep", ("31",), f"{d}/b.pid", f"{d}/b.log")]
+    daemons = [
+        Daemon("first", "/bin/sleep", ("30",), f"{d}/a.pid", f"{d}/a.log", ("test", "-e", flag)),
+        Daemon("second", "/bin/sleep", ("31",), f"{d}/b.pid", f"{d}/b.log"),
+    ]
     os.makedirs(d)
     os.chmod(d, 0o777)
     os.chmod(tmp_path, 0o777)
@@ -49,8 +51,11 @@ def test_start_waits_for_readiness_and_stop_removes_all(tmp_path):
 def test_a_server_that_exits_is_named_with_its_log(tmp_path):
     d = str(tmp_path)
     os.chmod(d, 0o777)
-    daemons = [Daemon("pg", "/bin/sh", ("-c", "echo cannot open data directory; exit 3"), f"{d}/p.pid", f"{d}/p.log",
-                      ("false",))]
+    daemons = [
+        Daemon(
+            "pg", "/bin/sh", ("-c", "echo cannot open data directory; exit 3"), f"{d}/p.pid", f"{d}/p.log", ("false",)
+        )
+    ]
     t0 = time.monotonic()
     r = sh(start_script(daemons, "nobody", 30))
     assert r.returncode == 1 and time.monotonic() - t0 < 10
@@ -60,8 +65,9 @@ def test_a_server_that_exits_is_named_with_its_log(tmp_path):
 def test_stop_kills_a_server_that_ignores_term(tmp_path):
     d = str(tmp_path)
     os.chmod(d, 0o777)
-    daemons = [Daemon("stubborn", "/bin/sh", ("-c", "trap '' TERM; sleep 60 & wait; sleep 60"), f"{d}/s.pid",
-                      f"{d}/s.log")]
+    daemons = [
+        Daemon("stubborn", "/bin/sh", ("-c", "trap '' TERM; sleep 60 & wait; sleep 60"), f"{d}/s.pid", f"{d}/s.log")
+    ]
     assert sh(start_script(daemons, "nobody", 5)).returncode == 0
     pid = int(open(f"{d}/s.pid").read())
     time.sleep(0.3)  # its trap is set

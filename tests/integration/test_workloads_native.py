@@ -6,14 +6,14 @@ import os
 import pytest
 
 from isobench.envs.native import NativeEnvironment
-from isobench.workloads import get
 from isobench.host.hostinfo import HostInfo
+from isobench.workloads import get
 
 pytestmark = pytest.mark.integration
 
-HOST = HostInfo(cores=os.cpu_count() or 1,
-                mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-                disk_free_bytes=0)
+HOST = HostInfo(
+    cores=os.cpu_count() or 1, mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0
+)
 
 
 @pytest.fixture

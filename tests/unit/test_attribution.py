@@ -1,20 +1,27 @@
 """The attribution section: per-unit costs, paired test, BH verdicts, figure data."""
 
-from isobench.results.attribution import build_rows, categories, changed, cpu_per_unit, derived, section_lines
 from isobench.report.figures.attribution import cpu_per_unit_figure
 from isobench.report.markdown import render_markdown
+from isobench.results.attribution import build_rows, categories, changed, cpu_per_unit, derived, section_lines
 from isobench.results.model import RunData
 
 
 def sample(system_s, softirq_s, rtts=1000.0, user_s=0.5, client_s=0.1, ctxt=2000.0):
-    return {"cpu.user_s": user_s, "cpu.nice_s": 0.0, "cpu.system_s": system_s, "cpu.softirq_s": softirq_s,
-            "cpu.irq_s": 0.0, "cpu.guest_s": 0.0, "cpu.client_s": client_s, "ctxt": ctxt,
-            "softirq.NET_RX": 2000.0 + 3 * softirq_s}, ["round trip", rtts]
+    return {
+        "cpu.user_s": user_s,
+        "cpu.nice_s": 0.0,
+        "cpu.system_s": system_s,
+        "cpu.softirq_s": softirq_s,
+        "cpu.irq_s": 0.0,
+        "cpu.guest_s": 0.0,
+        "cpu.client_s": client_s,
+        "ctxt": ctxt,
+        "softirq.NET_RX": 2000.0 + 3 * softirq_s,
+    }, ["round trip", rtts]
 
 
 def run_with(extra_system: float) -> RunData:
-    run = RunData("r1", "s", "t0", "t1", "complete", {}, "", "h", "docker-host",
-                  ["docker-host", "docker-nat"], {}, [])
+    run = RunData("r1", "s", "t0", "t1", "complete", {}, "", "h", "docker-host", ["docker-host", "docker-nat"], {}, [])
     for r in range(6):
         jitter = 0.001 * (r % 3)
         d, u = sample(1.0 + jitter, 0.2 + jitter)
@@ -52,9 +59,19 @@ def test_section_in_markdown():
 
 
 def test_client_share_and_vmm_threads_not_double_counted():
-    d = {"cpu.user_s": 3.0, "cpu.system_s": 1.0, "cpu.guest_s": 0.0, "cpu.softirq_s": 0.5,
-         "cpu.client_s": 1.0, "vmm.vcpu_user_s": 2.0, "vmm.vcpu_sys_s": 0.5, "vmm.io_user_s": 0.0,
-         "vmm.io_sys_s": 0.0, "vmm.main_user_s": 0.0, "vmm.main_sys_s": 0.0}
+    d = {
+        "cpu.user_s": 3.0,
+        "cpu.system_s": 1.0,
+        "cpu.guest_s": 0.0,
+        "cpu.softirq_s": 0.5,
+        "cpu.client_s": 1.0,
+        "vmm.vcpu_user_s": 2.0,
+        "vmm.vcpu_sys_s": 0.5,
+        "vmm.io_user_s": 0.0,
+        "vmm.io_sys_s": 0.0,
+        "vmm.main_user_s": 0.0,
+        "vmm.main_sys_s": 0.0,
+    }
     cat = categories(d)
     assert cat["VMM threads"] == 2.5
     assert cat["user"] + cat["system"] == 0.5  # 1.5 outside QEMU, minus the client's 1.0
@@ -71,6 +88,7 @@ def test_figure_from_counters():
 
 def test_compare_two_runs_finds_the_changed_counter():
     from isobench.results.attribution import compare_rows, compare_section_lines
+
     a, b = run_with(0.0), run_with(0.5)
     b.run_id = "r2"
     rows = [r for r in compare_rows(a, b) if r.env == "docker-nat" and r.verdict.changed]

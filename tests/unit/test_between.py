@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from isobench.analysis.stats import compare_cell
+from isobench.analysis.tworuns import add_between_runs
 from isobench.cli.main import main
-from isobench.results.compare import compare_overheads, compare_runs
 from isobench.core.metric import Metric
 from isobench.report.compare_render import render_markdown
 from isobench.report.html import render_compare_html
 from isobench.results.between import cell_config, run_mean, spreads
-from isobench.analysis.stats import compare_cell
-from isobench.analysis.tworuns import add_between_runs
+from isobench.results.compare import compare_overheads, compare_runs
 from isobench.store.db import Sample, Store
 
 ENVS = ("native", "docker-nat")
@@ -34,30 +34,51 @@ size_mb = {size}
 
 def _study(size: int):
     text = TEXT.format(size=size)
-    return SimpleNamespace(meta=SimpleNamespace(name="shifty", baseline="native"), path="studies/shifty.toml",
-                           text=text, hash=hashlib.sha256(text.encode()).hexdigest()[:16],
-                           environments={e: None for e in ENVS})
+    return SimpleNamespace(
+        meta=SimpleNamespace(name="shifty", baseline="native"),
+        path="studies/shifty.toml",
+        text=text,
+        hash=hashlib.sha256(text.encode()).hexdigest()[:16],
+        environments={e: None for e in ENVS},
+    )
 
 
 def _run(store, run_id: str, level: dict[str, float], *, size: int = 32, seed: int = 0, n: int = 8) -> None:
     """A run whose environments sit at LEVEL[env] with 1% noise a sample."""
     rng = np.random.default_rng(seed)
     store.create_run(run_id, _study(size), {"cores": 2, "cpu_model": "Synthetic CPU", "mem_bytes": 2**34})
-    store.define_metrics(run_id, "compression", "default", [Metric("throughput_mbs", "MB/s", True, "x",
-                                                                   role="throughput", primary=True)])
+    store.define_metrics(
+        run_id, "compression", "default", [Metric("throughput_mbs", "MB/s", True, "x", role="throughput", primary=True)]
+    )
     for env in ENVS:
         store.set_env_facts(run_id, env, {"kind": env.split("-")[0]})
         for i in range(n):
             v = level[env] * math.exp(rng.normal(0, 0.01))
-            store.add_sample(Sample(run_id, env, "compression", "default", i, False, "ok",
-                                    "2026-05-01T10:00:00+0000", 1.0, {"throughput_mbs": v}))
+            store.add_sample(
+                Sample(
+                    run_id,
+                    env,
+                    "compression",
+                    "default",
+                    i,
+                    False,
+                    "ok",
+                    "2026-05-01T10:00:00+0000",
+                    1.0,
+                    {"throughput_mbs": v},
+                )
+            )
     store.finish_run(run_id, "complete")
 
 
 # a host whose runs shift by about ±10% on their own, each environment apart
-SHIFTS = [{"native": 100, "docker-nat": 98}, {"native": 112, "docker-nat": 90},
-          {"native": 95, "docker-nat": 108}, {"native": 103, "docker-nat": 111},
-          {"native": 108, "docker-nat": 96}]
+SHIFTS = [
+    {"native": 100, "docker-nat": 98},
+    {"native": 112, "docker-nat": 90},
+    {"native": 95, "docker-nat": 108},
+    {"native": 103, "docker-nat": 111},
+    {"native": 108, "docker-nat": 96},
+]
 LAST = len(SHIFTS) - 1
 
 
@@ -150,12 +171,16 @@ def test_the_cli_uses_the_stored_runs_unless_told_not_to(shifty):
     s, path = shifty
     _run(s, "cand", {"native": 107, "docker-nat": 85}, seed=9)
     runner = CliRunner()
-    r = runner.invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-change", "5"],
-                      catch_exceptions=False)
+    r = runner.invoke(
+        main, ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-change", "5"], catch_exceptions=False
+    )
     assert r.exit_code == 0, r.output
     assert "between runs: 2 of 2 cells" in r.output
-    r = runner.invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-change", "5",
-                             "--no-between-runs"], catch_exceptions=False)
+    r = runner.invoke(
+        main,
+        ["compare", f"r{LAST}", "cand", "--store", path, "--fail-on-change", "5", "--no-between-runs"],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 1 and "docker-nat" in r.output and "between runs" not in r.output
 
 
@@ -175,8 +200,11 @@ def test_the_overhead_form_allows_for_how_far_an_environments_ratio_moves(shifty
     assert held.regressions(5) == [] and held.between_cells == 1
     assert held.cells[0].verdict.effect.test == "welch-diff+between"
     assert "ratio to the baseline moves" in held.between_line
-    r = CliRunner().invoke(main, ["compare", f"r{LAST}", "cand", "--store", path, "--overhead",
-                                  "--fail-on-change", "5"], catch_exceptions=False)
+    r = CliRunner().invoke(
+        main,
+        ["compare", f"r{LAST}", "cand", "--store", path, "--overhead", "--fail-on-change", "5"],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
 
 

@@ -8,15 +8,26 @@ import pytest
 
 from isobench.analysis import budget as b
 from isobench.analysis.repetitions import sequential_alpha
-from isobench.run.schedule import williams_row
 from isobench.analysis.stats import compare_cell
+from isobench.run.schedule import williams_row
 from isobench.study import StudyError, parse_study, with_budget
 
 QUICK = open("studies/quick.toml").read()
 
 
-@pytest.mark.parametrize("text,seconds", [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("2h", 7200),
-                                          (" 45m ", 2700), ("1h0m5s", 3605), ("30", 30), ("90", 90)])
+@pytest.mark.parametrize(
+    "text,seconds",
+    [
+        ("30m", 1800),
+        ("1h30m", 5400),
+        ("90s", 90),
+        ("2h", 7200),
+        (" 45m ", 2700),
+        ("1h0m5s", 3605),
+        ("30", 30),
+        ("90", 90),
+    ],
+)
 def test_durations(text, seconds):
     assert b.parse_duration(text) == seconds
 
@@ -172,10 +183,24 @@ def test_the_study_budget_field_and_its_refusals():
 def test_the_report_says_how_the_budget_was_spent():
     from isobench.results.model import RunData
     from isobench.results.stopping import budget_lines, budget_summary
-    facts = {"budget": {"budget_s": 1800.0, "points": [6, 9, 15], "looks": 3, "spent_s": 1500.0,
-                        "cases": {"compression/default": {"state": "resolved", "rounds": 6, "needed": None, "why": ""},
-                                  "fio/randread": {"state": "hopeless", "rounds": 6, "needed": 471,
-                                                   "why": "needs about 471 rounds, beyond the cap of 15"}}}}
+
+    facts = {
+        "budget": {
+            "budget_s": 1800.0,
+            "points": [6, 9, 15],
+            "looks": 3,
+            "spent_s": 1500.0,
+            "cases": {
+                "compression/default": {"state": "resolved", "rounds": 6, "needed": None, "why": ""},
+                "fio/randread": {
+                    "state": "hopeless",
+                    "rounds": 6,
+                    "needed": 471,
+                    "why": "needs about 471 rounds, beyond the cap of 15",
+                },
+            },
+        }
+    }
     run = RunData("r", "quick", "", None, "complete", facts, "", "", "native", ["native"], {}, [])
     lines = budget_lines(run)
     assert lines[0].startswith("Time budget 30 min (25 min spent at the last look): a first block of 6 rounds")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from isobench.run.calibration import derive, judge, parse_sizes
 from isobench.results.model import MetricKey, RunData
+from isobench.run.calibration import derive, judge, parse_sizes
 from isobench.study import StudyError, parse_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,8 +20,15 @@ def test_the_derived_study_runs_copies_and_slowed_copies_of_one_environment():
     text, plan = derive(STUDY, "calibrate.toml", None, (5.0, 10.0, 20.0), 3, None)
     study = parse_study(text, "derived")
     assert study.meta.baseline == "docker-host" and study.meta.name == "calibrate-calibrate"
-    assert list(study.environments) == ["docker-host", "docker-host-aa1", "docker-host-aa2", "docker-host-aa3",
-                                        "docker-host-slow5", "docker-host-slow10", "docker-host-slow20"]
+    assert list(study.environments) == [
+        "docker-host",
+        "docker-host-aa1",
+        "docker-host-aa2",
+        "docker-host-aa3",
+        "docker-host-slow5",
+        "docker-host-slow10",
+        "docker-host-slow20",
+    ]
     cpus = {name: spec.cpus for name, spec in study.environments.items()}
     assert cpus["docker-host"] == cpus["docker-host-aa3"] == plan.quota == 1.0
     assert cpus["docker-host-slow10"] == pytest.approx(0.9) and cpus["docker-host-slow20"] == pytest.approx(0.8)
@@ -45,11 +52,14 @@ def test_the_environments_own_quota_is_the_unslowed_one():
     assert parse_study(derived).environments["docker-host-slow50"].cpus == pytest.approx(0.75)
 
 
-@pytest.mark.parametrize("env, copies, needle", [
-    ("native", 2, "--env: native (native) has no CPU quota (cpus)"),
-    ("nope", 2, "--env: 'nope' is not an environment"),
-    ("docker-host", 0, "--copies: 0 is outside 1 to 16"),
-])
+@pytest.mark.parametrize(
+    "env, copies, needle",
+    [
+        ("native", 2, "--env: native (native) has no CPU quota (cpus)"),
+        ("nope", 2, "--env: 'nope' is not an environment"),
+        ("docker-host", 0, "--copies: 0 is outside 1 to 16"),
+    ],
+)
 def test_what_cannot_be_calibrated_is_refused_in_one_line(env, copies, needle):
     text = STUDY.replace("[environments.docker-host]", "[environments.docker-host]\n[environments.native]")
     with pytest.raises(StudyError) as err:
@@ -57,10 +67,16 @@ def test_what_cannot_be_calibrated_is_refused_in_one_line(env, copies, needle):
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("sizes, needle", [
-    ("0", "outside (0, 90)"), ("90", "outside (0, 90)"), ("-5", "outside (0, 90)"),
-    ("ten", "not a number"), ("5,5", "each planted size once"),
-])
+@pytest.mark.parametrize(
+    "sizes, needle",
+    [
+        ("0", "outside (0, 90)"),
+        ("90", "outside (0, 90)"),
+        ("-5", "outside (0, 90)"),
+        ("ten", "not a number"),
+        ("5,5", "each planted size once"),
+    ],
+)
 def test_planted_sizes_outside_0_to_90_are_refused(sizes, needle):
     with pytest.raises(StudyError) as err:
         parse_sizes(sizes)
@@ -81,8 +97,22 @@ def _run(factors: dict[str, float], noise: list[float]) -> RunData:
         values[(TPUT, env)] = [v * f * j for v, j in zip(noise, jitter)]
         values[(REAL, env)] = [8 / (v * f * j) for v, j in zip(noise, jitter)]
         rounds[(TPUT, env)] = rounds[(REAL, env)] = list(range(len(noise)))
-    return RunData("cal", "calibrate-calibrate", "", None, "complete", {}, "[study]\nname = \"c\"\n", "",
-                   envs[0], envs, {e: {} for e in envs}, [TPUT, REAL], values, rounds=rounds)
+    return RunData(
+        "cal",
+        "calibrate-calibrate",
+        "",
+        None,
+        "complete",
+        {},
+        '[study]\nname = "c"\n',
+        "",
+        envs[0],
+        envs,
+        {e: {} for e in envs},
+        [TPUT, REAL],
+        values,
+        rounds=rounds,
+    )
 
 
 def test_judge_counts_false_alarms_on_copies_and_detections_on_slowed_copies():

@@ -78,8 +78,10 @@ def test_too_short_a_series_has_no_candidate():
 
 
 def test_the_interval_excludes_zero_exactly_for_confirmed_steps():
-    all_series = [cp.find_steps(*series(16, 0.05, step=s, at=8, seed=i))
-                  for i, s in enumerate([0, 0.05, 0.08, 0.1, 0.2, 0, 0.12] * 4)]
+    all_series = [
+        cp.find_steps(*series(16, 0.05, step=s, at=8, seed=i))
+        for i, s in enumerate([0, 0.05, 0.08, 0.1, 0.2, 0, 0.12] * 4)
+    ]
     judged = [j for js in cp.judge(all_series) for j in js]
     assert judged
     for j in judged:

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from isobench.cli.main import main
-from isobench.results.compare import compare_runs
 from isobench.report.compare_render import render_markdown
+from isobench.results.compare import compare_runs
 from isobench.store.db import Store
 from synthetic_runs import Synthetic, simple_run, write_run
 
@@ -88,8 +88,10 @@ def test_a_noise_floor_from_the_study_holds_back_a_tiny_change(store_path):
     s = Store(store_path)
     simple_run(s, "run-a", {"native": tight, "docker-nat": tight})
     simple_run(s, "run-b", {"native": tight, "docker-nat": [v * 0.99 for v in tight]})
-    s.db.execute("UPDATE runs SET study_text=? WHERE run_id='run-b'",
-                 ('[study]\nname = "x"\nnoise_floor_pct = { compression = 3 }\n',))
+    s.db.execute(
+        "UPDATE runs SET study_text=? WHERE run_id='run-b'",
+        ('[study]\nname = "x"\nnoise_floor_pct = { compression = 3 }\n',),
+    )
     s.db.commit()
     result = compare_runs(s.load_run("run-a"), s.load_run("run-b"))
     assert result.flagged == []
@@ -148,11 +150,24 @@ def test_facts_diff_names_the_doctor_finding_that_changed():
     from isobench.results.model import RunData
 
     def run(load: str) -> RunData:
-        doctor = [{"check": "swap", "status": "ok", "value": "0 device(s)", "fix": ""},
-                  {"check": "load", "status": "ok", "value": load, "fix": "wait"}]
-        return RunData(run_id="r", study_name="s", started_at="", finished_at=None, status="complete",
-                       host_facts={"cores": 2, "doctor": doctor}, study_text="", study_hash="h",
-                       baseline="native", environments=[], env_facts={}, metrics=[])
+        doctor = [
+            {"check": "swap", "status": "ok", "value": "0 device(s)", "fix": ""},
+            {"check": "load", "status": "ok", "value": load, "fix": "wait"},
+        ]
+        return RunData(
+            run_id="r",
+            study_name="s",
+            started_at="",
+            finished_at=None,
+            status="complete",
+            host_facts={"cores": 2, "doctor": doctor},
+            study_text="",
+            study_hash="h",
+            baseline="native",
+            environments=[],
+            env_facts={},
+            metrics=[],
+        )
 
     diff = _facts_diff(run("load average 0.10"), run("load average 1.80"))
     assert diff == [("host doctor load", "ok: load average 0.10", "ok: load average 1.80")]

@@ -9,18 +9,18 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE
 from isobench.cli.main import main
-from isobench.results.compare import compare_overheads, compare_runs
 from isobench.core.errors import IsobenchError
 from isobench.report.compare_render import junit_cases, render_markdown
+from isobench.results.compare import compare_overheads, compare_runs
 from isobench.store.db import Store
-from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE
 from synthetic_runs import ENVS, PLAIN, Synthetic, simple_run, write_run
 
 # (workload, metric, higher is better) of every synthetic cell (redis: every clients=N case)
-METRICS = [(w, m, hib) for w, cases in PLAIN.items() for ms in cases.values() for m, _u, hib, _n, _sd in ms] \
-    + [("redis", m, hib) for m, hib in (("throughput_rps", True), ("latency_mean_us", False),
-                                        ("cpu_util_pct", False))]
+METRICS = [(w, m, hib) for w, cases in PLAIN.items() for ms in cases.values() for m, _u, hib, _n, _sd in ms] + [
+    ("redis", m, hib) for m, hib in (("throughput_rps", True), ("latency_mean_us", False), ("cpu_util_pct", False))
+]
 
 
 def drift(factor: float, envs=ENVS) -> dict:
@@ -87,8 +87,10 @@ def test_an_environment_slower_against_its_baseline_is_named_alone(store_path):
     assert all(c.verdict.direction == "worse" for c in over.flagged)
     # the quiet cells (CV 0.5-1%) are found, at about their 10%
     by_name = {c.name: c for c in worse}
-    for name in ("compression throughput_mbs on docker-nat vs native",
-                 "nuttcp/transmit throughput_gbps on docker-nat vs native"):
+    for name in (
+        "compression throughput_mbs on docker-nat vs native",
+        "nuttcp/transmit throughput_gbps on docker-nat vs native",
+    ):
         assert by_name[name].worse_pct == pytest.approx(10, abs=3)
 
     r = invoke("compare", "a", "slower", "--store", store_path, "--overhead", "--fail-on-change", "5")
@@ -121,8 +123,9 @@ def junit(path):
 
 def test_junit_counts_cells_failures_and_inconclusives(store_path, tmp_path):
     out = tmp_path / "j.xml"
-    r = invoke("compare", "a", "slower", "--store", store_path, "--overhead", "--fail-on-change", "5",
-               "--junit", str(out))
+    r = invoke(
+        "compare", "a", "slower", "--store", store_path, "--overhead", "--fail-on-change", "5", "--junit", str(out)
+    )
     assert r.exit_code == 1 and "JUnit XML written to" in r.output
     a, b = load(store_path, "a", "slower")
     over = compare_overheads(a, b)
@@ -142,8 +145,11 @@ def test_junit_counts_cells_failures_and_inconclusives(store_path, tmp_path):
     assert r.exit_code == 0
     raw = compare_runs(*load(store_path, "a", "drifted"))
     suite, cases = junit(out)
-    assert (int(suite.get("tests")), int(suite.get("failures")), int(suite.get("skipped"))) \
-        == (len(raw.cells), 0, raw.count(INCONCLUSIVE))
+    assert (int(suite.get("tests")), int(suite.get("failures")), int(suite.get("skipped"))) == (
+        len(raw.cells),
+        0,
+        raw.count(INCONCLUSIVE),
+    )
     assert junit_cases(raw)[0].classname == "isobench.compare.raw.synthetic"
 
 
@@ -164,8 +170,7 @@ def test_pairing_follows_each_runs_order(tmp_path):
     vals = {"native": [100.0, 101.0, 99.0, 100.5], "docker-nat": [95.0, 96.0, 94.0, 95.5]}
     simple_run(s, "run-a", vals)
     simple_run(s, "run-b", vals)
-    s.db.execute("UPDATE runs SET study_text=? WHERE run_id='run-a'",
-                 ('[study]\nname = "x"\norder = "blocked"\n',))
+    s.db.execute("UPDATE runs SET study_text=? WHERE run_id='run-a'", ('[study]\nname = "x"\norder = "blocked"\n',))
     s.db.commit()
     (cell,) = compare_overheads(s.load_run("run-a"), s.load_run("run-b")).cells
     assert (cell.within_a.test, cell.within_b.test) == ("welch-log", "paired")
@@ -173,6 +178,7 @@ def test_pairing_follows_each_runs_order(tmp_path):
 
 
 # -- bad input: one line naming what is missing --------------------------------------------
+
 
 def one_line_error(r) -> str:
     assert r.exit_code == 2, r.output
@@ -198,8 +204,7 @@ def test_no_shared_environment_besides_the_baseline_is_one_line(tmp_path):
     path = str(tmp_path / "r.sqlite")
     s = Store(path)
     simple_run(s, "run-a", {"native": [100.0, 101.0], "docker-nat": [95.0, 96.0]})
-    simple_run(s, "run-b", {"native": [100.0, 101.0], "docker-host": [95.0, 96.0]},
-               envs=("native", "docker-host"))
+    simple_run(s, "run-b", {"native": [100.0, 101.0], "docker-host": [95.0, 96.0]}, envs=("native", "docker-host"))
     line = one_line_error(invoke("compare", "run-a", "run-b", "--store", path, "--overhead"))
     assert "share no environment other than the baseline 'native' (A has docker-nat; B has docker-host)" in line
 

@@ -51,10 +51,12 @@ def test_diskstats_counts_whole_real_disks_only():
 
 
 def test_partitions_are_not_counted_twice():
-    lines = ("   8       0 sda 10 0 80 5 20 0 160 9 0 12 14 0 0 0 0\n"
-             "   8       1 sda1 10 0 80 5 20 0 160 9 0 12 14 0 0 0 0\n"
-             " 259       0 nvme0n1 1 0 8 1 2 0 16 1 0 3 4 0 0 0 0\n"
-             " 259       1 nvme0n1p1 1 0 8 1 2 0 16 1 0 3 4 0 0 0 0\n")
+    lines = (
+        "   8       0 sda 10 0 80 5 20 0 160 9 0 12 14 0 0 0 0\n"
+        "   8       1 sda1 10 0 80 5 20 0 160 9 0 12 14 0 0 0 0\n"
+        " 259       0 nvme0n1 1 0 8 1 2 0 16 1 0 3 4 0 0 0 0\n"
+        " 259       1 nvme0n1p1 1 0 8 1 2 0 16 1 0 3 4 0 0 0 0\n"
+    )
     assert c.parse_diskstats(lines)["disk.reads"] == 11
 
 
@@ -95,6 +97,7 @@ def test_around_keeps_a_narrower_window():
 def test_around_failing_env_reader_gives_host_counters():
     def broken():
         raise OSError("gone")
+
     with c.around(broken, environ={}) as box:
         box["extra"] = extra = {}
     assert "cpu.system_s" in extra["counters"]

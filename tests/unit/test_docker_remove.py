@@ -3,7 +3,7 @@ moment, and says why when it never could."""
 
 import docker.errors
 
-from isobench.envs import docker as dk
+from isobench.core import dockerclient as dk
 
 
 class Flaky:

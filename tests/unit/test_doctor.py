@@ -1,11 +1,23 @@
 from isobench.checks.doctor import judge
 
 GiB = 2**30
-CLEAN = {"governors": ["performance"], "turbo": "off", "thp": "madvise", "irqbalance": False, "swap_devices": 0,
-         "loadavg1": 0.1, "cores": 2, "busy": [], "hugepages_total": 512,
-         "kinds": {"vm": {"kvm_present": True, "kvm_verdict": (True, ""), "vhost_net": True},
-                   "docker": {"driver": "overlay2"}},
-         "mem_available": 20 * GiB, "disk_free": 70 * GiB}
+CLEAN = {
+    "governors": ["performance"],
+    "turbo": "off",
+    "thp": "madvise",
+    "irqbalance": False,
+    "swap_devices": 0,
+    "loadavg1": 0.1,
+    "cores": 2,
+    "busy": [],
+    "hugepages_total": 512,
+    "kinds": {
+        "vm": {"kvm_present": True, "kvm_verdict": (True, ""), "vhost_net": True},
+        "docker": {"driver": "overlay2"},
+    },
+    "mem_available": 20 * GiB,
+    "disk_free": 70 * GiB,
+}
 
 
 def by_check(readings):
@@ -17,14 +29,33 @@ def test_a_tuned_host_has_no_warnings():
 
 
 def test_each_bias_warns_with_a_fix():
-    bad = {**CLEAN, "governors": ["powersave"], "turbo": "on", "irqbalance": True, "swap_devices": 1,
-           "loadavg1": 1.9, "busy": [("stress-ng", 99.0)],
-           "kinds": {"vm": {"kvm_present": True, "kvm_verdict": (False, "hangs after real mode"), "vhost_net": False},
-                     "docker": {"driver": "vfs"}},
-           "mem_available": 1 * GiB, "disk_free": 2 * GiB}
+    bad = {
+        **CLEAN,
+        "governors": ["powersave"],
+        "turbo": "on",
+        "irqbalance": True,
+        "swap_devices": 1,
+        "loadavg1": 1.9,
+        "busy": [("stress-ng", 99.0)],
+        "kinds": {
+            "vm": {"kvm_present": True, "kvm_verdict": (False, "hangs after real mode"), "vhost_net": False},
+            "docker": {"driver": "vfs"},
+        },
+        "mem_available": 1 * GiB,
+        "disk_free": 2 * GiB,
+    }
     found = by_check(bad)
-    for check in ("cpu governor", "turbo boost", "irqbalance", "swap", "load", "kvm",
-                  "docker storage driver", "free memory", "free disk"):
+    for check in (
+        "cpu governor",
+        "turbo boost",
+        "irqbalance",
+        "swap",
+        "load",
+        "kvm",
+        "docker storage driver",
+        "free memory",
+        "free disk",
+    ):
         assert found[check].status == "warn", check
         assert found[check].fix, check
     assert "stress-ng (99%)" in found["load"].value

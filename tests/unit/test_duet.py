@@ -69,8 +69,12 @@ def test_each_environment_sits_on_each_side_equally_often():
             assert set(s.cpus[0]).isdisjoint(s.cpus[1])
             seen[(s.envs[1].name, s.cpus[1])] += 1
         firsts[slots[0].envs[1].name] += 1
-    assert seen == {("docker-nat", (1,)): 2, ("docker-nat", (0,)): 2,
-                    ("docker-host", (1,)): 2, ("docker-host", (0,)): 2}
+    assert seen == {
+        ("docker-nat", (1,)): 2,
+        ("docker-nat", (0,)): 2,
+        ("docker-host", (1,)): 2,
+        ("docker-host", (0,)): 2,
+    }
     assert firsts == {"docker-nat": 2, "docker-host": 2}  # Williams order over the duets
 
 
@@ -171,14 +175,17 @@ def test_a_duet_that_fits_is_not_refused():
     assert problems() == []
 
 
-@pytest.mark.parametrize("extra_env,extra_wl,cpus,expect", [
-    ("", "", (0,), "d.toml: study.schedule: a duet needs at least two usable host CPUs"),
-    ("[environments.p]\nkind = \"docker\"\ncpuset = \"1\"", "", (0, 1), "environments.p.cpuset: a duet places"),
-    ("[environments.p]\nkind = \"native\"\npin = true", "", (0, 1), "environments.p.pin: a duet places"),
-    ("[environments.g]\nkind = \"docker\"\ninstances = 2", "", (0, 1), "environments.g.instances: a duet runs one"),
-    ("[environments.v]\nkind = \"vm\"\nvcpus = 2", "", (0, 1), "environments.v.vcpus: 2 vCPUs do not fit"),
-    ("", "threads = 2", (0, 1), "workloads.compression: one sample keeps 2 CPUs busy, a duet side has 1"),
-])
+@pytest.mark.parametrize(
+    "extra_env,extra_wl,cpus,expect",
+    [
+        ("", "", (0,), "d.toml: study.schedule: a duet needs at least two usable host CPUs"),
+        ('[environments.p]\nkind = "docker"\ncpuset = "1"', "", (0, 1), "environments.p.cpuset: a duet places"),
+        ('[environments.p]\nkind = "native"\npin = true', "", (0, 1), "environments.p.pin: a duet places"),
+        ('[environments.g]\nkind = "docker"\ninstances = 2', "", (0, 1), "environments.g.instances: a duet runs one"),
+        ('[environments.v]\nkind = "vm"\nvcpus = 2', "", (0, 1), "environments.v.vcpus: 2 vCPUs do not fit"),
+        ("", "threads = 2", (0, 1), "workloads.compression: one sample keeps 2 CPUs busy, a duet side has 1"),
+    ],
+)
 def test_a_duet_that_cannot_run_is_refused_with_the_field(extra_env, extra_wl, cpus, expect):
     found = problems(extra_env, extra_wl, cpus)
     assert any(expect in p for p in found), found
@@ -194,16 +201,23 @@ def test_asking_a_duet_of_a_workload_that_cannot_is_refused():
 
 def test_an_unknown_schedule_is_one_line():
     from isobench.study import StudyError
+
     with pytest.raises(StudyError, match=r"d.toml: study.schedule: .*'sequential' or 'duet'"):
         parse_study(STUDY.format(extra_env="", extra_wl="").replace('"duet"', '"tandem"'), "d.toml")
 
 
 def test_the_answer_says_the_schedule():
     from isobench.results.schedule import schedule_summary
+
     run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "a"], {}, [key()])
     assert schedule_summary(run) == ""
-    run.host_facts = {"schedule": {"name": "duet", "sides": [[0], [1]],
-                                   "cells": {"compression/default": "duet", "fio/randread": "sequential"}}}
+    run.host_facts = {
+        "schedule": {
+            "name": "duet",
+            "sides": [[0], [1]],
+            "cells": {"compression/default": "duet", "fio/randread": "sequential"},
+        }
+    }
     text = schedule_summary(run)
     assert "at the same time as native's" in text and "on host CPUs 0 | 1" in text
     assert "(compression/default)" in text and "one sample at a time: fio/randread" in text
@@ -213,6 +227,7 @@ def test_the_answer_says_the_schedule():
 
 def test_a_cpu_set_that_is_faster_cancels_instead_of_spreading():
     from isobench.analysis.stats import compare_cell, log_crossover
+
     # A/A: nothing differs, but whoever sits on CPU 0 is 10% slower; sides alternate
     pairs_, sides = [], []
     for r in range(10):
@@ -229,6 +244,7 @@ def test_a_cpu_set_that_is_faster_cancels_instead_of_spreading():
 
 def test_pairs_carry_the_side_of_each_duet():
     from isobench.results.analysis import pair_sides
+
     k = key()
     run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "a"], {}, [k])
     run.values[(k, "native")], run.rounds[(k, "native")] = [10.0, 11.0], [0, 1]

@@ -26,6 +26,7 @@ def boom(monkeypatch, tmp_path):
         raise box["exc"]
 
     import isobench.cli.main
+
     monkeypatch.setattr(isobench.cli.main, "main", fake)
     monkeypatch.setattr(entry, "_log_dir", lambda: str(tmp_path))
     return box
@@ -49,8 +50,7 @@ def test_known_error_is_its_own_line(boom, capsys):
     with pytest.raises(SystemExit) as ended:
         entry.main(["go"])
     assert ended.value.code == entry.EXIT_ERROR
-    assert capsys.readouterr().err == ("error: Docker Engine is not reachable; start it with "
-                                       "scripts/install-host.sh\n")
+    assert capsys.readouterr().err == ("error: Docker Engine is not reachable; start it with scripts/install-host.sh\n")
 
 
 def test_debug_prints_the_traceback(boom, capsys):
@@ -68,6 +68,5 @@ def test_user_text_is_printed_literally(boom, capsys):
 
 
 def test_python_dash_m_goes_through_the_frame():
-    proc = subprocess.run([sys.executable, "-m", "isobench", "--version"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "isobench", "--version"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "version" in proc.stdout

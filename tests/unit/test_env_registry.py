@@ -42,34 +42,53 @@ def study_text(body: str) -> str:
 def test_shipped_kinds_in_order_with_presets():
     kinds = registry.kinds()
     assert list(kinds)[:3] == ["native", "docker", "vm"]
-    assert list(registry.presets())[:8] == ["native", "docker-nat", "docker-host", "docker-crun", "docker-gvisor",
-                                             "vm-stock", "vm-tuned", "vm-docker"]
+    assert list(registry.presets())[:8] == [
+        "native",
+        "docker-nat",
+        "docker-host",
+        "docker-crun",
+        "docker-gvisor",
+        "vm-stock",
+        "vm-tuned",
+        "vm-docker",
+    ]
     assert [k.name for k in kinds.values() if k.needs_image] == ["docker"]
     assert all(p.startswith("/") for k in kinds.values() for p in k.scratch_roots)
 
 
 def test_fake_kind_in_the_study_model(fake):
     from isobench.study import StudyError, parse_study
-    s = parse_study(study_text("[environments.fake]\n[environments.big]\npreset = \"fake-big\"\ninstances = 2\n"
-                               "[environments.native]\n[workloads.startup]\n"), "f.toml")
+
+    s = parse_study(
+        study_text(
+            '[environments.fake]\n[environments.big]\npreset = "fake-big"\ninstances = 2\n'
+            "[environments.native]\n[workloads.startup]\n"
+        ),
+        "f.toml",
+    )
     assert type(s.environments["fake"]).__name__ == "FakeSpec"
     assert s.environments["big"].reserve_mb == 4096 and s.environments["big"].instances == 2
     with pytest.raises(StudyError) as err:
         parse_study(study_text('[environments.fake]\n[environments.x]\nkind = "nope"\n[workloads.startup]\n'))
-    assert "must be one of native, docker, vm, fake (or name a preset: native, docker-nat, docker-host, " \
-           "docker-crun, docker-gvisor, vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
-    with pytest.raises(StudyError,
-                       match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, refuse, reserve_mb"):
+    assert (
+        "must be one of native, docker, vm, fake (or name a preset: native, docker-nat, docker-host, "
+        "docker-crun, docker-gvisor, vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
+    )
+    with pytest.raises(
+        StudyError, match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, refuse, reserve_mb"
+    ):
         parse_study(study_text("[environments.fake]\ncpus = 2\n[workloads.startup]\n"))
 
 
 def test_fake_kind_listed_by_isobench_envs(fake, monkeypatch):
     from isobench.cli.main import main
+
     # the shipped kinds' probes start containers and guests: not in a unit test
     for kind in registry.kinds().values():
         if kind.name != "fake":
-            monkeypatch.setattr(type(kind), "probe",
-                                lambda self: registry.EnvProbe(self.name, False, "not probed in a unit test"))
+            monkeypatch.setattr(
+                type(kind), "probe", lambda self: registry.EnvProbe(self.name, False, "not probed in a unit test")
+            )
     result = CliRunner().invoke(main, ["envs"])
     assert result.exit_code == 0, result.output
     row = [line for line in result.output.splitlines() if " fake " in line]
@@ -80,8 +99,10 @@ def test_fake_kind_listed_by_isobench_envs(fake, monkeypatch):
 def test_preflight_counts_the_fake_kinds_footprint(fake):
     from isobench.checks.preflight import preflight
     from isobench.study import parse_study
-    s = parse_study(study_text("[environments.fake]\nreserve_mb = 4096\ninstances = 2\n[workloads.startup]\n"),
-                    "f.toml")
+
+    s = parse_study(
+        study_text("[environments.fake]\nreserve_mb = 4096\ninstances = 2\n[workloads.startup]\n"), "f.toml"
+    )
     (problem,) = preflight(s, HOST)  # 2 × 4 GiB > 80% of 8 GiB
     assert problem.startswith("f.toml: environments.fake.reserve_mb: 1 environments need 8.0 GiB of memory")
     assert preflight(parse_study(s.text.replace("instances = 2", "instances = 1"), "f.toml"), HOST) == []
@@ -92,8 +113,13 @@ def test_runner_starts_and_uses_the_fake_kind_and_clean_sweeps_it(fake, tmp_path
     from isobench.run.runner import run_study
     from isobench.store.db import Store
     from isobench.study import parse_study
-    study = parse_study(study_text("[environments.fake]\n[workloads.startup]\n"
-                                   "[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n"), "f.toml")
+
+    study = parse_study(
+        study_text(
+            "[environments.fake]\n[workloads.startup]\n[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n"
+        ),
+        "f.toml",
+    )
     store = Store(str(tmp_path / "r.sqlite"))
     run_id = run_study(study, store)
     rows = {r["workload"]: r for r in store.samples(run_id)}
@@ -131,16 +157,19 @@ def test_no_duck_typing_in_the_envs_package():
 
 
 def test_environment_capabilities_have_defaults():
-    from isobench.envs.base import Environment, Paths
     from isobench.core.proc import ExecResult
+    from isobench.envs.base import Environment, Paths
 
     class Bare(Environment):
         def start(self): ...
-        def exec(self, argv, timeout, cwd=None): return ExecResult(argv, 0, "", "", 0.0)
+        def exec(self, argv, timeout, cwd=None):
+            return ExecResult(argv, 0, "", "", 0.0)
+
         def write_file(self, path, content): ...
         def stop(self): ...
         @property
-        def paths(self): return Paths("/d", "/t")
+        def paths(self):
+            return Paths("/d", "/t")
 
     env = Bare(name="bare")
     assert env.instances() == [env] and env.vmm_pid is None and env.measure_startup(5) is None
@@ -157,6 +186,7 @@ def test_no_env_module_over_450_lines():
 
 def test_a_kind_must_declare_its_name_on_its_spec():
     from typing import Literal
+
     from isobench.envs.kinds import EnvKind, EnvSpec
 
     class WrongSpec(EnvSpec):
@@ -164,11 +194,13 @@ def test_a_kind_must_declare_its_name_on_its_spec():
         instances: int = 1
 
     with pytest.raises(TypeError, match="must declare kind = 'wrong'"):
+
         class Wrong(EnvKind):  # noqa: F841 - registering is the test
             name = "wrong"
             spec = WrongSpec
 
             def make(self, *a, **k): ...
+
     assert "wrong" not in registry.kinds()
 
 
@@ -180,8 +212,11 @@ def test_a_workload_the_kind_cannot_run_is_skipped_and_said(fake, tmp_path):
     from isobench.run.runner import run_study
     from isobench.store.db import Store
     from isobench.study import parse_study
-    text = study_text('[environments.fake]\n[environments.boxed]\nkind = "fake"\nrefuse = ["compression"]\n'
-                      "[workloads.startup]\n[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n")
+
+    text = study_text(
+        '[environments.fake]\n[environments.boxed]\nkind = "fake"\nrefuse = ["compression"]\n'
+        "[workloads.startup]\n[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n"
+    )
     study = parse_study(text, "f.toml")
     assert study.unsupported() == {("boxed", "compression"): "the fake sandbox has no such system call"}
     path = tmp_path / "f.toml"
@@ -203,6 +238,7 @@ def test_a_workload_the_kind_cannot_run_is_skipped_and_said(fake, tmp_path):
 
 def test_gvisor_refuses_netlat_up_front_and_nothing_else():
     from isobench.envs.kinds import kind_of
+
     docker = kind_of("docker")
     gvisor = docker.spec(runtime="runsc")
     assert "EINVAL" in docker.unsupported(gvisor, "netlat")

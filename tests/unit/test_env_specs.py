@@ -11,7 +11,6 @@ import os
 
 import pytest
 
-from isobench.host import daemonconf
 from isobench.envs import make_environment
 from isobench.envs import runtimes as rt
 from isobench.envs.base import Environment
@@ -26,12 +25,27 @@ from isobench.envs.vm.kind import VmKind
 from isobench.envs.vm.qemu import qemu_config
 from isobench.envs.vm.qemu_cmdline import Topology
 from isobench.envs.vm.spec import VmSpec
+from isobench.host import daemonconf
 from isobench.host.hostinfo import HostInfo, parse_cpulist
 
 HOST = HostInfo(cores=8, mem_bytes=16 * 2**30, disk_free_bytes=0)
 DOCKER_OPTIONS = ["network", "storage", "cpuset", "cpus", "memory_mb", "tmpfs_mb", "runtime", "gvisor_platform"]
-VM_OPTIONS = ["vcpus", "memory_mb", "cpu_model", "topology", "pin", "hugepages", "disk_cache", "disk_aio", "accel",
-              "data_disk_mb", "tmpfs_mb", "root_bus", "guest_init", "docker"]
+VM_OPTIONS = [
+    "vcpus",
+    "memory_mb",
+    "cpu_model",
+    "topology",
+    "pin",
+    "hugepages",
+    "disk_cache",
+    "disk_aio",
+    "accel",
+    "data_disk_mb",
+    "tmpfs_mb",
+    "root_bus",
+    "guest_init",
+    "docker",
+]
 
 
 def default(model, name):
@@ -44,6 +58,7 @@ def make(kind: str, index: int = 0, **body):
 
 
 # -- the environment holds the spec, not a dict ------------------------------------
+
 
 def test_environments_keep_their_spec_object():
     assert "options" not in {f.name for f in dataclasses.fields(Environment)}
@@ -58,13 +73,15 @@ def test_environments_keep_their_spec_object():
 
 # -- docker --------------------------------------------------------------------------
 
+
 class FakeEngine:
     """What DockerEnvironment.start and measure_startup ask of the engine."""
 
     def __init__(self):
         self.runs: list[dict] = []
-        self.volumes = type("Volumes", (), {"create": staticmethod(
-            lambda name, labels: type("Volume", (), {"name": name})())})
+        self.volumes = type(
+            "Volumes", (), {"create": staticmethod(lambda name, labels: type("Volume", (), {"name": name})())}
+        )
 
     @property
     def containers(self):
@@ -74,8 +91,10 @@ class FakeEngine:
             @staticmethod
             def run(image, *args, **kwargs):
                 engine.runs.append(kwargs)
-                return type("C", (), {"id": "c1", "ports": {}, "reload": lambda s: None,
-                                      "remove": lambda s, **kw: None})()
+                return type(
+                    "C", (), {"id": "c1", "ports": {}, "reload": lambda s: None, "remove": lambda s, **kw: None}
+                )()
+
         return Containers
 
     def info(self):
@@ -160,6 +179,7 @@ def test_gvisor_platform_has_one_default():
 
 # -- native --------------------------------------------------------------------------
 
+
 def test_native_records_its_spec_and_the_cpu_pin_gave_it(monkeypatch):
     assert make("native").facts() == {"kind": "native", "options": {"pin": False}}
     env = make("native", index=1, pin=True)
@@ -174,6 +194,7 @@ def test_native_records_its_spec_and_the_cpu_pin_gave_it(monkeypatch):
 
 
 # -- vm ------------------------------------------------------------------------------
+
 
 class OtherVmDefaults(VmSpec):
     """Every default the VM's code once repeated, changed in the spec alone."""
@@ -191,8 +212,16 @@ class OtherVmDefaults(VmSpec):
 
 
 def config(spec, accel="tcg"):
-    cfg, _ = qemu_config(spec, accel=accel, name="isobench-r1-v", vm_dir="/vm", sock_dir="/s",
-                         kernel=("/k", "/i"), extra_disks=(), nic=None)
+    cfg, _ = qemu_config(
+        spec,
+        accel=accel,
+        name="isobench-r1-v",
+        vm_dir="/vm",
+        sock_dir="/s",
+        kernel=("/k", "/i"),
+        extra_disks=(),
+        nic=None,
+    )
     return cfg
 
 
@@ -206,8 +235,12 @@ def test_qemu_config_takes_every_default_from_the_spec(monkeypatch):
     assert (cfg.root_bus, cfg.guest_init) == (default(VmSpec, "root_bus"), default(VmSpec, "guest_init"))
     other = config(OtherVmDefaults())
     assert (other.vcpus, other.memory_mb, other.cpu_model, other.topology) == (4, 1024, "max", Topology(1, 4, 1))
-    assert (other.disk_cache, other.disk_aio, other.root_bus, other.guest_init) == \
-        ("writeback", "threads", "virtio", "systemd")
+    assert (other.disk_cache, other.disk_aio, other.root_bus, other.guest_init) == (
+        "writeback",
+        "threads",
+        "virtio",
+        "systemd",
+    )
     assert config(VmSpec(tmpfs_mb=64)).kernel_args == ("isobench.tmpfs_mb=64",) and cfg.kernel_args == ()
 
 
@@ -247,9 +280,13 @@ def fake_boot(monkeypatch, tmp_path):
 
 def test_the_vm_boots_with_its_specs_defaults(fake_boot, monkeypatch):
     from isobench.envs.vm import kvm_probe
+
     asked = []
-    monkeypatch.setattr(kvm_probe, "verdict", lambda probe, image: asked.append(image) or kvm_probe.Verdict(
-        True, "booted", "k", "t", 1.0))
+    monkeypatch.setattr(
+        kvm_probe,
+        "verdict",
+        lambda probe, image: asked.append(image) or kvm_probe.Verdict(True, "booted", "k", "t", 1.0),
+    )
     vm = make("vm")
     assert default(VmSpec, "accel") == "auto"
     assert vm._resolve_accel() == "kvm" and asked  # auto: the KVM probe decides
@@ -310,6 +347,7 @@ def test_vm_footprint_and_make_read_the_spec():
 
 
 # -- groups --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["native", "docker", "vm"])
 def test_a_group_records_its_first_members_options(kind, monkeypatch):

@@ -7,21 +7,62 @@ import pytest
 from click.testing import CliRunner
 
 from isobench.cli.main import main
-from isobench.store.export import CELL_COLUMNS, SAMPLE_COLUMNS
 from isobench.store.db import Store
+from isobench.store.export import CELL_COLUMNS, SAMPLE_COLUMNS
 from synthetic_runs import ENVS, Synthetic, write_run
 
 # Pinned on purpose: these names are a public interface (docs/export.md).
 # Appending is allowed; renaming, reordering or removing breaks users.
-SAMPLES = ["run_id", "env", "env_kind", "workload", "case", "metric", "unit", "higher_is_better", "round",
-           "warmup", "status", "value", "started_at", "wall_s"]
-CELLS = ["run_id", "workload", "case", "metric", "unit", "higher_is_better", "env", "n", "mean", "median",
-         "sd", "cv", "ci95_low", "ci95_high", "ratio_vs_baseline", "pct_vs_baseline", "pct_ci95_low",
-         "pct_ci95_high", "p_value", "significant", "verdict",
-         # version 2
-         "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed", "warnings",
-         # appended since primaries
-         "family"]
+SAMPLES = [
+    "run_id",
+    "env",
+    "env_kind",
+    "workload",
+    "case",
+    "metric",
+    "unit",
+    "higher_is_better",
+    "round",
+    "warmup",
+    "status",
+    "value",
+    "started_at",
+    "wall_s",
+]
+CELLS = [
+    "run_id",
+    "workload",
+    "case",
+    "metric",
+    "unit",
+    "higher_is_better",
+    "env",
+    "n",
+    "mean",
+    "median",
+    "sd",
+    "cv",
+    "ci95_low",
+    "ci95_high",
+    "ratio_vs_baseline",
+    "pct_vs_baseline",
+    "pct_ci95_low",
+    "pct_ci95_high",
+    "p_value",
+    "significant",
+    "verdict",
+    # version 2
+    "min",
+    "max",
+    "test",
+    "p_adjusted",
+    "interval_level",
+    "direction",
+    "rounds_needed",
+    "warnings",
+    # appended since primaries
+    "family",
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +81,7 @@ def test_columns_are_pinned():
 
 def test_docs_list_the_same_columns():
     from pathlib import Path
+
     doc = (Path(__file__).parents[2] / "docs" / "export.md").read_text()
     for name in SAMPLES + CELLS:
         assert f"| `{name}` |" in doc, name
@@ -85,13 +127,26 @@ def test_json_has_metadata_and_both_tables(store_path, tmp_path):
     assert baseline["ratio_vs_baseline"] is None  # null, never NaN
 
 
-COUNTERS = ["run_id", "env", "workload", "case", "round", "warmup", "counter", "delta", "unit_name", "units",
-            "per_unit"]
+COUNTERS = [
+    "run_id",
+    "env",
+    "workload",
+    "case",
+    "round",
+    "warmup",
+    "counter",
+    "delta",
+    "unit_name",
+    "units",
+    "per_unit",
+]
 
 
 def test_counter_columns_pinned_and_documented():
     from pathlib import Path
+
     from isobench.store.export import COUNTER_COLUMNS
+
     assert list(COUNTER_COLUMNS) == COUNTERS
     doc = (Path(__file__).parents[2] / "docs" / "attribution.md").read_text()
     for name in COUNTERS:
@@ -99,14 +154,27 @@ def test_counter_columns_pinned_and_documented():
 
 
 def test_counters_csv_per_unit(tmp_path):
-    from isobench.store.export import COUNTER_COLUMNS, counter_rows
     from isobench.store.db import Sample
+    from isobench.store.export import COUNTER_COLUMNS, counter_rows
+
     path = str(tmp_path / "c.sqlite")
     s = Store(path)
     write_run(s, Synthetic("run-c", repetitions=2))
-    s.add_sample(Sample("run-c", "native", "compression", "default", 9, False, "ok", "t", 1.0,
-                        {"throughput_mbs": 1.0}, {"counters": {"cpu.system_s": 0.5, "ctxt": 100.0},
-                                                   "units": ["MB", 50.0]}))
+    s.add_sample(
+        Sample(
+            "run-c",
+            "native",
+            "compression",
+            "default",
+            9,
+            False,
+            "ok",
+            "t",
+            1.0,
+            {"throughput_mbs": 1.0},
+            {"counters": {"cpu.system_s": 0.5, "ctxt": 100.0}, "units": ["MB", 50.0]},
+        )
+    )
     run = s.load_run("run-c")
     rows = counter_rows(run, s.samples("run-c"))
     by = {r["counter"]: r for r in rows}

@@ -12,13 +12,15 @@ def row(unit: str, higher: bool):
 
 
 def test_picks_worst_instance_p90_per_operation():
-    curves = {"orders_per_min": [(1.0, row("orders/min", True))],
-              "p90_ms": [(1.0, row("ms", False))],
-              "browse_p90_ms": [(1.0, row("ms", False))],
-              "browse_p90_worst_ms": [(1.0, row("ms", False))],
-              "login_p90_ms": [(1.0, row("ms", False))],
-              "login_p99_ms": [(1.0, row("ms", False))],
-              "x_p90_ms": [(1.0, row("s", False))]}
+    curves = {
+        "orders_per_min": [(1.0, row("orders/min", True))],
+        "p90_ms": [(1.0, row("ms", False))],
+        "browse_p90_ms": [(1.0, row("ms", False))],
+        "browse_p90_worst_ms": [(1.0, row("ms", False))],
+        "login_p90_ms": [(1.0, row("ms", False))],
+        "login_p99_ms": [(1.0, row("ms", False))],
+        "x_p90_ms": [(1.0, row("s", False))],
+    }
     sweep = Sweep("webstore", "", "instances", curves)
     assert p90_metrics(sweep) == {"browse": "browse_p90_worst_ms", "login": "login_p90_ms"}
 
@@ -33,11 +35,15 @@ def test_the_limit_lines_are_the_workloads_own():
     limits_ms), not from constants in the report."""
     from isobench.core.metric import limit_metric, parse_limit_metric
     from isobench.report.figures.limits import limits_of
+
     assert limit_metric(250.0) == "pass_250" and limit_metric(120.5) == "pass_120.5"
     assert parse_limit_metric("pass_250") == 250.0 and parse_limit_metric("pass_120.5") == 120.5
     assert parse_limit_metric("pass_rate") is None and parse_limit_metric("p90_ms") is None
-    curves = {"pass_500": [(1.0, row("", True))], "pass_120.5": [(1.0, row("", True))],
-              "browse_p90_ms": [(1.0, row("ms", False))]}
+    curves = {
+        "pass_500": [(1.0, row("", True))],
+        "pass_120.5": [(1.0, row("", True))],
+        "browse_p90_ms": [(1.0, row("ms", False))],
+    }
     assert limits_of(Sweep("webstore", "", "instances", curves)) == [120.5, 500.0]
     assert limits_of(Sweep("redis", "", "clients", {"rps": [(1.0, row("req/s", True))]})) == []
 
@@ -45,7 +51,9 @@ def test_the_limit_lines_are_the_workloads_own():
 def test_webstore_limits_are_a_parameter():
     import pytest
     from pydantic import ValidationError
+
     from isobench.workloads.webstore import WebstoreParams
+
     assert WebstoreParams().limits_ms == (250.0, 500.0)  # CloudStone's
     assert WebstoreParams(limits_ms=(400.0, 100.0)).limits_ms == (100.0, 400.0)
     for bad in ((), (0.0,), (1.0, 1.0), (1.0, 2.0, 3.0, 4.0, 5.0), (70_000.0,)):

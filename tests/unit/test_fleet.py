@@ -5,9 +5,9 @@ import math
 from pathlib import Path
 
 import pytest
+from tests.synthetic_runs import simple_run
 
 import isobench
-
 from isobench.fleet import record
 from isobench.fleet.controller import host_problems
 from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
@@ -15,7 +15,6 @@ from isobench.report.fleet import build_fleet, cross_cell
 from isobench.report.fleet_render import render_html, render_markdown
 from isobench.store.db import Store
 from isobench.store.transfer import TABLES, TransferError, export_run, import_run, read_export, write_export
-from tests.synthetic_runs import simple_run
 
 INI = """
 [lab]
@@ -128,8 +127,9 @@ def test_build_fleet_from_three_runs(tmp_path):
     s = _store(tmp_path, "a.sqlite")
     runs = []
     for host, nat in [("h1", 9.0), ("h2", 9.2), ("h3", 5.0)]:
-        rid = simple_run(s, f"run-{host}", {"native": [10.0, 10.1, 9.9, 10.05], "docker-nat": [nat, nat * 1.01,
-                                                                                                nat * 0.99, nat]})
+        rid = simple_run(
+            s, f"run-{host}", {"native": [10.0, 10.1, 9.9, 10.05], "docker-nat": [nat, nat * 1.01, nat * 0.99, nat]}
+        )
         runs.append((host, s.load_run(rid)))
     rep = build_fleet("fleet-x", runs)
     assert rep.hosts == ("h1", "h2", "h3")
@@ -152,10 +152,23 @@ def test_record_and_host_run(tmp_path):
 
 def test_host_problems_one_line_per_host():
     events = [
-        {"event": "runner_on_unreachable", "event_data": {"host": "h1", "res": {
-            "msg": "Failed to connect to the host via ssh: ssh: connect to host 198.18.200.11 port 22: No route"}}},
-        {"event": "runner_on_failed", "event_data": {"host": "h2", "task": "host is Debian-like",
-                                                     "res": {"msg": "not Debian-like (os_family RedHat)"}}},
+        {
+            "event": "runner_on_unreachable",
+            "event_data": {
+                "host": "h1",
+                "res": {
+                    "msg": "Failed to connect to the host via ssh: ssh: connect to host 198.18.200.11 port 22: No route"
+                },
+            },
+        },
+        {
+            "event": "runner_on_failed",
+            "event_data": {
+                "host": "h2",
+                "task": "host is Debian-like",
+                "res": {"msg": "not Debian-like (os_family RedHat)"},
+            },
+        },
         {"event": "runner_on_failed", "event_data": {"host": "h2", "task": "later", "res": {"msg": "x"}}},
         {"event": "runner_on_failed", "event_data": {"host": "h3", "ignore_errors": True, "res": {"msg": "x"}}},
     ]
@@ -171,9 +184,12 @@ def test_terminal_report_prints_host_names_literally(tmp_path):
     from rich.console import Console
 
     from isobench.report.fleet_render import render_terminal
+
     s = _store(tmp_path, "a.sqlite")
-    runs = [(h, s.load_run(simple_run(s, f"r{i}", {"native": [10.0, 10.1, 9.9], "docker-nat": [9.0, 9.1, 8.9]})))
-            for i, h in enumerate(["[red]evil[/red]", "h2"])]
+    runs = [
+        (h, s.load_run(simple_run(s, f"r{i}", {"native": [10.0, 10.1, 9.9], "docker-nat": [9.0, 9.1, 8.9]})))
+        for i, h in enumerate(["[red]evil[/red]", "h2"])
+    ]
     buf = io.StringIO()
     render_terminal(build_fleet("f", runs), Console(file=buf, width=300))
     assert "[red]evil[/red]" in buf.getvalue()
@@ -186,6 +202,7 @@ def test_every_value_in_a_playbook_shell_line_is_quoted():
     import re
 
     import yaml
+
     playbooks = Path(isobench.__file__).parent / "fleet" / "playbooks"
     checked = 0
     for book in playbooks.glob("*.yml"):
@@ -203,6 +220,7 @@ def test_every_value_in_a_playbook_shell_line_is_quoted():
 
 def test_hostile_host_names_are_refused_by_the_identifier_check():
     from isobench.core.ids import BadIdentifier, check_host
+
     for bad in ("h1;id", "h$(id)", "a b", "*", "web,db", "h1\n", "-x", ""):
         with pytest.raises(BadIdentifier):
             check_host(bad, "inventory.ini: host")

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 import tomli_w
+from tests.synthetic_runs import simple_run
 
 from isobench.cli import entry
 from isobench.store.db import Store
-from tests.synthetic_runs import simple_run
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted((ROOT / "studies").glob("*.toml"))
@@ -31,15 +31,69 @@ N_STUDIES = 300
 N_EXPORTS = 150
 
 HOSTILE = [
-    -1, 0, 1, 2**31, 2**63 - 1, -(2**63), 1e308, -1e-308, math.inf, -math.inf, math.nan, 0.5,
-    True, False, "", " ", "auto", "5", "../../x", "/tmp/isobench-fuzz-escape", "$(touch /tmp/isobench-pwned)",
-    "a;b", "x\n", "\x1b]52;c;aGVsbG8=\x07", "$\\cmd{$", "[bold]x", "ü" * 40, "a" * 5000, "docker",
-    "native", "vm", [], [1], ["a", "b"], [[[]]], {}, {"a": 1}, {"kind": "docker"},
+    -1,
+    0,
+    1,
+    2**31,
+    2**63 - 1,
+    -(2**63),
+    1e308,
+    -1e-308,
+    math.inf,
+    -math.inf,
+    math.nan,
+    0.5,
+    True,
+    False,
+    "",
+    " ",
+    "auto",
+    "5",
+    "../../x",
+    "/tmp/isobench-fuzz-escape",
+    "$(touch /tmp/isobench-pwned)",
+    "a;b",
+    "x\n",
+    "\x1b]52;c;aGVsbG8=\x07",
+    "$\\cmd{$",
+    "[bold]x",
+    "ü" * 40,
+    "a" * 5000,
+    "docker",
+    "native",
+    "vm",
+    [],
+    [1],
+    ["a", "b"],
+    [[[]]],
+    {},
+    {"a": 1},
+    {"kind": "docker"},
     # round three: what stored values may hold (docs/hostile-inputs.md)
-    2**64, -(2**70), 1e-320, 4e307, -1e10, "\ud800", "x\udcff", "[/x]", "[link=https://example.invalid]x",
-    "![p](https://example.invalid/p.png)", "&amp;&#0;", "=HYPERLINK(1)", "$x^2$", "m" * 200,
-    "2026-05-01T10:00:00+09:00", "2026-05-01T10:00:00", "zzz", "preset." + "a." * 40 + "a = 1",
-    [[1]], [[1.0, 2.0]], [{"n": 1}], [1, 2], {"check": "x"}, {"status": "warn"},
+    2**64,
+    -(2**70),
+    1e-320,
+    4e307,
+    -1e10,
+    "\ud800",
+    "x\udcff",
+    "[/x]",
+    "[link=https://example.invalid]x",
+    "![p](https://example.invalid/p.png)",
+    "&amp;&#0;",
+    "=HYPERLINK(1)",
+    "$x^2$",
+    "m" * 200,
+    "2026-05-01T10:00:00+09:00",
+    "2026-05-01T10:00:00",
+    "zzz",
+    "preset." + "a." * 40 + "a = 1",
+    [[1]],
+    [[1.0, 2.0]],
+    [{"n": 1}],
+    [1, 2],
+    {"check": "x"},
+    {"status": "warn"},
 ]
 
 
@@ -148,6 +202,7 @@ def real_export(tmp_path_factory):
     store = Store(str(tmp_path_factory.mktemp("src") / "src.sqlite"))
     simple_run(store, "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
     from isobench.store.transfer import export_run
+
     return export_run(store, "r1")
 
 
@@ -216,16 +271,24 @@ def mutate_strings(doc, rng: random.Random, n: int):
     return doc
 
 
-READERS = (["runs"], ["report", "{id}"], ["report", "{id}", "--format", "md", "-o", "r.md", "--force"],
-           ["report", "{id}", "--format", "html", "-o", "r.html", "--force", "--figures", "figs"],
-           ["compare", "{id}", "base"], ["history"], ["history", "--format", "md"], ["reparse", "{id}", "--dry-run"],
-           ["export", "{id}", "-o", "csv"])
+READERS = (
+    ["runs"],
+    ["report", "{id}"],
+    ["report", "{id}", "--format", "md", "-o", "r.md", "--force"],
+    ["report", "{id}", "--format", "html", "-o", "r.html", "--force", "--figures", "figs"],
+    ["compare", "{id}", "base"],
+    ["history"],
+    ["history", "--format", "md"],
+    ["reparse", "{id}", "--dry-run"],
+    ["export", "{id}", "-o", "csv"],
+)
 
 
 def test_fuzzed_export_fields_read_by_every_command(sandbox, capfd, real_export, monkeypatch):
     """Every field of an export (inside its JSON columns too) mutated, imported,
     then read by every command that reads: exit 0, 1 or 2 with one line, never 3."""
     from isobench.core import lock
+
     monkeypatch.setattr(lock, "running_run_id", lambda *a: None)  # not this host's real run lock
     shadow = unpack(real_export)
     (sandbox / "base.json").write_text(json.dumps(real_export))
@@ -252,6 +315,15 @@ def test_fuzzed_export_fields_read_by_every_command(sandbox, capfd, real_export,
             check(code, err, f"{what}, then {args[0]}")
     print(f"{N_DEEP} exports, {accepted} imported, {commands} commands")
     assert 0 < accepted < N_DEEP and commands
-    allowed = {"store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "r.md", "r.html", "figs", "csv", "home",
-               "base.json"}
+    allowed = {
+        "store.sqlite",
+        "store.sqlite-wal",
+        "store.sqlite-shm",
+        "r.md",
+        "r.html",
+        "figs",
+        "csv",
+        "home",
+        "base.json",
+    }
     assert {p.name for p in sandbox.iterdir() if not p.name.startswith("e")} <= allowed

@@ -10,9 +10,9 @@ import threading
 import pytest
 
 from isobench.checks import health
+from isobench.checks.preflight import size_problems, study_size
 from isobench.envs.base import Environment, Paths
 from isobench.host.hostinfo import HostInfo
-from isobench.checks.preflight import size_problems, study_size
 from isobench.study import parse_study
 
 
@@ -30,7 +30,9 @@ class Answering(Environment):
         return self.answer
 
     def start(self): ...
-    def exec(self, argv, timeout, cwd=None): raise NotImplementedError
+    def exec(self, argv, timeout, cwd=None):
+        raise NotImplementedError
+
     def write_file(self, path, content): ...
     def stop(self): ...
 
@@ -80,8 +82,7 @@ def test_leftovers_stay_pending_until_a_cleaner_removes_something(tmp_path, monk
     health.remember_leftovers("r-1", ["box: engine down"])
     assert health.clean_pending(lambda run_id: []) == []  # engine still down
     assert "r-1" in health.pending_runs()
-    assert health.clean_pending(lambda run_id: [f"container isobench-{run_id}-box"]) == \
-        ["container isobench-r-1-box"]
+    assert health.clean_pending(lambda run_id: [f"container isobench-{run_id}-box"]) == ["container isobench-r-1-box"]
     assert health.pending_runs() == {}
 
 
@@ -89,8 +90,8 @@ HOST = HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=80 * 2**30)
 
 
 def _study(envs: int, repetitions: int = 5, workload: str = 'workload = "startup"'):
-    text = f"[study]\nname = \"s\"\nrepetitions = {repetitions}\n[environments.native]\n"
-    text += "".join(f"[environments.d{i}]\nkind = \"docker\"\n" for i in range(envs))
+    text = f'[study]\nname = "s"\nrepetitions = {repetitions}\n[environments.native]\n'
+    text += "".join(f'[environments.d{i}]\nkind = "docker"\n' for i in range(envs))
     return parse_study(text + f"[workloads.w]\n{workload}\n", "s.toml")
 
 

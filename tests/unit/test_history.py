@@ -44,10 +44,21 @@ def history(store, **kw):
 
 # -- host classes ----------------------------------------------------------------------
 
+
 def test_host_class_is_cpu_cores_and_memory_within_a_tolerance(store):
     history_run(store, "a", 1, 1.0)
-    history_run(store, "b", 2, 1.0, host={**HISTORY_HOST, "mem_bytes": 24 * 2**30 - 300 * 2**20,  # new kernel
-                                          "kernel": "6.6", "hostname": "bench2"})
+    history_run(
+        store,
+        "b",
+        2,
+        1.0,
+        host={
+            **HISTORY_HOST,
+            "mem_bytes": 24 * 2**30 - 300 * 2**20,  # new kernel
+            "kernel": "6.6",
+            "hostname": "bench2",
+        },
+    )
     history_run(store, "c", 3, 1.0, host={**HISTORY_HOST, "cores": 4})
     history_run(store, "d", 4, 1.0, host={**HISTORY_HOST, "cpu_model": "Other CPU"})
     history_run(store, "e", 5, 1.0, host={**HISTORY_HOST, "mem_bytes": 16 * 2**30})
@@ -71,8 +82,15 @@ def test_unknown_host_facts_still_group(store):
 def test_an_imported_run_joins_its_hosts_series(tmp_path, store):
     stepped(store, n=6, at=3)
     other = Store(str(tmp_path / "other.sqlite"))
-    history_run(other, "imported", 20, 0.7, seed=9, env_facts={"docker-host": {"options": {"cpus": 0.7}}},
-                host={**HISTORY_HOST, "kernel": "6.6.0-test-amd64"})
+    history_run(
+        other,
+        "imported",
+        20,
+        0.7,
+        seed=9,
+        env_facts={"docker-host": {"options": {"cpus": 0.7}}},
+        host={**HISTORY_HOST, "kernel": "6.6.0-test-amd64"},
+    )
     import_run(store, export_run(other, "imported"), tag={"fleet_id": "f1", "host": "bench1"})
     h = history(store)
     assert len(h.groups) == 1
@@ -82,27 +100,44 @@ def test_an_imported_run_joins_its_hosts_series(tmp_path, store):
 
 # -- facts ------------------------------------------------------------------------------
 
+
 def test_facts_diff_names_what_changed_and_skips_what_always_differs(store):
     history_run(store, "a", 1, 1.0, env_facts={"docker-host": {"runtime": "runc", "tool_versions": {"pixz": "1.0.7"}}})
-    history_run(store, "b", 2, 1.0, study_text=STUDY_TEXT + "\n# edited\n",
-                host={**HISTORY_HOST, "kernel": "6.6.0", "loadavg": "1.5 1 1 2/100 9"},
-                env_facts={"docker-host": {"runtime": "runsc", "tool_versions": {"pixz": "1.0.8"},
-                                           "options": {"cpus": 0.8}}})
+    history_run(
+        store,
+        "b",
+        2,
+        1.0,
+        study_text=STUDY_TEXT + "\n# edited\n",
+        host={**HISTORY_HOST, "kernel": "6.6.0", "loadavg": "1.5 1 1 2/100 9"},
+        env_facts={"docker-host": {"runtime": "runsc", "tool_versions": {"pixz": "1.0.8"}, "options": {"cpus": 0.8}}},
+    )
     a, b = loaded(store)
     diff = {k: (x, y) for k, x, y in facts_diff(a, b, ["docker-host", "native"])}
     assert diff.pop("study hash") == (a.study_hash[:12], b.study_hash[:12])
-    assert diff == {"kernel": ("6.1.0-test-amd64", "6.6.0"),
-                    "docker-host options.cpus": ("1.0", "0.8"),
-                    "docker-host runtime": ("runc", "runsc"),
-                    "docker-host tool_versions.pixz": ("1.0.7", "1.0.8")}  # no loadavg, no container name
+    assert diff == {
+        "kernel": ("6.1.0-test-amd64", "6.6.0"),
+        "docker-host options.cpus": ("1.0", "0.8"),
+        "docker-host runtime": ("runc", "runsc"),
+        "docker-host tool_versions.pixz": ("1.0.7", "1.0.8"),
+    }  # no loadavg, no container name
 
 
 def test_the_noise_pilots_age_is_not_a_change_but_its_figures_are(store):
-    noise = {"line": "paired SD 2.1% ..., measured 5 min ago, cached", "cached": True, "measured_unix": 1.0,
-             "summary": "paired SD 2.1% per sample on CPU"}
+    noise = {
+        "line": "paired SD 2.1% ..., measured 5 min ago, cached",
+        "cached": True,
+        "measured_unix": 1.0,
+        "summary": "paired SD 2.1% per sample on CPU",
+    }
     history_run(store, "a", 1, 1.0, host={**HISTORY_HOST, "host_noise": noise})
-    history_run(store, "b", 2, 1.0, host={**HISTORY_HOST, "host_noise": {**noise, "line": "measured 9 min ago",
-                                                                          "measured_unix": 2.0}})
+    history_run(
+        store,
+        "b",
+        2,
+        1.0,
+        host={**HISTORY_HOST, "host_noise": {**noise, "line": "measured 9 min ago", "measured_unix": 2.0}},
+    )
     history_run(store, "c", 3, 1.0, host={**HISTORY_HOST, "host_noise": {**noise, "summary": "paired SD 6.0%"}})
     a, b, c = loaded(store)
     assert facts_diff(a, b, ["native"]) == []
@@ -110,17 +145,22 @@ def test_the_noise_pilots_age_is_not_a_change_but_its_figures_are(store):
 
 
 def test_a_doctor_finding_that_changed_is_named(store):
-    doctor = [{"check": "swap", "status": "ok", "value": "0 device(s)"},
-              {"check": "load", "status": "ok", "value": "1"}]
+    doctor = [
+        {"check": "swap", "status": "ok", "value": "0 device(s)"},
+        {"check": "load", "status": "ok", "value": "1"},
+    ]
     history_run(store, "a", 1, 1.0, host={**HISTORY_HOST, "doctor": doctor})
-    changed = [{"check": "swap", "status": "warn", "value": "1 device(s)"}, {"check": "load", "status": "warn",
-                                                                            "value": "9"}]
+    changed = [
+        {"check": "swap", "status": "warn", "value": "1 device(s)"},
+        {"check": "load", "status": "warn", "value": "9"},
+    ]
     history_run(store, "b", 2, 1.0, host={**HISTORY_HOST, "doctor": changed})
     a, b = loaded(store)
     assert facts_diff(a, b, []) == [("doctor swap", "ok: 0 device(s)", "warn: 1 device(s)")]
 
 
 # -- series and steps ---------------------------------------------------------------------
+
 
 def test_a_step_is_found_where_the_facts_changed(store):
     stepped(store)
@@ -185,8 +225,10 @@ def test_runs_left_out_and_why(store):
     assert "run live: running" in lines and "run stopped: interrupted" in lines
     assert "run one-round: compression throughput_mbs on docker-host: untested" in lines
     # the newest run (kb) defines the series: every older run's MB/s differs from it
-    assert "run r0: compression throughput_mbs is MB/s \u2191 there but kB/s \u2191 in run kb: primary metrics " \
-           "differ" in lines
+    assert (
+        "run r0: compression throughput_mbs is MB/s \u2191 there but kB/s \u2191 in run kb: primary metrics "
+        "differ" in lines
+    )
     assert [p.run_id for p in h.series()[0].points] == ["kb"]
 
 
@@ -194,6 +236,7 @@ def test_select_filters_by_day_and_host(store):
     stepped(store, n=6, at=6)
     history_run(store, "elsewhere", 3, 1.0, host={**HISTORY_HOST, "hostname": "bench9"}, seed=50)
     import datetime as dt
+
     kept, out = select(loaded(store), since=dt.date(2026, 5, 2), until=dt.date(2026, 5, 5), host="bench1")
     assert [r.run_id for r in kept] == ["r1", "r2", "r3", "r4"]
     assert out == ["3 run(s) outside --since/--until/--host"]

@@ -25,8 +25,16 @@ def fill(path, n=8, at=4, after=0.7, **kw):
     for i in range(n):
         h = {**HISTORY_HOST, "kernel": "6.1.0" if i < at else "6.6.0"}
         cpus = 1.0 if i < at else 0.7
-        history_run(s, f"r{i}", i + 1, 1.0 if i < at else after, seed=i, host=h,
-                    env_facts={"docker-host": {"options": {"cpus": cpus}}}, **kw)
+        history_run(
+            s,
+            f"r{i}",
+            i + 1,
+            1.0 if i < at else after,
+            seed=i,
+            host=h,
+            env_facts={"docker-host": {"options": {"cpus": cpus}}},
+            **kw,
+        )
     s.close()
 
 
@@ -60,8 +68,15 @@ def test_a_step_below_the_threshold_or_no_step_exits_0(path, tmp_path):
 def test_junit_has_one_case_per_primary_cell(path, tmp_path):
     s = Store(path)
     for i in range(6):
-        history_run(s, f"r{i}", i + 1, 1.0, ratios={"docker-nat": 1.0 if i < 3 else 0.6},
-                    envs=("native", "docker-host", "docker-nat"), seed=i)
+        history_run(
+            s,
+            f"r{i}",
+            i + 1,
+            1.0,
+            ratios={"docker-nat": 1.0 if i < 3 else 0.6},
+            envs=("native", "docker-host", "docker-nat"),
+            seed=i,
+        )
     s.close()
     xml = tmp_path / "h.xml"
     r = invoke("history", "--store", path, "--junit", str(xml), "--fail-on-change", "10")
@@ -82,20 +97,25 @@ def test_a_short_series_is_one_note_and_skipped_in_junit(path, tmp_path):
     xml = tmp_path / "h.xml"
     r = invoke("history", "--store", path, "--fail-on-change", "5", "--junit", str(xml))
     assert r.exit_code == 0
-    assert r.stderr.strip() == ("note: the longest series of synthetic has 3 comparable run(s); a step needs at "
-                                "least 4 (2 on each side): run the study 1 more time(s) on this host class")
+    assert r.stderr.strip() == (
+        "note: the longest series of synthetic has 3 comparable run(s); a step needs at "
+        "least 4 (2 on each side): run the study 1 more time(s) on this host class"
+    )
     suite = ET.parse(xml).getroot().find("testsuite")
     assert suite.get("skipped") == "1"
     assert "a step needs at least 4" in suite.find("testcase").find("skipped").get("message")
 
 
-@pytest.mark.parametrize("args, message", [
-    (("nosuch",), "error: study 'nosuch': no stored run of it in "),
-    (("--env", "vm-x"), "error: --env vm-x: no run of study 'synthetic' has it; it has docker-host"),
-    (("--workload", "fio"), "error: --workload fio: no run of study 'synthetic' has it; it has compression"),
-    (("--since", "2027-01-01"), "error: study 'synthetic': none of its 4 run(s) can be used (4 run(s) outside"),
-    (("--since", "yesterday"), "Invalid value for '--since'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("nosuch",), "error: study 'nosuch': no stored run of it in "),
+        (("--env", "vm-x"), "error: --env vm-x: no run of study 'synthetic' has it; it has docker-host"),
+        (("--workload", "fio"), "error: --workload fio: no run of study 'synthetic' has it; it has compression"),
+        (("--since", "2027-01-01"), "error: study 'synthetic': none of its 4 run(s) can be used (4 run(s) outside"),
+        (("--since", "yesterday"), "Invalid value for '--since'"),
+    ],
+)
 def test_bad_input_is_one_line(path, args, message):
     fill(path, n=4, at=4)
     r = invoke("history", "--store", path, *args)

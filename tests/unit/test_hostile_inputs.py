@@ -5,8 +5,8 @@ prints the table kept in docs/hostile-inputs.md."""
 import pytest
 
 from isobench.checks.preflight import preflight
-from isobench.study import StudyError, parse_study
 from isobench.host.hostinfo import HostInfo
+from isobench.study import StudyError, parse_study
 
 HOST = HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=80 * 2**30)
 
@@ -21,15 +21,24 @@ workload = "fio"
 
 # (what it tries, edits applied to BASE as (old, new), the field the error must name)
 CASES = [
-    ("shell metacharacters in a cpuset", [('kind = "docker"', 'kind = "docker"\ncpuset = "0;rm -rf /"')],
-     "environments.box.cpuset"),
+    (
+        "shell metacharacters in a cpuset",
+        [('kind = "docker"', 'kind = "docker"\ncpuset = "0;rm -rf /"')],
+        "environments.box.cpuset",
+    ),
     ("command substitution in the study name", [('name = "h"', 'name = "$(reboot)"')], "study.name"),
     ("path traversal in a workload name", [("[workloads.w]", "[workloads.'../../etc']")], "workloads.../../etc"),
-    ("an extra field smuggling a command", [('kind = "docker"', 'kind = "docker"\ncommand = "rm -rf /"')],
-     "environments.box.command"),
+    (
+        "an extra field smuggling a command",
+        [('kind = "docker"', 'kind = "docker"\ncommand = "rm -rf /"')],
+        "environments.box.command",
+    ),
     ("a kind isobench does not have", [('kind = "docker"', 'kind = "privileged"')], "environments.box.kind"),
-    ("joining another container's network", [('kind = "docker"', 'kind = "docker"\nnetwork = "container:db"')],
-     "environments.box.network"),
+    (
+        "joining another container's network",
+        [('kind = "docker"', 'kind = "docker"\nnetwork = "container:db"')],
+        "environments.box.network",
+    ),
     ("negative repetitions", [('name = "h"', 'name = "h"\nrepetitions = -1')], "study.repetitions"),
     ("absurd repetitions", [('name = "h"', 'name = "h"\nrepetitions = 1000000000')], "study.repetitions"),
     ("absurd warm-up", [('name = "h"', 'name = "h"\nwarmup = 100000')], "study.warmup"),
@@ -51,29 +60,55 @@ CASES = [
     ("a negative startup timeout", [('"fio"', '"startup"\ntimeout_s = -1')], "workloads.w.timeout_s"),
     ("a NaN startup timeout", [('"fio"', '"startup"\ntimeout_s = nan')], "workloads.w.timeout_s"),
     ("an infinite startup timeout", [('"fio"', '"startup"\ntimeout_s = inf')], "workloads.w.timeout_s"),
-    ("a noisy neighbour holding 64 GiB",
-     [('[environments.native]', '[noise]\nsteps = [0, 1]\nvm_bytes_mb = 65536\n[environments.native]')],
-     "noise.vm_bytes_mb"),
-    ("a NaN weight in the web store's mix", [('"fio"', '"webstore"\nmix = { browse = nan, purchase = 1.0 }')],
-     "workloads.w.mix"),
+    (
+        "a noisy neighbour holding 64 GiB",
+        [("[environments.native]", "[noise]\nsteps = [0, 1]\nvm_bytes_mb = 65536\n[environments.native]")],
+        "noise.vm_bytes_mb",
+    ),
+    (
+        "a NaN weight in the web store's mix",
+        [('"fio"', '"webstore"\nmix = { browse = nan, purchase = 1.0 }')],
+        "workloads.w.mix",
+    ),
     ("true for repetitions", [('name = "h"', 'name = "h"\nrepetitions = true')], "study.repetitions"),
     ("a string for repetitions", [('name = "h"', 'name = "h"\nrepetitions = "5"')], "study.repetitions"),
-    ("a peak search whose lowest rate is above its highest",
-     [('"fio"', '"webstore"\npeak = true\npeak_min_rate = 500\npeak_max_rate = 10')], "peak_min_rate"),
-    ("a memory limit of 10^15 MB", [('kind = "docker"', 'kind = "docker"\nmemory_mb = 1000000000000000')],
-     "environments.box.memory_mb"),
-    ("a cpuset naming CPU 10^12", [('kind = "docker"', 'kind = "docker"\ncpuset = "0-1000000000000"')],
-     "environments.box.cpuset"),
-    ("a preset of the wrong type", [('[environments.native]', '[environments.native]\npreset = [1]')],
-     "environments.native.preset"),
-    ("a workload that is a number, not a table", [('[workloads.w]\nworkload = "fio"\n', '[workloads]\nw = 5\n')],
-     "workloads.w"),
+    (
+        "a peak search whose lowest rate is above its highest",
+        [('"fio"', '"webstore"\npeak = true\npeak_min_rate = 500\npeak_max_rate = 10')],
+        "peak_min_rate",
+    ),
+    (
+        "a memory limit of 10^15 MB",
+        [('kind = "docker"', 'kind = "docker"\nmemory_mb = 1000000000000000')],
+        "environments.box.memory_mb",
+    ),
+    (
+        "a cpuset naming CPU 10^12",
+        [('kind = "docker"', 'kind = "docker"\ncpuset = "0-1000000000000"')],
+        "environments.box.cpuset",
+    ),
+    (
+        "a preset of the wrong type",
+        [("[environments.native]", "[environments.native]\npreset = [1]")],
+        "environments.native.preset",
+    ),
+    (
+        "a workload that is a number, not a table",
+        [('[workloads.w]\nworkload = "fio"\n', "[workloads]\nw = 5\n")],
+        "workloads.w",
+    ),
     ("an HPL matrix of 10^15", [('"fio"', '"hpcc"\nn = 1000000000000000')], "workloads.w.n"),
     # primary metrics
-    ("a primary metric the workload does not emit", [('"fio"', '"fio"\nprimary = ["rm -rf /"]')],
-     "workloads.w.primary"),
-    ("an escape sequence as a primary metric", [('"fio"', '"fio"\nprimary = ["\\u001b]52;c;aGk=\\u0007"]')],
-     "workloads.w.primary"),
+    (
+        "a primary metric the workload does not emit",
+        [('"fio"', '"fio"\nprimary = ["rm -rf /"]')],
+        "workloads.w.primary",
+    ),
+    (
+        "an escape sequence as a primary metric",
+        [('"fio"', '"fio"\nprimary = ["\\u001b]52;c;aGk=\\u0007"]')],
+        "workloads.w.primary",
+    ),
 ]
 
 
@@ -120,42 +155,61 @@ SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
 def isobench(*args: str, home: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC), "ISOBENCH_HOME": home}
     env.pop("ISOBENCH_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def hostile_files(d) -> dict[str, tuple[list[str], str]]:
     """what it tries -> (isobench arguments, what the one line must say)."""
     (d / "garbage.sqlite").write_bytes(bytes(range(256)) * 16)
     (d / "latin1.toml").write_bytes(b'[study]\nname = "caf\xe9"\n')
-    (d / "deep.toml").write_text("[study]\nname = \"x\"\nv = " + "[" * 5000 + "]" * 5000 + "\n")
+    (d / "deep.toml").write_text('[study]\nname = "x"\nv = ' + "[" * 5000 + "]" * 5000 + "\n")
     (d / "empty.toml").write_text("")
-    (d / "huge.toml").write_text('[study]\nname = "huge"\n' + "".join(f'[environments.d{i}]\nkind = "docker"\n'
-                                                                       for i in range(2000))
-                                 + "[workloads.startup]\n")
+    (d / "huge.toml").write_text(
+        '[study]\nname = "huge"\n'
+        + "".join(f'[environments.d{i}]\nkind = "docker"\n' for i in range(2000))
+        + "[workloads.startup]\n"
+    )
     db = sqlite3.connect(d / "other.sqlite")
     db.execute("CREATE TABLE invoices (id INTEGER)")
     db.commit()
     db.close()
     return {
-        "a store file that is not SQLite": (["runs", "--store", str(d / "garbage.sqlite")],
-                                            "garbage.sqlite: not an isobench store"),
-        "an SQLite file of another application": (["runs", "--store", str(d / "other.sqlite")],
-                                                  "other.sqlite: an SQLite file but not an isobench store"),
+        "a store file that is not SQLite": (
+            ["runs", "--store", str(d / "garbage.sqlite")],
+            "garbage.sqlite: not an isobench store",
+        ),
+        "an SQLite file of another application": (
+            ["runs", "--store", str(d / "other.sqlite")],
+            "other.sqlite: an SQLite file but not an isobench store",
+        ),
         "a study file that is not UTF-8": (["validate", str(d / "latin1.toml")], "latin1.toml: not UTF-8"),
         "deeply nested arrays": (["validate", str(d / "deep.toml")], "deep.toml: nested too deeply"),
-        "an empty study file": (["validate", str(d / "empty.toml")],
-                                'empty.toml: study: a [study] table with at least name = "..." is required'),
+        "an empty study file": (
+            ["validate", str(d / "empty.toml")],
+            'empty.toml: study: a [study] table with at least name = "..." is required',
+        ),
         # the baseline is checked first; the line stays short however many environments there are
-        "2,000 Docker environments": (["validate", str(d / "huge.toml")],
-                                      "huge.toml: study.baseline: 'native' is not one of the environments "
-                                      "(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, ... 1988 more)"),
+        "2,000 Docker environments": (
+            ["validate", str(d / "huge.toml")],
+            "huge.toml: study.baseline: 'native' is not one of the environments "
+            "(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, ... 1988 more)",
+        ),
     }
 
 
-@pytest.mark.parametrize("what", ["a store file that is not SQLite", "an SQLite file of another application",
-                                  "a study file that is not UTF-8", "deeply nested arrays",
-                                  "an empty study file", "2,000 Docker environments"])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "a store file that is not SQLite",
+        "an SQLite file of another application",
+        "a study file that is not UTF-8",
+        "deeply nested arrays",
+        "an empty study file",
+        "2,000 Docker environments",
+    ],
+)
 def test_hostile_file_is_one_line_never_a_traceback(what, tmp_path):
     args, expected = hostile_files(tmp_path)[what]
     proc = isobench(*args, home=str(tmp_path / "home"))
@@ -164,8 +218,11 @@ def test_hostile_file_is_one_line_never_a_traceback(what, tmp_path):
     assert proc.stderr.startswith("error: ") and expected in proc.stderr, proc.stderr
     # the other application's file is left as it was
     if "another application" in what:
-        tables = sqlite3.connect(tmp_path / "other.sqlite").execute(
-            "SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+        tables = (
+            sqlite3.connect(tmp_path / "other.sqlite")
+            .execute("SELECT name FROM sqlite_master WHERE type='table'")
+            .fetchall()
+        )
         assert tables == [("invoices",)]
 
 

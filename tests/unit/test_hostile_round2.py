@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.synthetic_runs import simple_run
 
 from isobench.store.db import Store
-from tests.synthetic_runs import simple_run
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "src"))
 ESC_OSC52 = "\x1b]52;c;aGVsbG8=\x07"  # a clipboard write
@@ -25,8 +25,14 @@ def isobench(*args: str, cwd: Path, store: Path | None = None, timeout: float = 
     env.pop("ISOBENCH_DEBUG", None)
     if store is not None:
         env["ISOBENCH_STORE"] = str(store)
-    return subprocess.run([sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "isobench.cli.entry", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 def one_line_refusal(proc, needle: str) -> None:
@@ -47,6 +53,7 @@ def export(tmp_path):
     store = Store(str(tmp_path / "src.sqlite"))
     simple_run(store, "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
     from isobench.store.transfer import export_run
+
     return export_run(store, "r1")
 
 
@@ -58,6 +65,7 @@ def write(tmp_path: Path, doc: dict, name="x.run.json") -> Path:
 
 # -- run ids that are paths --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("bad_id", ["/tmp/isobench-escaped", "../../escaped", "a/b", "x\n", "-rf", ""])
 def test_an_imported_run_id_that_is_a_path_is_refused(tmp_path, export, bad_id):
     export["run_id"] = bad_id
@@ -68,8 +76,9 @@ def test_an_imported_run_id_that_is_a_path_is_refused(tmp_path, export, bad_id):
 
 
 def test_rename_is_checked_too(tmp_path, export):
-    proc = isobench("import", str(write(tmp_path, export)), "--rename", "../../x", cwd=tmp_path,
-                    store=tmp_path / "s.sqlite")
+    proc = isobench(
+        "import", str(write(tmp_path, export)), "--rename", "../../x", cwd=tmp_path, store=tmp_path / "s.sqlite"
+    )
     one_line_refusal(proc, "--rename: bad run id '../../x'")
 
 
@@ -81,8 +90,11 @@ def test_a_stored_id_that_is_a_path_never_becomes_one(tmp_path):
     simple_run(s, "../../escaped", {"native": [1.0, 1.1], "docker-nat": [1.0, 1.2]})
     s.close()
     before = files_under(tmp_path)
-    for args in (["report", "../../escaped", "--format", "html"], ["export", "../../escaped"],
-                 ["export-run", "../../escaped"]):
+    for args in (
+        ["report", "../../escaped", "--format", "html"],
+        ["export", "../../escaped"],
+        ["export-run", "../../escaped"],
+    ):
         one_line_refusal(isobench(*args, cwd=tmp_path, store=store), "bad run id")
     assert files_under(tmp_path) - before <= {"home"}
     assert not (tmp_path.parent.parent / "escaped.html").exists()
@@ -91,11 +103,14 @@ def test_a_stored_id_that_is_a_path_never_becomes_one(tmp_path):
 def test_run_id_and_resume_are_checked_before_anything_starts(tmp_path):
     study = tmp_path / "s.toml"
     study.write_text('[study]\nname = "s"\n[environments.native]\n[workloads.compression]\n')
-    one_line_refusal(isobench("run", str(study), "--run-id", "../x", cwd=tmp_path, store=tmp_path / "s.sqlite"),
-                     "--run-id: bad run id")
+    one_line_refusal(
+        isobench("run", str(study), "--run-id", "../x", cwd=tmp_path, store=tmp_path / "s.sqlite"),
+        "--run-id: bad run id",
+    )
 
 
 # -- exports that would import and then break every reader -------------------------------
+
 
 def _mutations():
     def env_name(d):
@@ -104,28 +119,44 @@ def _mutations():
         for row in d["samples"] + d["env_facts"]:
             if row["env"] == "docker-nat":
                 row["env"] = "$\\cmd{$"
+
     return {
         "missing runs key": (lambda d: d.pop("runs"), "not an isobench run export"),
         "rows of the wrong type": (lambda d: d.__setitem__("samples", [1, 2]), "samples: must be a list of rows"),
-        "a NaN value": (lambda d: d["samples"][0].__setitem__("vals", '{"throughput_mbs": NaN}'),
-                        "samples[0].vals: 'throughput_mbs' is nan"),
-        "a string value": (lambda d: d["samples"][0].__setitem__("vals", '{"throughput_mbs": "fast"}'),
-                           "a measured value is a finite number"),
-        "host facts that are not JSON": (lambda d: d["runs"][0].__setitem__("host_facts", "{not json"),
-                                         "runs.host_facts: not valid JSON"),
-        "an extra that is a list": (lambda d: d["samples"][0].__setitem__("extra", "[1]"),
-                                    "samples[0].extra: must be a JSON object"),
-        "units of the wrong shape": (lambda d: d["samples"][0].__setitem__("extra", '{"units": "MB"}'),
-                                     "samples[0].extra.units: must be [unit, count]"),
-        "a metric defined twice": (lambda d: d["metric_defs"].append(dict(d["metric_defs"][0])),
-                                   "is defined twice"),
-        "a round that is a string": (lambda d: d["samples"][0].__setitem__("round", "1"),
-                                     "samples[0].round: must be int"),
+        "a NaN value": (
+            lambda d: d["samples"][0].__setitem__("vals", '{"throughput_mbs": NaN}'),
+            "samples[0].vals: 'throughput_mbs' is nan",
+        ),
+        "a string value": (
+            lambda d: d["samples"][0].__setitem__("vals", '{"throughput_mbs": "fast"}'),
+            "a measured value is a finite number",
+        ),
+        "host facts that are not JSON": (
+            lambda d: d["runs"][0].__setitem__("host_facts", "{not json"),
+            "runs.host_facts: not valid JSON",
+        ),
+        "an extra that is a list": (
+            lambda d: d["samples"][0].__setitem__("extra", "[1]"),
+            "samples[0].extra: must be a JSON object",
+        ),
+        "units of the wrong shape": (
+            lambda d: d["samples"][0].__setitem__("extra", '{"units": "MB"}'),
+            "samples[0].extra.units: must be [unit, count]",
+        ),
+        "a metric defined twice": (lambda d: d["metric_defs"].append(dict(d["metric_defs"][0])), "is defined twice"),
+        "a round that is a string": (
+            lambda d: d["samples"][0].__setitem__("round", "1"),
+            "samples[0].round: must be int",
+        ),
         "a LaTeX environment name": (env_name, "runs.environments: bad name"),
-        "deep nesting": (lambda d: d["samples"][0].__setitem__("extra", "[" * 100000 + "]" * 100000),
-                         "samples[0].extra: nested too deeply"),
-        "a control character in a metric": (lambda d: d["metric_defs"][0].__setitem__("metric", "x\x1b[2J"),
-                                            "holds control characters"),
+        "deep nesting": (
+            lambda d: d["samples"][0].__setitem__("extra", "[" * 100000 + "]" * 100000),
+            "samples[0].extra: nested too deeply",
+        ),
+        "a control character in a metric": (
+            lambda d: d["metric_defs"][0].__setitem__("metric", "x\x1b[2J"),
+            "holds control characters",
+        ),
     }
 
 
@@ -136,8 +167,13 @@ def test_a_malformed_export_imports_nothing(tmp_path, export, what):
     store = tmp_path / "s.sqlite"
     proc = isobench("import", str(write(tmp_path, export)), cwd=tmp_path, store=store)
     one_line_refusal(proc, needle)
-    rows = sqlite3.connect(store).execute("SELECT (SELECT COUNT(*) FROM runs) + (SELECT COUNT(*) FROM samples)"
-                                          " + (SELECT COUNT(*) FROM metric_defs)").fetchone()[0]
+    rows = (
+        sqlite3.connect(store)
+        .execute(
+            "SELECT (SELECT COUNT(*) FROM runs) + (SELECT COUNT(*) FROM samples) + (SELECT COUNT(*) FROM metric_defs)"
+        )
+        .fetchone()[0]
+    )
     assert rows == 0, "either the whole run is imported or nothing"
 
 
@@ -163,6 +199,7 @@ def test_a_read_only_store_on_import_is_one_line(tmp_path, export):
 
 
 # -- files that hang, never end, or are far too big ---------------------------------------
+
 
 @pytest.mark.parametrize("command", ["validate", "import"])
 def test_a_fifo_and_dev_zero_are_refused_at_once(tmp_path, command):
@@ -193,6 +230,7 @@ def test_a_36_mb_study_is_refused_by_its_size(tmp_path):
 
 
 # -- stores -------------------------------------------------------------------------------
+
 
 def test_another_programs_runs_table_is_left_untouched(tmp_path):
     other = tmp_path / "other.sqlite"
@@ -230,11 +268,17 @@ def test_an_underscore_in_a_prefix_is_literal(tmp_path):
 
 # -- output ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [["report", "r1", "--format", "md", "-o", "{missing}/r.md"],
-                                  ["report", "r1", "-o", "/dev/full"],
-                                  ["compare", "r1", "r2", "-o", "{missing}/c.txt"],
-                                  ["export", "r1", "--format", "json", "-o", "/dev/full"],
-                                  ["export-run", "r1", "-o", "/dev/full"]])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "r1", "--format", "md", "-o", "{missing}/r.md"],
+        ["report", "r1", "-o", "/dev/full"],
+        ["compare", "r1", "r2", "-o", "{missing}/c.txt"],
+        ["export", "r1", "--format", "json", "-o", "/dev/full"],
+        ["export-run", "r1", "-o", "/dev/full"],
+    ],
+)
 def test_output_that_cannot_be_written_is_one_line(tmp_path, args):
     store = tmp_path / "s.sqlite"
     s = Store(str(store))

@@ -9,11 +9,11 @@ import copy
 import json
 
 import pytest
+from tests.synthetic_runs import Synthetic, simple_run, write_run
 
 from isobench.cli import entry
 from isobench.store.db import Store
 from isobench.store.transfer import export_run
-from tests.synthetic_runs import Synthetic, simple_run, write_run
 
 OSC = "\x1b]52;c;aGk=\x07\x1b[2J"  # a clipboard write and a screen clear
 
@@ -88,11 +88,18 @@ def rename_metric(doc, old: str, new: str):
     return doc
 
 
-READERS = [["report", "r1"], ["report", "r1", "--format", "md"], ["runs"], ["history"], ["history", "--format", "md"],
-           ["compare", "r1", "r1"]]
+READERS = [
+    ["report", "r1"],
+    ["report", "r1", "--format", "md"],
+    ["runs"],
+    ["history"],
+    ["history", "--format", "md"],
+    ["compare", "r1", "r1"],
+]
 
 
 # -- 1. escape sequences in run fields ------------------------------------------------------
+
 
 @pytest.mark.parametrize("col", ["started_at", "finished_at", "study_hash", "study_text", "study_path"])
 def test_1_escape_sequences_in_run_fields_never_reach_the_terminal(capfd, sandbox, base, col):
@@ -100,6 +107,7 @@ def test_1_escape_sequences_in_run_fields_never_reach_the_terminal(capfd, sandbo
     if col in ("started_at", "finished_at"):  # import refuses it now (a time must parse): an older store
         imported(capfd, sandbox, base)
         import sqlite3
+
         db = sqlite3.connect(sandbox / "s.sqlite")
         db.execute(f"UPDATE runs SET {col}=?", ("2026-05-01T10:00:00+0000" + OSC,))
         db.commit()
@@ -118,6 +126,7 @@ def test_1_an_escape_sequence_in_a_time_is_refused(capfd, sandbox, base):
 
 # -- 2. rich markup in stored text ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("text", ["[/x]", "[link=https://example.invalid]x[/link]", "[bold]"])
 def test_2_markup_in_stored_text_is_shown_literally(capfd, sandbox, small, text):
     """`runs` read started_at as rich markup: "[/x]" ended every later `runs`
@@ -127,6 +136,7 @@ def test_2_markup_in_stored_text_is_shown_literally(capfd, sandbox, small, text)
     doc["samples"][-1]["status"] = "failed"
     imported(capfd, sandbox, run_field(doc, "study_path", "study" + text + ".toml"))
     import sqlite3
+
     db = sqlite3.connect(sandbox / "s.sqlite")
     db.execute("UPDATE runs SET started_at=?", ("2026-05-01" + text,))
     db.commit()
@@ -141,6 +151,7 @@ def test_2_markup_in_stored_text_is_shown_literally(capfd, sandbox, small, text)
 
 
 # -- 4. mathtext in metric and case names ---------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["$\\cmd{$", "$x^2$"])
 def test_4_dollars_in_a_metric_name_are_drawn_literally(capfd, sandbox, small, name):
@@ -158,6 +169,7 @@ def test_4_dollars_in_a_metric_name_are_drawn_literally(capfd, sandbox, small, n
 
 # -- 11. Markdown injection -----------------------------------------------------------------
 
+
 def test_11_a_markdown_image_in_a_name_is_not_an_image(capfd, sandbox, base):
     imported(capfd, sandbox, rename_metric(base, "throughput_mbs", "![p](https://example.invalid/p.png)"))
     code, out, err = isobench(capfd, "report", "r1", "--format", "md")
@@ -172,14 +184,15 @@ def test_11_entities_are_written_literally(capfd, sandbox, base):
 
 
 def test_csv_cells_are_never_formulas(capfd, sandbox, base):
-    imported(capfd, sandbox, rename_metric(base, "throughput_mbs", "=HYPERLINK(\"http://x\")"))
+    imported(capfd, sandbox, rename_metric(base, "throughput_mbs", '=HYPERLINK("http://x")'))
     code, _, err = isobench(capfd, "export", "r1", "-o", "csv")
     assert code == 0, err
     text = (sandbox / "csv" / "cells.csv").read_text()
-    assert "'=HYPERLINK" in text and ",=HYPERLINK" not in text and ",\"=HYPERLINK" not in text
+    assert "'=HYPERLINK" in text and ",=HYPERLINK" not in text and ',"=HYPERLINK' not in text
 
 
 # -- 3. imported shapes that crashed report -------------------------------------------------
+
 
 def facts_of(doc, env: str | None, key: str, value):
     doc = copy.deepcopy(doc)
@@ -200,17 +213,27 @@ def hist_of(doc, hist):
 
 
 SHAPES = {
-    "a doctor fact that is a list of ints": (lambda d: facts_of(d, None, "doctor", [1, 2]),
-                                             "runs.host_facts.doctor[0]: Input should be a valid dictionary"),
-    "a doctor finding without check": (lambda d: facts_of(d, None, "doctor", [{"status": "warn", "value": 1}]),
-                                       "runs.host_facts.doctor[0].check: Field required"),
-    "options that are a string": (lambda d: facts_of(d, "native", "options", "x"),
-                                  "facts.options: Input should be a valid dictionary"),
-    "density without startup_s": (lambda d: facts_of(d, "native", "density", [{"n": 1, "mem_per_instance_bytes": 1}]),
-                                  "facts.density[0].startup_s: Field required"),
+    "a doctor fact that is a list of ints": (
+        lambda d: facts_of(d, None, "doctor", [1, 2]),
+        "runs.host_facts.doctor[0]: Input should be a valid dictionary",
+    ),
+    "a doctor finding without check": (
+        lambda d: facts_of(d, None, "doctor", [{"status": "warn", "value": 1}]),
+        "runs.host_facts.doctor[0].check: Field required",
+    ),
+    "options that are a string": (
+        lambda d: facts_of(d, "native", "options", "x"),
+        "facts.options: Input should be a valid dictionary",
+    ),
+    "density without startup_s": (
+        lambda d: facts_of(d, "native", "density", [{"n": 1, "mem_per_instance_bytes": 1}]),
+        "facts.density[0].startup_s: Field required",
+    ),
     "a histogram of the wrong shape": (lambda d: hist_of(d, [[1]]), "read_clat_hist: a histogram is"),
-    "a time budget that is not a number": (lambda d: facts_of(d, None, "budget", {"budget_s": "x"}),
-                                           "runs.host_facts.budget"),
+    "a time budget that is not a number": (
+        lambda d: facts_of(d, None, "budget", {"budget_s": "x"}),
+        "runs.host_facts.budget",
+    ),
 }
 
 
@@ -224,17 +247,26 @@ def test_3_an_older_store_with_such_values_still_reports_and_says_so_once(capfd,
     """A store written by hand (or by a version before the shapes) holds them already."""
     imported(capfd, sandbox, base)
     import sqlite3
+
     db = sqlite3.connect(sandbox / "s.sqlite")
     db.execute("UPDATE runs SET host_facts=?", (json.dumps({"cores": 2, "doctor": [1, 2]}),))
-    db.execute("UPDATE env_facts SET facts=? WHERE env='native'", (json.dumps({"kind": "native", "options": "x",
-                                                                               "density": [{"n": 1}]}),))
-    db.execute("UPDATE samples SET extra=? WHERE extra LIKE '%read_clat_hist%'",
-               (json.dumps({"read_clat_hist": [[1]]}),))
+    db.execute(
+        "UPDATE env_facts SET facts=? WHERE env='native'",
+        (json.dumps({"kind": "native", "options": "x", "density": [{"n": 1}]}),),
+    )
+    db.execute(
+        "UPDATE samples SET extra=? WHERE extra LIKE '%read_clat_hist%'", (json.dumps({"read_clat_hist": [[1]]}),)
+    )
     db.commit()
     db.close()
-    for args in (["report", "r1"], ["report", "r1", "--format", "md"], ["report", "r1", "--format", "html", "-o",
-                                                                       "r.html"], ["compare", "r1", "r1"]):
+    for args in (
+        ["report", "r1"],
+        ["report", "r1", "--format", "md"],
+        ["report", "r1", "--format", "html", "-o", "r.html"],
+        ["compare", "r1", "r1"],
+    ):
         from isobench.store import shapes
+
         shapes._said.clear()  # once per command: each is a process of its own
         code, _out, err = isobench(capfd, *args)
         assert code == 0, (args, err)
@@ -245,41 +277,52 @@ def test_3_an_older_store_with_such_values_still_reports_and_says_so_once(capfd,
 
 # -- 5. values SQLite cannot store ----------------------------------------------------------
 
+
 def sample_col(doc, col, value):
     doc = copy.deepcopy(doc)
     doc["samples"][0][col] = value
     return doc
 
 
-@pytest.mark.parametrize("mutate,needle", [
-    (lambda d: sample_col(d, "round", 2**64), "samples[0].round: 18446744073709551616 is beyond a 64-bit integer"),
-    (lambda d: sample_col(d, "raw", "\ud800"), "samples[0].raw: not UTF-8 text"),
-    (lambda d: sample_col(d, "wall_s", 1e300), "samples[0].wall_s: 1e+300 is not a duration"),
-    (lambda d: sample_col(d, "wall_s", -1e10), "samples[0].wall_s: -10000000000.0 is not a duration"),
-    (lambda d: run_field(d, "study_path", "x\udcff.toml"), "runs.study_path: not UTF-8 text"),
-    (lambda d: sample_col(d, "vals", json.dumps({"throughput_mbs": 4e307})), "outside the range"),
-    (lambda d: sample_col(d, "round", 5000), "samples[0].round: 5000 is not a round a study makes"),
-])
+@pytest.mark.parametrize(
+    "mutate,needle",
+    [
+        (lambda d: sample_col(d, "round", 2**64), "samples[0].round: 18446744073709551616 is beyond a 64-bit integer"),
+        (lambda d: sample_col(d, "raw", "\ud800"), "samples[0].raw: not UTF-8 text"),
+        (lambda d: sample_col(d, "wall_s", 1e300), "samples[0].wall_s: 1e+300 is not a duration"),
+        (lambda d: sample_col(d, "wall_s", -1e10), "samples[0].wall_s: -10000000000.0 is not a duration"),
+        (lambda d: run_field(d, "study_path", "x\udcff.toml"), "runs.study_path: not UTF-8 text"),
+        (lambda d: sample_col(d, "vals", json.dumps({"throughput_mbs": 4e307})), "outside the range"),
+        (lambda d: sample_col(d, "round", 5000), "samples[0].round: 5000 is not a round a study makes"),
+    ],
+)
 def test_5_a_value_sqlite_cannot_store_is_one_line(capfd, sandbox, small, mutate, needle):
     # json.dumps writes a lone surrogate as \ud800, which json.loads reads back as one
     refused(capfd, sandbox, mutate(small), needle)
     import sqlite3
+
     assert sqlite3.connect(sandbox / "s.sqlite").execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 0
 
 
 # -- 6. reparse never writes NaN or infinity -------------------------------------------------
 
+
 @pytest.mark.parametrize("real", ["nan", "inf", "1e-320"])
 def test_6_reparse_refuses_a_non_finite_parsed_value_and_keeps_the_old_one(tmp_path, real):
-    from isobench.store.reparse import reparse_run
     from tests.unit.test_reparse import build_run, sample_id
+
+    from isobench.store.reparse import reparse_run
+
     store = Store(str(tmp_path / "r.sqlite"))
     build_run(store)
     sid = sample_id(store, "native", "compression", "default", 1)
     raw, vals = store.db.execute("SELECT raw, vals FROM samples WHERE id=?", (sid,)).fetchone()
-    bad = "\n".join(line.replace("real=", f"real={real} old=") if line.startswith("isobench-time") else line
-                    for line in raw.splitlines())
+    bad = "\n".join(
+        line.replace("real=", f"real={real} old=") if line.startswith("isobench-time") else line
+        for line in raw.splitlines()
+    )
     import re
+
     bad = re.sub(r"real=\S+ old=\S+", f"real={real}", bad)
     store.db.execute("UPDATE samples SET raw=? WHERE id=?", (bad, sid))
     store.db.commit()
@@ -292,6 +335,7 @@ def test_6_reparse_refuses_a_non_finite_parsed_value_and_keeps_the_old_one(tmp_p
 
 def test_6_the_runner_records_such_a_value_as_a_failed_parse():
     from isobench.workloads.base import Measurement, ParseError, checked
+
     with pytest.raises(ParseError, match="real_s = nan: not a finite number") as exc:
         checked(Measurement({"real_s": float("nan")}, raw="isobench-time real=nan"))
     assert exc.value.result.stdout == "isobench-time real=nan"
@@ -300,9 +344,16 @@ def test_6_the_runner_records_such_a_value_as_a_failed_parse():
 
 # -- 8. outputs never destroy inputs ---------------------------------------------------------
 
-OUTPUTS = [["report", "r1", "--format", "md", "-o"], ["report", "r1", "--format", "html", "-o"],
-           ["compare", "r1", "r1", "-o"], ["compare", "r1", "r1", "--junit"], ["export-run", "r1", "-o"],
-           ["export", "r1", "--format", "json", "-o"], ["history", "-o"], ["history", "--junit"]]
+OUTPUTS = [
+    ["report", "r1", "--format", "md", "-o"],
+    ["report", "r1", "--format", "html", "-o"],
+    ["compare", "r1", "r1", "-o"],
+    ["compare", "r1", "r1", "--junit"],
+    ["export-run", "r1", "-o"],
+    ["export", "r1", "--format", "json", "-o"],
+    ["history", "-o"],
+    ["history", "--junit"],
+]
 
 
 @pytest.fixture
@@ -324,6 +375,7 @@ def test_8_an_output_onto_the_open_store_is_refused(capfd, sandbox, stored, args
     link.symlink_to(stored)
     refused_last_line(*args, link, "--force")  # not even with --force
     import sqlite3
+
     assert sqlite3.connect(stored).execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 6
 
 
@@ -351,6 +403,7 @@ def test_8_a_default_output_is_isobench_s_own_and_replaced(capfd, sandbox, store
 
 # -- 9. time is a time -----------------------------------------------------------------------
 
+
 def test_9_runs_sort_by_instant_across_time_zones(capfd, sandbox, small):
     # b started at 10:00+09:00 = 01:00 UTC: before a (05:00 UTC), though its text sorts after
     imported(capfd, sandbox, run_field(small, "started_at", "2026-05-01T05:00:00+00:00"))
@@ -361,6 +414,7 @@ def test_9_runs_sort_by_instant_across_time_zones(capfd, sandbox, small):
     assert code == 0 and out.index("b ") < out.index("r1 "), out
     assert "2026-05-01T01:00:00+0000" in out
     from isobench.store.db import Store as S
+
     assert S(str(sandbox / "s.sqlite")).latest_run_id() == "r1"
 
 
@@ -376,6 +430,7 @@ def test_9_an_older_store_is_converted_and_an_unreadable_time_is_never_the_lates
     doc["run_id"] = "z"
     imported(capfd, sandbox, doc, "z.json")
     import sqlite3
+
     db = sqlite3.connect(sandbox / "s.sqlite")
     db.execute("UPDATE runs SET started_at='2026-05-01T10:00:00+0900' WHERE run_id='r1'")
     db.execute("UPDATE runs SET started_at='zzz' WHERE run_id='z'")  # written by hand
@@ -389,6 +444,7 @@ def test_9_an_older_store_is_converted_and_an_unreadable_time_is_never_the_lates
 
 # -- 10. options are validated like fields -----------------------------------------------------
 
+
 @pytest.fixture
 def regressed(capfd, sandbox):
     s = Store(str(sandbox / "s.sqlite"))
@@ -397,9 +453,15 @@ def regressed(capfd, sandbox):
     s.close()
 
 
-@pytest.mark.parametrize("args", [["compare", "a1", "b1", "--fail-on-regression"],
-                                  ["compare", "a1", "b1", "--tolerance"], ["history", "--fail-on-change"]],
-                         ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "a1", "b1", "--fail-on-regression"],
+        ["compare", "a1", "b1", "--tolerance"],
+        ["history", "--fail-on-change"],
+    ],
+    ids=" ".join,
+)
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
 def test_10_a_nan_threshold_is_refused(capfd, sandbox, regressed, args, value):
     code, _, err = isobench(capfd, *args, value)
@@ -409,6 +471,7 @@ def test_10_a_nan_threshold_is_refused(capfd, sandbox, regressed, args, value):
 @pytest.mark.parametrize("budget", ["\u0663\u0660m", "9" * 5000 + "s", "1" * 7 + "m"])
 def test_10_a_budget_is_a_few_ascii_digits(budget):
     from isobench.analysis.budget import parse_duration
+
     with pytest.raises(ValueError, match="is not a duration") as exc:
         parse_duration(budget)
     assert len(str(exc.value)) < 200
@@ -423,6 +486,7 @@ MANY_DEEP = '[study]\nname = "x"\n' + "".join(f"k{i}." + "a." * 20 + "a = 1\n" f
 @pytest.mark.parametrize("text", [DEEP_KEYS, MANY_DEEP], ids=["3000 levels", "800 keys of 22 levels"])
 def test_7_deep_dotted_keys_are_refused_before_tomllib(capfd, sandbox, text):
     import time
+
     study = sandbox / "deep.toml"
     study.write_text(text)
     t0 = time.monotonic()
@@ -457,6 +521,7 @@ def test_7_the_drift_estimator_is_linear_in_rounds():
     import numpy as np
 
     from isobench.analysis.anomalies import drift
+
     values = list(100 + 0.01 * np.arange(50_000) + np.random.default_rng(1).normal(0, 1, 50_000))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.monotonic()
@@ -464,16 +529,20 @@ def test_7_the_drift_estimator_is_linear_in_rounds():
     assert time.monotonic() - t0 < 2 and d.flagged
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: not 50,000² slopes
     from scipy.stats import theilslopes  # up to 256 rounds: every pair, as before
+
     a = np.array(values[:200])
     assert drift(values[:200]).slope_pct_per_round == pytest.approx(
-        theilslopes(a, np.arange(200)).slope / np.median(a) * 100)
+        theilslopes(a, np.arange(200)).slope / np.median(a) * 100
+    )
 
 
 # -- minor: older stores and simultaneous imports ---------------------------------------------
 
+
 def test_an_older_store_with_unreadable_values_and_names_still_reads(capfd, sandbox, small):
     imported(capfd, sandbox, small)
     import sqlite3
+
     db = sqlite3.connect(sandbox / "s.sqlite")
     db.execute("UPDATE samples SET vals='[1]' WHERE id=(SELECT MIN(id) FROM samples)")
     db.execute("UPDATE samples SET vals='{\"throughput_mbs\": 1e999}' WHERE id=(SELECT MAX(id) FROM samples)")

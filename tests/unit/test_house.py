@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import pathlib
 
-
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "isobench"
 
@@ -69,8 +68,7 @@ def graph() -> tuple[dict[str, set[str]], list[str]]:
             if target is None or target == name:
                 continue
             edges[name].add(target)
-            private += [f"{name} imports {target}.{n}" for n in names
-                        if n.startswith("_") and not n.startswith("__")]
+            private += [f"{name} imports {target}.{n}" for n in names if n.startswith("_") and not n.startswith("__")]
     return edges, private
 
 
@@ -151,8 +149,9 @@ def test_no_room_is_too_large():
 
 
 def test_the_size_check_can_fail():
-    assert too_large({"isobench.a": LIMIT + 1, "isobench.b": LIMIT, "isobench.c": 900},
-                     allowed=frozenset({"isobench.c"})) == {"isobench.a": LIMIT + 1}
+    assert too_large(
+        {"isobench.a": LIMIT + 1, "isobench.b": LIMIT, "isobench.c": 900}, allowed=frozenset({"isobench.c"})
+    ) == {"isobench.a": LIMIT + 1}
 
 
 def package_of(module: str) -> str:
@@ -180,8 +179,12 @@ def test_no_circles_between_packages():
 
 
 def test_the_package_check_can_fail():
-    planted = {"isobench.a.x": {"isobench.b.y"}, "isobench.b.y": set(), "isobench.b.z": {"isobench.a.w"},
-               "isobench.a.w": set()}
+    planted = {
+        "isobench.a.x": {"isobench.b.y"},
+        "isobench.b.y": set(),
+        "isobench.b.z": {"isobench.a.w"},
+        "isobench.a.w": set(),
+    }
     assert cycles(package_edges(planted)) == [["isobench.a", "isobench.b"]]
 
 
@@ -216,7 +219,7 @@ def repeated_blocks(texts: dict[str, str]) -> list[list[str]]:
     for name, text in texts.items():
         lines = significant(text)
         for j in range(len(lines) - BLOCK + 1):
-            window = tuple(s for _, s in lines[j:j + BLOCK])
+            window = tuple(s for _, s in lines[j : j + BLOCK])
             if sum(map(len, window)) >= BLOCK_CHARS:
                 seen.setdefault(window, []).append(f"{name}:{lines[j][0]}")
     return [places for places in seen.values() if len(places) > 1]

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from isobench.report.html import inline_svg, render_html
 from isobench.report.figures import build_figures
+from isobench.report.html import inline_svg, render_html
 from isobench.results.table import EMULATED_NOTE, build_table
 from isobench.store.db import Store
 from synthetic_runs import ENVS, Synthetic, write_run
@@ -75,8 +75,10 @@ def test_svg_ids_are_unique_across_figures(page):
 
 
 def test_inline_svg_prefixes_references():
-    svg = ('<?xml version="1.0"?>\n<!DOCTYPE svg>\n<svg xmlns="x"><defs><clipPath id="p1"/></defs>'
-           '<g clip-path="url(#p1)"><use xlink:href="#p1"/></g></svg>')
+    svg = (
+        '<?xml version="1.0"?>\n<!DOCTYPE svg>\n<svg xmlns="x"><defs><clipPath id="p1"/></defs>'
+        '<g clip-path="url(#p1)"><use xlink:href="#p1"/></g></svg>'
+    )
     out = inline_svg(svg, "f")
     assert out.startswith("<svg ")
     assert 'id="f-p1"' in out and "url(#f-p1)" in out and 'href="#f-p1"' in out
@@ -92,13 +94,13 @@ def test_cli_html_default_path_and_figures(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from isobench.cli.main import main
+
     store_path = str(tmp_path / "c.sqlite")
     s = Store(store_path)
     write_run(s, Synthetic("run-cli", repetitions=2))
     s.close()
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(main, ["report", "run-cli", "--store", store_path, "--format", "html",
-                                  "--figures", "figs"])
+    r = CliRunner().invoke(main, ["report", "run-cli", "--store", store_path, "--format", "html", "--figures", "figs"])
     assert r.exit_code == 0, r.output
     assert "HTML report written to results/run-cli.html" in r.output
     assert (tmp_path / "results" / "run-cli.html").read_text().count("<svg ") == 9 + 1  # + the overview

@@ -3,7 +3,6 @@
 import re
 
 from isobench import images
-
 from isobench.host import packages
 from isobench.images import definition, rootfs, versions
 
@@ -25,9 +24,21 @@ def test_package_list_parsing_skips_comments_and_blanks(tmp_path):
 
 def test_shipped_package_lists():
     tools = images.tool_packages()
-    for name in ["fio", "hpcc", "openmpi-bin", "pixz", "xz-utils", "redis-server",
-                 "mariadb-server", "sysbench", "iperf3", "sockperf", "qperf",
-                 "stress-ng", "qemu-guest-agent"]:
+    for name in [
+        "fio",
+        "hpcc",
+        "openmpi-bin",
+        "pixz",
+        "xz-utils",
+        "redis-server",
+        "mariadb-server",
+        "sysbench",
+        "iperf3",
+        "sockperf",
+        "qperf",
+        "stress-ng",
+        "qemu-guest-agent",
+    ]:
         assert name in tools
     assert all(re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", n) for n in tools)
     extra = images.image_only_packages()
@@ -89,8 +100,7 @@ def test_tool_versions_from_packages_tsv(monkeypatch, tmp_path):
     monkeypatch.setattr(definition, "IMAGE_ROOT", str(tmp_path))
     h = images.recipe_hash()
     (tmp_path / h).mkdir()
-    (tmp_path / h / "packages.tsv").write_text(
-        "package\tversion\tarch\nfio\t3.33-3\tamd64\nlibc6\t2.36-9\tamd64\n")
+    (tmp_path / h / "packages.tsv").write_text("package\tversion\tarch\nfio\t3.33-3\tamd64\nlibc6\t2.36-9\tamd64\n")
     found = versions.tool_versions()
     assert found["fio"] == "3.33-3"
     assert found["hpcc"] is None

@@ -6,22 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from isobench.host import noise
-from isobench.envs.pinning import pinned_cpus
-from isobench.host.hostinfo import numa_nodes, parse_cpulist, parse_meminfo
-from isobench.envs.base import Environment, Paths
+from isobench.analysis.stats import jain_index, max_min_ratio
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment, Paths
 from isobench.envs.group import InstanceGroup, density_points, members_of, parse_pss
-from isobench.report.figures import instances as inst
+from isobench.envs.pinning import pinned_cpus
+from isobench.host import noise
+from isobench.host.hostinfo import HostInfo, numa_nodes, parse_cpulist, parse_meminfo
 from isobench.report import figures as plots
+from isobench.report.figures import instances as inst
 from isobench.results.model import MetricKey, RunData
 from isobench.results.table import build_table
 from isobench.run.runner import by_step, plan
-from isobench.analysis.stats import jain_index, max_min_ratio
 from isobench.study import StudyError, parse_study
 from isobench.workloads.api import Api, ApiParams, parse_api_rounds
 from isobench.workloads.base import ParseError, WorkloadError
-from isobench.host.hostinfo import HostInfo
 from isobench.workloads.redis_scaleout import RedisScaleout, RedisScaleoutParams, parse_scaleout
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -29,6 +28,7 @@ HOST = HostInfo(cores=2, mem_bytes=24 << 30, disk_free_bytes=100 << 30)
 
 
 # -- fairness -----------------------------------------------------------------------
+
 
 def test_jain_index_bounds():
     assert jain_index([5, 5, 5, 5]) == pytest.approx(1.0)
@@ -39,6 +39,7 @@ def test_jain_index_bounds():
 
 
 # -- parsers, on the drivers' captured outputs -----------------------------------------
+
 
 def test_api_rounds_parse_per_instance_and_fairness():
     text = (DATA / "api-client-4x3.json").read_text()
@@ -95,6 +96,7 @@ def test_api_metrics_name_each_instance():
 
 
 # -- groups ---------------------------------------------------------------------------
+
 
 class FakeEnv(Environment):
     def __init__(self, name, log):
@@ -156,10 +158,17 @@ def test_multi_workload_names_the_missing_instances():
 
 
 def test_density_points_from_memavailable():
-    pts = density_points(10_000, [{"startup_s": 1.0, "mem_available": 9_000, "vmm_pss_bytes": 800},
-                                  {"startup_s": 2.0, "mem_available": 7_000}])
-    assert pts[0] == {"n": 1, "startup_s": 1.0, "mem_used_bytes": 1000, "mem_per_instance_bytes": 1000,
-                      "vmm_pss_bytes": 800}
+    pts = density_points(
+        10_000,
+        [{"startup_s": 1.0, "mem_available": 9_000, "vmm_pss_bytes": 800}, {"startup_s": 2.0, "mem_available": 7_000}],
+    )
+    assert pts[0] == {
+        "n": 1,
+        "startup_s": 1.0,
+        "mem_used_bytes": 1000,
+        "mem_per_instance_bytes": 1000,
+        "vmm_pss_bytes": 800,
+    }
     assert pts[1]["mem_per_instance_bytes"] == 1500 and "vmm_pss_bytes" not in pts[1]
 
 
@@ -171,6 +180,7 @@ def test_meminfo_and_pss_parse():
 
 
 # -- pinning ---------------------------------------------------------------------------
+
 
 def test_pinning_round_robin_and_numa_nodes(tmp_path):
     assert parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
@@ -193,8 +203,7 @@ def test_study_pin_and_instances_validate():
     with pytest.raises(StudyError, match=r"s.toml: environments.native.pin"):
         parse_study(base + '[environments.native]\npin = "socket"\n', "s.toml")
     with pytest.raises(StudyError, match="pin and cpuset"):
-        parse_study(base + '[environments.native]\n[environments.docker-nat]\npin = true\ncpuset = "0"\n',
-                    "s.toml")
+        parse_study(base + '[environments.native]\n[environments.docker-nat]\npin = true\ncpuset = "0"\n', "s.toml")
 
 
 # -- noise -----------------------------------------------------------------------------
@@ -215,8 +224,14 @@ steps = [0, 2]
 def test_noise_steps_expand_every_cell_per_step():
     study = parse_study(NOISE_STUDY, "n.toml")
     cells = plan(study, HOST)
-    assert [c.case for c in cells] == ["noise=0", "instances=1,noise=0", "instances=2,noise=0",
-                                       "noise=2", "instances=1,noise=2", "instances=2,noise=2"]
+    assert [c.case for c in cells] == [
+        "noise=0",
+        "instances=1,noise=0",
+        "instances=2,noise=0",
+        "noise=2",
+        "instances=1,noise=2",
+        "instances=2,noise=2",
+    ]
     assert [c.workload_case for c in cells[3:]] == ["default", "instances=1", "instances=2"]
     assert [step for step, _ in by_step(cells)] == [0, 2]
     assert plots.sweep_point("noise=2") == plots.SweepPoint("", "noise", 2.0)
@@ -248,15 +263,28 @@ def test_stress_argv_per_stressor_and_derived_size():
 
 # -- figures ---------------------------------------------------------------------------
 
+
 def _run(values: dict, env_facts: dict | None = None) -> RunData:
     envs = ["native", "docker"]
     metrics = []
-    for (w, case, metric, unit, hib) in values:
+    for w, case, metric, unit, hib in values:
         key = MetricKey(w, case, metric, unit, hib)
         if key not in metrics:
             metrics.append(key)
-    run = RunData("r", "s", "t0", "t1", "complete", {}, "", "h", "native", envs,
-                  env_facts or {e: {"kind": "native"} for e in envs}, metrics)
+    run = RunData(
+        "r",
+        "s",
+        "t0",
+        "t1",
+        "complete",
+        {},
+        "",
+        "h",
+        "native",
+        envs,
+        env_facts or {e: {"kind": "native"} for e in envs},
+        metrics,
+    )
     for (w, case, metric, unit, hib), per_env in values.items():
         for env, vals in per_env.items():
             run.values[(MetricKey(w, case, metric, unit, hib), env)] = vals
@@ -269,7 +297,8 @@ def _api_values():
         for i in (1, 2):
             out[("api", f"noise={step}", f"instance_{i}_task_s", "s", False)] = {
                 "native": [1 + step * 0.1 * i, 1.01 + step * 0.1 * i],
-                "docker": [1.1 + step * 0.2 * i, 1.12 + step * 0.2 * i]}
+                "docker": [1.1 + step * 0.2 * i, 1.12 + step * 0.2 * i],
+            }
         out[("api", f"noise={step}", "jain", "", True)] = {"native": [0.99, 0.98], "docker": [0.97 - step * 0.01] * 2}
         out[("api", f"noise={step}", "imbalance", "x", False)] = {"native": [1.02, 1.03], "docker": [1.1, 1.2]}
     return out
@@ -289,9 +318,13 @@ def test_per_instance_and_fairness_figures_from_a_noise_sweep():
 
 
 def test_scaleout_figure_speedup_over_one_instance():
-    values = {("redis-scaleout", f"instances={n}", "rps", "req/s", True):
-              {"native": [100.0 * n, 100.0 * n], "docker": [90.0 * n * 0.9, 90.0 * n * 0.9]}
-              for n in (1, 2, 4)}
+    values = {
+        ("redis-scaleout", f"instances={n}", "rps", "req/s", True): {
+            "native": [100.0 * n, 100.0 * n],
+            "docker": [90.0 * n * 0.9, 90.0 * n * 0.9],
+        }
+        for n in (1, 2, 4)
+    }
     table = build_table(_run(values))
     sweep = plots.sweeps(table)[0]
     fig = inst.scaleout_figure(table, sweep)
@@ -302,10 +335,19 @@ def test_scaleout_figure_speedup_over_one_instance():
 
 
 def test_density_figure_needs_two_instances_and_kinds_are_listed():
-    facts = {"native": {"kind": "native"},
-             "docker": {"kind": "docker", "density": density_points(
-                 10 << 30, [{"startup_s": 0.5, "mem_available": (10 << 30) - (20 << 20)},
-                            {"startup_s": 0.6, "mem_available": (10 << 30) - (42 << 20)}])}}
+    facts = {
+        "native": {"kind": "native"},
+        "docker": {
+            "kind": "docker",
+            "density": density_points(
+                10 << 30,
+                [
+                    {"startup_s": 0.5, "mem_available": (10 << 30) - (20 << 20)},
+                    {"startup_s": 0.6, "mem_available": (10 << 30) - (42 << 20)},
+                ],
+            ),
+        },
+    }
     run = _run(_api_values(), facts)
     table = build_table(run)
     fig = inst.density_figure(table, facts)
@@ -318,12 +360,27 @@ def test_density_figure_needs_two_instances_and_kinds_are_listed():
 
 def test_markdown_shows_speedup_and_density():
     from isobench.report.markdown import render_markdown
-    values = {("redis-scaleout", f"instances={n}", "rps", "req/s", True):
-              {"native": [100.0 * n, 100.0 * n], "docker": [80.0 * n, 80.0 * n]} for n in (1, 2)}
-    facts = {"native": {"kind": "native"},
-             "docker": {"kind": "docker", "density": density_points(
-                 1 << 30, [{"startup_s": 0.5, "mem_available": (1 << 30) - (20 << 20)},
-                           {"startup_s": 0.7, "mem_available": (1 << 30) - (40 << 20)}])}}
+
+    values = {
+        ("redis-scaleout", f"instances={n}", "rps", "req/s", True): {
+            "native": [100.0 * n, 100.0 * n],
+            "docker": [80.0 * n, 80.0 * n],
+        }
+        for n in (1, 2)
+    }
+    facts = {
+        "native": {"kind": "native"},
+        "docker": {
+            "kind": "docker",
+            "density": density_points(
+                1 << 30,
+                [
+                    {"startup_s": 0.5, "mem_available": (1 << 30) - (20 << 20)},
+                    {"startup_s": 0.7, "mem_available": (1 << 30) - (40 << 20)},
+                ],
+            ),
+        },
+    }
     md = render_markdown(_run(values, facts))
     assert "## Scale-out" in md and "| redis-scaleout | docker | 2 | 160 | 2.00 |" in md
     assert "## Density" in md and "| docker | 2 | 0.70 | 20 | - |" in md
@@ -331,14 +388,19 @@ def test_markdown_shows_speedup_and_density():
 
 def test_preflight_counts_every_guest_instance():
     from isobench.checks.preflight import preflight
-    s = parse_study('[study]\nname = "v"\n[environments.native]\n[environments.vm]\npreset = "vm-stock"\n'
-                    'instances = 30\nmemory_mb = 1024\n[workloads.compression]\nsize_mb = 8\n', "v.toml")
+
+    s = parse_study(
+        '[study]\nname = "v"\n[environments.native]\n[environments.vm]\npreset = "vm-stock"\n'
+        "instances = 30\nmemory_mb = 1024\n[workloads.compression]\nsize_mb = 8\n",
+        "v.toml",
+    )
     assert preflight(s, HOST)[0].startswith("v.toml: environments.vm.memory_mb: ")
     assert preflight(parse_study(s.text.replace("instances = 30", "instances = 2"), "v.toml"), HOST) == []
 
 
 def test_leftover_api_servers_are_recognised_but_not_other_pythons():
     from isobench.workloads.leftovers import is_server_process
+
     assert is_server_process("/usr/bin/python3.11", ["/usr/bin/python3", "/t/x/api_server.py", "0.0.0.0"])
     assert not is_server_process("/usr/bin/python3.11", ["python3", "-m", "http.server"])
     assert is_server_process("/usr/bin/redis-server", ["redis-server"])

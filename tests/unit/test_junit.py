@@ -9,9 +9,14 @@ from isobench.report.junit import Case, junit_xml, write_junit
 
 
 def test_cases_failures_and_skips_are_counted():
-    xml = junit_xml("isobench compare", [Case("a on docker-nat", "isobench.compare.quick"),
-                                         Case("b on docker-nat", "isobench.compare.quick", failure="worse by 12%"),
-                                         Case("c on vm", "isobench.compare.quick", skipped="inconclusive")])
+    xml = junit_xml(
+        "isobench compare",
+        [
+            Case("a on docker-nat", "isobench.compare.quick"),
+            Case("b on docker-nat", "isobench.compare.quick", failure="worse by 12%"),
+            Case("c on vm", "isobench.compare.quick", skipped="inconclusive"),
+        ],
+    )
     suite = ET.fromstring(xml.split("\n", 1)[1]).find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
     failed = [tc for tc in suite if tc.find("failure") is not None]

@@ -40,6 +40,7 @@ def test_a_dead_holder_does_not_keep_the_host_locked(tmp_path):
 
 def test_running_run_id_names_the_live_holder_only(tmp_path):
     from isobench.core.lock import running_run_id
+
     path = str(tmp_path / "run.lock")
     assert running_run_id(path) is None  # no lock file yet
     lock = RunLock(path)
@@ -59,8 +60,10 @@ def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypat
     from isobench.cli.main import main
     from isobench.store.db import Store
     from isobench.study import parse_study
-    study = parse_study('[study]\nname = "s"\nbaseline = "native"\n[environments.native]\n[workloads.startup]\n',
-                        "s.toml")
+
+    study = parse_study(
+        '[study]\nname = "s"\nbaseline = "native"\n[environments.native]\n[workloads.startup]\n', "s.toml"
+    )
     store = Store(str(tmp_path / "r.sqlite"))
     for run_id, status in (("r1", "complete"), ("r2", "incomplete"), ("r3", "interrupted"), ("r4", None)):
         store.create_run(run_id, study, {})

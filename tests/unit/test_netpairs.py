@@ -3,19 +3,27 @@
 import pytest
 
 from isobench.report.markdown import render_markdown
-from isobench.results.model import MetricKey, RunData
 from isobench.report.netpairs import nat_vs_host, section_lines
+from isobench.results.model import MetricKey, RunData
 
 
 def run_with(nat, host, extra_envs=()):
     envs = ["native", "docker-nat", "docker-host", *extra_envs]
-    facts = {"native": {"kind": "native", "options": {}},
-             "docker-nat": {"kind": "docker", "options": {"network": "bridge"}},
-             "docker-host": {"kind": "docker", "options": {"network": "host"}}}
+    facts = {
+        "native": {"kind": "native", "options": {}},
+        "docker-nat": {"kind": "docker", "options": {"network": "bridge"}},
+        "docker-host": {"kind": "docker", "options": {"network": "host"}},
+    }
     lat = MetricKey("netlat", "tcp", "mean_us", "µs", False)
     bw = MetricKey("netbw", "tx", "gbps", "Gbit/s", True)
-    values = {(lat, "native"): [20.0, 20.5, 19.5], (lat, "docker-nat"): nat, (lat, "docker-host"): host,
-              (bw, "native"): [10.0, 10.0], (bw, "docker-nat"): [9.0, 9.1], (bw, "docker-host"): [10.0, 9.9]}
+    values = {
+        (lat, "native"): [20.0, 20.5, 19.5],
+        (lat, "docker-nat"): nat,
+        (lat, "docker-host"): host,
+        (bw, "native"): [10.0, 10.0],
+        (bw, "docker-nat"): [9.0, 9.1],
+        (bw, "docker-host"): [10.0, 9.9],
+    }
     return RunData("r1", "s", "", None, "complete", {}, "", "", "native", envs, facts, [lat, bw], values)
 
 

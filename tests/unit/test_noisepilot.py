@@ -16,13 +16,13 @@ from click.testing import CliRunner
 from scipy import integrate
 from scipy import stats as st
 
+from isobench.analysis.pilotstats import drift, pair_noise
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
 from isobench.checks import noisepilot as npl
-from isobench.host.hostinfo import HostInfo
 from isobench.checks import pilotkernels as pk
 from isobench.checks.noisepilot import KernelNoise, Pilot
 from isobench.checks.pilotkernels import Timings
-from isobench.analysis.pilotstats import drift, pair_noise
-from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
+from isobench.host.hostinfo import HostInfo
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
 
 HOST = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
@@ -38,6 +38,7 @@ def pairs_with(sd_sample, k, rng, offset=0.0):
 
 
 # -- pilotstats ------------------------------------------------------------------------
+
 
 def test_pair_noise_recovers_a_known_sd():
     rng = np.random.default_rng(1)
@@ -123,6 +124,7 @@ def test_drift_interval_is_linregress_with_t():
 
 # -- what a study can resolve ----------------------------------------------------------
 
+
 def power_by_integration(delta, sd, n, q):
     """P(paired t > t_{n-1}(1 - q/2)) at true mean delta, computed directly:
     T = (Z + nc) / sqrt(V/df), V ~ chi2(df), integrated over V."""
@@ -181,6 +183,7 @@ def test_rounds_to_resolve_edges():
 
 
 # -- the timing loop -------------------------------------------------------------------
+
 
 class FakeClock:
     def __init__(self):
@@ -241,6 +244,7 @@ def test_a_failing_kernel_is_dropped_with_its_reason_and_the_other_goes_on():
 
 def fake_kernels(spec):
     """A kernels factory for measure(): name -> seconds per run, or an Event to block on."""
+
     def make(timings):
         out = []
         for name, how in spec.items():
@@ -252,6 +256,7 @@ def fake_kernels(spec):
                 k.run = lambda rng=rng, s=how: time.sleep(s * math.exp(0.05 * rng.standard_normal()))
             out.append(k)
         return out
+
     return make
 
 
@@ -308,6 +313,7 @@ def test_the_io_kernel_writes_reads_and_removes_its_file(tmp_path, monkeypatch):
 
 # -- the result, the cache -------------------------------------------------------------
 
+
 def kernel(name, sd, pairs=20):
     return KernelNoise(name, f"fake {name}", pairs, sd, sd * 0.76, sd * 1.46, 0.1, -0.2, 0.4, 0.35)
 
@@ -331,8 +337,15 @@ def test_the_line_says_both_figures_with_intervals():
 def test_round_trip_and_the_fact_has_no_nan():
     p = pilot(1000.0)
     assert Pilot.from_dict(json.loads(json.dumps(p.to_dict()))) == p
-    odd = Pilot(1, ME, "t", 1.0, 2.0, {"cpu": KernelNoise("cpu", "w", 2, 0.01, 0.005, 0.3, float("nan"),
-                                                            float("nan"), float("nan"), 0.3)}, {"io": "not measured"})
+    odd = Pilot(
+        1,
+        ME,
+        "t",
+        1.0,
+        2.0,
+        {"cpu": KernelNoise("cpu", "w", 2, 0.01, 0.005, 0.3, float("nan"), float("nan"), float("nan"), 0.3)},
+        {"io": "not measured"},
+    )
     fact = odd.as_fact(5.0)
     json.dumps(fact, allow_nan=False)
     assert fact["kernels"]["cpu"]["drift_pct_per_min"] is None and "I/O not measured" in fact["line"]
@@ -419,9 +432,15 @@ def lines_for(text, p, now=None):
     from isobench.checks.preflight import study_size
     from isobench.checks.resolution import compared_cells, resolution_lines
     from isobench.study import parse_study
+
     study = parse_study(text, "s.toml")
-    return resolution_lines(study, study_size(study, HOST), compared_cells(study, HOST), p,
-                            p.measured_unix + 600 if now is None and p else (now or 0.0)), study
+    return resolution_lines(
+        study,
+        study_size(study, HOST),
+        compared_cells(study, HOST),
+        p,
+        p.measured_unix + 600 if now is None and p else (now or 0.0),
+    ), study
 
 
 def expected_pct(sd, n, m):
@@ -431,30 +450,45 @@ def expected_pct(sd, n, m):
 def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
     from isobench.checks.resolution import compared_cells
     from isobench.workloads import WORKLOADS
+
     (first, second), study = lines_for(STUDY, pilot(5000.0))
     # Table I's answer is the primary family: each case's primaries, not every metric
-    per_env = {e.key: sum(len(w.primaries(c)) for c in w.cases())
-               for e in study.workloads for w in [WORKLOADS[e.workload](e.params, HOST)]}
-    every = {e.key: sum(len(w.metrics(c)) for c in w.cases())
-             for e in study.workloads for w in [WORKLOADS[e.workload](e.params, HOST)]}
+    per_env = {
+        e.key: sum(len(w.primaries(c)) for c in w.cases())
+        for e in study.workloads
+        for w in [WORKLOADS[e.workload](e.params, HOST)]
+    }
+    every = {
+        e.key: sum(len(w.metrics(c)) for c in w.cases())
+        for e in study.workloads
+        for w in [WORKLOADS[e.workload](e.params, HOST)]
+    }
     assert per_env["fio"] == 5 and every["fio"] > per_env["fio"]
     m = 2 * (per_env["compression"] + per_env["fio"])  # two environments against the baseline
     assert compared_cells(study, HOST).cells == m and compared_cells(study, HOST).io_workloads == ("fio",)
     cpu_pct, io_pct = expected_pct(0.041, 5, m), expected_pct(0.095, 5, m)
-    assert first.startswith(f"at 5 rounds this host can find changes of about {cpu_pct:.0f}% or more "
-                            f"(CPU noise 4.1%, {m} cells compared); \u00b15% equivalence needs about "
-                            f"{rounds_to_resolve(0.041, 0.05 / m, 5)} rounds, about ")
-    assert f"; I/O-bound fio (I/O noise 9.5%): about {io_pct:.0f}%, and \u00b15% needs about " \
-           f"{rounds_to_resolve(0.095, 0.05 / m, 5)} rounds" in first
-    assert second == ("a workload can be noisier than the pilot's kernels (measured 10 min ago): its "
-                      "inconclusive cells then say the rounds its own noise needs")
+    assert first.startswith(
+        f"at 5 rounds this host can find changes of about {cpu_pct:.0f}% or more "
+        f"(CPU noise 4.1%, {m} cells compared); \u00b15% equivalence needs about "
+        f"{rounds_to_resolve(0.041, 0.05 / m, 5)} rounds, about "
+    )
+    assert (
+        f"; I/O-bound fio (I/O noise 9.5%): about {io_pct:.0f}%, and \u00b15% needs about "
+        f"{rounds_to_resolve(0.095, 0.05 / m, 5)} rounds" in first
+    )
+    assert second == (
+        "a workload can be noisier than the pilot's kernels (measured 10 min ago): its "
+        "inconclusive cells then say the rounds its own noise needs"
+    )
 
 
 def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
     from isobench.checks.preflight import study_size
     from isobench.results.numbers import fmt_duration
-    (first, _), study = lines_for(STUDY.replace("[workloads.fio]\nsize_mb = 256\nruntime_s = 1\nramp_s = 1\n", ""),
-                                  pilot(5000.0))
+
+    (first, _), study = lines_for(
+        STUDY.replace("[workloads.fio]\nsize_mb = 256\nruntime_s = 1\nramp_s = 1\n", ""), pilot(5000.0)
+    )
     size = study_size(study, HOST)
     n = int(first.split("needs about ")[1].split()[0])
     assert first.endswith(f"rounds, about {fmt_duration(size.seconds_at(n))}")
@@ -463,6 +497,7 @@ def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
 
 def test_resolution_variants():
     from isobench.checks.resolution import compared_cells
+
     adaptive = STUDY.replace("repetitions = 5", 'repetitions = "auto"')
     (first, _), _ = lines_for(adaptive, pilot(5000.0))
     assert first.startswith("at up to 12 rounds") and "tested at alpha/4 for 4 looks" in first
@@ -480,12 +515,15 @@ def test_resolution_variants():
     many = STUDY.replace("repetitions = 5", "repetitions = 400")
     (first, _), study = lines_for(many, pilot(5000.0, cpu=0.004))
     m = compared_cells(study, HOST).cells
-    assert f"\u00b15% equivalence needs about {rounds_to_resolve(0.004, 0.05 / m, 5)} rounds, within the " \
-           "planned 400" in first
+    assert (
+        f"\u00b15% equivalence needs about {rounds_to_resolve(0.004, 0.05 / m, 5)} rounds, within the "
+        "planned 400" in first
+    )
 
 
 def test_validate_says_what_the_study_can_resolve(tmp_path, monkeypatch):
     from isobench.cli.main import main
+
     path = tmp_path / "s.toml"
     path.write_text(STUDY)
     monkeypatch.setattr(npl, "cached", lambda identity=None, path=None: pilot(time.time() - 60, cached=True))
@@ -503,6 +541,7 @@ def test_a_run_keeps_the_pilot_among_its_host_facts(fake, tmp_path):  # noqa: F8
     from isobench.run.runner import run_study
     from isobench.store.db import Store
     from isobench.study import parse_study
+
     study = parse_study(study_text("[environments.fake]\n[workloads.startup]\n"), "f.toml")
     store = Store(str(tmp_path / "r.sqlite"))
     p = pilot(1000.0, cached=True)
@@ -519,6 +558,7 @@ def test_run_takes_the_pilot_under_its_lock_says_the_resolution_and_stores_it(tm
     from isobench.core import lock
     from isobench.store.db import Store
     from isobench.study import parse_study
+
     monkeypatch.setattr(lock.RunLock.__init__, "__defaults__", (str(tmp_path / "run.lock"),))
     monkeypatch.setattr(execution.os, "geteuid", lambda: 0)
     order = []
@@ -548,9 +588,20 @@ def test_a_compare_names_the_host_noise_by_its_figures():
     from isobench.results.model import RunData
 
     def run(p: Pilot) -> RunData:
-        return RunData(run_id="r", study_name="s", started_at="", finished_at=None, status="complete",
-                       host_facts={"cores": 2, "host_noise": p.as_fact(p.measured_unix + 30)}, study_text="",
-                       study_hash="h", baseline="native", environments=[], env_facts={}, metrics=[])
+        return RunData(
+            run_id="r",
+            study_name="s",
+            started_at="",
+            finished_at=None,
+            status="complete",
+            host_facts={"cores": 2, "host_noise": p.as_fact(p.measured_unix + 30)},
+            study_text="",
+            study_hash="h",
+            baseline="native",
+            environments=[],
+            env_facts={},
+            metrics=[],
+        )
 
     quiet, noisy = pilot(0.0, cpu=0.01), pilot(99.0, cpu=0.03)
     assert _facts_diff(run(quiet), run(noisy)) == [("host host_noise", quiet.summary(), noisy.summary())]

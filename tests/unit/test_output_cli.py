@@ -61,8 +61,9 @@ def test_a_document_without_its_documented_fields_is_refused():
     assert doc == {"schema": "isobench.runs", "version": out.SCHEMA_VERSION, "runs": [{"x": None}]}
 
 
-@pytest.mark.parametrize("text,seconds", [("4h", 14400), ("30m", 1800), ("1h30m", 5400), ("90s", 90),
-                                          ("90", 90), ("2.5", 2.5)])
+@pytest.mark.parametrize(
+    "text,seconds", [("4h", 14400), ("30m", 1800), ("1h30m", 5400), ("90s", 90), ("90", 90), ("2.5", 2.5)]
+)
 def test_durations_are_read_one_way(text, seconds):
     assert out.Duration().convert(text, None, None) == seconds
 
@@ -80,6 +81,7 @@ def test_fleet_durations_take_the_same_syntax():
 
 def test_columns_follow_COLUMNS_off_a_terminal(monkeypatch):
     from isobench.cli.common import columns
+
     monkeypatch.delenv("COLUMNS", raising=False)
     assert columns() == 100
     monkeypatch.setenv("COLUMNS", "123")
@@ -179,14 +181,26 @@ def test_a_blind_compare_fails_naming_the_cells_and_what_would_resolve_them(tmp_
     junit = tmp_path / "c.xml"
     plain = invoke("compare", "run-a", "run-b", "--store", path, "--fail-on-change", "5")
     assert plain.exit_code == 0  # what a blind gate said before: green
-    r = invoke("compare", "run-a", "run-b", "--store", path, "--fail-on-change", "5",
-               "--require-resolution", "5", "--junit", str(junit))
+    r = invoke(
+        "compare",
+        "run-a",
+        "run-b",
+        "--store",
+        path,
+        "--fail-on-change",
+        "5",
+        "--require-resolution",
+        "5",
+        "--junit",
+        str(junit),
+    )
     assert r.exit_code == 1
     assert "blind: 2 of 2 primary cells could not have seen a change of 5%" in r.stderr
     line = next(ln for ln in r.stderr.splitlines() if "compression throughput_mbs on docker-nat:" in ln)
     # 1 s a sample (simple_run), 1 case in 2 environments: 2 s a round
-    m = re.search(r"its interval is \u00b1(\d+\.\d)%; about (\d+) rounds \(about (\d+) (s|min)\) would resolve it",
-                  line)
+    m = re.search(
+        r"its interval is \u00b1(\d+\.\d)%; about (\d+) rounds \(about (\d+) (s|min)\) would resolve it", line
+    )
     assert m and float(m[1]) > 5, line
     assert int(m[3]) * (60 if m[4] == "min" else 1) == pytest.approx(int(m[2]) * 2, abs=60 if m[4] == "min" else 1)
     xml = junit.read_text()
@@ -249,7 +263,10 @@ def test_fleet_list_json_on_an_empty_store(tmp_path):
     path = str(tmp_path / "f.sqlite")
     Store(path).close()
     assert _json(invoke("fleet", "list", "--store", path, "--json"), "fleet-list") == {
-        "schema": "isobench.fleet-list", "version": out.SCHEMA_VERSION, "hosts": []}
+        "schema": "isobench.fleet-list",
+        "version": out.SCHEMA_VERSION,
+        "hosts": [],
+    }
 
 
 def test_envs_and_doctor_json(monkeypatch):
@@ -257,6 +274,7 @@ def test_envs_and_doctor_json(monkeypatch):
 
     from isobench.checks import doctor, noisepilot
     from isobench.envs import kinds
+
     monkeypatch.setattr(kinds, "probe_all", lambda: [SimpleNamespace(name="native", available=True, details="")])
     doc = _json(invoke("envs", "--json"), "envs")
     assert doc["environments"] == [{"name": "native", "available": True, "details": ""}]

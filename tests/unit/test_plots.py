@@ -116,9 +116,16 @@ def test_build_figures_lists_every_kind_in_order(stored):
     _, table, extras = stored
     specs = plots.build_figures(table, extras)
     assert [s.slug for s in specs] == [
-        "normalised-compression", "normalised-fio", "normalised-nuttcp", "sweep-redis-clients",
-        "throughput-latency-redis-clients", "cdf-fio-randread-read-clat", "cpu-cost-nuttcp",
-        "throughput-cpu-redis-clients", "startup"]
+        "normalised-compression",
+        "normalised-fio",
+        "normalised-nuttcp",
+        "sweep-redis-clients",
+        "throughput-latency-redis-clients",
+        "cdf-fio-randread-read-clat",
+        "cpu-cost-nuttcp",
+        "throughput-cpu-redis-clients",
+        "startup",
+    ]
 
 
 def test_no_data_no_figure():
@@ -136,7 +143,11 @@ def test_write_figures_svg_and_png(stored, tmp_path):
     specs = plots.build_figures(table, extras)[:2]
     paths = plots.write_figures(specs, tmp_path / "figs")
     assert sorted(p.rsplit("/", 1)[1] for p in paths) == [
-        "normalised-compression.png", "normalised-compression.svg", "normalised-fio.png", "normalised-fio.svg"]
+        "normalised-compression.png",
+        "normalised-compression.svg",
+        "normalised-fio.png",
+        "normalised-fio.svg",
+    ]
     assert (tmp_path / "figs" / "normalised-fio.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in (tmp_path / "figs" / "normalised-fio.svg").read_text()
 

@@ -1,6 +1,6 @@
 from isobench.checks.preflight import preflight
-from isobench.study import parse_study
 from isobench.host.hostinfo import HostInfo
+from isobench.study import parse_study
 
 HOST = HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=80 * 2**30)
 

@@ -13,19 +13,19 @@ import pytest
 from click.testing import CliRunner
 
 from isobench.cli.main import main
-from isobench.results.compare import compare_runs
 from isobench.report.compare_render import render_markdown as compare_markdown
 from isobench.report.markdown import render_markdown
 from isobench.results.analysis import DESCRIPTIVE, PRIMARY, Question, judge_cells, pairs, settings_of
+from isobench.results.compare import compare_runs
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family, primary_keys, stores_primaries
 from isobench.results.table import DESCRIPTIVE_MARK, build_table
 from isobench.store.db import Store
-from isobench.study import StudyError, parse_study
 from isobench.store.transfer import TransferError, export_run, import_run
-from workload_params import default_params
+from isobench.study import StudyError, parse_study
 from synthetic_runs import DECLARED, Synthetic, write_run
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
+from workload_params import default_params
 
 ALPHA = 0.05
 
@@ -61,11 +61,17 @@ def _judged_alone(run: RunData, keys) -> dict:
 
 
 def _verdicts(table, family=None):
-    return {(r.key, c.env): c.verdict for r in table.rows if family in (None, r.family)
-            for c in r.cells if c.verdict is not None}
+    return {
+        (r.key, c.env): c.verdict
+        for r in table.rows
+        if family in (None, r.family)
+        for c in r.cells
+        if c.verdict is not None
+    }
 
 
 # -- Table I -----------------------------------------------------------------------------
+
 
 def test_the_primaries_are_one_family_corrected_for_the_primary_cells_only(store):
     run = _run(store, "flagged", repetitions=3)
@@ -101,16 +107,19 @@ def test_descriptive_rows_are_their_own_family_and_labelled(store):
     expected = _judged_alone(run, [k for k in run.metrics if k not in set(primary_keys(run))])
     got = _verdicts(table, DESCRIPTIVE)
     assert got.keys() == expected.keys() and len(got) == 39 and {v.m for v in got.values()} == {39}
-    assert all((v.verdict, v.low, v.high) == (expected[c].verdict, expected[c].low, expected[c].high)
-               for c, v in got.items())
+    assert all(
+        (v.verdict, v.low, v.high) == (expected[c].verdict, expected[c].low, expected[c].high) for c, v in got.items()
+    )
     for row in table.rows:
         assert row.family in (PRIMARY, DESCRIPTIVE)
         assert row.label.endswith(f" {DESCRIPTIVE_MARK}") == (row.family == DESCRIPTIVE), row.label
     legend = "\n".join(table.legend)
     assert f"{DESCRIPTIVE_MARK} descriptive: every other metric, corrected in a family of its own" in legend
     level_p, level_d = (next(iter(_verdicts(table, f).values())).level for f in (PRIMARY, DESCRIPTIVE))
-    assert (f"at {level_p * 100:.4g}% for the 30 primary cells, at {level_d * 100:.4g}% for the 39 descriptive "
-            f"cells marked {DESCRIPTIVE_MARK}") in legend
+    assert (
+        f"at {level_p * 100:.4g}% for the 30 primary cells, at {level_d * 100:.4g}% for the 39 descriptive "
+        f"cells marked {DESCRIPTIVE_MARK}"
+    ) in legend
     assert "corrected for the" not in legend  # the one-family wording is gone
     md = render_markdown(run)
     assert "| real\\_s (s) \u2193 (d) |" in md and "| throughput\\_mbs (MB/s) \u2191 |" in md
@@ -124,28 +133,44 @@ def test_a_run_stored_before_primaries_is_one_family_as_before(store):
     expected = _judged_alone(run, run.metrics)
     got = _verdicts(table)
     assert {r.family for r in table.rows} == {""} and got.keys() == expected.keys() and len(got) == 69
-    assert all((v.verdict, v.low, v.high) == (expected[c].verdict, expected[c].low, expected[c].high)
-               for c, v in got.items())
+    assert all(
+        (v.verdict, v.low, v.high) == (expected[c].verdict, expected[c].low, expected[c].high) for c, v in got.items()
+    )
     legend = "\n".join(table.legend)
     assert "corrected for the 69 cells compared" in legend and "over the table" in legend
     assert DESCRIPTIVE_MARK not in render_markdown(run)
 
 
 def test_the_stored_flags_decide_and_a_case_without_any_falls_back_to_roles():
-    keys = [MetricKey("n", "tcp", "mean_us", "us", False, "latency", primary=True),
-            MetricKey("n", "tcp", "p99_us", "us", False, "latency"),
-            MetricKey("c", "default", "mbs", "MB/s", True, "throughput"),  # its workload declared none
-            MetricKey("c", "default", "real_s", "s", False, "duration")]
+    keys = [
+        MetricKey("n", "tcp", "mean_us", "us", False, "latency", primary=True),
+        MetricKey("n", "tcp", "p99_us", "us", False, "latency"),
+        MetricKey("c", "default", "mbs", "MB/s", True, "throughput"),  # its workload declared none
+        MetricKey("c", "default", "real_s", "s", False, "duration"),
+    ]
     run = RunData("r", "s", "", None, "complete", {}, "", "", "a", ["a"], {}, keys)
     assert stores_primaries(run)
     assert [k.metric for k in primary_keys(run)] == ["mean_us", "mbs"]
-    unflagged = RunData("r", "s", "", None, "complete", {}, "", "", "a", ["a"], {},
-                        [MetricKey(k.workload, k.case, k.metric, k.unit, k.higher_is_better, k.role) for k in keys])
+    unflagged = RunData(
+        "r",
+        "s",
+        "",
+        None,
+        "complete",
+        {},
+        "",
+        "",
+        "a",
+        ["a"],
+        {},
+        [MetricKey(k.workload, k.case, k.metric, k.unit, k.higher_is_better, k.role) for k in keys],
+    )
     assert not stores_primaries(unflagged)
     assert [k.metric for k in primary_keys(unflagged)] == ["mean_us", "p99_us", "mbs"]  # by role, as before
 
 
 # -- compare and its gate -------------------------------------------------------------------
+
 
 def test_compare_judges_two_families_and_gates_on_the_primaries(store, tmp_path):
     a = _run(store, "a")
@@ -173,6 +198,7 @@ def test_the_overhead_compare_judges_the_same_two_families(store):
     """--overhead too: the primaries corrected among themselves, the
     descriptive cells in their own family and never gated."""
     from isobench.results.compare import compare_overheads
+
     a = _run(store, "a")
     b_desc = _run(store, "b-desc", inject={("docker-nat", "redis", "latency_mean_us"): 1.5})
     b_prim = _run(store, "b-prim", inject={("docker-nat", "fio", "iops"): 0.8})
@@ -186,7 +212,8 @@ def test_the_overhead_compare_judges_the_same_two_families(store):
     assert result.summary_line().startswith(f"0 of {n_primary} primary cells changed")
     assert "corrected within its family" in compare_markdown(result)
     assert [c.name for c in compare_overheads(a, b_prim).regressions(5)] == [
-        "fio/randread iops on docker-nat vs native"]
+        "fio/randread iops on docker-nat vs native"
+    ]
     old = compare_overheads(_run(store, "old-a", flagged=False), _run(store, "old-b", flagged=False))
     assert not old.split and {c.family for c in old.cells} == {""}
 
@@ -202,12 +229,16 @@ def test_compare_of_runs_stored_before_primaries_gates_every_cell(store):
 def test_the_newest_run_that_stores_primaries_names_the_family(store):
     old, new = _run(store, "old", flagged=False), _run(store, "new")
     assert primary_family([old, old]) is None
-    assert primary_family([old, new]) == primary_family([new, old]) == \
-        {(k.workload, k.case, k.metric) for k in primary_keys(new)}
+    assert (
+        primary_family([old, new])
+        == primary_family([new, old])
+        == {(k.workload, k.case, k.metric) for k in primary_keys(new)}
+    )
     assert compare_runs(old, new).split and compare_runs(new, old).split
 
 
 # -- the store keeps the flags: export and import ---------------------------------------------
+
 
 def test_an_exported_run_imports_with_its_flags_and_an_older_export_without(store, tmp_path):
     _run(store, "flagged")
@@ -240,9 +271,12 @@ LAT_STUDY = '[study]\nname = "s"\n[environments.native]\n[workloads.lat]\nworklo
 def _plan(text: str):
     from isobench.host.hostinfo import HostInfo
     from isobench.run.runner import plan
+
     host = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
-    return {(c.key, c.case): [m.name for m in c.workload.defined_metrics(c.workload_case) if m.primary]
-            for c in plan(parse_study(text, "s.toml"), host)}
+    return {
+        (c.key, c.case): [m.name for m in c.workload.defined_metrics(c.workload_case) if m.primary]
+        for c in plan(parse_study(text, "s.toml"), host)
+    }
 
 
 def test_a_study_overrides_the_declared_primaries_per_workload_table():
@@ -250,20 +284,31 @@ def test_a_study_overrides_the_declared_primaries_per_workload_table():
     assert _plan(LAT_STUDY + 'primary = ["p99_us"]\n') == {("lat", "tcp"): ["p99_us"], ("lat", "udp"): ["p99_us"]}
     # a case that emits none of the study's names keeps the workload's own (webstore's peak search)
     web = '[study]\nname = "s"\n[environments.native]\n[workloads.webstore]\npeak = true\nrates = [10]\n'
-    assert _plan(web) == {("webstore", "instances=1"): ["orders_per_min"], ("webstore", "rate=10"): ["p90_ms"],
-                          ("webstore", "peak"): ["peak_rate"]}
+    assert _plan(web) == {
+        ("webstore", "instances=1"): ["orders_per_min"],
+        ("webstore", "rate=10"): ["p90_ms"],
+        ("webstore", "peak"): ["peak_rate"],
+    }
     assert _plan(web + 'primary = ["p90_ms", "purchase_p90_ms"]\n') == {
         ("webstore", "instances=1"): ["p90_ms", "purchase_p90_ms"],
-        ("webstore", "rate=10"): ["p90_ms", "purchase_p90_ms"], ("webstore", "peak"): ["peak_rate"]}
+        ("webstore", "rate=10"): ["p90_ms", "purchase_p90_ms"],
+        ("webstore", "peak"): ["peak_rate"],
+    }
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ('primary = ["p99_us", "tps"]', "s.toml: workloads.lat.primary: 'tps' is not a metric of netlat with these "
-                                    "parameters; its metrics: mean_us, p50_us, p99_us"),
-    ('primary = []', "s.toml: workloads.lat.primary: name at least one metric"),
-    ('primary = ["p99_us", "p99_us"]', "s.toml: workloads.lat.primary: names a metric twice"),
-    ('primary = "p99_us"', "s.toml: workloads.lat.primary: Input should be a valid tuple"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'primary = ["p99_us", "tps"]',
+            "s.toml: workloads.lat.primary: 'tps' is not a metric of netlat with these "
+            "parameters; its metrics: mean_us, p50_us, p99_us",
+        ),
+        ("primary = []", "s.toml: workloads.lat.primary: name at least one metric"),
+        ('primary = ["p99_us", "p99_us"]', "s.toml: workloads.lat.primary: names a metric twice"),
+        ('primary = "p99_us"', "s.toml: workloads.lat.primary: Input should be a valid tuple"),
+    ],
+)
 def test_a_bad_primary_list_is_refused_before_anything_starts_in_one_line(body, message):
     with pytest.raises(StudyError) as err:
         parse_study(LAT_STUDY + body + "\n", "s.toml")
@@ -272,8 +317,10 @@ def test_a_bad_primary_list_is_refused_before_anything_starts_in_one_line(body, 
 
 def test_a_metric_of_a_case_the_parameters_leave_out_is_unknown():
     # instance_3_task_s exists with 4 instances, not with 2: the names follow the parameters
-    text = ('[study]\nname = "s"\n[environments.native]\n[workloads.api]\ninstances = {n}\n'
-            'primary = ["instance_3_task_s"]\n')
+    text = (
+        '[study]\nname = "s"\n[environments.native]\n[workloads.api]\ninstances = {n}\n'
+        'primary = ["instance_3_task_s"]\n'
+    )
     assert parse_study(text.format(n=4), "s.toml").workloads[0].params.primary == ("instance_3_task_s",)
     with pytest.raises(StudyError, match=r"workloads\.api\.primary: 'instance_3_task_s' is not a metric of api"):
         parse_study(text.format(n=2), "s.toml")
@@ -281,32 +328,45 @@ def test_a_metric_of_a_case_the_parameters_leave_out_is_unknown():
 
 # -- the runner stores the flags; adaptive stopping waits for the primaries ---------------------
 
+
 @pytest.mark.parametrize(("override", "rounds"), [("", 2), ('primary = ["real_s"]\n', 4)])
-def test_adaptive_repetitions_wait_for_the_primary_cells_only(fake, tmp_path, monkeypatch,  # noqa: F811
-                                                                override, rounds):
+def test_adaptive_repetitions_wait_for_the_primary_cells_only(
+    fake,
+    tmp_path,
+    monkeypatch,  # noqa: F811
+    override,
+    rounds,
+):
     from isobench.run.runner import run_study
     from isobench.workloads.base import Measurement
     from isobench.workloads.compress import Compression
+
     # throughput (the declared primary) within 0.1%; real_s (descriptive) never converges
     calls = iter(range(100))
 
     def measure(self, case, env):
         i = next(calls)
-        return Measurement({"throughput_mbs": 10.0 + 0.01 * (i % 2), "real_s": 1.0 + 9.0 * (i % 2),
-                            "user_s": 1.0, "sys_s": 1.0})
+        return Measurement(
+            {"throughput_mbs": 10.0 + 0.01 * (i % 2), "real_s": 1.0 + 9.0 * (i % 2), "user_s": 1.0, "sys_s": 1.0}
+        )
+
     monkeypatch.setattr(Compression, "prepare", lambda self, env: None)
     monkeypatch.setattr(Compression, "run", measure)
     text = study_text("[environments.fake]\n[workloads.compression]\nsize_mb = 1\n" + override)
-    text = text.replace("repetitions = 1\n", 'repetitions = "auto"\nmin_repetitions = 2\nmax_repetitions = 4\n'
-                                             "target_ci_pct = 1\n")
+    text = text.replace(
+        "repetitions = 1\n", 'repetitions = "auto"\nmin_repetitions = 2\nmax_repetitions = 4\ntarget_ci_pct = 1\n'
+    )
     store = Store(str(tmp_path / "r.sqlite"))
     run_id = run_study(parse_study(text, "f.toml"), store)
     run = store.load_run(run_id)
     assert [k.metric for k in run.metrics if k.primary] == (["real_s"] if override else ["throughput_mbs"])
     looks = run.host_facts["adaptive"]["all"]
     assert looks[-1]["rounds"] == rounds and looks[-1]["cells"] == 1  # one primary cell watched
-    assert looks[0]["text"] == ("every primary cell within \u00b11% after 2 rounds (look 1 of 2)" if rounds == 2
-                                else "1 of 1 primary cells wider than \u00b11%: 2 more rounds")
+    assert looks[0]["text"] == (
+        "every primary cell within \u00b11% after 2 rounds (look 1 of 2)"
+        if rounds == 2
+        else "1 of 1 primary cells wider than \u00b11%: 2 more rounds"
+    )
     legend = "\n".join(build_table(run).legend)
     assert "until every primary cell's 95% CI was within \u00b11%" in legend
     store.close()
@@ -316,43 +376,66 @@ def test_adaptive_repetitions_wait_for_the_primary_cells_only(fake, tmp_path, mo
 
 # workload -> its primaries in every case with the default parameters (the
 # docs/workloads pages say the same); webstore's open loop and peak below
-SHIPPED = {"api": ("task_s",), "compression": ("throughput_mbs",), "hpcc": ("hpl_gflops",),
-           "netbw": ("gbps",), "netlat": ("mean_us", "p50_us"), "oltp": ("tps",), "redis": ("rps",),
-           "redis-scaleout": ("rps",), "startup": ("ready_s",), "webstore": ("orders_per_min",),
-           "command": ("wall_s",)}
-FIO = {"seqread": ("bandwidth_mbs",), "seqwrite": ("bandwidth_mbs",), "randread": ("iops",),
-       "randwrite": ("iops",), "randrw70": ("iops",)}
+SHIPPED = {
+    "api": ("task_s",),
+    "compression": ("throughput_mbs",),
+    "hpcc": ("hpl_gflops",),
+    "netbw": ("gbps",),
+    "netlat": ("mean_us", "p50_us"),
+    "oltp": ("tps",),
+    "redis": ("rps",),
+    "redis-scaleout": ("rps",),
+    "startup": ("ready_s",),
+    "webstore": ("orders_per_min",),
+    "command": ("wall_s",),
+}
+FIO = {
+    "seqread": ("bandwidth_mbs",),
+    "seqwrite": ("bandwidth_mbs",),
+    "randread": ("iops",),
+    "randwrite": ("iops",),
+    "randrw70": ("iops",),
+}
 
 
 def _declared(cls, params):
     from isobench.workloads.base import NO_HOST
+
     w = cls(params, NO_HOST)
     return {case: w.primaries(case) for case in w.cases()}
 
 
 def test_every_shipped_workload_case_declares_its_primaries():
     from isobench.workloads import WORKLOADS
+
     for name, cls in WORKLOADS.items():
         declared = _declared(cls, default_params(name, cls))
         assert all(declared.values()), name
         assert declared == (FIO if name == "fio" else dict.fromkeys(declared, SHIPPED[name])), name
     web = WORKLOADS["webstore"]
     assert _declared(web, web.Params(rates=(10,), peak=True)) == {
-        "instances=1": ("orders_per_min",), "rate=10": ("p90_ms",), "peak": ("peak_rate",)}
+        "instances=1": ("orders_per_min",),
+        "rate=10": ("p90_ms",),
+        "peak": ("peak_rate",),
+    }
     assert _declared(web, web.Params(mode="open")) == {"instances=1": ("p90_ms",)}
 
 
 def test_the_metric_names_follow_the_parameters_never_the_host():
     from isobench.host.hostinfo import HostInfo
     from isobench.workloads import WORKLOADS
-    hosts = (HostInfo(cores=1, mem_bytes=2**30, disk_free_bytes=2**30),
-             HostInfo(cores=64, mem_bytes=2**40, disk_free_bytes=2**42, llc_bytes=2**26))
+
+    hosts = (
+        HostInfo(cores=1, mem_bytes=2**30, disk_free_bytes=2**30),
+        HostInfo(cores=64, mem_bytes=2**40, disk_free_bytes=2**42, llc_bytes=2**26),
+    )
     for name, cls in WORKLOADS.items():
         params = default_params(name, cls)
         for host in hosts:
             w = cls(params, host)
-            assert cls.metric_names(params) == list(dict.fromkeys(
-                m.name for case in w.cases() for m in w.metrics(case))), name
+            assert cls.metric_names(params) == list(
+                dict.fromkeys(m.name for case in w.cases() for m in w.metrics(case))
+            ), name
 
 
 def test_the_quick_study_flagged_as_its_workloads_declare_corrects_14_primary_cells(store):
@@ -365,8 +448,14 @@ def test_the_quick_study_flagged_as_its_workloads_declare_corrects_14_primary_ce
         row["is_primary"] = int((row["workload"], row["ccase"], row["metric"]) in flags)
     run = store.load_run(import_run(store, doc))
     assert [f"{k.workload} {k.case} {k.metric}" for k in primary_keys(run)] == [
-        "compression default throughput_mbs", "hpcc default hpl_gflops", "fio seqread bandwidth_mbs",
-        "fio seqwrite bandwidth_mbs", "fio randread iops", "fio randwrite iops", "fio randrw70 iops"]
+        "compression default throughput_mbs",
+        "hpcc default hpl_gflops",
+        "fio seqread bandwidth_mbs",
+        "fio seqwrite bandwidth_mbs",
+        "fio randread iops",
+        "fio randwrite iops",
+        "fio randrw70 iops",
+    ]
     table = build_table(run)
     primary, descriptive = _verdicts(table, PRIMARY), _verdicts(table, DESCRIPTIVE)
     assert {v.m for v in primary.values()} == {14} and {v.m for v in descriptive.values()} == {52}

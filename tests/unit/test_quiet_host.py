@@ -9,8 +9,7 @@ from conftest import busy_share
 from isobench.host.counters import parse_stat
 
 # 183 user + 17 system + 1 softirq + 1 steal of 203 ticks busy, 1 iowait
-BUSY = ("cpu  257463 0 25548 46456 928 0 646 345 0 0\n",
-        "cpu  257646 0 25565 46456 929 0 647 346 0 0\n")
+BUSY = ("cpu  257463 0 25548 46456 928 0 646 345 0 0\n", "cpu  257646 0 25565 46456 929 0 647 346 0 0\n")
 # one core of two idle throughout
 HALF = ("cpu  1000 0 0 1000 0 0 0 0 0 0\n", "cpu  1100 0 0 1100 0 0 0 0 0 0\n")
 

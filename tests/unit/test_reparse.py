@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.unit.test_store import OLD_SCHEMA
 
 from isobench.drivers import loghist
 from isobench.host.hostinfo import HostInfo
 from isobench.host.noise import step_case, unstep_case
+from isobench.store.db import Sample, Store
 from isobench.store.parser_versions import read_version, series_versions
 from isobench.store.reparse import reparse_run
-from isobench.store.db import Sample, Store
 from isobench.study import parse_study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.api import parse_api_rounds
@@ -35,7 +36,6 @@ from isobench.workloads.oltp import parse_sysbench
 from isobench.workloads.redis import parse_redis_csv
 from isobench.workloads.redis_scaleout import parse_scaleout
 from isobench.workloads.webstore_metrics import OPS, parse_webstore
-from tests.unit.test_store import OLD_SCHEMA
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 ENVS = ("native", "docker-nat")
@@ -108,27 +108,52 @@ def cells() -> list[tuple[str, str, list[str], callable]]:
     fio = lambda case: lambda raw: job_values(case, parse_job(raw))[0]  # noqa: E731
     per_gb = lambda nbytes, cpu: cpu / (nbytes / 1e9)  # noqa: E731
     return [
-        ("compression", "default", [text("time-pixz.txt")] * 3,
-         lambda raw: {"throughput_mbs": 64 / parse_time(raw)["real_s"], **parse_time(raw)}),
-        ("fio", "randread", [text("fio-randread.json"), text("fio-randread-note.txt"), text("fio-randread.json")],
-         fio("randread")),
+        (
+            "compression",
+            "default",
+            [text("time-pixz.txt")] * 3,
+            lambda raw: {"throughput_mbs": 64 / parse_time(raw)["real_s"], **parse_time(raw)},
+        ),
+        (
+            "fio",
+            "randread",
+            [text("fio-randread.json"), text("fio-randread-note.txt"), text("fio-randread.json")],
+            fio("randread"),
+        ),
         ("fio", "seqwrite", [text("fio-seqwrite.json")] * 3, fio("seqwrite")),
         ("hpcc", "default", [text("hpccoutf.txt")] * 3, lambda raw: summary_metrics(parse_summary(raw))),
         ("netlat", "tcp", [text("sockperf-tcp.txt")] * 3, lambda raw: parse_sockperf(raw)[0]),
         ("netlat", "udp", [text("sockperf-udp.txt")] * 3, lambda raw: parse_sockperf(raw)[0]),
-        *[("netbw", case, [text(f"iperf3-{case}.json")] * 3,
-           lambda raw, case=case: (lambda v, x: {**v, "cpu_s_per_gb": per_gb(x["bytes"], 2.0),
-                                                 "server_cpu_s_per_gb": per_gb(x["bytes"], 0.5)})(
-               *parse_iperf3(raw, reverse=case == "tx")))
-          for case in ("tx", "rx")],
-        ("oltp", "threads=4", [text("sysbench-oltp-rw-t4.txt")] * 3,
-         lambda raw: {**parse_sysbench(raw)[0], "cpu_pct": 10.0, "server_cpu_pct": 2.5}),
+        *[
+            (
+                "netbw",
+                case,
+                [text(f"iperf3-{case}.json")] * 3,
+                lambda raw, case=case: (
+                    lambda v, x: {
+                        **v,
+                        "cpu_s_per_gb": per_gb(x["bytes"], 2.0),
+                        "server_cpu_s_per_gb": per_gb(x["bytes"], 0.5),
+                    }
+                )(*parse_iperf3(raw, reverse=case == "tx")),
+            )
+            for case in ("tx", "rx")
+        ],
+        (
+            "oltp",
+            "threads=4",
+            [text("sysbench-oltp-rw-t4.txt")] * 3,
+            lambda raw: {**parse_sysbench(raw)[0], "cpu_pct": 10.0, "server_cpu_pct": 2.5},
+        ),
         ("redis", "clients=4", [text("redis-benchmark-c4.csv")] * 3, lambda raw: parse_redis_csv(raw)[0]),
-        ("redis-scaleout", "instances=3", [text("redis-mix-3instances.json")] * 3,
-         lambda raw: parse_scaleout(raw)[0]),
+        ("redis-scaleout", "instances=3", [text("redis-mix-3instances.json")] * 3, lambda raw: parse_scaleout(raw)[0]),
         ("api", "default", [text("api-client-4x3.json")] * 3, lambda raw: parse_api_rounds(raw, 4)[0]),
-        ("webstore", "instances=1", [text("webstore/closed-1.json"), text("webstore/open-1.json"),
-                                     text("webstore/closed-1.json")], webstore_values),
+        (
+            "webstore",
+            "instances=1",
+            [text("webstore/closed-1.json"), text("webstore/open-1.json"), text("webstore/closed-1.json")],
+            webstore_values,
+        ),
         ("webstore", "instances=2", [text("webstore/open-2.json")] * 3, webstore_values),
     ]
 
@@ -159,14 +184,30 @@ def build_run(store: Store, run_id: str = "r1") -> dict:
                 store.add_sample(Sample(run_id, env, key, case, rnd, rnd == 0, "ok", "t", 1.0, stored, extra, raw))
                 sid = store.db.execute("SELECT MAX(id) FROM samples").fetchone()[0]
                 expected[sid] = values
-    for key, case, values, raw in (("webstore", "peak", {"peak_rate": 40.0, "peak_orders_per_min": 300.0,
-                                                         "peak_probes": 4.0}, "[]"),
-                                   ("startup", "default", {"ready_s": 0.01}, "")):
+    for key, case, values, raw in (
+        ("webstore", "peak", {"peak_rate": 40.0, "peak_orders_per_min": 300.0, "peak_probes": 4.0}, "[]"),
+        ("startup", "default", {"ready_s": 0.01}, ""),
+    ):
         store.define_metrics(run_id, key, case, metrics_of(study, key, case))
         for env in ENVS:
             store.add_sample(Sample(run_id, env, key, case, 1, False, "ok", "t", 1.0, values, {}, raw))
-    store.add_sample(Sample(run_id, "native", "fio", "randread", 2, False, "failed", "t", 1.0, {}, {},
-                            "fio: io_u error", error="fio failed"))
+    store.add_sample(
+        Sample(
+            run_id,
+            "native",
+            "fio",
+            "randread",
+            2,
+            False,
+            "failed",
+            "t",
+            1.0,
+            {},
+            {},
+            "fio: io_u error",
+            error="fio failed",
+        )
+    )
     store.db.execute("UPDATE samples SET parser_version=NULL")  # as stored before versions
     store.db.commit()
     store.finish_run(run_id, "complete")
@@ -174,13 +215,18 @@ def build_run(store: Store, run_id: str = "r1") -> dict:
 
 
 def rows(store: Store, run_id: str = "r1") -> list[tuple]:
-    return store.db.execute("SELECT id, env, workload, ccase, round, status, vals, extra, raw, parser_version"
-                            " FROM samples WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+    return store.db.execute(
+        "SELECT id, env, workload, ccase, round, status, vals, extra, raw, parser_version"
+        " FROM samples WHERE run_id=? ORDER BY id",
+        (run_id,),
+    ).fetchall()
 
 
 def sample_id(store, env, workload, case, rnd) -> int:
-    return store.db.execute("SELECT id FROM samples WHERE env=? AND workload=? AND ccase=? AND round=? "
-                            "AND status='ok'", (env, workload, case, rnd)).fetchone()[0]
+    return store.db.execute(
+        "SELECT id FROM samples WHERE env=? AND workload=? AND ccase=? AND round=? AND status='ok'",
+        (env, workload, case, rnd),
+    ).fetchone()[0]
 
 
 def set_values(store, sid: int, **changes) -> None:
@@ -198,10 +244,12 @@ def store(tmp_path):
 
 def test_reparse_restores_the_parsers_values_and_leaves_every_other_value_identical(store):
     expected = build_run(store)
-    wrong = {sample_id(store, "native", "fio", "randread", 1): "iops",
-             sample_id(store, "docker-nat", "compression", "default", 2): "throughput_mbs",
-             sample_id(store, "native", "netbw", "tx", 1): "cpu_s_per_gb",  # from the stored CPU window
-             sample_id(store, "docker-nat", "oltp", "threads=4", 0): "tps"}  # a warm-up: recomputed too
+    wrong = {
+        sample_id(store, "native", "fio", "randread", 1): "iops",
+        sample_id(store, "docker-nat", "compression", "default", 2): "throughput_mbs",
+        sample_id(store, "native", "netbw", "tx", 1): "cpu_s_per_gb",  # from the stored CPU window
+        sample_id(store, "docker-nat", "oltp", "threads=4", 0): "tps",
+    }  # a warm-up: recomputed too
     for sid, metric in wrong.items():
         set_values(store, sid, **{metric: 2 * expected[sid][metric]})
     unreadable = sample_id(store, "docker-nat", "fio", "randread", 2)
@@ -234,22 +282,29 @@ def test_reparse_restores_the_parsers_values_and_leaves_every_other_value_identi
 
     lines = result.lines()
     text_ = "\n".join(lines)
-    assert lines[0] == ("run r1 (study reparse): 83 sample(s) recomputed from their raw output, 1 unreadable, "
-                        "4 left alone")
+    assert lines[0] == (
+        "run r1 (study reparse): 83 sample(s) recomputed from their raw output, 1 unreadable, 4 left alone"
+    )
     assert "  fio: parser version 1 \u2192 1 (11 sample(s))" in lines
     assert "  webstore: parser version unknown \u2192 2 (12 sample(s))" in lines
     changed = [ln for ln in lines if ln.startswith("  changed ")]
     assert "  changed fio iops: 1 of 5 value(s), largest -50.00% " in "\n".join(changed)
-    assert any(ln.startswith("  changed compression throughput_mbs: 1 of 6 value(s), largest -50.00%")
-               and ln.endswith("parser version 1 both times: the stored values are not what it reads from "
-                               "the raw output") for ln in changed)
+    assert any(
+        ln.startswith("  changed compression throughput_mbs: 1 of 6 value(s), largest -50.00%")
+        and ln.endswith("parser version 1 both times: the stored values are not what it reads from the raw output")
+        for ln in changed
+    )
     assert any(ln.startswith("  changed netbw cpu_s_per_gb: 1 of 12") for ln in changed)
     assert any(ln.startswith("  changed oltp tps: 1 of 6") for ln in changed)
-    assert any(ln.startswith("  changed webstore login_p90_ms: ") and ln.endswith("parser version unknown \u2192 2")
-               for ln in changed)
+    assert any(
+        ln.startswith("  changed webstore login_p90_ms: ") and ln.endswith("parser version unknown \u2192 2")
+        for ln in changed
+    )
     assert not any(" webstore orders_per_min" in ln or " hpcc " in ln or " redis " in ln for ln in changed)
-    assert ("  unreadable: run r1, environment docker-nat, workload fio, case randread, round 2: stored values "
-            "kept (fio's JSON does not parse:") in text_
+    assert (
+        "  unreadable: run r1, environment docker-nat, workload fio, case randread, round 2: stored values "
+        "kept (fio's JSON does not parse:"
+    ) in text_
     assert "  webstore case peak: left alone: the peak search keeps each probe's p90s" in text_
     assert "  startup: left alone: its times are measured by the environment" in text_
     assert lines[-1].startswith("  every other value is identical (") and all("\n" not in ln for ln in lines)
@@ -275,19 +330,22 @@ def test_a_live_run_and_a_study_that_no_longer_reads_are_left_alone(store):
     store.db.execute("UPDATE runs SET status='running'")
     store.db.commit()
     assert reparse_run(store, "r1", live_run="r1").lines() == [
-        "run r1 (study reparse): left alone: a study is measuring it now; reparse it once the run has ended"]
+        "run r1 (study reparse): left alone: a study is measuring it now; reparse it once the run has ended"
+    ]
     assert reparse_run(store, "r1", write=False, live_run=None).reparsed == 84  # it died: reparse it
     store.db.execute("UPDATE runs SET study_text=replace(study_text, 'size_mb = 64', 'size_mb = \"64\"')")
     store.db.commit()
     (line,) = reparse_run(store, "r1", live_run=None).lines()
-    assert line.startswith("run r1 (study reparse): left alone: its stored study does not read with this "
-                           "isobench (r1 (stored study): workloads.compression.size_mb:")
+    assert line.startswith(
+        "run r1 (study reparse): left alone: its stored study does not read with this "
+        "isobench (r1 (stored study): workloads.compression.size_mb:"
+    )
 
 
 def test_a_newer_parsers_metric_is_defined(store):
     build_run(store)
     store.db.execute("DELETE FROM metric_defs WHERE workload='api' AND metric='task_rate'")
-    for sid, in store.db.execute("SELECT id FROM samples WHERE workload='api'").fetchall():
+    for (sid,) in store.db.execute("SELECT id FROM samples WHERE workload='api'").fetchall():
         vals = json.loads(store.db.execute("SELECT vals FROM samples WHERE id=?", (sid,)).fetchone()[0])
         vals.pop("task_rate")
         store.db.execute("UPDATE samples SET vals=? WHERE id=?", (json.dumps(vals), sid))
@@ -317,11 +375,15 @@ def test_series_versions_tells_a_mixed_series(store):
     store.db.commit()
     mix = series_versions(store, ["r1", "r2"], "webstore", "instances=1")
     assert mix.mixed and not mix.comparable
-    assert mix.describe() == ("webstore (instances=1): the series mixes parser versions: 1 (r1); 2 (r2); "
-                              "`isobench reparse RUN` recomputes r1 with version 2")
+    assert mix.describe() == (
+        "webstore (instances=1): the series mixes parser versions: 1 (r1); 2 (r2); "
+        "`isobench reparse RUN` recomputes r1 with version 2"
+    )
     reparse_run(store, "r1")
-    assert series_versions(store, ["r1", "r2"], "webstore", "instances=1").describe() == \
-        "webstore (instances=1): parser version 2 in every run"
+    assert (
+        series_versions(store, ["r1", "r2"], "webstore", "instances=1").describe()
+        == "webstore (instances=1): parser version 2 in every run"
+    )
 
 
 def test_read_version_of_unrecorded_samples():
@@ -333,13 +395,17 @@ def test_an_old_store_gets_the_version_column_and_reads_unrecorded(tmp_path):
     path = str(tmp_path / "old.sqlite")
     db = sqlite3.connect(path)
     db.executescript(OLD_SCHEMA)
-    db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-               ("old", "s", "s.toml", STUDY, "h", "native", json.dumps(list(ENVS)), "t0", "t1", "complete", "{}"))
+    db.execute(
+        "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        ("old", "s", "s.toml", STUDY, "h", "native", json.dumps(list(ENVS)), "t0", "t1", "complete", "{}"),
+    )
     db.execute("INSERT INTO metric_defs VALUES ('old', 'redis', 'clients=4', 'rps', 'req/s', 1, 0)")
     raw = text("redis-benchmark-c4.csv")
-    db.execute("INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra, raw,"
-               " started_at, wall_s) VALUES ('old', 'native', 'redis', 'clients=4', 1, 0, 'ok', ?, '{}', ?, 't', 1)",
-               (json.dumps({"rps": 1.0}), raw))
+    db.execute(
+        "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra, raw,"
+        " started_at, wall_s) VALUES ('old', 'native', 'redis', 'clients=4', 1, 0, 'ok', ?, '{}', ?, 't', 1)",
+        (json.dumps({"rps": 1.0}), raw),
+    )
     db.commit()
     db.close()
     store = Store(path)
@@ -349,8 +415,9 @@ def test_an_old_store_gets_the_version_column_and_reads_unrecorded(tmp_path):
     result = reparse_run(store, "old")
     assert any(ln.startswith("  changed redis rps: 1 of 1 value(s)") for ln in result.lines())
     assert store.parser_versions("old") == {("redis", "clients=4"): {1: 1}}
-    assert store.load_run("old").values[(store.load_run("old").metrics[0], "native")] == \
-        [parse_redis_csv(raw)[0]["rps"]]
+    assert store.load_run("old").values[(store.load_run("old").metrics[0], "native")] == [
+        parse_redis_csv(raw)[0]["rps"]
+    ]
     store.close()
     Store(path).close()  # a second open finds the column there
 
@@ -358,19 +425,26 @@ def test_an_old_store_gets_the_version_column_and_reads_unrecorded(tmp_path):
 def test_the_runner_records_the_parser_version(tmp_path, monkeypatch):
     from isobench.envs.base import Paths
     from isobench.run.measure import record, take  # the runner stores one sample
-    from isobench.workloads.compress import Compression
     from isobench.workloads.base import Measurement
+    from isobench.workloads.compress import Compression
+
     study = parse_study(STUDY, "s.toml")
     entry = next(e for e in study.workloads if e.key == "compression")
     workload = Compression(entry.params, HostInfo(2, 8 << 30, 0))
     monkeypatch.setattr(Compression, "parser_version", 7)
-    monkeypatch.setattr(Compression, "run", lambda self, case, env: Measurement(
-        {"throughput_mbs": 1.0, "real_s": 64.0, "user_s": 1.0, "sys_s": 0.1}, raw="isobench-time real=64"))
+    monkeypatch.setattr(
+        Compression,
+        "run",
+        lambda self, case, env: Measurement(
+            {"throughput_mbs": 1.0, "real_s": 64.0, "user_s": 1.0, "sys_s": 0.1}, raw="isobench-time real=64"
+        ),
+    )
 
     class Env:
         name = "native"
         paths = Paths("/tmp", "/tmp")
         counters = None
+
     store = Store(str(tmp_path / "r.sqlite"))
     store.create_run("r", study, {})
     taken = take(workload, "default", Env())
@@ -378,8 +452,16 @@ def test_the_runner_records_the_parser_version(tmp_path, monkeypatch):
     assert store.samples("r")[0]["parser_version"] == 7
 
 
-@pytest.mark.parametrize("stored,own", [("default", "default"), ("noise=4", "default"), ("get,noise=0", "get"),
-                                        ("clients=4", "clients=4"), ("instances=2,noise=16", "instances=2")])
+@pytest.mark.parametrize(
+    "stored,own",
+    [
+        ("default", "default"),
+        ("noise=4", "default"),
+        ("get,noise=0", "get"),
+        ("clients=4", "clients=4"),
+        ("instances=2,noise=16", "instances=2"),
+    ],
+)
 def test_unstep_case_undoes_step_case(stored, own):
     assert unstep_case(stored) == own
     assert unstep_case(step_case(own, 3)) == own
@@ -387,6 +469,7 @@ def test_unstep_case_undoes_step_case(stored, own):
 
 def test_export_carries_the_version_and_refuses_a_bad_one(store, tmp_path):
     from isobench.store.transfer import TransferError, export_run, import_run
+
     build_run(store)
     reparse_run(store, "r1")
     doc = export_run(store, "r1")
@@ -399,8 +482,9 @@ def test_export_carries_the_version_and_refuses_a_bad_one(store, tmp_path):
 
 
 def invoke(store_path, *args, monkeypatch):
-    from isobench.core import lock
     from isobench.cli.main import main
+    from isobench.core import lock
+
     monkeypatch.setattr(lock, "running_run_id", lambda *a: None)  # not this host's real run lock
     return CliRunner().invoke(main, ["reparse", "--store", store_path, *args])
 

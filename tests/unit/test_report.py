@@ -6,10 +6,9 @@ import pytest
 from rich.console import Console
 
 from isobench.report.markdown import render_markdown
+from isobench.report.terminal import render_terminal, short_text
 from isobench.results.model import MetricKey, RunData
-from isobench.report.terminal import short_text
 from isobench.results.table import build_table, fmt_num, fmt_pct
-from isobench.report.terminal import render_terminal
 
 THROUGHPUT = MetricKey("compress", "default", "throughput_mbs", "MB/s", True)
 LATENCY = MetricKey("fio", "randread", "read_lat_us", "µs", False)
@@ -29,10 +28,17 @@ def run() -> RunData:
         started_at="2024-05-01T10:00:00Z",
         finished_at="2024-05-01T10:30:00Z",
         status="complete",
-        host_facts={"cpu_model": "Intel Xeon E5-2665", "cores": 32, "mem_bytes": 256 * 2**30,
-                    "kernel": "6.1.0-18-amd64", "thp": "madvise", "governor": "performance",
-                    "docker_version": "24.0.7", "accelerator": "kvm",
-                    "packages": {"xz-utils": "5.4.1", "fio": "3.33"}},
+        host_facts={
+            "cpu_model": "Intel Xeon E5-2665",
+            "cores": 32,
+            "mem_bytes": 256 * 2**30,
+            "kernel": "6.1.0-18-amd64",
+            "thp": "madvise",
+            "governor": "performance",
+            "docker_version": "24.0.7",
+            "accelerator": "kvm",
+            "packages": {"xz-utils": "5.4.1", "fio": "3.33"},
+        },
         study_text='name = "quick"\nbaseline = "native"\n',
         study_hash="0123456789abcdef0123",
         baseline="native",
@@ -46,8 +52,7 @@ def run() -> RunData:
             (LATENCY, "docker-nat"): spread(162, 1),  # +97.6%, significant
             # docker-host: compress failed twice, fio never measured
         },
-        failures={("compress", "default", "docker-host"): ["timed out after 600 s: pxz",
-                                                            "timed out after 600 s: pxz"]},
+        failures={("compress", "default", "docker-host"): ["timed out after 600 s: pxz", "timed out after 600 s: pxz"]},
     )
 
 
@@ -58,24 +63,43 @@ def cell(table, key, env):
 
 # -- number formatting ------------------------------------------------------------
 
-@pytest.mark.parametrize("x,sig,text", [
-    (1043.2, 4, "1043"), (110234.0, 4, "110234"), (31.457, 4, "31.46"), (3.18, 4, "3.18"),
-    (0.012634, 4, "0.01263"), (15.81, 2, "16"), (0.0523, 2, "0.052"), (123.4, 2, "123"),
-    (-4.5, 4, "\u22124.5"), (0.0, 2, "0"), (float("nan"), 2, "\u2014"),
-])
+
+@pytest.mark.parametrize(
+    "x,sig,text",
+    [
+        (1043.2, 4, "1043"),
+        (110234.0, 4, "110234"),
+        (31.457, 4, "31.46"),
+        (3.18, 4, "3.18"),
+        (0.012634, 4, "0.01263"),
+        (15.81, 2, "16"),
+        (0.0523, 2, "0.052"),
+        (123.4, 2, "123"),
+        (-4.5, 4, "\u22124.5"),
+        (0.0, 2, "0"),
+        (float("nan"), 2, "\u2014"),
+    ],
+)
 def test_fmt_num(x, sig, text):
     assert fmt_num(x, sig) == text
 
 
-@pytest.mark.parametrize("pct,text", [
-    (-0.8629, "\u22120.9%"), (97.56, "+97.6%"), (-22.04, "\u221222.0%"), (183.2, "+183%"),
-    (0.01, "\u00b10.0%"),
-])
+@pytest.mark.parametrize(
+    "pct,text",
+    [
+        (-0.8629, "\u22120.9%"),
+        (97.56, "+97.6%"),
+        (-22.04, "\u221222.0%"),
+        (183.2, "+183%"),
+        (0.01, "\u00b10.0%"),
+    ],
+)
 def test_fmt_pct(pct, text):
     assert fmt_pct(pct) == text
 
 
 # -- the table --------------------------------------------------------------------
+
 
 def test_columns_put_the_baseline_first_with_uniform_n(run):
     run.environments = ["docker-nat", "native", "docker-host"]
@@ -179,17 +203,22 @@ def test_emulated_environment_is_flagged(run):
 
 # -- markdown -----------------------------------------------------------------------
 
+
 def test_markdown_has_a_gfm_table_with_every_environment(run):
     md = render_markdown(run)
     lines = md.splitlines()
     header = "| workload | metric | native (baseline), n=5 | docker-nat, n=5 | docker-host |"
     i = lines.index(header)
     assert lines[i + 1] == "|:---|:---|---:|---:|---:|"
-    assert lines[i + 2] == ("| compress | throughput\\_mbs (MB/s) \u2191 | 1043 [16] | "
-                            "1034 (\u22120.9% [\u22123.5%, +1.8%]) [16] \u2248 | failed (2) |")
-    assert lines[i + 3] == ("| fio | randread: read\\_lat\\_us (µs) \u2193 | 82 [1.6]; median 82 (80..84) | "
-                            "162 (+97.6% [+92.0%, +103%]) [1.6] \\*; median 162 (160..164) | \u2014 |")
-    assert all(line.count("|") == 6 for line in lines[i:i + 4])
+    assert lines[i + 2] == (
+        "| compress | throughput\\_mbs (MB/s) \u2191 | 1043 [16] | "
+        "1034 (\u22120.9% [\u22123.5%, +1.8%]) [16] \u2248 | failed (2) |"
+    )
+    assert lines[i + 3] == (
+        "| fio | randread: read\\_lat\\_us (µs) \u2193 | 82 [1.6]; median 82 (80..84) | "
+        "162 (+97.6% [+92.0%, +103%]) [1.6] \\*; median 162 (160..164) | \u2014 |"
+    )
+    assert all(line.count("|") == 6 for line in lines[i : i + 4])
 
 
 def test_markdown_has_facts_legend_failures_and_study(run):
@@ -221,6 +250,7 @@ def test_markdown_escapes_pipes_and_tags_but_not_comparisons(run):
 
 # -- terminal ------------------------------------------------------------------------
 
+
 def render(run) -> str:
     console = Console(record=True, width=200)
     render_terminal(run, console)
@@ -229,8 +259,19 @@ def render(run) -> str:
 
 def test_terminal_shows_facts_table_legend_and_failures(run):
     out = render(run)
-    for text in ("Intel Xeon E5-2665", "256.0 GiB", "6.1.0-18-amd64", "madvise", "performance",
-                 "24.0.7", "accelerator", "kvm", "0123456789ab", "r-0001", "complete"):
+    for text in (
+        "Intel Xeon E5-2665",
+        "256.0 GiB",
+        "6.1.0-18-amd64",
+        "madvise",
+        "performance",
+        "24.0.7",
+        "accelerator",
+        "kvm",
+        "0123456789ab",
+        "r-0001",
+        "complete",
+    ):
         assert text in out, text
     assert "native (baseline), n=5" in out and "docker-nat, n=5" in out
     # short cells in a terminal: mean, change [interval, %], marks
@@ -244,8 +285,7 @@ def test_terminal_shows_facts_table_legend_and_failures(run):
 
 
 def test_terminal_survives_sparse_facts(run):
-    run = dataclasses.replace(run, host_facts={}, finished_at=None, study_hash="",
-                              status="interrupted", failures={})
+    run = dataclasses.replace(run, host_facts={}, finished_at=None, study_hash="", status="interrupted", failures={})
     out = render(run)
     assert "interrupted" in out and "1043" in out
     assert "Failures" not in out

@@ -30,12 +30,20 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
     docs = set()
     for node in ast.walk(ast.parse(src)):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(getattr(body[0], "value", None), ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             docs.update(range(body[0].lineno, body[0].end_lineno + 1))
-    return [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(src).readline)
-            if t.type in (tokenize.STRING, tokenize.NAME, getattr(tokenize, "FSTRING_MIDDLE", -1))
-            and t.start[0] not in docs]
+    return [
+        (t.start[0], t.string)
+        for t in tokenize.generate_tokens(io.StringIO(src).readline)
+        if t.type in (tokenize.STRING, tokenize.NAME, getattr(tokenize, "FSTRING_MIDDLE", -1))
+        and t.start[0] not in docs
+    ]
 
 
 def test_report_code_names_no_kind_and_no_workload():

@@ -13,17 +13,16 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from isobench.report.blocks import Items, Item, Para
+from isobench.report.blocks import Item, Items, Para
 from isobench.report.html import render_html
 from isobench.report.markdown import render_markdown
 from isobench.report.section import HTML, MARKDOWN, TERMINAL, ReportContext, Section, register
 from isobench.report.sections import SECTIONS, sections_for
 from isobench.report.sections.answer import answers, settle_line
 from isobench.report.sections.time_spent import time_rows
-from isobench.report.terminal import render_terminal
+from isobench.report.terminal import render_terminal, short_text
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_keys
-from isobench.report.terminal import short_text
 from isobench.store.db import Store
 from isobench.store.transfer import import_run
 
@@ -47,8 +46,9 @@ def _section(md: str, title: str) -> list[str]:
     return [ln for ln in m.group(1).splitlines() if ln.strip()]
 
 
-@pytest.mark.parametrize("title,renamed", [("Results", "Table I"), ("Inconclusive", None),
-                                           ("Where the overhead comes from", None)])
+@pytest.mark.parametrize(
+    "title,renamed", [("Results", "Table I"), ("Inconclusive", None), ("Where the overhead comes from", None)]
+)
 def test_the_same_run_renders_the_same_numbers_and_verdicts(quick, title, renamed):
     run, before = quick
     after = render_markdown(run)
@@ -111,18 +111,33 @@ def test_the_answer_is_table_i_verdicts_on_the_primaries(quick):
 def test_settle_line_counts_rounds():
     assert settle_line([8, 12, 40, 2000, None], 5) == (
         "Rounds that would settle them at this run's noise (this run has n = 5): "
-        "12 settle 2 of 5; 40 settle 3 of 5; 2 need more than 1000.")
+        "12 settle 2 of 5; 40 settle 3 of 5; 2 need more than 1000."
+    )
     assert settle_line([], 5) == ""
     # and in time, at the run's own pace: 40 rounds of 42 s are 28 min
     assert "12 (about 8 min) settle 2 of 5; 40 (about 28 min) settle 3 of 5" in settle_line(
-        [8, 12, 40, 2000, None], 5, 42.0)
+        [8, 12, 40, 2000, None], 5, 42.0
+    )
 
 
 def test_a_run_knows_its_pace_and_answers_in_minutes():
     from isobench.results.model import RunData
     from isobench.results.numbers import rounds_text
-    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "docker"], {},
-                  [_key("w", "m", "throughput"), _key("w", "n", "duration")])
+
+    run = RunData(
+        "r",
+        "s",
+        "",
+        None,
+        "complete",
+        {},
+        "",
+        "",
+        "native",
+        ["native", "docker"],
+        {},
+        [_key("w", "m", "throughput"), _key("w", "n", "duration")],
+    )
     assert run.seconds_per_round() is None  # no times stored
     run.time_spent = {("w", "native"): (30.0, 10), ("w", "docker"): (50.0, 10)}
     assert run.seconds_per_round() == 8.0  # 4 s a sample, 1 case x 2 environments
@@ -136,15 +151,22 @@ def _key(w, m, role, case="default"):
 
 
 def test_primaries_by_role_and_for_runs_before_roles():
-    keys = [_key("c", "mbs", "throughput"), _key("c", "real_s", "duration"), _key("n", "p50", "latency"),
-            _key("n", "cpu", "cpu"), _key("old", "gbps", ""), _key("old", "retr", "")]
+    keys = [
+        _key("c", "mbs", "throughput"),
+        _key("c", "real_s", "duration"),
+        _key("n", "p50", "latency"),
+        _key("n", "cpu", "cpu"),
+        _key("old", "gbps", ""),
+        _key("old", "retr", ""),
+    ]
     run = RunData("r", "s", "", None, "complete", {}, "", "", "a", ["a"], {}, keys)
     assert [k.metric for k in primary_keys(run)] == ["mbs", "p50", "gbps"]
 
 
 def test_time_rows():
-    header, rows, total = time_rows({("c", "a"): (30.0, 3), ("c", "b"): (30.0, 3), ("f", "a"): (120.0, 2)},
-                                    ["c", "f"], ["a", "b"])
+    header, rows, total = time_rows(
+        {("c", "a"): (30.0, 3), ("c", "b"): (30.0, 3), ("f", "a"): (120.0, 2)}, ["c", "f"], ["a", "b"]
+    )
     assert header == ("workload", "a", "b", "total", "share") and total == 180
     assert rows == [("c", "30 s", "30 s", "60 s", "33%"), ("f", "2 min", "-", "2 min", "67%")]
 

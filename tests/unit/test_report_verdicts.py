@@ -7,20 +7,20 @@ import json
 
 import pytest
 
-from isobench.core.metric import LATENCY
-from isobench.report.figures.normalised import AXIS_LIMIT, axis_limits, performance
-from isobench.report.markdown import render_markdown
-from isobench.results.model import MetricKey, RunData
-from isobench.report import compare_render
-from isobench.results.analysis import interval_text as change_text
-from isobench.results.table import WARNED, build_table
 from isobench.analysis.stats import compare_cell
 from isobench.analysis.verdicts import adjust
+from isobench.core.metric import LATENCY
+from isobench.host.hostinfo import HostInfo, parse_cache_size
+from isobench.report import compare_render
+from isobench.report.figures.normalised import AXIS_LIMIT, axis_limits, performance
+from isobench.report.markdown import render_markdown
+from isobench.results.analysis import interval_text as change_text
+from isobench.results.model import MetricKey, RunData
+from isobench.results.table import WARNED, build_table
 from isobench.study import StudyError, parse_study
+from isobench.workloads.base import Measurement
 from isobench.workloads.compress import Compression
 from isobench.workloads.hpcc import Hpcc, stream_validity
-from isobench.workloads.base import Measurement
-from isobench.host.hostinfo import HostInfo, parse_cache_size
 from unit.test_env_registry import fake, study_text  # noqa: F401 - the fake kind's fixture
 
 TPUT = MetricKey("compress", "default", "throughput_mbs", "MB/s", True, "throughput")
@@ -31,8 +31,21 @@ DRIFT = [100.0, 80.0, 120.0, 90.0, 110.0, 70.0]
 
 def run_of(values: dict, study: str = '[study]\nname = "s"\n', rounds: bool = True) -> RunData:
     envs = ["native", "docker"]
-    run = RunData("r", "s", "", None, "complete", {}, study, "", "native", envs, {e: {} for e in envs},
-                  sorted({k for k, _ in values}, key=lambda k: k.metric), dict(values))
+    run = RunData(
+        "r",
+        "s",
+        "",
+        None,
+        "complete",
+        {},
+        study,
+        "",
+        "native",
+        envs,
+        {e: {} for e in envs},
+        sorted({k for k, _ in values}, key=lambda k: k.metric),
+        dict(values),
+    )
     if rounds:
         run.rounds = {k: list(range(len(v))) for k, v in values.items()}
     return run
@@ -52,9 +65,10 @@ def test_interleaved_rounds_are_paired_and_drift_cancels():
 
 def test_the_same_values_unpaired_are_inconclusive():
     docker = [v * 0.97 for v in DRIFT]
-    for run in (run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): docker}, rounds=False),
-                run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): docker},
-                       study='[study]\nname = "s"\norder = "blocked"\n')):
+    for run in (
+        run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): docker}, rounds=False),
+        run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): docker}, study='[study]\nname = "s"\norder = "blocked"\n'),
+    ):
         v = cell(build_table(run), TPUT, "docker").verdict
         assert v.effect.test == "welch-log" and v.verdict == "inconclusive"
         assert v.rounds_needed > len(DRIFT)
@@ -66,8 +80,11 @@ def test_tolerance_from_the_study_decides_equivalence():
     values = {(TPUT, "native"): DRIFT, (TPUT, "docker"): [d * (1 + 0.002 * (-1) ** i) for i, d in enumerate(docker)]}
     wide = cell(build_table(run_of(values, '[study]\nname = "s"\ntolerance_pct = 5\n')), TPUT, "docker").verdict
     assert wide.verdict in ("changed", "equivalent")
-    narrow = cell(build_table(run_of(values, '[study]\nname = "s"\ntolerance_pct = 0.1\n'
-                                     'noise_floor_pct = { compress = 2 }\n')), TPUT, "docker").verdict
+    narrow = cell(
+        build_table(run_of(values, '[study]\nname = "s"\ntolerance_pct = 0.1\nnoise_floor_pct = { compress = 2 }\n')),
+        TPUT,
+        "docker",
+    ).verdict
     assert narrow.verdict == "equivalent" and narrow.margin_pct == 2  # the floor holds the change back
 
 
@@ -87,14 +104,23 @@ def test_drift_and_validity_warnings_beside_the_cell():
 def test_times_show_median_and_range():
     t = build_table(run_of({(LAT, "native"): [10.0, 12.0, 11.0], (LAT, "docker"): [20.0, 26.0, 21.0]}))
     assert cell(t, LAT, "docker").text.endswith("; median 21 (20..26)")
-    assert "median" not in build_table(run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): DRIFT})) \
-        .rows[0].cells[1].text
+    assert "median" not in build_table(run_of({(TPUT, "native"): DRIFT, (TPUT, "docker"): DRIFT})).rows[0].cells[1].text
     # Times declared without a role are known by their unit; other units are not times.
-    for unit, shown in (("\u00b5s", True), ("us", True), ("ms", True), ("s", True), ("ns", True),
-                        ("MB/s", False), ("CPU-s/GB", False)):
+    for unit, shown in (
+        ("\u00b5s", True),
+        ("us", True),
+        ("ms", True),
+        ("s", True),
+        ("ns", True),
+        ("MB/s", False),
+        ("CPU-s/GB", False),
+    ):
         key = MetricKey("fio", "randread", "read_clat_p99_us", unit, False, "")
-        text = cell(build_table(run_of({(key, "native"): [10.0, 12.0, 11.0],
-                                        (key, "docker"): [20.0, 26.0, 21.0]})), key, "docker").text
+        text = cell(
+            build_table(run_of({(key, "native"): [10.0, 12.0, 11.0], (key, "docker"): [20.0, 26.0, 21.0]})),
+            key,
+            "docker",
+        ).text
         assert text.endswith("; median 21 (20..26)") == shown, unit
 
 
@@ -122,8 +148,7 @@ def test_a_wild_interval_cannot_squash_the_figure():
 
 
 def test_stream_in_cache_and_too_short_runs_are_declared_invalid():
-    assert stream_validity({"STREAM_VectorSize": 666666}, 32 * 2**20).startswith(
-        "STREAM measures cache, not memory")
+    assert stream_validity({"STREAM_VectorSize": 666666}, 32 * 2**20).startswith("STREAM measures cache, not memory")
     assert stream_validity({"STREAM_VectorSize": 20_000_000}, 32 * 2**20) == ""
     assert stream_validity({}, 32 * 2**20) == "" and stream_validity({"STREAM_VectorSize": 1}, 0) == ""
     hpcc = Hpcc(Hpcc.Params(), HostInfo(2, 2**30, 2**30, llc_bytes=32 * 2**20))
@@ -135,15 +160,18 @@ def test_stream_in_cache_and_too_short_runs_are_declared_invalid():
     assert parse_cache_size("32768K") == 32 * 2**20 and parse_cache_size("1M") == 2**20
 
 
-@pytest.mark.parametrize("body,message", [
-    ('repetitions = "sometimes"', "study.repetitions"),
-    ('repetitions = 0', "from 1 to 1000"),
-    ('repetitions = "auto"\nmin_repetitions = 5\nmax_repetitions = 3', "max_repetitions (3) must be at least"),
-    ('repetitions = "auto"\ntarget_ci_pct = 0', "study.target_ci_pct"),
-    ('tolerance_pct = 150', "study.tolerance_pct"),
-    ('noise_floor_pct = { nope = 2 }', "study.noise_floor_pct.nope: no such workload"),
-    ('noise_floor_pct = { startup = 200 }', "a noise floor is a percentage"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ('repetitions = "sometimes"', "study.repetitions"),
+        ("repetitions = 0", "from 1 to 1000"),
+        ('repetitions = "auto"\nmin_repetitions = 5\nmax_repetitions = 3', "max_repetitions (3) must be at least"),
+        ('repetitions = "auto"\ntarget_ci_pct = 0', "study.target_ci_pct"),
+        ("tolerance_pct = 150", "study.tolerance_pct"),
+        ("noise_floor_pct = { nope = 2 }", "study.noise_floor_pct.nope: no such workload"),
+        ("noise_floor_pct = { startup = 200 }", "a noise floor is a percentage"),
+    ],
+)
 def test_bad_statistics_settings_are_one_line(body, message):
     text = f'[study]\nname = "s"\n{body}\n[environments.native]\n[workloads.startup]\n'
     with pytest.raises(StudyError) as err:
@@ -152,19 +180,32 @@ def test_bad_statistics_settings_are_one_line(body, message):
 
 
 @pytest.mark.parametrize("target,rounds", [(10.0, 2), (1e-9, 4)])
-def test_adaptive_repetitions_stop_when_converged_or_at_the_cap(fake, tmp_path, monkeypatch,  # noqa: F811
-                                                                target, rounds):
+def test_adaptive_repetitions_stop_when_converged_or_at_the_cap(
+    fake,
+    tmp_path,
+    monkeypatch,  # noqa: F811
+    target,
+    rounds,
+):
     from isobench.run.runner import run_study
     from isobench.store.db import Store
+
     # The runner's loop is under test, not pixz: values 1% apart, so a 10%
     # target is met at the first look and a 1e-9% one never.
     calls = iter(range(100))
     monkeypatch.setattr(Compression, "prepare", lambda self, env: None)
-    monkeypatch.setattr(Compression, "run", lambda self, case, env: Measurement(
-        dict.fromkeys(("throughput_mbs", "real_s", "user_s", "sys_s"), 10.0 + 0.1 * (next(calls) % 2))))
+    monkeypatch.setattr(
+        Compression,
+        "run",
+        lambda self, case, env: Measurement(
+            dict.fromkeys(("throughput_mbs", "real_s", "user_s", "sys_s"), 10.0 + 0.1 * (next(calls) % 2))
+        ),
+    )
     text = study_text("[environments.fake]\n[workloads.compression]\nsize_mb = 1\n")
-    text = text.replace("repetitions = 1\n", f'repetitions = "auto"\nmin_repetitions = 2\nmax_repetitions = 4\n'
-                                             f"target_ci_pct = {target}\n")
+    text = text.replace(
+        "repetitions = 1\n",
+        f'repetitions = "auto"\nmin_repetitions = 2\nmax_repetitions = 4\ntarget_ci_pct = {target}\n',
+    )
     store = Store(str(tmp_path / "r.sqlite"))
     run_id = run_study(parse_study(text, "f.toml"), store)
     measured = {r["round"] for r in store.samples(run_id) if not r["warmup"]}
@@ -174,7 +215,8 @@ def test_adaptive_repetitions_stop_when_converged_or_at_the_cap(fake, tmp_path, 
     assert looks[-1]["rounds"] == rounds and looks[-1]["stop"]
     legend = "\n".join(build_table(run).legend)
     assert "alpha = 0.05/2 for the 2 planned looks" in legend and f"Stopped after {rounds} rounds" in legend
-    not_converged = [w for r in build_table(run).rows for c in r.cells for w in c.warnings
-                     if w.startswith("not converged")]
+    not_converged = [
+        w for r in build_table(run).rows for c in r.cells for w in c.warnings if w.startswith("not converged")
+    ]
     assert bool(not_converged) == (rounds == 4)
     assert all(json.loads(s["vals"])["real_s"] >= 10 for s in store.samples(run_id))

@@ -3,16 +3,18 @@ conventions apply only to metrics stored without a role."""
 
 from isobench.core.metric import CPU_COST, CPU_UTIL, FAIRNESS, LATENCY, PER_INSTANCE, THROUGHPUT
 from isobench.report import figures
-from isobench.results.model import MetricKey, RunData
 from isobench.report.netpairs import nat_vs_host
+from isobench.results.model import MetricKey, RunData
 from isobench.results.roles import role_of
 from isobench.results.table import build_table
 
 ENVS = ["native", "nat", "host"]
 # a runtime the report has never heard of: only its network option counts
-FACTS = {"native": {"kind": "native", "options": {}},
-         "nat": {"kind": "podman", "options": {"network": "bridge"}},
-         "host": {"kind": "podman", "options": {"network": "host"}}}
+FACTS = {
+    "native": {"kind": "native", "options": {}},
+    "nat": {"kind": "podman", "options": {"network": "bridge"}},
+    "host": {"kind": "podman", "options": {"network": "host"}},
+}
 
 
 def _run(keys: list[MetricKey], values: dict[str, list[float]] | None = None) -> RunData:
@@ -43,6 +45,7 @@ def test_a_declared_role_wins_over_the_old_names():
 def test_old_names_give_roles_to_metrics_stored_without_one():
     def role(workload, metric, unit="x"):
         return role_of(MetricKey(workload, "c", metric, unit, False))
+
     assert role("api", "instance_2_task_s") == PER_INSTANCE
     assert role("api", "jain") == FAIRNESS == role("api", "imbalance")
     assert role("oltp", "cpu_util_pct") == CPU_UTIL
@@ -54,11 +57,13 @@ def test_old_names_give_roles_to_metrics_stored_without_one():
 def test_roles_pick_the_figures():
     keys = []
     for c in (1, 4):
-        keys += [MetricKey("w", f"clients={c}", "done", "ops/s", True, THROUGHPUT),
-                 MetricKey("w", f"clients={c}", "busy", "%", False, CPU_UTIL),
-                 MetricKey("w", f"clients={c}", "first", "s", False, PER_INSTANCE),
-                 MetricKey("w", f"clients={c}", "second", "s", False, PER_INSTANCE),
-                 MetricKey("w", f"clients={c}", "evenness", "", True, FAIRNESS)]
+        keys += [
+            MetricKey("w", f"clients={c}", "done", "ops/s", True, THROUGHPUT),
+            MetricKey("w", f"clients={c}", "busy", "%", False, CPU_UTIL),
+            MetricKey("w", f"clients={c}", "first", "s", False, PER_INSTANCE),
+            MetricKey("w", f"clients={c}", "second", "s", False, PER_INSTANCE),
+            MetricKey("w", f"clients={c}", "evenness", "", True, FAIRNESS),
+        ]
     keys.append(MetricKey("w", "tx", "effort", "J/op", False, CPU_COST))
     table = build_table(_run(keys))
     (sweep,) = figures.sweeps(table)

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from isobench.host import daemonconf
 from isobench.envs import runtimes as rt
 from isobench.envs.docker import DockerKind, DockerSpec
+from isobench.host import daemonconf
 from isobench.study import StudyError, parse_study
 
 STUDY = '[study]\nname = "r"\nrepetitions = 1\nwarmup = 0\n{envs}\n[workloads.startup]\n'
@@ -68,16 +68,22 @@ def test_unknown_runtime_refused_naming_the_field():
 
 def test_gvisor_platform_only_with_runsc():
     with pytest.raises(StudyError, match=r"environments\.d.*gvisor_platform is for runtime"):
-        parse_study(STUDY.format(envs='[environments.d]\nkind = "docker"\nruntime = "crun"\n'
-                                      'gvisor_platform = "ptrace"\n'), "s.toml")
+        parse_study(
+            STUDY.format(envs='[environments.d]\nkind = "docker"\nruntime = "crun"\ngvisor_platform = "ptrace"\n'),
+            "s.toml",
+        )
 
 
 def test_engine_error_reduced_to_one_line():
-    raw = ('500 Server Error for http+docker://localhost/v1.41/containers/x/start: Internal Server Error '
-           '("failed to create shim: OCI runtime create failed: cgroups in hybrid mode not supported, drop '
-           'all controllers from cgroupv2: unknown")')
-    assert rt.one_line(raw) == ("failed to create shim: OCI runtime create failed: cgroups in hybrid mode not "
-                                "supported, drop all controllers from cgroupv2: unknown")
+    raw = (
+        "500 Server Error for http+docker://localhost/v1.41/containers/x/start: Internal Server Error "
+        '("failed to create shim: OCI runtime create failed: cgroups in hybrid mode not supported, drop '
+        'all controllers from cgroupv2: unknown")'
+    )
+    assert rt.one_line(raw) == (
+        "failed to create shim: OCI runtime create failed: cgroups in hybrid mode not "
+        "supported, drop all controllers from cgroupv2: unknown"
+    )
     assert len(rt.one_line("x" * 1000)) == 240
 
 
@@ -93,15 +99,24 @@ def test_probe_cache_round_trip(tmp_path):
 def test_check_refuses_a_runtime_that_does_not_work(monkeypatch):
     kind = DockerKind()
     monkeypatch.setattr("isobench.envs.docker.engine_or_none", lambda: _Engine())
-    monkeypatch.setattr(DockerKind, "_runtime_states", staticmethod(lambda client, image: {
-        "runc": "available (Docker's default)", "crun": "not working: cgroups in hybrid mode not supported",
-        "runsc": "available (runsc version 0.0~20221219.0)"}))
+    monkeypatch.setattr(
+        DockerKind,
+        "_runtime_states",
+        staticmethod(
+            lambda client, image: {
+                "runc": "available (Docker's default)",
+                "crun": "not working: cgroups in hybrid mode not supported",
+                "runsc": "available (runsc version 0.0~20221219.0)",
+            }
+        ),
+    )
     assert kind.check(DockerSpec()) == []
     assert kind.check(DockerSpec(runtime="runsc")) == []
     [(field, problem)] = kind.check(DockerSpec(runtime="crun"))
     assert field == "runtime"
-    assert problem == ("crun cannot run here: not working: cgroups in hybrid mode not supported; "
-                       "this host has runc, runsc")
+    assert problem == (
+        "crun cannot run here: not working: cgroups in hybrid mode not supported; this host has runc, runsc"
+    )
 
 
 class _Engine:

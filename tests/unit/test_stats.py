@@ -20,6 +20,7 @@ def with_mean_sd(n: int, mean: float, sd: float, seed: int) -> np.ndarray:
 
 # -- summarize ---------------------------------------------------------------
 
+
 def test_summary_of_one_to_five_matches_hand_computation():
     s = summarize([1, 2, 3, 4, 5])
     assert s.n == 5
@@ -66,6 +67,7 @@ def test_identical_values_have_exactly_zero_spread():
 
 # -- ci_halfwidth_pct ----------------------------------------------------------
 
+
 def test_ci_halfwidth_pct_is_relative_half_width():
     s = summarize([1, 2, 3, 4, 5])
     assert ci_halfwidth_pct(s) == pytest.approx(T975_DF4 * math.sqrt(0.5) / 3 * 100, rel=1e-8)
@@ -76,5 +78,3 @@ def test_ci_halfwidth_pct_edge_cases():
     assert math.isnan(ci_halfwidth_pct(summarize([3.0])))
     assert ci_halfwidth_pct(summarize([0.0, 0.0])) == 0.0
     assert ci_halfwidth_pct(summarize([-1.0, 1.0])) == math.inf
-
-

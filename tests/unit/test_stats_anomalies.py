@@ -11,6 +11,7 @@ from isobench.analysis.anomalies import drift, outliers, slow_first_round
 
 # -- outliers -------------------------------------------------------------------------
 
+
 def test_outlier_by_hand():
     o = outliers([10.0, 10.2, 9.9, 10.1, 15.0], threshold=3.5, min_n=5)
     # median 10.1; |deviations| 0.1 0.1 0.2 0 4.9 -> MAD 0.1
@@ -63,6 +64,7 @@ def test_two_outliers_and_a_custom_threshold():
 
 # -- slow first round ---------------------------------------------------------------------
 
+
 def test_slow_first_round_throughput():
     s = slow_first_round([60, 100, 101, 99, 100.5], higher_is_better=True)
     assert s.flagged and s.first == 60 and s.rest_median == 100.25
@@ -85,6 +87,7 @@ def test_first_round_must_be_the_worst_and_far_off():
 
 
 # -- drift ------------------------------------------------------------------------------------
+
 
 def test_perfect_trend_over_eight_rounds_is_drift_with_exact_p():
     d = drift([1, 2, 3, 4, 5, 6, 7, 8])

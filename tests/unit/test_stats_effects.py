@@ -24,6 +24,7 @@ def lognormal(rng, n, mean=100.0, cv=0.05):
 
 # -- against scipy ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", range(8))
 def test_welch_log_matches_scipy_on_logs(seed):
     rng = np.random.default_rng(seed)
@@ -71,11 +72,11 @@ def test_too_few_pairs_fall_back_to_welch_and_say_so():
     e = compare_cell([1.0, 1.1, 1.2], [1.0, 1.05, 1.3], True, pairs=[(1.0, 1.0)])
     assert e.test == "welch-log" and e.n_pairs == 0
     assert "1 complete round(s) to pair" in e.reason
-    assert e.p == pytest.approx(st.ttest_ind(np.log([1.0, 1.1, 1.2]), np.log([1.0, 1.05, 1.3]),
-                                             equal_var=False).pvalue)
+    assert e.p == pytest.approx(st.ttest_ind(np.log([1.0, 1.1, 1.2]), np.log([1.0, 1.05, 1.3]), equal_var=False).pvalue)
 
 
 # -- direction and the fields of Effect ------------------------------------------------
+
 
 def test_halved_throughput_is_fifty_percent_overhead():
     e = compare_cell([50, 50.5, 49.5], [100, 101, 99], higher_is_better=True)
@@ -93,6 +94,7 @@ def test_summaries_of_the_raw_values_are_carried():
 
 
 # -- the two cells from issue 11: interval and test now agree -------------------------
+
 
 def test_issue_case_significant_with_interval_excluding_one():
     e = compare_cell([76.8, 77.1, 92.0], [97.3, 108.1, 129.0], True)
@@ -113,6 +115,7 @@ def test_issue_case_not_significant_with_interval_including_one():
 
 
 # -- degenerate data: never a crash, never nan-driven --------------------------------
+
 
 def _quiet(*args, **kw) -> Effect:
     with warnings.catch_warnings():
@@ -150,14 +153,17 @@ def test_one_constant_side_is_ordinary_welch():
     assert e.p == pytest.approx(2 * st.t.sf(t, 2), rel=1e-10)
 
 
-@pytest.mark.parametrize("cand,base,why", [
-    ([0.0, 1.0, 2.0], [1.0, 2.0, 3.0], "values <= 0"),
-    ([1.0, 2.0], [-1.0, 2.0], "values <= 0"),
-    ([1.0, float("nan")], [1.0, 2.0], "non-finite"),
-    ([1.0, float("inf")], [1.0, 2.0], "non-finite"),
-    ([5.0], [1.0, 2.0, 3.0], "n < 2"),
-    ([], [1.0, 2.0], "n < 2"),
-])
+@pytest.mark.parametrize(
+    "cand,base,why",
+    [
+        ([0.0, 1.0, 2.0], [1.0, 2.0, 3.0], "values <= 0"),
+        ([1.0, 2.0], [-1.0, 2.0], "values <= 0"),
+        ([1.0, float("nan")], [1.0, 2.0], "non-finite"),
+        ([1.0, float("inf")], [1.0, 2.0], "non-finite"),
+        ([5.0], [1.0, 2.0, 3.0], "n < 2"),
+        ([], [1.0, 2.0], "n < 2"),
+    ],
+)
 def test_untestable_cells_are_marked_none_with_a_reason(cand, base, why):
     e = _quiet(cand, base, True)
     assert e.test == "none" and not e.tested and why in e.reason
@@ -182,6 +188,7 @@ def test_invalid_settings_are_refused():
 
 # -- the vectorised helpers are the scalar ones -------------------------------------------
 
+
 def test_vectorised_welch_and_paired_match_per_cell_results():
     rng = np.random.default_rng(7)
     lc, lb = rng.normal(0, 0.1, (50, 4)), rng.normal(0.05, 0.2, (50, 5))
@@ -198,8 +205,9 @@ def test_vectorised_welch_and_paired_match_per_cell_results():
 
 
 def test_t_pvalue_zero_noise_is_deterministic():
-    assert list(t_pvalue([0.0, 0.3, -0.3, 1.0], [0.0, 0.0, 0.0, 0.5], [2, 2, 2, 3])) == \
-        pytest.approx([1.0, 0.0, 0.0, 2 * st.t.sf(2.0, 3)])
+    assert list(t_pvalue([0.0, 0.3, -0.3, 1.0], [0.0, 0.0, 0.0, 0.5], [2, 2, 2, 3])) == pytest.approx(
+        [1.0, 0.0, 0.0, 2 * st.t.sf(2.0, 3)]
+    )
 
 
 def test_ratio_interval_obeys_the_decision_at_the_boundary():
@@ -213,8 +221,9 @@ def test_ratio_interval_obeys_the_decision_at_the_boundary():
     lo, hi = ratio_interval(-est, se, 4, 0.05, exclude=True)
     assert lo <= hi < 1.0
     # Away from the boundary the bounds are untouched.
-    assert ratio_interval(0.5, 0.1, 4, 0.05, exclude=True) == \
-        pytest.approx((math.exp(0.5 - crit * 0.1), math.exp(0.5 + crit * 0.1)), rel=1e-12)
+    assert ratio_interval(0.5, 0.1, 4, 0.05, exclude=True) == pytest.approx(
+        (math.exp(0.5 - crit * 0.1), math.exp(0.5 + crit * 0.1)), rel=1e-12
+    )
     # A real disagreement with the decision is not hidden: only a floating-
     # point tie (a bound within 1e-9 of 1) is resolved in the decision's favour.
     lo, hi = ratio_interval(0.1, 0.1, 4, 0.05, exclude=True)

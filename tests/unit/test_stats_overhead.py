@@ -115,6 +115,7 @@ def test_rounds_needed_is_predicted_for_an_inconclusive_change():
 
 # -- property: the printed interval excludes 1 exactly when BH rejects --------------------
 
+
 def random_changes(count, seed):
     rng = np.random.default_rng(seed)
     out = []
@@ -122,8 +123,14 @@ def random_changes(count, seed):
         sd = math.exp(rng.uniform(math.log(0.002), math.log(0.4)))
         moved = 1.0 if rng.random() < 0.5 else math.exp(rng.normal(0, 0.2))
         _, _, a = run(rng, int(rng.integers(2, 9)), 0.9, sd, paired=bool(rng.random() < 0.7))
-        _, _, b = run(rng, int(rng.integers(2, 9)), 0.9 * moved, sd * math.exp(rng.normal(0, 0.5)),
-                      drift=math.exp(rng.normal(0, 0.2)), paired=bool(rng.random() < 0.7))
+        _, _, b = run(
+            rng,
+            int(rng.integers(2, 9)),
+            0.9 * moved,
+            sd * math.exp(rng.normal(0, 0.5)),
+            drift=math.exp(rng.normal(0, 0.2)),
+            paired=bool(rng.random() < 0.7),
+        )
         out.append(overhead_change(a, b))
     return out
 
@@ -134,7 +141,7 @@ def test_interval_excludes_no_change_exactly_when_bh_rejects():
     start, rejections, verdicts_seen = 0, 0, set()
     while start < len(changes):
         size = int(rng.integers(1, 120))
-        table = changes[start:start + size]
+        table = changes[start : start + size]
         start += size
         verdicts = adjust(table)
         r = sum(v.rejected for v in verdicts)

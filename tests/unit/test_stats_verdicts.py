@@ -54,8 +54,7 @@ def random_effects(count, seed):
             c, b = np.full(n_c, 7.5), np.full(n_b, 7.0)
         elif kind == 2:
             c, b = np.round(c, -1) + 10, np.round(b, -1) + 10  # heavy ties
-        out.append(compare_cell(c, b, bool(rng.random() < 0.5),
-                                pairs=list(zip(c, b)) if paired else None))
+        out.append(compare_cell(c, b, bool(rng.random() < 0.5), pairs=list(zip(c, b)) if paired else None))
     return out
 
 
@@ -70,6 +69,7 @@ def excludes_one(v):
 
 # -- property: the printed interval excludes 1 exactly when "changed" -----------------
 
+
 def test_single_cell_interval_excludes_one_iff_changed(effects):
     kinds = set()
     for e in effects:
@@ -81,8 +81,13 @@ def test_single_cell_interval_excludes_one_iff_changed(effects):
             assert interval(e) == (v.low, v.high)
         kinds.add((e.test, v.verdict))
     # The data sets exercised every test and every verdict.
-    assert {("paired", CHANGED), ("welch-log", CHANGED), ("paired", INCONCLUSIVE),
-            ("welch-log", INCONCLUSIVE), ("welch-log", EQUIVALENT)} <= kinds
+    assert {
+        ("paired", CHANGED),
+        ("welch-log", CHANGED),
+        ("paired", INCONCLUSIVE),
+        ("welch-log", INCONCLUSIVE),
+        ("welch-log", EQUIVALENT),
+    } <= kinds
 
 
 def test_bh_table_interval_excludes_one_iff_changed(effects):
@@ -90,7 +95,7 @@ def test_bh_table_interval_excludes_one_iff_changed(effects):
     start, tables, rejections = 0, 0, 0
     while start < len(effects):
         size = int(rng.integers(1, 200))
-        table = effects[start:start + size]
+        table = effects[start : start + size]
         start += size
         verdicts = adjust(table)
         ps = np.array([e.p for e in table])
@@ -111,6 +116,7 @@ def test_bh_table_interval_excludes_one_iff_changed(effects):
 
 
 # -- BH ------------------------------------------------------------------------------------
+
 
 def test_bh_adjusted_p_matches_scipy_and_counts_only_tested_cells():
     ps = [0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205, 0.212, 0.216]
@@ -150,6 +156,7 @@ def test_adjust_overrides_and_checks():
 
 # -- three verdicts ----------------------------------------------------------------------
 
+
 def test_clearly_changed():
     v = judge(compare_cell([80, 81, 79, 80, 80.5], [100, 101, 99, 100, 100.5], True))
     assert v.verdict == CHANGED and v.direction == "worse"
@@ -174,8 +181,7 @@ def test_inconclusive_with_rounds_needed():
     assert v.verdict == INCONCLUSIVE
     # By hand: equal sds, so df = 2(n - 1); smallest n with t·sd·sqrt(2/n) < log(1.05)/2.
     target = math.log(1.05) / 2
-    need = next(n for n in range(2, 2000)
-                if st.t.isf(0.025, 2 * (n - 1)) * 0.2 * math.sqrt(2 / n) < target)
+    need = next(n for n in range(2, 2000) if st.t.isf(0.025, 2 * (n - 1)) * 0.2 * math.sqrt(2 / n) < target)
     assert v.rounds_needed == need == 518
     assert "about 518 rounds would resolve ±5%" in v.text
 
@@ -211,6 +217,7 @@ def test_rounds_needed_is_capped():
 
 # -- the smallest change an inconclusive cell's run could have called ---------------------
 
+
 def test_an_inconclusive_cell_says_the_smallest_change_its_run_could_call():
     # paired, per-round log-ratio sd 0.05 at n = 3, alone (m = 1: q = alpha)
     e = _paired_cell(3, 0.0, seed=5)
@@ -219,8 +226,10 @@ def test_an_inconclusive_cell_says_the_smallest_change_its_run_could_call():
     expected = math.expm1(detectable_change(e.noise_sd, 3, ALPHA)) * 100
     assert v.callable_pct == pytest.approx(expected, rel=1e-12) and 10 < expected < 30
     assert callable_change(e, ALPHA) == v.callable_pct
-    assert (f"; this run could call changes of about {change_text(expected)} or more; about "
-            f"{v.rounds_needed} rounds would resolve ±5%") in v.text
+    assert (
+        f"; this run could call changes of about {change_text(expected)} or more; about "
+        f"{v.rounds_needed} rounds would resolve ±5%"
+    ) in v.text
     # Welch (no pairs): the same with n = min(n_c, n_b), at the level of the printed interval
     w = compare_cell(exact(4, math.log(100), 0.2, 3), exact(3, math.log(100), 0.2, 4), True)
     many = adjust([w] + [_paired_cell(3, 0.0, seed=5)] * 9)
@@ -249,7 +258,14 @@ def test_the_callable_change_shrinks_as_rounds_grow():
 
 def test_the_callable_change_is_printed_like_the_pilots_resolution():
     assert [change_text(p) for p in (3.14159, 9.96, 10.4, 31.2, 999.0, 1000.0, math.inf)] == [
-        "3.1%", "10.0%", "10%", "31%", "999%", ">+999%", ">+999%"]
+        "3.1%",
+        "10.0%",
+        "10%",
+        "31%",
+        "999%",
+        ">+999%",
+        ">+999%",
+    ]
     # three noisy rounds among 99 cells: a many-fold change, said as such
     calm = compare_cell([100, 101, 99], [100, 100.5, 99.5], True)
     v = adjust([_paired_cell(3, 0.0, sd=0.5)] + [calm] * 98)[0]
@@ -274,8 +290,12 @@ def test_two_rounds_among_99_cells_keep_a_finite_positive_interval():
 def test_verdicts_never_warn_on_degenerate_cells():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        cells = [compare_cell([7.0] * 3, [7.0] * 3, True), compare_cell([2.0] * 3, [1.0] * 3, True),
-                 compare_cell([0.0, 1.0], [1.0, 2.0], True), compare_cell([5.0], [1.0, 2.0], True)]
+        cells = [
+            compare_cell([7.0] * 3, [7.0] * 3, True),
+            compare_cell([2.0] * 3, [1.0] * 3, True),
+            compare_cell([0.0, 1.0], [1.0, 2.0], True),
+            compare_cell([5.0], [1.0, 2.0], True),
+        ]
         v = adjust(cells)
     assert [x.verdict for x in v] == [EQUIVALENT, CHANGED, INCONCLUSIVE, INCONCLUSIVE]
     assert v[0].low == v[0].high == 1.0
@@ -283,6 +303,7 @@ def test_verdicts_never_warn_on_degenerate_cells():
 
 
 # -- the noise floor -------------------------------------------------------------------------
+
 
 def test_noise_floor_holds_back_a_small_real_change():
     c = exact(10, math.log(102), 0.004, 7)
@@ -306,14 +327,15 @@ def test_noise_floor_above_tolerance_widens_equivalence():
 
 # -- the gate ---------------------------------------------------------------------------------
 
+
 def test_regressions_are_bh_changed_worse_beyond_pct():
     base = [100, 101, 99, 100, 100.5, 99.5]
     cells = [
-        compare_cell([80, 81, 79, 80, 80.5, 79.5], base, True),      # throughput -20%: regression
+        compare_cell([80, 81, 79, 80, 80.5, 79.5], base, True),  # throughput -20%: regression
         compare_cell([120, 121, 119, 120, 120.5, 119.5], base, True),  # throughput +20%: better
-        compare_cell([97, 98, 96, 97, 97.5, 96.5], base, True),      # -3%: changed, under 5%
+        compare_cell([97, 98, 96, 97, 97.5, 96.5], base, True),  # -3%: changed, under 5%
         compare_cell([110, 111, 109, 110, 110.5, 109.5], base, False),  # latency +10%: regression
-        compare_cell([50, 150, 100], [100, 101, 99], True),          # too noisy to tell
+        compare_cell([50, 150, 100], [100, 101, 99], True),  # too noisy to tell
     ]
     v = adjust(cells)
     assert [x.verdict for x in v] == [CHANGED, CHANGED, CHANGED, CHANGED, INCONCLUSIVE]
@@ -322,9 +344,9 @@ def test_regressions_are_bh_changed_worse_beyond_pct():
     assert regressions(v, 2) == [v[0], v[2], v[3]]
 
 
-
 def test_a_level_never_reads_100_percent():
     from isobench.analysis.verdicts import fmt_level
+
     assert fmt_level(0.95) == "95%" and fmt_level(0.975) == "97.5%"
     assert fmt_level(1 - 0.05 / 66) == "99.92%"  # as before: four significant digits
     assert fmt_level(1 - 0.05 / (64 * 21)) == "99.9963%"  # two budgeted runs' 21 primaries

@@ -1,11 +1,11 @@
 import json
 import sqlite3
 
+import pytest
+
+from isobench.core.metric import Metric
 from isobench.store.db import Sample, Store, StoreError
 from isobench.study import parse_study
-from isobench.core.metric import Metric
-
-import pytest
 
 STUDY = """
 [study]
@@ -26,15 +26,42 @@ def store(tmp_path):
 def _fill(store, run_id="run-1"):
     study = parse_study(STUDY, "s.toml")
     store.create_run(run_id, study, {"cores": 2})
-    store.define_metrics(run_id, "compression", "default", [Metric("throughput_mbs", "MB/s", True),
-                                                           Metric("real_s", "s", False)])
+    store.define_metrics(
+        run_id, "compression", "default", [Metric("throughput_mbs", "MB/s", True), Metric("real_s", "s", False)]
+    )
     store.set_env_facts(run_id, "native", {"kind": "native"})
     for rnd, warm in [(0, True), (1, False), (2, False)]:
         for env, v in [("native", 10.0 + rnd), ("docker-nat", 9.0 + rnd)]:
-            store.add_sample(Sample(run_id, env, "compression", "default", rnd, warm, "ok", "t", 1.0,
-                                    {"throughput_mbs": v, "real_s": 1 / v}, raw="raw"))
-    store.add_sample(Sample(run_id, "docker-nat", "compression", "default", 3, False, "timeout", "t", 5.0,
-                            raw="partial", error="timed out after 5 s"))
+            store.add_sample(
+                Sample(
+                    run_id,
+                    env,
+                    "compression",
+                    "default",
+                    rnd,
+                    warm,
+                    "ok",
+                    "t",
+                    1.0,
+                    {"throughput_mbs": v, "real_s": 1 / v},
+                    raw="raw",
+                )
+            )
+    store.add_sample(
+        Sample(
+            run_id,
+            "docker-nat",
+            "compression",
+            "default",
+            3,
+            False,
+            "timeout",
+            "t",
+            5.0,
+            raw="partial",
+            error="timed out after 5 s",
+        )
+    )
     return study
 
 
@@ -91,8 +118,12 @@ def test_load_run_keeps_the_round_of_every_value(store):
 def test_define_metrics_keeps_the_role(store):
     study = parse_study(STUDY, "s.toml")
     store.create_run("r", study, {})
-    store.define_metrics("r", "compression", "default", [Metric("throughput_mbs", "MB/s", True, role="throughput"),
-                                                         Metric("user_s", "s", False)])
+    store.define_metrics(
+        "r",
+        "compression",
+        "default",
+        [Metric("throughput_mbs", "MB/s", True, role="throughput"), Metric("user_s", "s", False)],
+    )
     assert [m.role for m in store.load_run("r").metrics] == ["throughput", ""]
 
 
@@ -111,11 +142,15 @@ CREATE TABLE samples (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL
     warmup INTEGER NOT NULL, status TEXT NOT NULL, error TEXT, vals TEXT NOT NULL, extra TEXT NOT NULL,
     raw TEXT NOT NULL, started_at TEXT NOT NULL, wall_s REAL NOT NULL);
 """
-NET_ENVS = {"native": {"kind": "native", "options": {}},
-            "docker-nat": {"kind": "docker", "options": {"network": "bridge"}},
-            "docker-host": {"kind": "docker", "options": {"network": "host"}}}
-NET_METRICS = [("netlat", "tcp", "mean_us", "µs", False, "latency"),
-               ("netbw", "tx", "gbps", "Gbit/s", True, "throughput")]
+NET_ENVS = {
+    "native": {"kind": "native", "options": {}},
+    "docker-nat": {"kind": "docker", "options": {"network": "bridge"}},
+    "docker-host": {"kind": "docker", "options": {"network": "host"}},
+}
+NET_METRICS = [
+    ("netlat", "tcp", "mean_us", "µs", False, "latency"),
+    ("netbw", "tx", "gbps", "Gbit/s", True, "throughput"),
+]
 
 
 def _net_value(env: str, rnd: int) -> float:
@@ -126,24 +161,28 @@ def _old_store(path: str) -> None:
     """A run written as isobench wrote it before roles: no role column."""
     db = sqlite3.connect(path)
     db.executescript(OLD_SCHEMA)
-    db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-               ("net", "s", "s.toml", STUDY, "h", "native", json.dumps(list(NET_ENVS)), "t0", "t1", "complete",
-                "{}"))
+    db.execute(
+        "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        ("net", "s", "s.toml", STUDY, "h", "native", json.dumps(list(NET_ENVS)), "t0", "t1", "complete", "{}"),
+    )
     for env, facts in NET_ENVS.items():
         db.execute("INSERT INTO env_facts VALUES (?,?,?)", ("net", env, json.dumps(facts)))
     for i, (w, c, m, u, hib, _role) in enumerate(NET_METRICS):
         db.execute("INSERT INTO metric_defs VALUES (?,?,?,?,?,?,?)", ("net", w, c, m, u, int(hib), i))
         for env in NET_ENVS:
             for rnd in (1, 2, 3):
-                db.execute("INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra,"
-                           " raw, started_at, wall_s) VALUES (?,?,?,?,?,0,'ok',?,'{}','','t',1.0)",
-                           ("net", env, w, c, rnd, json.dumps({m: _net_value(env, rnd)})))
+                db.execute(
+                    "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra,"
+                    " raw, started_at, wall_s) VALUES (?,?,?,?,?,0,'ok',?,'{}','','t',1.0)",
+                    ("net", env, w, c, rnd, json.dumps({m: _net_value(env, rnd)})),
+                )
     db.commit()
     db.close()
 
 
 def test_a_store_from_before_roles_gets_the_column_and_reports_the_same(tmp_path):
     from isobench.report.markdown import render_markdown
+
     old_path, new_path = str(tmp_path / "old.sqlite"), str(tmp_path / "new.sqlite")
     _old_store(old_path)
     old = Store(old_path)
@@ -160,8 +199,9 @@ def test_a_store_from_before_roles_gets_the_column_and_reports_the_same(tmp_path
 
     old_run, new_run = old.load_run("net"), new.load_run("net")
     assert [m.role for m in old_run.metrics] == ["", ""]
-    assert [(m.workload, m.metric, m.unit) for m in old_run.metrics] == \
-        [(m.workload, m.metric, m.unit) for m in new_run.metrics]
+    assert [(m.workload, m.metric, m.unit) for m in old_run.metrics] == [
+        (m.workload, m.metric, m.unit) for m in new_run.metrics
+    ]
     old_md = render_markdown(old_run)
     assert old_md == render_markdown(new_run)
     assert "## NAT vs host networking" in old_md and "docker-nat 42 vs docker-host 23" in old_md
@@ -173,8 +213,20 @@ def test_resume_skips_only_cells_with_an_ok_sample(store):
     assert ("docker-nat", "compression", "default", 1) in measured
     # round 3 timed out: --resume measures it again; the timeout stays on record
     assert ("docker-nat", "compression", "default", 3) not in measured
-    store.add_sample(Sample("run-1", "docker-nat", "compression", "default", 3, False, "ok", "t", 1.0,
-                            {"throughput_mbs": 13.0, "real_s": 1 / 13}))
+    store.add_sample(
+        Sample(
+            "run-1",
+            "docker-nat",
+            "compression",
+            "default",
+            3,
+            False,
+            "ok",
+            "t",
+            1.0,
+            {"throughput_mbs": 13.0, "real_s": 1 / 13},
+        )
+    )
     assert ("docker-nat", "compression", "default", 3) in store.measured_cells("run-1")
     run = store.load_run("run-1")
     tput = run.metrics[0]
@@ -206,6 +258,7 @@ def test_a_read_only_store_is_refused_before_a_run(tmp_path):
 
 def test_a_failed_sample_write_is_a_store_write_error_and_keeps_earlier_samples(tmp_path):
     from isobench.store.db import StoreWriteError
+
     path = str(tmp_path / "r.sqlite")
     s = Store(path)
     _fill(s)
@@ -220,11 +273,16 @@ def test_a_failed_sample_write_is_a_store_write_error_and_keeps_earlier_samples(
 def test_define_metrics_keeps_the_primary_flag(store):
     study = parse_study(STUDY, "s.toml")
     store.create_run("r", study, {})
-    store.define_metrics("r", "compression", "default", [
-        Metric("throughput_mbs", "MB/s", True, role="throughput", primary=True), Metric("real_s", "s", False)])
+    store.define_metrics(
+        "r",
+        "compression",
+        "default",
+        [Metric("throughput_mbs", "MB/s", True, role="throughput", primary=True), Metric("real_s", "s", False)],
+    )
     run = store.load_run("r")
     assert [m.primary for m in run.metrics] == [True, False]
     from isobench.results.primary import primary_keys, stores_primaries
+
     assert stores_primaries(run) and primary_keys(run) == run.metrics[:1]
 
 
@@ -232,21 +290,25 @@ def _before_primaries(path: str) -> None:
     """A run written as isobench wrote it with roles, before primaries: no
     is_primary column in metric_defs."""
     from isobench.store.schema import SCHEMA
+
     schema = "\n".join(line for line in SCHEMA.splitlines() if "is_primary" not in line)
     db = sqlite3.connect(path)
     db.executescript(schema)
-    db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-               ("net", "s", "s.toml", STUDY, "h", "native", json.dumps(list(NET_ENVS)), "t0", "t1", "complete",
-                "{}"))
+    db.execute(
+        "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        ("net", "s", "s.toml", STUDY, "h", "native", json.dumps(list(NET_ENVS)), "t0", "t1", "complete", "{}"),
+    )
     for env, facts in NET_ENVS.items():
         db.execute("INSERT INTO env_facts VALUES (?,?,?)", ("net", env, json.dumps(facts)))
     for i, (w, c, m, u, hib, role) in enumerate(NET_METRICS):
         db.execute("INSERT INTO metric_defs VALUES (?,?,?,?,?,?,?,?)", ("net", w, c, m, u, int(hib), i, role))
         for env in NET_ENVS:
             for rnd in (1, 2, 3):
-                db.execute("INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra,"
-                           " raw, started_at, wall_s) VALUES (?,?,?,?,?,0,'ok',?,'{}','','t',1.0)",
-                           ("net", env, w, c, rnd, json.dumps({m: _net_value(env, rnd)})))
+                db.execute(
+                    "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, vals, extra,"
+                    " raw, started_at, wall_s) VALUES (?,?,?,?,?,0,'ok',?,'{}','','t',1.0)",
+                    ("net", env, w, c, rnd, json.dumps({m: _net_value(env, rnd)})),
+                )
     db.commit()
     db.close()
 
@@ -255,6 +317,7 @@ def test_a_store_from_before_primaries_gets_the_column_and_reports_as_before(tmp
     from isobench.report.markdown import render_markdown
     from isobench.results.primary import stores_primaries
     from isobench.results.table import DESCRIPTIVE_MARK, build_table
+
     old_path, new_path = str(tmp_path / "old.sqlite"), str(tmp_path / "new.sqlite")
     _before_primaries(old_path)
     assert "is_primary" not in {row[1] for row in sqlite3.connect(old_path).execute("PRAGMA table_info(metric_defs)")}
@@ -276,11 +339,17 @@ def test_a_store_from_before_primaries_gets_the_column_and_reports_as_before(tmp
     assert md == render_markdown(new.load_run("net")) and DESCRIPTIVE_MARK not in md
 
     # the migrated store takes a run with primaries
-    old.db.execute("INSERT INTO runs SELECT 'net2', study_name, study_path, study_text, study_hash, baseline,"
-                   " environments, started_at, finished_at, status, host_facts FROM runs WHERE run_id='net'")
+    old.db.execute(
+        "INSERT INTO runs SELECT 'net2', study_name, study_path, study_text, study_hash, baseline,"
+        " environments, started_at, finished_at, status, host_facts FROM runs WHERE run_id='net'"
+    )
     old.db.commit()
-    old.define_metrics("net2", "netlat", "tcp", [Metric("mean_us", "µs", False, role="latency", primary=True),
-                                                 Metric("p99_us", "µs", False, role="latency")])
+    old.define_metrics(
+        "net2",
+        "netlat",
+        "tcp",
+        [Metric("mean_us", "µs", False, role="latency", primary=True), Metric("p99_us", "µs", False, role="latency")],
+    )
     assert [m.primary for m in old.load_run("net2").metrics] == [True, False]
     old.close()
     new.close()

@@ -71,8 +71,9 @@ def test_misspelt_study_field():
 def test_impossible_values():
     assert "study.repetitions" in err(GOOD.replace("repetitions = 2", "repetitions = 0"))
     assert "environments.limited.cpus" in err(GOOD.replace("cpus = 1.5", "cpus = -1"))
-    assert "environments.docker-nat.network" in err(GOOD.replace("[environments.docker-nat]",
-                                                                   "[environments.docker-nat]\nnetwork = 'nat'"))
+    assert "environments.docker-nat.network" in err(
+        GOOD.replace("[environments.docker-nat]", "[environments.docker-nat]\nnetwork = 'nat'")
+    )
 
 
 def test_unknown_kind_preset_workload_and_baseline():
@@ -95,8 +96,12 @@ def test_cpuset_refuses_shell_metacharacters():
 
 def test_shipped_studies_validate_quickly():
     paths = sorted((ROOT / "studies").rglob("*.toml"))
-    assert {"ku2020-memory-pressure.toml", "vmware-redis-scaleout.toml", "insa2016-pxz.toml",
-            "quick-docker-throttled.toml"} <= {p.name for p in paths}
+    assert {
+        "ku2020-memory-pressure.toml",
+        "vmware-redis-scaleout.toml",
+        "insa2016-pxz.toml",
+        "quick-docker-throttled.toml",
+    } <= {p.name for p in paths}
     for path in paths:
         t0 = time.perf_counter()
         load_study(path)

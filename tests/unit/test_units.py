@@ -1,6 +1,5 @@
 """Every registered workload declares its units of work from a run's own values."""
 
-
 from isobench.host.hostinfo import HostInfo
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import Measurement
@@ -8,17 +7,30 @@ from workload_params import default_params
 
 HOST = HostInfo(cores=2, mem_bytes=8 << 30, disk_free_bytes=100 << 30)
 
-EXPECTED = {"compression": "MB", "fio": "I/O", "hpcc": "run", "netbw": "MB", "netlat": "round trip",
-            "redis": "request", "oltp": "transaction", "api": "task", "redis-scaleout": "request",
-            "startup": "start", "webstore": "run", "command": "run"}
+EXPECTED = {
+    "compression": "MB",
+    "fio": "I/O",
+    "hpcc": "run",
+    "netbw": "MB",
+    "netlat": "round trip",
+    "redis": "request",
+    "oltp": "transaction",
+    "api": "task",
+    "redis-scaleout": "request",
+    "startup": "start",
+    "webstore": "run",
+    "command": "run",
+}
 
 
 def test_each_workload_names_its_unit():
     for name, cls in WORKLOADS.items():
         w = cls(default_params(name, cls), HOST)
         case = w.cases()[0]
-        m = Measurement(values={"iops": 1000.0, "tps": 50.0, "mean_us": 100.0, "bandwidth_mbs": 10.0},
-                        extra={"bytes": 3e9, "transactions": 777})
+        m = Measurement(
+            values={"iops": 1000.0, "tps": 50.0, "mean_us": 100.0, "bandwidth_mbs": 10.0},
+            extra={"bytes": 3e9, "transactions": 777},
+        )
         unit, count = w.units(case, m)
         if name in EXPECTED:
             assert unit == EXPECTED[name], name

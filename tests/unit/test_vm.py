@@ -12,10 +12,21 @@ from isobench.study import StudyError, parse_study
 
 
 def cfg(**kw) -> QemuConfig:
-    base = dict(name="isobench-r1-vm", accel="kvm", vcpus=2, memory_mb=2048, cpu_model="qemu64",
-                kernel="/img/vmlinuz", initrd="/img/initrd.img", root_disk="/d/root.qcow2",
-                data_disk="/d/data.raw", qga_socket="/s/qga.sock", qmp_socket="/s/qmp.sock",
-                serial_log="/d/serial.log", pidfile="/d/qemu.pid")
+    base = dict(
+        name="isobench-r1-vm",
+        accel="kvm",
+        vcpus=2,
+        memory_mb=2048,
+        cpu_model="qemu64",
+        kernel="/img/vmlinuz",
+        initrd="/img/initrd.img",
+        root_disk="/d/root.qcow2",
+        data_disk="/d/data.raw",
+        qga_socket="/s/qga.sock",
+        qmp_socket="/s/qmp.sock",
+        serial_log="/d/serial.log",
+        pidfile="/d/qemu.pid",
+    )
     base.update(kw)
     return QemuConfig(**base)
 
@@ -44,13 +55,15 @@ def test_stock_kvm_argv():
 
 
 def test_tuned_argv_hugetlbfs_and_topology():
-    argv = build_argv(cfg(cpu_model="host", topology=Topology(1, 2, 1),
-                          memory=MemoryBacking("hugetlbfs", "/dev/hugepages")))
+    argv = build_argv(
+        cfg(cpu_model="host", topology=Topology(1, 2, 1), memory=MemoryBacking("hugetlbfs", "/dev/hugepages"))
+    )
     assert after(argv, "-cpu") == ["host"]
     assert after(argv, "-smp") == ["cpus=2,sockets=1,cores=2,threads=1"]
     assert after(argv, "-machine") == ["q35,accel=kvm,memory-backend=ram0"]
     assert after(argv, "-object") == [
-        "memory-backend-file,id=ram0,size=2048M,mem-path=/dev/hugepages,prealloc=on,share=off"]
+        "memory-backend-file,id=ram0,size=2048M,mem-path=/dev/hugepages,prealloc=on,share=off"
+    ]
 
 
 def test_thp_prealloc_and_tcg():
@@ -124,15 +137,18 @@ def test_vm_presets():
     assert vmd.docker and vmd.kind == "vm"
 
 
-@pytest.mark.parametrize("body, field", [
-    ('kind = "vm"\nvcpu = 2', "environments.v.vcpu: unknown field"),
-    ('kind = "vm"\naccel = "xen"', "environments.v.accel:"),
-    ('kind = "vm"\ntopology = "2x2"', "environments.v.topology:"),
-    ('kind = "vm"\ntopology = "2x2x1"', "topology 2x2x1 makes 4 CPUs"),
-    ('kind = "vm"\ndisk_cache = "writeback"', "disk_aio native needs disk_cache none"),
-    ('kind = "vm"\nmemory_mb = 10', "environments.v.memory_mb:"),
-    ('kind = "qemu"', "environments.v.kind: must be one of native, docker, vm"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ('kind = "vm"\nvcpu = 2', "environments.v.vcpu: unknown field"),
+        ('kind = "vm"\naccel = "xen"', "environments.v.accel:"),
+        ('kind = "vm"\ntopology = "2x2"', "environments.v.topology:"),
+        ('kind = "vm"\ntopology = "2x2x1"', "topology 2x2x1 makes 4 CPUs"),
+        ('kind = "vm"\ndisk_cache = "writeback"', "disk_aio native needs disk_cache none"),
+        ('kind = "vm"\nmemory_mb = 10', "environments.v.memory_mb:"),
+        ('kind = "qemu"', "environments.v.kind: must be one of native, docker, vm"),
+    ],
+)
 def test_vm_spec_errors_are_one_line(body, field):
     with pytest.raises(StudyError) as err:
         parse_study(STUDY.format(envs=f"[environments.v]\n{body}"), "f.toml")
@@ -151,6 +167,7 @@ def test_leftover_matcher_only_takes_isobench_qemu():
 
 # -- the NIC on the client host's bridge ---------------------------------------------
 
+
 def test_argv_without_nic_has_no_network():
     argv = build_argv(cfg())
     assert after(argv, "-nic") == ["none"] and "-netdev" not in argv
@@ -158,6 +175,7 @@ def test_argv_without_nic_has_no_network():
 
 def test_argv_with_nic_tap_and_vhost():
     from isobench.envs.vm.qemu_cmdline import Nic
+
     argv = build_argv(cfg(nic=Nic(tap="ib-ab12-t0", mac="52:54:00:ab:12:00")))
     assert "-nic" not in argv
     assert after(argv, "-netdev") == ["tap,id=n0,ifname=ib-ab12-t0,script=no,downscript=no"]
@@ -172,6 +190,7 @@ def test_tap_mac_and_address_naming():
     import ipaddress
 
     from isobench.clienthost import LINK_RE, guest_addr, guest_mac, tag_of, tap_name
+
     run = "20260101-000000-vm-network-quick-abcd"
     t = tag_of(run)
     names = [tap_name(run, i) for i in (0, 1, 99)]
@@ -194,6 +213,7 @@ def test_vm_endpoint_and_bind_address():
     from isobench.core.errors import EnvironmentError_
     from isobench.envs.vm.environment import VmEnvironment
     from isobench.envs.vm.spec import VmSpec
+
     vm = VmEnvironment(name="vm-stock", run_id="r1")
     vm.expose("198.19.3.1", [(6379, "tcp")])
     with pytest.raises(EnvironmentError_):
@@ -210,10 +230,13 @@ def test_vm_endpoint_and_bind_address():
 
 def test_import_room_names_the_data_disk_size_that_fits():
     from isobench.envs.vm.guestdocker import MiB, import_room
+
     # the web-app study's first failure: a 1.3 GB image onto a 1 GiB data disk
     why = import_room(1300 * MiB, 950 * MiB, 1008 * MiB)
-    assert why == ("the image (1300 MiB) does not fit the guest's data disk (950 MiB free of 1008 MiB): "
-                   "set data_disk_mb = 2048 or more for this environment in the study")
+    assert why == (
+        "the image (1300 MiB) does not fit the guest's data disk (950 MiB free of 1008 MiB): "
+        "set data_disk_mb = 2048 or more for this environment in the study"
+    )
     assert import_room(1300 * MiB, 3900 * MiB, 4032 * MiB) is None
     # the suggestion itself fits
     assert import_room(1300 * MiB, (2048 - 58) * MiB, 2048 * MiB) is None

@@ -49,9 +49,12 @@ def refusal(table: str) -> str:
 
 # -- the study table ------------------------------------------------------------
 
+
 def test_a_table_with_command_is_the_users_workload_under_the_users_name():
-    e = entry('[workloads.mybuild]\ncommand = ["make", "-j1"]\nsetup = ["make", "clean"]\nrepeat = 3\n'
-              'env = { CFLAGS = "-O2" }\ntimeout_s = 60\n')
+    e = entry(
+        '[workloads.mybuild]\ncommand = ["make", "-j1"]\nsetup = ["make", "clean"]\nrepeat = 3\n'
+        'env = { CFLAGS = "-O2" }\ntimeout_s = 60\n'
+    )
     assert (e.key, e.workload) == ("mybuild", "command")
     assert e.params.command == ("make", "-j1") and e.params.setup == ("make", "clean")
     assert e.params.repeat == 3 and e.params.env == {"CFLAGS": "-O2"} and e.params.timeout_s == 60
@@ -65,45 +68,62 @@ def test_a_table_that_is_neither_names_the_way_in():
     assert "workloads.mybuild: unknown workload 'mybuild'" in msg and "command = [...]" in msg
 
 
-@pytest.mark.parametrize("table, field, says", [
-    ('command = "make -j1"', "command", 'not a string (for a shell line write ["sh", "-c", "make -j1"])'),
-    ("command = []", "command", "must name a program"),
-    ('command = ["sleep", 1]', "command", "every argument must be a string"),
-    ('command = [""]', "command", "the program's name is empty"),
-    ('command = ["true"]\nsetup = "make clean"', "setup", "not a string"),
-    ('command = ["true"]\nenv = { "1X" = "a" }', "env", "'1X' is not a variable name"),
-    ('command = ["true"]\nrepeat = 0', "repeat", "greater than or equal to 1"),
-    ('command = ["true"]\nworkdir = "../up"', "workdir", "no '..'"),
-    ('command = ["true"]\nfiles = ["a/src", "b/src"]', "files", "two entries are named 'src'"),
-    ('command = ["true"]\nshell = true', "shell", "unknown field; allowed: cleanup, command, duet, env, files"),
-])
+@pytest.mark.parametrize(
+    "table, field, says",
+    [
+        ('command = "make -j1"', "command", 'not a string (for a shell line write ["sh", "-c", "make -j1"])'),
+        ("command = []", "command", "must name a program"),
+        ('command = ["sleep", 1]', "command", "every argument must be a string"),
+        ('command = [""]', "command", "the program's name is empty"),
+        ('command = ["true"]\nsetup = "make clean"', "setup", "not a string"),
+        ('command = ["true"]\nenv = { "1X" = "a" }', "env", "'1X' is not a variable name"),
+        ('command = ["true"]\nrepeat = 0', "repeat", "greater than or equal to 1"),
+        ('command = ["true"]\nworkdir = "../up"', "workdir", "no '..'"),
+        ('command = ["true"]\nfiles = ["a/src", "b/src"]', "files", "two entries are named 'src'"),
+        ('command = ["true"]\nshell = true', "shell", "unknown field; allowed: cleanup, command, duet, env, files"),
+    ],
+)
 def test_bad_tables_are_one_line_naming_the_field(table, field, says):
     msg = refusal(f"[workloads.mine]\n{table}\n")
     assert f"workloads.mine.{field}: " in msg and says in msg, msg
 
 
-@pytest.mark.parametrize("rule, field, says", [
-    ('regex = "events: ([0-9.]+)"\nhigher_is_better = true', "metrics",
-     "eps.regex has no named group; mark the number with (?P<eps>...)"),
-    ('regex = "(?P<a>1)(?P<b>2)"\nhigher_is_better = true', "metrics", "name the value's group after the metric"),
-    ('regex = "(?P<eps>[0-9"\nhigher_is_better = true', "metrics.eps", "regex does not compile"),
-    ('json = "$.a..b"\nhigher_is_better = true', "metrics.eps", "is not a JSON path"),
-    ('higher_is_better = true', "metrics.eps", "give one of regex"),
-    ('regex = "(?P<eps>1)"\njson = "$.a"\nhigher_is_better = true', "metrics.eps", "give one of regex"),
-    ('regex = "(?P<eps>1)"', "metrics.eps.higher_is_better", "required field is missing"),
-    ('regex = "(?P<eps>1)"\nhigher_is_better = true\nstream = "stdin"', "metrics.eps.stream", "'stdout' or 'stderr'"),
-])
+@pytest.mark.parametrize(
+    "rule, field, says",
+    [
+        (
+            'regex = "events: ([0-9.]+)"\nhigher_is_better = true',
+            "metrics",
+            "eps.regex has no named group; mark the number with (?P<eps>...)",
+        ),
+        ('regex = "(?P<a>1)(?P<b>2)"\nhigher_is_better = true', "metrics", "name the value's group after the metric"),
+        ('regex = "(?P<eps>[0-9"\nhigher_is_better = true', "metrics.eps", "regex does not compile"),
+        ('json = "$.a..b"\nhigher_is_better = true', "metrics.eps", "is not a JSON path"),
+        ("higher_is_better = true", "metrics.eps", "give one of regex"),
+        ('regex = "(?P<eps>1)"\njson = "$.a"\nhigher_is_better = true', "metrics.eps", "give one of regex"),
+        ('regex = "(?P<eps>1)"', "metrics.eps.higher_is_better", "required field is missing"),
+        (
+            'regex = "(?P<eps>1)"\nhigher_is_better = true\nstream = "stdin"',
+            "metrics.eps.stream",
+            "'stdout' or 'stderr'",
+        ),
+    ],
+)
 def test_bad_metric_rules_are_one_line_naming_the_field(rule, field, says):
     msg = refusal(f'[workloads.mine]\ncommand = ["true"]\n\n[workloads.mine.metrics.eps]\n{rule}\n')
     assert f"workloads.mine.{field}: " in msg and says in msg, msg
 
 
 def test_a_metric_named_as_a_builtin_or_badly_is_refused():
-    msg = refusal('[workloads.mine]\ncommand = ["true"]\n[workloads.mine.metrics.wall_s]\n'
-                  'regex = "(?P<wall_s>1)"\nhigher_is_better = false\n')
+    msg = refusal(
+        '[workloads.mine]\ncommand = ["true"]\n[workloads.mine.metrics.wall_s]\n'
+        'regex = "(?P<wall_s>1)"\nhigher_is_better = false\n'
+    )
     assert "workloads.mine.metrics: 'wall_s' is a built-in metric" in msg
-    msg = refusal('[workloads.mine]\ncommand = ["true"]\n[workloads.mine.metrics.Ops-s]\n'
-                  'regex = "(?P<x>1)"\nhigher_is_better = true\n')
+    msg = refusal(
+        '[workloads.mine]\ncommand = ["true"]\n[workloads.mine.metrics.Ops-s]\n'
+        'regex = "(?P<x>1)"\nhigher_is_better = true\n'
+    )
     assert "workloads.mine.metrics: 'Ops-s': a metric name is lower-case" in msg
 
 
@@ -116,9 +136,15 @@ def test_wall_time_is_the_primary_unless_an_output_metric_is():
     w = workload(command=["true"])
     assert [m.name for m in w.defined_metrics("default") if m.primary] == ["wall_s"]
     assert [(m.name, m.unit, m.higher_is_better) for m in w.metrics("default")] == [
-        ("wall_s", "s", False), ("user_s", "s", False), ("sys_s", "s", False), ("peak_rss_mib", "MiB", False)]
-    w = workload(command=["true"], metrics={"eps": {"regex": "(?P<eps>1)", "higher_is_better": True,
-                                                     "primary": True, "unit": "ev/s"}})
+        ("wall_s", "s", False),
+        ("user_s", "s", False),
+        ("sys_s", "s", False),
+        ("peak_rss_mib", "MiB", False),
+    ]
+    w = workload(
+        command=["true"],
+        metrics={"eps": {"regex": "(?P<eps>1)", "higher_is_better": True, "primary": True, "unit": "ev/s"}},
+    )
     assert [m.name for m in w.defined_metrics("default") if m.primary] == ["eps"]
     assert w.units("default", None) == ["run", 1.0]
     assert workload(command=["true"], repeat=4).units("default", None) == ["run", 4.0]
@@ -126,31 +152,48 @@ def test_wall_time_is_the_primary_unless_an_output_metric_is():
 
 # -- GNU time and the metric rules on real outputs --------------------------------
 
+
 def test_gnu_time_verbose_block_from_a_real_run():
     out, err = captured("sysbench-cpu")
     own, block = split_time(err)
     assert own == "" and block.startswith("\tCommand being timed:")
-    assert parse_time_block(block) == {"wall_s": 1.03, "user_s": 0.38, "sys_s": 0.01,
-                                       "peak_rss_mib": pytest.approx(9476 / 1024)}
+    assert parse_time_block(block) == {
+        "wall_s": 1.03,
+        "user_s": 0.38,
+        "sys_s": 0.01,
+        "peak_rss_mib": pytest.approx(9476 / 1024),
+    }
     assert clock_seconds("1:02:03.5") == 3723.5 and clock_seconds("0:01.02") == 1.02
     with pytest.raises(ParseError, match="no '/usr/bin/time -v' block"):
         split_time(out)
 
 
 def test_regex_on_sysbench_stdout():
-    w = workload(command=["sysbench", "cpu", "run"],
-                 metrics={"eps": {"regex": r"events per second:\s+(?P<eps>[0-9.]+)", "higher_is_better": True}})
+    w = workload(
+        command=["sysbench", "cpu", "run"],
+        metrics={"eps": {"regex": r"events per second:\s+(?P<eps>[0-9.]+)", "higher_is_better": True}},
+    )
     out, err = captured("sysbench-cpu")
     m = w.parse("default", ExecResult([], 0, out, err, 1.0))
     assert m.values["eps"] == 8759.36 and m.values["wall_s"] == 1.03
 
 
 def test_regex_on_openssl_speed_stdout_and_stderr():
-    w = workload(command=["openssl", "speed"], metrics={
-        "kbs_16k": {"regex": r"^AES-128-GCM(?:\s+\S+){5}\s+(?P<kbs>[0-9.]+)k$", "higher_is_better": True,
-                    "unit": "kB/s"},
-        "blocks": {"regex": r"on 16384 size blocks: (?P<blocks>[0-9]+) AES", "stream": "stderr",
-                   "higher_is_better": True}})
+    w = workload(
+        command=["openssl", "speed"],
+        metrics={
+            "kbs_16k": {
+                "regex": r"^AES-128-GCM(?:\s+\S+){5}\s+(?P<kbs>[0-9.]+)k$",
+                "higher_is_better": True,
+                "unit": "kB/s",
+            },
+            "blocks": {
+                "regex": r"on 16384 size blocks: (?P<blocks>[0-9]+) AES",
+                "stream": "stderr",
+                "higher_is_better": True,
+            },
+        },
+    )
     out, err = captured("openssl-speed")
     m = w.parse("default", ExecResult([], 0, out, err, 1.0))
     assert m.values["kbs_16k"] == 4705216.70
@@ -160,9 +203,13 @@ def test_regex_on_openssl_speed_stdout_and_stderr():
 def test_json_path_on_fio_stdout():
     out, err = captured("fio")
     iops = json.loads(out)["jobs"][0]["read"]["iops"]
-    w = workload(command=["fio"], metrics={"iops": {"json": "$.jobs[0].read.iops", "higher_is_better": True},
-                                           "p99": {"json": 'jobs[0].read.clat_ns.percentile["99.000000"]',
-                                                   "higher_is_better": False, "unit": "ns"}})
+    w = workload(
+        command=["fio"],
+        metrics={
+            "iops": {"json": "$.jobs[0].read.iops", "higher_is_better": True},
+            "p99": {"json": 'jobs[0].read.clat_ns.percentile["99.000000"]', "higher_is_better": False, "unit": "ns"},
+        },
+    )
     m = w.parse("default", ExecResult([], 0, out, err, 1.0))
     assert m.values["iops"] == iops
     assert m.values["p99"] == json.loads(out)["jobs"][0]["read"]["clat_ns"]["percentile"]["99.000000"]
@@ -187,13 +234,18 @@ def test_a_failed_command_says_how_it_ended_with_its_last_stderr_lines():
     assert line == "command exit 3: sh -c 'exit 3': building | cc: error: missing.c: No such file"
     out, err = captured("killed")
     assert failure("command", ("sh",), ExecResult([], 137, out, err, 0.1)) == "command exit 137: sh"
-    assert failure("setup", ("make",), ExecResult([], -9, "", "", 30.4, timed_out=True)) == \
-        "setup timed out after 30 s: make"
+    assert (
+        failure("setup", ("make",), ExecResult([], -9, "", "", 30.4, timed_out=True))
+        == "setup timed out after 30 s: make"
+    )
 
 
 def test_repeat_sums_the_timed_part_and_averages_output_metrics_and_reparses():
-    w = workload(command=["sysbench"], repeat=2,
-                 metrics={"eps": {"regex": r"events per second:\s+(?P<eps>[0-9.]+)", "higher_is_better": True}})
+    w = workload(
+        command=["sysbench"],
+        repeat=2,
+        metrics={"eps": {"regex": r"events per second:\s+(?P<eps>[0-9.]+)", "higher_is_better": True}},
+    )
     out, err = captured("sysbench-cpu")
     out2 = out.replace("8759.36", "9000.00")
     err2 = err.replace("0:01.03", "0:02.00").replace("(kbytes): 9476", "(kbytes): 20480")
@@ -208,6 +260,7 @@ def test_repeat_sums_the_timed_part_and_averages_output_metrics_and_reparses():
 
 
 # -- the files copied into each environment -------------------------------------
+
 
 def tree(tmp_path: Path) -> Path:
     src = tmp_path / "src"
@@ -231,17 +284,28 @@ def test_manifest_digests_and_archive_round_trip(tmp_path):
     with tarfile.open(fileobj=__import__("io").BytesIO(cf.archive(entries))) as tar:
         tar.extractall(out)
     assert os.access(out / "src" / "build.sh", os.X_OK)  # modes travel: a build script stays executable
-    sums = subprocess.run(["find", ".", "-type", "f", "-exec", "sha256sum", "{}", "+"], cwd=out,
-                          capture_output=True, text=True, check=True).stdout
+    sums = subprocess.run(
+        ["find", ".", "-type", "f", "-exec", "sha256sum", "{}", "+"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     cf.check_copied(entries, sums, "docker-nat")
     (out / "src" / "main.c").write_text("int main(void) { return 1; }\n")
     sums = subprocess.run(["sha256sum", "./src/main.c"], cwd=out, capture_output=True, text=True).stdout
-    with pytest.raises(WorkloadError, match=r"files: src/build.sh in docker-nat is not the controller's copy: "
-                                            r"missing != [0-9a-f]{64}"):
+    with pytest.raises(
+        WorkloadError,
+        match=r"files: src/build.sh in docker-nat is not the controller's copy: "
+        r"missing != [0-9a-f]{64}",
+    ):
         cf.check_copied(entries, sums, "docker-nat")
     changed = [e for e in entries if e.rel == "src/main.c"][0]
-    with pytest.raises(WorkloadError, match=rf"files: src/main.c in vm is not the controller's copy: "
-                                            rf"[0-9a-f]{{64}} != {changed.sha256}"):
+    with pytest.raises(
+        WorkloadError,
+        match=rf"files: src/main.c in vm is not the controller's copy: "
+        rf"[0-9a-f]{{64}} != {changed.sha256}",
+    ):
         cf.check_copied([changed], sums, "vm")
 
 
@@ -261,6 +325,7 @@ def test_files_that_cannot_be_copied_are_named(tmp_path):
 
 
 # -- one sample on this host ------------------------------------------------------
+
 
 @dataclass
 class Local(Environment):
@@ -289,10 +354,16 @@ class Local(Environment):
 def test_one_sample_copies_times_and_reads_the_output(tmp_path):
     src = tree(tmp_path)
     env = Local("local", root=str(tmp_path / "env"))
-    w = workload(command=["sh", "-c", "wc -l main.c; touch app; echo $CC_NAME >&2"], workdir="src",
-                 files=[str(src)], env={"CC_NAME": "cc"}, setup=["sh", "-c", "test ! -e app"],
-                 cleanup=["rm", "-f", "app"], repeat=2,
-                 metrics={"lines": {"regex": r"(?P<lines>[0-9]+) main.c", "higher_is_better": False}})
+    w = workload(
+        command=["sh", "-c", "wc -l main.c; touch app; echo $CC_NAME >&2"],
+        workdir="src",
+        files=[str(src)],
+        env={"CC_NAME": "cc"},
+        setup=["sh", "-c", "test ! -e app"],
+        cleanup=["rm", "-f", "app"],
+        repeat=2,
+        metrics={"lines": {"regex": r"(?P<lines>[0-9]+) main.c", "higher_is_better": False}},
+    )
     w.prepare(env)
     m = w.run("default", env)
     m = w.run("default", env)  # setup passes again: cleanup removed what the command made

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from isobench.envs.base import Paths
 from isobench.core.proc import ExecResult
-from isobench.workloads.base import ParseError
+from isobench.envs.base import Paths
 from isobench.host.hostinfo import HostInfo
+from isobench.workloads.base import ParseError
 from isobench.workloads.compress import (
     MB,
     Compression,
@@ -49,12 +49,15 @@ def test_parse_uses_last_time_line_after_other_stderr():
     assert parse_time(text) == {"real_s": 2.0, "user_s": 3.5, "sys_s": 0.1}
 
 
-@pytest.mark.parametrize("stderr", [
-    "",
-    "Command terminated by signal 9\n",
-    "isobench-time real=?? user=1 sys=0\n",
-    "real 1.00\nuser 1.00\nsys 0.00\n",  # default time format, not ours
-])
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        "",
+        "Command terminated by signal 9\n",
+        "isobench-time real=?? user=1 sys=0\n",
+        "real 1.00\nuser 1.00\nsys 0.00\n",  # default time format, not ours
+    ],
+)
 def test_malformed_time_output_raises_parse_error(stderr):
     with pytest.raises(ParseError):
         parse_time(stderr)
@@ -69,8 +72,16 @@ def test_zero_real_time_is_a_parse_error():
 def test_argv_defaults_use_all_host_cores():
     w = Compression(CompressionParams(), HOST)
     assert w.argv("default", PATHS) == [
-        "/usr/bin/time", "-f", "isobench-time real=%e user=%U sys=%S",
-        "pixz", "-2", "-t", "-p", "2", "/dev/shm/isobench/r-env/compression/corpus-256MB.txt", "/dev/null",
+        "/usr/bin/time",
+        "-f",
+        "isobench-time real=%e user=%U sys=%S",
+        "pixz",
+        "-2",
+        "-t",
+        "-p",
+        "2",
+        "/dev/shm/isobench/r-env/compression/corpus-256MB.txt",
+        "/dev/null",
     ]
 
 
@@ -80,10 +91,18 @@ def test_argv_extreme_level_and_threads():
     assert build_argv("/c", 0, False, 1)[4:] == ["-0", "-t", "-p", "1", "/c", "/dev/null"]
 
 
-@pytest.mark.parametrize("bad", [
-    {"level": 10}, {"level": -1}, {"size_mb": 0}, {"threads": -1},
-    {"size_mb": "lots"}, {"unknown": 1}, {"extreme": "maybe"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"level": 10},
+        {"level": -1},
+        {"size_mb": 0},
+        {"threads": -1},
+        {"size_mb": "lots"},
+        {"unknown": 1},
+        {"extreme": "maybe"},
+    ],
+)
 def test_bad_params_are_rejected(bad):
     with pytest.raises(ValidationError):
         CompressionParams(**bad)
@@ -123,6 +142,7 @@ def test_corpus_looks_like_text_and_compresses_like_it():
 
 def test_registry():
     from isobench.workloads import WORKLOADS, get
+
     assert get("compression") is Compression
     assert set(WORKLOADS) >= {"compression", "hpcc", "fio"}
     assert all(cls.name == name for name, cls in WORKLOADS.items())
@@ -135,4 +155,5 @@ def test_any_import_order_works(module):
     # envs/__init__ and workloads.base import each other's modules
     import subprocess
     import sys
+
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True)

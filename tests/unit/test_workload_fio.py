@@ -4,10 +4,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from isobench.envs.base import Paths
 from isobench.core.proc import ExecResult
-from isobench.workloads.base import ParseError, WorkloadError
+from isobench.envs.base import Paths
 from isobench.host.hostinfo import HostInfo
+from isobench.workloads.base import ParseError, WorkloadError
 from isobench.workloads.fio import (
     CASES,
     Fio,
@@ -82,15 +82,18 @@ def test_text_after_the_json_is_ignored():
     assert parse_job(text)["jobname"] == "randread"
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda t: "",
-    lambda t: "fio: failed to open file\n",
-    lambda t: t[: len(t) // 2],  # killed mid-output
-    lambda t: t.replace('"error" : 0', '"error" : 5', 1),
-    lambda t: t.replace('"jobs" : [', '"jobz" : [', 1),
-    lambda t: t.replace('"bins" :', '"binz" :'),
-    lambda t: t.replace('"99.900000"', '"99.950000"'),
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: "",
+        lambda t: "fio: failed to open file\n",
+        lambda t: t[: len(t) // 2],  # killed mid-output
+        lambda t: t.replace('"error" : 0', '"error" : 5', 1),
+        lambda t: t.replace('"jobs" : [', '"jobz" : [', 1),
+        lambda t: t.replace('"bins" :', '"binz" :'),
+        lambda t: t.replace('"99.900000"', '"99.950000"'),
+    ],
+)
 def test_malformed_output_raises_parse_error(mangle):
     text = mangle(captured("randread").stdout)
     with pytest.raises(ParseError):
@@ -113,11 +116,23 @@ def test_argv_random_case():
     w = Fio(FioParams(size_mb=64, runtime_s=5, ramp_s=1, iodepth=128, numjobs=2), HOST)
     argv = w.argv("randrw70", PATHS)
     assert argv[0] == "fio"
-    for opt in ("--filename=/var/lib/isobench/scratch/r-env/fio/testfile-64MiB",
-                f"--size={64 << 20}", "--rw=randrw", "--rwmixread=70", "--bs=4k",
-                "--ioengine=libaio", "--direct=1", "--iodepth=128", "--numjobs=2",
-                "--group_reporting", "--time_based", "--runtime=5", "--ramp_time=1",
-                "--percentile_list=50:90:99:99.9", "--output-format=json+"):
+    for opt in (
+        "--filename=/var/lib/isobench/scratch/r-env/fio/testfile-64MiB",
+        f"--size={64 << 20}",
+        "--rw=randrw",
+        "--rwmixread=70",
+        "--bs=4k",
+        "--ioengine=libaio",
+        "--direct=1",
+        "--iodepth=128",
+        "--numjobs=2",
+        "--group_reporting",
+        "--time_based",
+        "--runtime=5",
+        "--ramp_time=1",
+        "--percentile_list=50:90:99:99.9",
+        "--output-format=json+",
+    ):
         assert opt in argv
     assert any(a.startswith("--randseed=") for a in argv)
 
@@ -139,11 +154,20 @@ def test_cases_default_all_in_order_and_can_be_chosen():
     assert Fio(FioParams(cases=["randread", "seqread"]), HOST).cases() == ["randread", "seqread"]
 
 
-@pytest.mark.parametrize("bad", [
-    {"cases": ["randread", "bogus"]}, {"cases": []}, {"cases": ["seqread", "seqread"]},
-    {"size_mb": 0}, {"runtime_s": 0}, {"iodepth": 0}, {"numjobs": 0}, {"ramp_s": -1},
-    {"bs": "8k"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"cases": ["randread", "bogus"]},
+        {"cases": []},
+        {"cases": ["seqread", "seqread"]},
+        {"size_mb": 0},
+        {"runtime_s": 0},
+        {"iodepth": 0},
+        {"numjobs": 0},
+        {"ramp_s": -1},
+        {"bs": "8k"},
+    ],
+)
 def test_bad_params_are_rejected(bad):
     with pytest.raises(ValidationError):
         FioParams(**bad)

@@ -3,11 +3,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from isobench.envs.base import Paths
 from isobench.core.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadError
+from isobench.envs.base import Paths
 from isobench.host.hostinfo import HostInfo, host_info
 from isobench.study import load_study
+from isobench.workloads.base import Measurement, ParseError, WorkloadError
 from isobench.workloads.hpcc import (
     STREAM_CACHE_FACTOR,
     STREAM_METRICS,
@@ -64,15 +64,18 @@ def test_appended_runs_use_the_last_summary(real_output):
     assert parse_summary(older + real_output)["HPL_Tflops"] == parse_summary(real_output)["HPL_Tflops"]
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda t: "",
-    lambda t: t.split("Begin of Summary section.")[0],  # killed before the summary
-    lambda t: t.replace("End of Summary section.", ""),  # truncated summary
-    lambda t: t.replace("Success=1", "Success=0"),
-    lambda t: t.replace("HPL_Tflops=", "HPL_Tflop="),
-    lambda t: t.replace("StarSTREAM_Triad=", "StarSTREAM_Triad=-1\nX="),  # test not run
-    lambda t: t.replace("CommWorldProcs=2", ""),
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: "",
+        lambda t: t.split("Begin of Summary section.")[0],  # killed before the summary
+        lambda t: t.replace("End of Summary section.", ""),  # truncated summary
+        lambda t: t.replace("Success=1", "Success=0"),
+        lambda t: t.replace("HPL_Tflops=", "HPL_Tflop="),
+        lambda t: t.replace("StarSTREAM_Triad=", "StarSTREAM_Triad=-1\nX="),  # test not run
+        lambda t: t.replace("CommWorldProcs=2", ""),
+    ],
+)
 def test_malformed_output_raises_parse_error(real_output, mangle):
     with pytest.raises(ParseError):
         summary_metrics(parse_summary(mangle(real_output)))
@@ -93,10 +96,20 @@ def test_problem_size_explicit_n_wins():
         Hpcc(HpccParams(mem_fraction=1e-9), HOST).problem_size()
 
 
-@pytest.mark.parametrize("procs,expected", [
-    (1, (1, 1)), (2, (1, 2)), (4, (2, 2)), (6, (2, 3)), (7, (1, 7)), (8, (2, 4)),
-    (12, (3, 4)), (16, (4, 4)), (32, (4, 8)),
-])
+@pytest.mark.parametrize(
+    "procs,expected",
+    [
+        (1, (1, 1)),
+        (2, (1, 2)),
+        (4, (2, 2)),
+        (6, (2, 3)),
+        (7, (1, 7)),
+        (8, (2, 4)),
+        (12, (3, 4)),
+        (16, (4, 4)),
+        (32, (4, 8)),
+    ],
+)
 def test_grid_is_as_square_as_possible_with_p_le_q(procs, expected):
     assert grid(procs) == expected
 
@@ -120,7 +133,7 @@ def test_argv_runs_as_root_with_shared_memory_on_tmpfs():
     for flag in ("--allow-run-as-root", "--oversubscribe"):
         assert flag in argv
     assert argv[argv.index("--bind-to") + 1] == "none"
-    mca = dict(zip(argv[argv.index("--mca") + 1::3], argv[argv.index("--mca") + 2::3]))
+    mca = dict(zip(argv[argv.index("--mca") + 1 :: 3], argv[argv.index("--mca") + 2 :: 3]))
     assert mca["btl"] == "self,vader"
     assert mca["btl_vader_single_copy_mechanism"] == "none"
     assert mca["btl_vader_backing_directory"] == "/dev/shm/isobench/r-env/hpcc/n9984-nb192-1x2"
@@ -135,10 +148,18 @@ def test_each_input_gets_its_own_dirs():
     assert a.work_dir(PATHS).startswith(PATHS.data) and a.shm_dir(PATHS).startswith(PATHS.tmp)
 
 
-@pytest.mark.parametrize("bad", [
-    {"procs": -1}, {"mem_fraction": 0}, {"mem_fraction": 0.95}, {"n": 10},
-    {"nb": 0}, {"n": 300, "nb": 512}, {"Ns": 1000},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"procs": -1},
+        {"mem_fraction": 0},
+        {"mem_fraction": 0.95},
+        {"n": 10},
+        {"nb": 0},
+        {"n": 300, "nb": 512},
+        {"Ns": 1000},
+    ],
+)
 def test_bad_params_are_rejected(bad):
     with pytest.raises(ValidationError):
         HpccParams(**bad)
@@ -153,6 +174,7 @@ def test_failed_shared_memory_copies_invalidate_the_run(real_output):
 
 
 # -- STREAM's arrays: sized by N alone, so a small study leaves STREAM out ----------------
+
 
 def test_stream_arrays_are_predicted_from_n_and_the_process_count(real_output):
     s = parse_summary(real_output)  # N = 2000 on a 1 x 2 grid: 8 N^2 / 2 bytes a process, 3 arrays
@@ -174,10 +196,14 @@ def test_stream_metrics_false_leaves_streams_figures_in_the_summary_only(real_ou
     assert w.input_text() == Hpcc(HpccParams(n=2000), host).input_text()  # the same hpcc run
 
 
-@pytest.mark.parametrize("host", [
-    host_info(),  # this host (its LLC may be unknown: 0)
-    HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=100 << 30, llc_bytes=32 * 2**20),
-], ids=["this-host", "2-cores-24GiB-32MiB-llc"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        host_info(),  # this host (its LLC may be unknown: 0)
+        HostInfo(cores=2, mem_bytes=24 * 2**30, disk_free_bytes=100 << 30, llc_bytes=32 * 2**20),
+    ],
+    ids=["this-host", "2-cores-24GiB-32MiB-llc"],
+)
 def test_the_quick_study_trips_none_of_its_own_stream_cache_warnings(host):
     """Every hpcc table of studies/quick.toml, as sized on this host: the
     workload's own validity check, fed the STREAM_VectorSize hpcc will run,
@@ -187,8 +213,7 @@ def test_the_quick_study_trips_none_of_its_own_stream_cache_warnings(host):
     assert entries
     for entry in entries:
         w = Hpcc(entry.params, host)
-        run = Measurement({}, extra={"summary": {
-            "STREAM_VectorSize": stream_vector_size(w.problem_size(), w.procs())}})
+        run = Measurement({}, extra={"summary": {"STREAM_VectorSize": stream_vector_size(w.problem_size(), w.procs())}})
         for case in w.cases():
             reported = {x.name for x in w.metrics(case)}
             assert not set(w.validity(case, run)) & reported, entry.key

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from isobench.envs.base import Paths
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Paths
+from isobench.host.hostinfo import HostInfo
 from isobench.workloads import get
 from isobench.workloads.base import ParseError
-from isobench.host.hostinfo import HostInfo
 from isobench.workloads.netbw import parse_iperf3
 from isobench.workloads.netlat import parse_sockperf
 from isobench.workloads.oltp import parse_sysbench
@@ -85,6 +85,7 @@ def test_sut_cpu_never_negative():
 
 # -- sweeps --------------------------------------------------------------------------
 
+
 def test_sweep_cases_are_param_equals_value():
     assert sweep_cases("clients", (1, 4)) == ["clients=1", "clients=4"]
     assert sweep_value("clients=16", "clients") == 16
@@ -93,6 +94,7 @@ def test_sweep_cases_are_param_equals_value():
 
 
 # -- netbw (iperf3) --------------------------------------------------------------------
+
 
 def test_iperf3_rx_and_tx():
     v, extra = parse_iperf3((DATA / "iperf3-rx.json").read_text(), reverse=False)
@@ -121,8 +123,7 @@ def test_netbw_argv_and_cpu_metric():
     assert "--reverse" not in w.client_argv("rx", "198.19.0.1", 15201)
     assert w.server_argv("tx", FakeEnv())[:3] == ["--server", "--bind", "198.19.0.1"]
     m = w.parse("rx", ExecResult([], 0, (DATA / "iperf3-rx.json").read_text(), "", 1.0))
-    w.add_cpu_metrics("rx", m, CpuWindow(wall_s=2, host_busy_s=3.0, client_cpu_s=1.0, ncpu=2,
-                                         server_cpu_s=0.5))
+    w.add_cpu_metrics("rx", m, CpuWindow(wall_s=2, host_busy_s=3.0, client_cpu_s=1.0, ncpu=2, server_cpu_s=0.5))
     assert m.values["cpu_s_per_gb"] == pytest.approx(2.0 / (m.extra["bytes"] / 1e9))
     assert m.values["server_cpu_s_per_gb"] == pytest.approx(0.5 / (m.extra["bytes"] / 1e9))
     assert set(m.values) == {x.name for x in w.metrics("rx")}
@@ -134,6 +135,7 @@ def test_netbw_unknown_case_refused():
 
 
 # -- netlat (sockperf) --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", ["tcp", "udp"])
 def test_sockperf_ping_pong(case):
@@ -164,6 +166,7 @@ def test_netlat_argv():
 
 # -- redis -------------------------------------------------------------------------------
 
+
 def test_redis_csv():
     v, extra = parse_redis_csv((DATA / "redis-benchmark-c4.csv").read_text())
     s, g = 246913.58, 273972.59
@@ -193,6 +196,7 @@ def test_redis_cases_and_argv():
 
 # -- oltp (sysbench) ---------------------------------------------------------------------
 
+
 def test_sysbench_report():
     v, extra = parse_sysbench((DATA / "sysbench-oltp-rw-t4.txt").read_text())
     assert v == {"tps": 585.62, "p95_ms": 14.73}
@@ -219,12 +223,14 @@ def test_oltp_argv_and_buffer_pool():
 
 def test_server_workloads_do_not_run_in_the_environment():
     from isobench.workloads.base import WorkloadError
+
     with pytest.raises(WorkloadError):
         make("redis").argv("clients=1", FakeEnv.paths)
 
 
 def test_proc_state_after_the_parenthesised_name():
     from isobench.workloads.server import proc_state
+
     assert proc_state("1234 (redis-server *:1) S 1 1234 1234 0 -1") == "S"
     assert proc_state("1234 (odd) name) Z 1 0") == "Z"
     assert proc_state("") == ""
@@ -232,6 +238,7 @@ def test_proc_state_after_the_parenthesised_name():
 
 def test_proc_cpu_ticks_are_utime_plus_stime():
     from isobench.workloads.server import proc_cpu_ticks
+
     line = "42 (redis-server) S 1 42 42 0 -1 4194560 500 0 0 0 123 45 0 0 20 0 5 0 100 0 0"
     assert proc_cpu_ticks(line) == 168
     assert proc_cpu_ticks("garbage") is None

@@ -15,9 +15,9 @@ import pytest
 
 import isobench.workloads
 from isobench import images
+from isobench.core.proc import ExecResult
 from isobench.host import packages
 from isobench.host.hostinfo import HostInfo
-from isobench.core.proc import ExecResult
 from isobench.workloads import WORKLOADS, registry
 from isobench.workloads.base import Workload
 from isobench.workloads.leftovers import is_server_process, kill_leftover_servers
@@ -54,8 +54,20 @@ def throwaway(monkeypatch):
 
 
 def test_every_workload_module_registers_itself():
-    names = {"api", "command", "compression", "fio", "hpcc", "netbw", "netlat", "oltp", "redis", "redis-scaleout",
-             "startup", "webstore"}
+    names = {
+        "api",
+        "command",
+        "compression",
+        "fio",
+        "hpcc",
+        "netbw",
+        "netlat",
+        "oltp",
+        "redis",
+        "redis-scaleout",
+        "startup",
+        "webstore",
+    }
     assert set(WORKLOADS) == names
     assert all(cls.name == name and issubclass(cls, Workload) for name, cls in WORKLOADS.items())
     with pytest.raises(KeyError, match="unknown workload 'nope'; known: api, command, compression"):
@@ -65,6 +77,7 @@ def test_every_workload_module_registers_itself():
 def test_two_workloads_under_one_name_are_refused():
     class Impostor(WORKLOADS["fio"]):
         name = "fio"
+
     with pytest.raises(TypeError, match="two workloads named 'fio'"):
         registry.register(Impostor)
     assert WORKLOADS["fio"] is not Impostor
@@ -73,6 +86,7 @@ def test_two_workloads_under_one_name_are_refused():
 def test_throwaway_in_the_study_model_and_the_runners_plan(throwaway):
     from isobench.run.runner import plan
     from isobench.study import StudyError, parse_study
+
     study = parse_study(STUDY, "t.toml")
     (entry,) = study.workloads
     assert entry.workload == "throwaway" and entry.params.payload_bytes == 128
@@ -119,6 +133,7 @@ def test_throwaway_metrics_reach_a_report_with_their_roles(throwaway, tmp_path):
     from isobench.run.runner import plan
     from isobench.store.db import Sample, Store
     from isobench.study import parse_study
+
     study = parse_study(STUDY, "t.toml")
     store = Store(str(tmp_path / "r.sqlite"))
     run_id = "20260101-000000-throwaway-0001"
@@ -131,8 +146,22 @@ def test_throwaway_metrics_reach_a_report_with_their_roles(throwaway, tmp_path):
         for env, rtt in (("docker-nat", 60.0), ("docker-host", 40.0)):
             out = f"{1000 + round_} {rtt + round_ * 0.1}\n"
             m = cell.workload.parse(cell.case, ExecResult(["throwaway-client"], 0, out, "", 1.0))
-            store.add_sample(Sample(run_id, env, cell.key, cell.case, round_, False, "ok",
-                                    "2026-01-01T00:00:00+0000", 1.0, m.values, m.extra, m.raw))
+            store.add_sample(
+                Sample(
+                    run_id,
+                    env,
+                    cell.key,
+                    cell.case,
+                    round_,
+                    False,
+                    "ok",
+                    "2026-01-01T00:00:00+0000",
+                    1.0,
+                    m.values,
+                    m.extra,
+                    m.raw,
+                )
+            )
     store.finish_run(run_id, "complete")
     run = store.load_run(run_id)
     assert {k.metric: k.role for k in run.metrics} == {"ops": "throughput", "rtt_us": "latency"}
@@ -167,8 +196,13 @@ def test_host_install_lists_packages_with_debians_python_alone():
     python = "/usr/bin/python3"
     if not os.access(python, os.X_OK):
         pytest.skip("no Debian python3")
-    out = subprocess.run([python, "-S", "-m", "isobench.host.packages"], capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}, check=True).stdout
+    out = subprocess.run(
+        [python, "-S", "-m", "isobench.host.packages"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout
     assert out.split() == packages.tool_packages()
     assert "-m isobench.host.packages" in (ROOT / "scripts" / "install-host.sh").read_text()
-

@@ -7,9 +7,18 @@ import re
 
 import pytest
 
+from isobench.core.metric import (
+    CPU_COST,
+    CPU_UTIL,
+    DURATION,
+    FAIRNESS,
+    LATENCY,
+    PER_INSTANCE,
+    ROLES,
+    STARTUP,
+    THROUGHPUT,
+)
 from isobench.host.hostinfo import HostInfo
-from isobench.core.metric import (CPU_COST, CPU_UTIL, DURATION, FAIRNESS, LATENCY, PER_INSTANCE, ROLES, STARTUP,
-                                  THROUGHPUT)
 from isobench.workloads import WORKLOADS
 from workload_params import default_params
 
@@ -67,5 +76,14 @@ def test_sweep_axes_are_the_ones_picked_by_name(workload, case, metrics):
     old_tput = next((m.name for m in plain if m.higher_is_better), None)
     old_lat = next((m.name for m in plain if not m.higher_is_better and m.unit in TIME_UNITS), None)
     assert next((m.name for m in metrics if m.role == THROUGHPUT), None) == old_tput
-    assert next((m.name for m in metrics if m.role in ("", LATENCY, DURATION, STARTUP) and not m.higher_is_better
-                 and m.unit in TIME_UNITS), None) == old_lat
+    assert (
+        next(
+            (
+                m.name
+                for m in metrics
+                if m.role in ("", LATENCY, DURATION, STARTUP) and not m.higher_is_better and m.unit in TIME_UNITS
+            ),
+            None,
+        )
+        == old_lat
+    )

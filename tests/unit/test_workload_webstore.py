@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from isobench.core.metric import FAIRNESS, PER_INSTANCE, THROUGHPUT
 from isobench.drivers import loghist
 from isobench.drivers.webstore_load import pick_path
 from isobench.envs.base import Paths
 from isobench.host.hostinfo import HostInfo
-from isobench.core.metric import FAIRNESS, PER_INSTANCE, THROUGHPUT
 from isobench.workloads import webstore_data
 from isobench.workloads.base import ParseError
 from isobench.workloads.webstore import Webstore
@@ -101,7 +101,7 @@ def test_histogram_quantiles_within_a_bucket():
     assert loghist.quantile({100: 1}, 0.5) == pytest.approx(loghist.bucket_mid_s(100))
     crowded = {100: 1000}
     lo, hi = loghist.quantile(crowded, 0.1), loghist.quantile(crowded, 0.9)
-    assert lo < loghist.bucket_mid_s(100) < hi and hi / lo == pytest.approx(width ** 0.8, rel=1e-3)
+    assert lo < loghist.bucket_mid_s(100) < hi and hi / lo == pytest.approx(width**0.8, rel=1e-3)
     with pytest.raises(ValueError):
         loghist.from_json({"x": 1})
 
@@ -129,10 +129,19 @@ def test_requests_stay_in_range():
         pick_path(rng, "refund", cfg)
 
 
-@pytest.mark.parametrize("bad, field", [({"mix": {"refund": 1}}, "mix"), ({"mix": {"login": 0}}, "mix"),
-                                        ({"instances": [1, 1]}, "instances"), ({"users": 0}, "users"),
-                                        ({"rate": -1}, "rate"), ({"customers": 5}, "customers"),
-                                        ({"duration_s": 0}, "duration_s"), ({"mode": "half"}, "mode")])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"mix": {"refund": 1}}, "mix"),
+        ({"mix": {"login": 0}}, "mix"),
+        ({"instances": [1, 1]}, "instances"),
+        ({"users": 0}, "users"),
+        ({"rate": -1}, "rate"),
+        ({"customers": 5}, "customers"),
+        ({"duration_s": 0}, "duration_s"),
+        ({"mode": "half"}, "mode"),
+    ],
+)
 def test_bad_parameters_are_refused(bad, field):
     with pytest.raises(ValidationError, match=field):
         Webstore.Params(**bad)
@@ -169,6 +178,7 @@ def test_configs_and_leftover_ownership():
 
 def test_peak_search_brackets_the_knee():
     from isobench.workloads.webstore_metrics import peak_search
+
     params = Webstore.Params(peak=True, peak_min_rate=5, peak_max_rate=400, peak_steps=12)
     seen = []
 
@@ -197,8 +207,9 @@ def test_load_sweep_and_peak_cases():
 def test_expected_time_counts_the_set_duration_and_the_servers():
     # the study's wall-time estimate before it starts: warm-up + measured
     # time per run, the peak search's probes, and the servers of each instance
-    w = Webstore(Webstore.Params(instances=[1, 4], rates=[10], peak=True, duration_s=20, warmup_s=5,
-                                 peak_steps=4), HOST)
+    w = Webstore(
+        Webstore.Params(instances=[1, 4], rates=[10], peak=True, duration_s=20, warmup_s=5, peak_steps=4), HOST
+    )
     assert [w.expected_s(c) for c in w.cases()] == [27.0, 33.0, 27.0, 4 * 25 + 2.0]
 
 
@@ -208,8 +219,13 @@ def test_each_round_draws_its_own_request_stream_shared_by_the_round(monkeypatch
     from isobench.workloads.multi import MultiServerWorkload
 
     seen = []
-    monkeypatch.setattr(MultiServerWorkload, "run", lambda self, case, env: seen.append(
-        (env.name, json.loads(self.driver_argv(case, [("198.18.0.2", 18480)])[-1])["seed"])))
+    monkeypatch.setattr(
+        MultiServerWorkload,
+        "run",
+        lambda self, case, env: seen.append(
+            (env.name, json.loads(self.driver_argv(case, [("198.18.0.2", 18480)])[-1])["seed"])
+        ),
+    )
     w = Webstore(Webstore.Params(seed=7), HOST)
     for _ in range(2):  # two rounds, interleaved as the runner does
         for name in ("native", "docker-nat"):

@@ -99,23 +99,22 @@ class Outliers:
         return bool(self.indices)
 
 
-def outliers(values: Sequence[float], threshold: float = OUTLIER_Z,
-             min_n: int = OUTLIER_MIN_N) -> Outliers:
+def outliers(values: Sequence[float], threshold: float = OUTLIER_Z, min_n: int = OUTLIER_MIN_N) -> Outliers:
     """Values whose modified z-score is beyond ``threshold`` (module docstring)."""
     a = _finite(values)
     if a.size < min_n:
-        return Outliers((), (), (), threshold,
-                        f"too few values ({a.size} < {min_n}) to look for outliers")
+        return Outliers((), (), (), threshold, f"too few values ({a.size} < {min_n}) to look for outliers")
     z = _robust_z(a, a)
     idx = tuple(int(i) for i in np.flatnonzero(np.abs(z) > threshold))
     if not idx:
         text = f"no outlier (modified z <= {threshold:g})"
     else:
         listed = ", ".join(f"{_fmt(a[i])} (z {signed(z[i])})" for i in idx)
-        text = (f"{len(idx)} outlier{'s' if len(idx) > 1 else ''} of {a.size} values "
-                f"(modified z > {threshold:g}, median {_fmt(float(np.median(a)))}): {listed}")
-    return Outliers(idx, tuple(float(a[i]) for i in idx), tuple(float(v) for v in z),
-                    threshold, text)
+        text = (
+            f"{len(idx)} outlier{'s' if len(idx) > 1 else ''} of {a.size} values "
+            f"(modified z > {threshold:g}, median {_fmt(float(np.median(a)))}): {listed}"
+        )
+    return Outliers(idx, tuple(float(a[i]) for i in idx), tuple(float(v) for v in z), threshold, text)
 
 
 @dataclass(frozen=True)
@@ -128,15 +127,22 @@ class SlowFirstRound:
     text: str
 
 
-def slow_first_round(values_by_round: Sequence[float], higher_is_better: bool,
-                     threshold: float = SLOW_FIRST_Z) -> SlowFirstRound:
+def slow_first_round(
+    values_by_round: Sequence[float], higher_is_better: bool, threshold: float = SLOW_FIRST_Z
+) -> SlowFirstRound:
     """Is the first measured round a warm-up leftover? ``values_by_round``:
     one value per round, in round order (module docstring for the rule)."""
     a = _finite(values_by_round)
     nan = float("nan")
     if a.size < SLOW_FIRST_MIN_N:
-        return SlowFirstRound(False, float(a[0]) if a.size else nan, nan, nan, nan,
-                              f"too few rounds ({a.size} < {SLOW_FIRST_MIN_N}) to judge the first")
+        return SlowFirstRound(
+            False,
+            float(a[0]) if a.size else nan,
+            nan,
+            nan,
+            nan,
+            f"too few rounds ({a.size} < {SLOW_FIRST_MIN_N}) to judge the first",
+        )
     first, rest = a[0], a[1:]
     med = float(np.median(rest))
     z = float(_robust_z(np.array([first]), rest)[0])
@@ -145,8 +151,10 @@ def slow_first_round(values_by_round: Sequence[float], higher_is_better: bool,
     flagged = bool(worst and bad_z > threshold)
     pct = (first / med - 1) * 100 if med != 0 else nan
     word = "slower" if flagged else "not slower"
-    text = (f"first measured round {word} than the others: {_fmt(first)} vs median "
-            f"{_fmt(med)} ({fmt_pct(pct)}, modified z {signed(z)})")
+    text = (
+        f"first measured round {word} than the others: {_fmt(first)} vs median "
+        f"{_fmt(med)} ({fmt_pct(pct)}, modified z {signed(z)})"
+    )
     if flagged:
         text += "; warm-up may be too short"
     return SlowFirstRound(flagged, float(first), med, z, pct, text)
@@ -187,8 +195,7 @@ def _theil_sen(a: np.ndarray) -> float:
     return float(_st.theilslopes(a, x).slope)
 
 
-def drift(values_by_round: Sequence[float], alpha: float = ALPHA,
-          min_rho: float = DRIFT_MIN_RHO) -> Drift:
+def drift(values_by_round: Sequence[float], alpha: float = ALPHA, min_rho: float = DRIFT_MIN_RHO) -> Drift:
     """A monotonic trend across rounds (module docstring for the rule)."""
     a = _finite(values_by_round)
     n = int(a.size)
@@ -210,8 +217,10 @@ def drift(values_by_round: Sequence[float], alpha: float = ALPHA,
     flagged = bool(p < alpha and abs(rho) >= min_rho)
     trend = "rise" if rho > 0 else "fall"
     if flagged:
-        text = (f"values {trend} across {n} rounds (Spearman rho {signed(rho, 2)}, p = {p:.3g}; "
-                f"{signed(slope_pct, 2)}% per round): the host drifted")
+        text = (
+            f"values {trend} across {n} rounds (Spearman rho {signed(rho, 2)}, p = {p:.3g}; "
+            f"{signed(slope_pct, 2)}% per round): the host drifted"
+        )
     else:
         text = f"no drift across {n} rounds (Spearman rho {signed(rho, 2)}, p = {p:.3g})"
     return Drift(flagged, rho, p, n, slope_pct, text)

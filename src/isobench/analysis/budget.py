@@ -193,8 +193,7 @@ def cell_needs(e: Effect, q: float, tol_pct: float) -> int:
     return either
 
 
-def allocate(evidence: Sequence[Evidence], plan: Plan, time_left_s: float, q: float,
-             tol_pct: float) -> Allocation:
+def allocate(evidence: Sequence[Evidence], plan: Plan, time_left_s: float, q: float, tol_pct: float) -> Allocation:
     """The call on every case at a look, and the next block."""
     calls: list[Call] = []
     for ev in evidence:
@@ -220,11 +219,25 @@ def allocate(evidence: Sequence[Evidence], plan: Plan, time_left_s: float, q: fl
             reach = f"{out_of_reach} of its {len(open_cells)} open cells out of reach" if out_of_reach else ""
             calls.append(Call(ev.case, OPEN, ev.rounds, needed, reach))
         elif needed > plan.cap:
-            calls.append(Call(ev.case, HOPELESS, ev.rounds, needed,
-                              f"needs about {_needs(needed)} rounds, beyond the cap of {plan.cap}"))
+            calls.append(
+                Call(
+                    ev.case,
+                    HOPELESS,
+                    ev.rounds,
+                    needed,
+                    f"needs about {_needs(needed)} rounds, beyond the cap of {plan.cap}",
+                )
+            )
         else:
-            calls.append(Call(ev.case, HOPELESS, ev.rounds, needed,
-                              f"needs about {needed} rounds; the time left allows about {affordable}"))
+            calls.append(
+                Call(
+                    ev.case,
+                    HOPELESS,
+                    ev.rounds,
+                    needed,
+                    f"needs about {needed} rounds; the time left allows about {affordable}",
+                )
+            )
     opened = [c for c in calls if c.state == OPEN]
     if not opened:
         return Allocation(tuple(calls), 0, (), _text(calls, 0, time_left_s))
@@ -238,12 +251,16 @@ def allocate(evidence: Sequence[Evidence], plan: Plan, time_left_s: float, q: fl
         if spent + cost <= time_left_s:
             chosen.append(c.case)
             spent += cost
-    final = tuple(c if c.state != OPEN or c.case in chosen else
-                  Call(c.case, OUT_OF_TIME, c.rounds, c.needed, "the time left went to cases nearer an answer")
-                  for c in calls)
+    final = tuple(
+        c
+        if c.state != OPEN or c.case in chosen
+        else Call(c.case, OUT_OF_TIME, c.rounds, c.needed, "the time left went to cases nearer an answer")
+        for c in calls
+    )
     more = more if chosen else 0
-    return Allocation(final, more, tuple(c for c in (ev.case for ev in evidence) if c in chosen),
-                      _text(final, more, time_left_s))
+    return Allocation(
+        final, more, tuple(c for c in (ev.case for ev in evidence) if c in chosen), _text(final, more, time_left_s)
+    )
 
 
 def _needs(n: int) -> str:

@@ -123,6 +123,7 @@ def _cost_class() -> type:
     """_WeightedL2 as a ruptures BaseCost (ruptures checks the type);
     imported on first use, as scipy.special is in stats."""
     from ruptures.base import BaseCost
+
     return type("WeightedL2", (_WeightedL2, BaseCost), {})
 
 
@@ -167,6 +168,7 @@ def candidates(y: np.ndarray, v: np.ndarray, tau2: float, penalty: float | None 
         return []
     pen = PENALTY_PER_LOG_N * math.log(n) if penalty is None else penalty
     from ruptures import Pelt
+
     signal = np.column_stack([y, 1.0 / (v + tau2)])
     algo = Pelt(custom_cost=_cost_class()(), min_size=MIN_SEGMENT, jump=1).fit(signal)
     return [b for b in algo.predict(pen=pen) if b < n]
@@ -231,6 +233,7 @@ def find_steps(y: Sequence[float], se: Sequence[float], penalty: float | None = 
 def judge(series: Sequence[Sequence[Step]], alpha: float = ALPHA) -> list[list[Judged]]:
     """Every candidate of every series, corrected together (BH at alpha)."""
     from scipy.stats import false_discovery_control
+
     flat = [s for steps in series for s in steps]
     m = len(flat)
     if not m:

@@ -58,6 +58,7 @@ class PairNoise:
 def pair_noise(first: Sequence[float], second: Sequence[float], level: float = LEVEL) -> PairNoise:
     """The paired noise per sample of durations taken as pairs (first[i], second[i])."""
     from scipy import stats
+
     a, b = _positive(first, "durations"), _positive(second, "durations")
     if a.size != b.size:
         raise ValueError(f"{a.size} first and {b.size} second durations: pairs need both")
@@ -112,6 +113,7 @@ class Drift:
 def drift(starts_s: Sequence[float], durations_s: Sequence[float], level: float = LEVEL) -> Drift:
     """The slope of log duration over start time (seconds on any clock)."""
     from scipy import stats
+
     x = np.asarray(starts_s, dtype=float).ravel()
     y = np.log(_positive(durations_s, "durations"))
     if x.size != y.size or not np.all(np.isfinite(x)):

@@ -42,7 +42,6 @@ import numpy as np
 
 from isobench.analysis.stats import ALPHA, ci_halfwidth_pct, summarize
 
-
 # repetitions = "auto" without further settings: start at AUTO_MIN rounds, add
 # blocks of as many, stop at AUTO_CAP_FACTOR times the minimum (PTS's cap)
 AUTO_MIN = 3
@@ -78,8 +77,9 @@ def schedule_of(meta: dict[str, Any]) -> Schedule:
     """The schedule a study's [study] table asks for (min_repetitions, block,
     max_repetitions, with the defaults above); validated by the study model."""
     minimum = int(meta.get("min_repetitions") or AUTO_MIN)
-    return Schedule(minimum, int(meta.get("block") or minimum),
-                    int(meta.get("max_repetitions") or AUTO_CAP_FACTOR * minimum))
+    return Schedule(
+        minimum, int(meta.get("block") or minimum), int(meta.get("max_repetitions") or AUTO_CAP_FACTOR * minimum)
+    )
 
 
 def sequential_alpha(*looks: int, alpha: float = ALPHA) -> float:
@@ -111,8 +111,13 @@ def converged(values: Sequence[float], target_ci_pct: float) -> bool:
     return bool(ci_halfwidth_pct(summarize(a)) <= target_ci_pct)
 
 
-def next_block(values_by_cell: Sequence[Sequence[float]], rounds_done: int,
-               schedule: Schedule, target_ci_pct: float, what: str = "cell") -> NextBlock:
+def next_block(
+    values_by_cell: Sequence[Sequence[float]],
+    rounds_done: int,
+    schedule: Schedule,
+    target_ci_pct: float,
+    what: str = "cell",
+) -> NextBlock:
     """How many more rounds to run now. ``values_by_cell``: each watched
     cell's values so far (a cell with failed rounds simply has fewer; the
     runner watches a run's primary cells, results/primary.py); ``rounds_done``:
@@ -120,21 +125,29 @@ def next_block(values_by_cell: Sequence[Sequence[float]], rounds_done: int,
     points, it only completes the block."""
     pts = schedule.points
     if rounds_done >= schedule.max_rounds:
-        return NextBlock(0, pts.index(schedule.max_rounds) + 1 if rounds_done == schedule.max_rounds
-                         else 0, _flags(values_by_cell, target_ci_pct),
-                         f"cap of {schedule.max_rounds} rounds reached")
+        return NextBlock(
+            0,
+            pts.index(schedule.max_rounds) + 1 if rounds_done == schedule.max_rounds else 0,
+            _flags(values_by_cell, target_ci_pct),
+            f"cap of {schedule.max_rounds} rounds reached",
+        )
     if rounds_done not in pts:
         nxt = min(p for p in pts if p > rounds_done)
         return NextBlock(nxt - rounds_done, 0, (), f"completing the block: {nxt} rounds")
     look = pts.index(rounds_done) + 1
     flags = _flags(values_by_cell, target_ci_pct)
     if all(flags):
-        return NextBlock(0, look, flags, f"every {what} within ±{target_ci_pct:g}% "
-                                         f"after {rounds_done} rounds (look {look} of {len(pts)})")
+        return NextBlock(
+            0,
+            look,
+            flags,
+            f"every {what} within ±{target_ci_pct:g}% after {rounds_done} rounds (look {look} of {len(pts)})",
+        )
     more = pts[look] - rounds_done
     waiting = len(flags) - sum(flags)
-    return NextBlock(more, look, flags, f"{waiting} of {len(flags)} {what}s wider than "
-                                        f"±{target_ci_pct:g}%: {more} more rounds")
+    return NextBlock(
+        more, look, flags, f"{waiting} of {len(flags)} {what}s wider than ±{target_ci_pct:g}%: {more} more rounds"
+    )
 
 
 def _flags(values_by_cell: Sequence[Sequence[float]], target: float) -> tuple[bool, ...]:

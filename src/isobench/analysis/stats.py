@@ -1,7 +1,7 @@
 """Statistics of repeated measurements: pure functions, no I/O.
 
 What one cell measured: ``summarize`` (n, mean, median, sd, CV, Student-t
-95% CI of the mean).
+95% CI of the mean), in ``isobench.analysis.summary`` and re-exported here.
 
 How a candidate differs from the baseline, per cell: ``compare_cell`` (the
 current API, explained in docs/statistics.md). It works on log values, so
@@ -30,79 +30,10 @@ from typing import Any, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike
 
-
-def _special() -> Any:
-    # scipy.special takes ~0.4 s to import; the study parser and `validate`
-    # need only this module's constants, so it loads on the first test
-    from scipy import special
-    return special
-
+from isobench.analysis.summary import Summary, ci_halfwidth_pct, finite_array, scipy_special, summarize
 
 ALPHA = 0.05
-
-
-@dataclass(frozen=True)
-class Summary:
-    n: int
-    mean: float
-    median: float
-    sd: float  # sample standard deviation (ddof=1); nan when n == 1
-    cv: float  # sd / |mean|; nan when undefined (n == 1 or mean == 0)
-    ci95_low: float  # Student-t 95% CI of the mean; nan when n == 1
-    ci95_high: float
-    min: float
-    max: float
-
-    @property
-    def se(self) -> float:
-        """Standard error of the mean."""
-        return self.sd / math.sqrt(self.n)
-
-
-def _array(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    a = np.asarray(values, dtype=float).ravel()
-    if a.size == 0:
-        raise ValueError("no values to summarize")
-    if not np.all(np.isfinite(a)):
-        raise ValueError("values must be finite numbers")
-    return a
-
-
-def _t_crit(df: float) -> float:
-    return float(_special().stdtrit(df, 0.975))  # t.ppf(0.975, df) without the rv machinery
-
-
-def summarize(values: Sequence[float] | np.ndarray) -> Summary:
-    a = _array(values)
-    n = int(a.size)
-    mean = float(np.mean(a))
-    nan = float("nan")
-    if n == 1:
-        return Summary(n, mean, mean, nan, nan, nan, nan, mean, mean)
-    # Identical values have exactly zero spread; computing it could leave
-    # rounding residue (1e-16) that later looks like a real, tiny variance.
-    sd = 0.0 if np.ptp(a) == 0 else float(np.std(a, ddof=1))
-    half = _t_crit(n - 1) * sd / math.sqrt(n)
-    cv = sd / abs(mean) if mean != 0 else nan
-    return Summary(n, mean, float(np.median(a)), sd, cv, mean - half, mean + half,
-                   float(a.min()), float(a.max()))
-
-
-def ci_halfwidth_pct(summary: Summary) -> float:
-    """Half width of the mean's 95% CI relative to the mean, in percent.
-
-    For adaptive repetitions: stop once this is below a target. nan (n == 1)
-    never compares below a target, so repetitions continue; a zero-width CI
-    is 0 even when the mean is 0.
-    """
-    if summary.n < 2:
-        return float("nan")
-    half = (summary.ci95_high - summary.ci95_low) / 2
-    if half == 0:
-        return 0.0
-    if summary.mean == 0:
-        return float("inf")
-    return half / abs(summary.mean) * 100
+__all__ = ["Summary", "ci_halfwidth_pct", "summarize"]  # re-exported: one cell's summary
 
 
 # -- log-scale per-cell comparison (the current API) ------------------------------
@@ -150,7 +81,7 @@ def t_pvalue(estimate: ArrayLike, se: ArrayLike, df: ArrayLike) -> np.ndarray:
     noisy = se > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.abs(est) / np.where(noisy, se, 1.0)
-        p = 2 * _special().stdtr(np.where(noisy, df, 1.0), -t)  # t.sf(t, df), a ufunc: 100x cheaper
+        p = 2 * scipy_special().stdtr(np.where(noisy, df, 1.0), -t)  # t.sf(t, df), a ufunc: 100x cheaper
     return np.where(noisy, np.minimum(p, 1.0), np.where(est == 0, 1.0, 0.0))
 
 
@@ -279,10 +210,17 @@ def _check_settings(tol_pct: float, noise_pct: float, alpha: float) -> None:
         raise ValueError(f"tol_pct and noise_pct must be in [0, 100), not {tol_pct!r}, {noise_pct!r}")
 
 
-def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_is_better: bool,
-                 *, pairs: Sequence[tuple[float, float]] | None = None,
-                 tol_pct: float = DEFAULT_TOL_PCT, noise_pct: float = 0.0,
-                 alpha: float = ALPHA, sides: Sequence[str] | None = None) -> Effect:
+def compare_cell(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    higher_is_better: bool,
+    *,
+    pairs: Sequence[tuple[float, float]] | None = None,
+    tol_pct: float = DEFAULT_TOL_PCT,
+    noise_pct: float = 0.0,
+    alpha: float = ALPHA,
+    sides: Sequence[str] | None = None,
+) -> Effect:
     """Compare one cell's candidate values with the baseline's, on logs.
 
     ``pairs``: (candidate, baseline) values measured in the same round. With
@@ -298,21 +236,37 @@ def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_i
     b = np.asarray(baseline, dtype=float).ravel()
     prs = np.asarray([] if pairs is None else pairs, dtype=float).reshape(-1, 2)
     nan = float("nan")
-    common: dict[str, Any] = dict(higher_is_better=bool(higher_is_better),
-                  candidate=_summary_or_empty(c[np.isfinite(c)]),
-                  baseline=_summary_or_empty(b[np.isfinite(b)]),
-                  n_c=int(c.size), n_b=int(b.size),
-                  tol_pct=float(tol_pct), noise_pct=float(noise_pct), alpha=float(alpha))
+    common: dict[str, Any] = dict(
+        higher_is_better=bool(higher_is_better),
+        candidate=_summary_or_empty(c[np.isfinite(c)]),
+        baseline=_summary_or_empty(b[np.isfinite(b)]),
+        n_c=int(c.size),
+        n_b=int(b.size),
+        tol_pct=float(tol_pct),
+        noise_pct=float(noise_pct),
+        alpha=float(alpha),
+    )
 
     problem = _untestable(c, b, prs)
     if problem:
         # Too few values still have a point estimate worth printing.
-        loggable = c.size and b.size and np.all(np.isfinite(c)) and np.all(np.isfinite(b)) \
-            and c.min() > 0 and b.min() > 0
+        loggable = (
+            c.size and b.size and np.all(np.isfinite(c)) and np.all(np.isfinite(b)) and c.min() > 0 and b.min() > 0
+        )
         log_ratio = float(np.mean(np.log(c)) - np.mean(np.log(b))) if loggable else nan
-        return Effect(TEST_NONE, problem, n_pairs=0, log_ratio=log_ratio, se=nan, df=nan, p=nan,
-                      noise_sd=nan, df_factor=nan, **ratio_fields(log_ratio, higher_is_better),
-                      **common)
+        return Effect(
+            TEST_NONE,
+            problem,
+            n_pairs=0,
+            log_ratio=log_ratio,
+            se=nan,
+            df=nan,
+            p=nan,
+            noise_sd=nan,
+            df_factor=nan,
+            **ratio_fields(log_ratio, higher_is_better),
+            **common,
+        )
 
     if prs.shape[0] >= 2:
         d = np.log(prs[:, 0]) - np.log(prs[:, 1])
@@ -331,9 +285,19 @@ def compare_cell(candidate: Sequence[float], baseline: Sequence[float], higher_i
         # Welch-Satterthwaite df with n per side is (n - 1) * this factor (1..2).
         df_factor = (vc + vb) ** 2 / (vc**2 + vb**2) if vc + vb > 0 else 1.0
     log_ratio = float(tt.estimate)
-    return Effect(test, reason, n_pairs=n_pairs, log_ratio=log_ratio, se=float(tt.se),
-                  df=float(tt.df), p=float(tt.p), noise_sd=noise_sd, df_factor=df_factor,
-                  **ratio_fields(log_ratio, higher_is_better), **common)
+    return Effect(
+        test,
+        reason,
+        n_pairs=n_pairs,
+        log_ratio=log_ratio,
+        se=float(tt.se),
+        df=float(tt.df),
+        p=float(tt.p),
+        noise_sd=noise_sd,
+        df_factor=df_factor,
+        **ratio_fields(log_ratio, higher_is_better),
+        **common,
+    )
 
 
 # exp() of a log ratio is kept finite and positive: at a tiny corrected level
@@ -372,11 +336,10 @@ TIE_RTOL = 1e-9
 def t_critical(q: float | np.ndarray, df: ArrayLike) -> Any:
     """Two-sided critical value t_df(1 - q/2) (= t.isf(q/2, df), computed on
     the small tail so that it stays accurate for tiny q); vectorised."""
-    return -_special().stdtrit(df, q / 2)
+    return -scipy_special().stdtrit(df, q / 2)
 
 
-def ratio_interval(log_ratio: float, se: float, df: float, q: float,
-                   exclude: bool) -> tuple[float, float]:
+def ratio_interval(log_ratio: float, se: float, df: float, q: float, exclude: bool) -> tuple[float, float]:
     """exp(log_ratio ± t·se) with t the two-sided 1-q critical value of t(df),
     finite and positive (see ``_exp``).
 
@@ -422,12 +385,13 @@ def interval(effect: Effect, level: float | None = None) -> tuple[float, float]:
 
 # -- fairness across instances ------------------------------------------------------
 
+
 def jain_index(values: Sequence[float]) -> float:
     """Jain's fairness index of per-instance throughputs: (Σx)² / (n·Σx²),
     1 when all are equal, 1/n when one instance gets everything."""
     if len(values) == 0:
         return float("nan")
-    x = _array(values)
+    x = finite_array(values)
     if np.any(x < 0):
         return float("nan")
     sq = float(np.sum(x * x))
@@ -438,7 +402,7 @@ def max_min_ratio(values: Sequence[float]) -> float:
     """Largest over smallest per-instance value (1 = balanced)."""
     if len(values) == 0:
         return float("nan")
-    x = _array(values)
+    x = finite_array(values)
     if np.min(x) <= 0:
         return float("nan")
     return float(np.max(x) / np.min(x))

@@ -45,13 +45,21 @@ def overhead_change(a: Effect, b: Effect) -> Effect:
         raise ValueError("the two runs' effects disagree on alpha or direction")
     nan = float("nan")
     estimate = b.log_ratio - a.log_ratio
-    common: dict[str, Any] = dict(higher_is_better=b.higher_is_better, candidate=b.candidate, baseline=a.candidate,
-                  n_c=_rounds(b), n_b=_rounds(a), n_pairs=0, tol_pct=b.tol_pct, noise_pct=b.noise_pct,
-                  alpha=b.alpha, **ratio_fields(estimate, b.higher_is_better))
+    common: dict[str, Any] = dict(
+        higher_is_better=b.higher_is_better,
+        candidate=b.candidate,
+        baseline=a.candidate,
+        n_c=_rounds(b),
+        n_b=_rounds(a),
+        n_pairs=0,
+        tol_pct=b.tol_pct,
+        noise_pct=b.noise_pct,
+        alpha=b.alpha,
+        **ratio_fields(estimate, b.higher_is_better),
+    )
     if not (a.tested and b.tested):
         why = "; ".join(f"{run}: {e.reason}" for run, e in (("A", a), ("B", b)) if not e.tested)
-        return Effect(TEST_NONE, why, log_ratio=estimate, se=nan, df=nan, p=nan, noise_sd=nan,
-                      df_factor=nan, **common)
+        return Effect(TEST_NONE, why, log_ratio=estimate, se=nan, df=nan, p=nan, noise_sd=nan, df_factor=nan, **common)
     wa, wb = a.se**2, b.se**2
     se2 = wa + wb
     if se2 == 0 and abs(estimate) <= NOISELESS_ATOL:
@@ -68,10 +76,18 @@ def overhead_change(a: Effect, b: Effect) -> Effect:
     # (n - 1)·df_factor df: the per-run predictions combined the same way.
     va, vb = a.noise_sd**2, b.noise_sd**2
     df_factor = (va + vb) ** 2 / (va**2 / a.df_factor + vb**2 / b.df_factor) if va + vb > 0 else 1.0
-    reason = "" if a.test == b.test == TEST_PAIRED else \
-        f"within-run tests: A {a.test}, B {b.test}"
-    return Effect(TEST_WELCH_DIFF, reason, log_ratio=estimate, se=math.sqrt(se2), df=float(df), p=p,
-                  noise_sd=math.sqrt(va + vb), df_factor=df_factor, **common)
+    reason = "" if a.test == b.test == TEST_PAIRED else f"within-run tests: A {a.test}, B {b.test}"
+    return Effect(
+        TEST_WELCH_DIFF,
+        reason,
+        log_ratio=estimate,
+        se=math.sqrt(se2),
+        df=float(df),
+        p=p,
+        noise_sd=math.sqrt(va + vb),
+        df_factor=df_factor,
+        **common,
+    )
 
 
 BETWEEN = "+between"  # a test's name with the between-run spread of both runs added
@@ -97,7 +113,15 @@ def add_between_runs(e: Effect, tau2: float, df_tau: float, runs: int) -> Effect
     # benchmarks/between_calibration.py).
     df = min(se2**2 / ((e.se**4 / e.df if e.df > 0 else 0.0) + w**2 / df_tau), df_tau)
     p = float(t_pvalue(e.log_ratio, math.sqrt(se2), df))
-    why = (f"between runs ±{math.expm1(math.sqrt(tau2)) * 100:.1f}% (SD of a run's mean, {df_tau:g} df "
-           f"from {runs}+ runs) added")
-    return replace(e, test=e.test + BETWEEN, reason="; ".join(x for x in (e.reason, why) if x),
-                   se=math.sqrt(se2), df=float(df), p=p)
+    why = (
+        f"between runs ±{math.expm1(math.sqrt(tau2)) * 100:.1f}% (SD of a run's mean, {df_tau:g} df "
+        f"from {runs}+ runs) added"
+    )
+    return replace(
+        e,
+        test=e.test + BETWEEN,
+        reason="; ".join(x for x in (e.reason, why) if x),
+        se=math.sqrt(se2),
+        df=float(df),
+        p=p,
+    )

@@ -139,7 +139,7 @@ class Verdict:
 
     @property
     def callable_text(self) -> str:
-        """"this run could call changes of about 31% or more"; "" when unknown."""
+        """ "this run could call changes of about 31% or more"; "" when unknown."""
         if self.callable_pct is None:
             return ""
         return f"this run could call {findable(self.callable_pct)}"
@@ -157,26 +157,26 @@ class Verdict:
         # the typographic minus, as every table prints a change
         where = f"{e.pct:+.1f}% [{low}%, {high}%]".replace("-", MINUS) + f" at {fmt_level(self.level)}"
         if self.changed:
-            return (f"{self.direction}: {where}, significant after correction "
-                    f"(BH p = {self.p_adjusted:.3g}, {e.test})")
+            return f"{self.direction}: {where}, significant after correction (BH p = {self.p_adjusted:.3g}, {e.test})"
         if self.verdict == EQUIVALENT:
             extra = f" ({self.reason})" if self.reason else ""
             return f"equivalent within ±{self.margin_pct:g}%: {where}{extra}"
         could = f"; {self.callable_text}" if self.callable_text else ""
-        return (f"inconclusive at n = {_n_text(e)}: {where}{could}; about {self.rounds_needed_text} "
-                f"rounds would resolve ±{self.margin_pct:g}%")
+        return (
+            f"inconclusive at n = {_n_text(e)}: {where}{could}; about {self.rounds_needed_text} "
+            f"rounds would resolve ±{self.margin_pct:g}%"
+        )
 
 
 def change_text(pct: float) -> str:
     """A change found 4 times in 5, as printed: ">+999%" beyond SHOWN_PCT_HIGH
     (at 2 rounds and a strict level the exact figure, a many-fold change,
     says only "nothing"), whole percent from 10%, one decimal below."""
-    return f">+{SHOWN_PCT_HIGH:.0f}%" if not pct <= SHOWN_PCT_HIGH else f"{pct:.0f}%" if pct >= 10 \
-        else f"{pct:.1f}%"
+    return f">+{SHOWN_PCT_HIGH:.0f}%" if not pct <= SHOWN_PCT_HIGH else f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%"
 
 
 def findable(pct: float) -> str:
-    """"changes of about 31% or more", or "only changes beyond +999%" when
+    """ "changes of about 31% or more", or "only changes beyond +999%" when
     the figure is past what is printed (">+999% or more" read as a typo)."""
     text = change_text(pct)
     return f"only changes beyond {text[1:]}" if text.startswith(">") else f"changes of about {text} or more"
@@ -197,8 +197,7 @@ def _n_text(e: Effect) -> str:
     return str(e.n_pairs) if e.n_pairs else (str(e.n_c) if e.n_c == e.n_b else f"{e.n_c}/{e.n_b}")
 
 
-def rounds_needed(effect: Effect, q: float, margin_pct: float,
-                  cap: int = ROUNDS_NEEDED_CAP) -> int | None:
+def rounds_needed(effect: Effect, q: float, margin_pct: float, cap: int = ROUNDS_NEEDED_CAP) -> int | None:
     """Rounds per side after which the interval at level 1 - q would settle
     the cell at the observed noise, whatever the estimate
     (``rounds_to_resolve`` with the cell's noise and degrees of freedom).
@@ -235,8 +234,9 @@ def callable_change(effect: Effect, q: float) -> float | None:
     return math.expm1(delta) * 100
 
 
-def rounds_to_resolve(noise_sd: float, q: float, margin_pct: float, df_factor: float = 1.0,
-                      cap: int = ROUNDS_NEEDED_CAP) -> int | None:
+def rounds_to_resolve(
+    noise_sd: float, q: float, margin_pct: float, df_factor: float = 1.0, cap: int = ROUNDS_NEEDED_CAP
+) -> int | None:
     """The smallest n whose interval at level 1 - q has half-width
     t_df(n)(1 - q/2)·noise_sd/sqrt(n) < log(1 + margin/100)/2, with
     df(n) = df_factor·(n - 1) (1 for a paired test: n rounds, n - 1 df).
@@ -300,6 +300,7 @@ def _noncentrality(rounds: int, q: float, power: float) -> float:
     import warnings
 
     from scipy import optimize
+
     df = rounds - 1
     c = float(t_critical(q, df))
     if not math.isfinite(c):
@@ -324,8 +325,9 @@ def _noncentrality(rounds: int, q: float, power: float) -> float:
 def _per_cell(value: float | Sequence[float] | None, effects: list[Effect], field: str) -> list[float]:
     if value is None:
         return [getattr(e, field) for e in effects]
-    values = [float(value)] * len(effects) if isinstance(value, (int, float, numbers.Real)) \
-        else [float(v) for v in value]
+    values = (
+        [float(value)] * len(effects) if isinstance(value, (int, float, numbers.Real)) else [float(v) for v in value]
+    )
     if len(values) != len(effects):
         raise ValueError(f"{field}: {len(values)} values for {len(effects)} cells")
     if not all(0 <= v < 100 for v in values):
@@ -333,9 +335,13 @@ def _per_cell(value: float | Sequence[float] | None, effects: list[Effect], fiel
     return values
 
 
-def adjust(effects: Iterable[Effect], alpha: float | None = None, *,
-           tol_pct: float | Sequence[float] | None = None,
-           noise_pct: float | Sequence[float] | None = None) -> list[Verdict]:
+def adjust(
+    effects: Iterable[Effect],
+    alpha: float | None = None,
+    *,
+    tol_pct: float | Sequence[float] | None = None,
+    noise_pct: float | Sequence[float] | None = None,
+) -> list[Verdict]:
     """The final verdicts of one table or compare, in the order given.
 
     ``alpha`` defaults to the effects' own (they must agree). ``tol_pct`` and
@@ -363,12 +369,10 @@ def adjust(effects: Iterable[Effect], alpha: float | None = None, *,
     r = int(rejected.sum())
     q = max(r, 1) * alpha / max(m, 1)  # FCR level 1 - q, see the module docstring
 
-    return [_verdict(e, float(p_adj[i]), bool(rejected[i]), q, tols[i], noises[i], m)
-            for i, e in enumerate(effects)]
+    return [_verdict(e, float(p_adj[i]), bool(rejected[i]), q, tols[i], noises[i], m) for i, e in enumerate(effects)]
 
 
-def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, noise: float,
-             m: int) -> Verdict:
+def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, noise: float, m: int) -> Verdict:
     margin = max(tol, noise)
     nan = float("nan")
     if not e.tested:
@@ -384,10 +388,21 @@ def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, nois
     if inside(margin):
         reason = f"significant, but inside the noise floor ±{noise:g}%" if rejected else ""
         return Verdict(e, EQUIVALENT, p_adj, rejected, 1 - q, lo, hi, margin, noise, m, None, reason, None)
-    return Verdict(e, INCONCLUSIVE, p_adj, rejected, 1 - q, lo, hi, margin, noise, m,
-                   rounds_needed(e, q, margin),
-                   f"the interval holds both no change and changes beyond ±{margin:g}%",
-                   callable_change(e, q))
+    return Verdict(
+        e,
+        INCONCLUSIVE,
+        p_adj,
+        rejected,
+        1 - q,
+        lo,
+        hi,
+        margin,
+        noise,
+        m,
+        rounds_needed(e, q, margin),
+        f"the interval holds both no change and changes beyond ±{margin:g}%",
+        callable_change(e, q),
+    )
 
 
 def judge(effect: Effect) -> Verdict:

@@ -18,8 +18,8 @@ import os
 import threading
 from collections.abc import Callable
 
-from isobench.envs.base import Environment
 from isobench.core.workspace import STATE_ROOT
+from isobench.envs.base import Environment
 
 HEALTH_TIMEOUT_S = 10  # what an environment gets to answer after a failed sample
 PENDING_FILE = os.path.join(STATE_ROOT, "pending-leftovers.json")
@@ -64,14 +64,18 @@ class Watch:
         resume = f"`isobench run --resume {self.run_id}` measures them"
         if problem is not None:
             self.lost[env.name] = problem
-            self.note(f"{problem}: its remaining cells are skipped and the run will end incomplete; "
-                      f"once it answers again, {resume}")
+            self.note(
+                f"{problem}: its remaining cells are skipped and the run will end incomplete; "
+                f"once it answers again, {resume}"
+            )
             return
         key = (env.name, what.split("/")[0])
         if key not in self._told:
             self._told.add(key)
-            self.note(f"{what} in {env.name} failed: {one_line(error)[:200]}; the run goes on and will end "
-                      f"incomplete; {resume} again")
+            self.note(
+                f"{what} in {env.name} failed: {one_line(error)[:200]}; the run goes on and will end "
+                f"incomplete; {resume} again"
+            )
 
 
 def one_line(text: str) -> str:
@@ -85,6 +89,7 @@ def final_status(planned: set[tuple], measured: set[tuple]) -> str:
 
 
 # --- teardown that could not finish -------------------------------------------------
+
 
 def remember_leftovers(run_id: str, problems: list[str]) -> None:
     pending = _read_pending()

@@ -23,8 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from isobench.analysis.pilotstats import drift, pair_noise
-from isobench.checks.pilotkernels import (BUDGET_S, PAIRS, SCRATCH_DIR, IoKernel, Timings, default_kernels,
-                                          time_kernels)
+from isobench.checks.pilotkernels import BUDGET_S, PAIRS, SCRATCH_DIR, IoKernel, Timings, default_kernels, time_kernels
 from isobench.core.workspace import STATE_ROOT
 from isobench.host.hostinfo import Finding, cpu_model, read_text
 
@@ -46,8 +45,14 @@ NOISY_PCT = 2.0
 
 # -- running the pilot -----------------------------------------------------------------
 
-def measure(identity: dict, kernels: Callable[[Timings], list] = default_kernels, pairs: int = PAIRS,
-            budget_s: float = BUDGET_S, timeout_s: float = TIMEOUT_S) -> Pilot:
+
+def measure(
+    identity: dict,
+    kernels: Callable[[Timings], list] = default_kernels,
+    pairs: int = PAIRS,
+    budget_s: float = BUDGET_S,
+    timeout_s: float = TIMEOUT_S,
+) -> Pilot:
     """Run the pilot in a thread and return by ``timeout_s`` whatever the
     kernels do: the thread is told to stop, and what it measured by then is
     summarised. Ctrl-C stops it the same way (the thread removes its file)."""
@@ -83,6 +88,7 @@ def measure(identity: dict, kernels: Callable[[Timings], list] = default_kernels
 
 
 # -- the result ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class KernelNoise:
@@ -135,9 +141,20 @@ def kernel_noise(kernel: str, what: str, samples: list[tuple[float, float]]) -> 
     noise = pair_noise(secs[0::2], secs[1::2])
     slope = drift(starts, secs)
     ordered = sorted(secs)
-    return KernelNoise(kernel, what, noise.pairs, noise.sd, noise.low, noise.high,
-                       slope.pct_per_min, slope.low, slope.high, ordered[len(ordered) // 2],
-                       tuple(round(x, 6) for x in secs), None if math.isnan(slope.slope) else slope.slope)
+    return KernelNoise(
+        kernel,
+        what,
+        noise.pairs,
+        noise.sd,
+        noise.low,
+        noise.high,
+        slope.pct_per_min,
+        slope.low,
+        slope.high,
+        ordered[len(ordered) // 2],
+        tuple(round(x, 6) for x in secs),
+        None if math.isnan(slope.slope) else slope.slope,
+    )
 
 
 def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> Pilot:
@@ -148,8 +165,15 @@ def summarise(identity: dict, timings: Timings, stamp: float, wall_s: float) -> 
             kernels[name] = k
         else:
             notes.setdefault(name, "not measured: fewer than 2 pairs")
-    return Pilot(PILOT_VERSION, dict(identity), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)),
-                 stamp, wall_s, kernels, notes)
+    return Pilot(
+        PILOT_VERSION,
+        dict(identity),
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)),
+        stamp,
+        wall_s,
+        kernels,
+        notes,
+    )
 
 
 @dataclass(frozen=True)
@@ -167,12 +191,13 @@ class Pilot:
         return self.kernels.get(kernel)
 
     def summary(self) -> str:
-        """"paired SD 4.1% per sample on CPU [3.2%, 5.8%], 9.5% on I/O [7.2%, 14.0%]"."""
+        """ "paired SD 4.1% per sample on CPU [3.2%, 5.8%], 9.5% on I/O [7.2%, 14.0%]"."""
         if not self.kernels:
             return "not measured: " + ("; ".join(self.notes.values()) or "no kernel ran")
         first, *rest = self.kernels.values()
-        return (f"paired SD {fmt_noise(first.sd)} per sample on {first.label} {first.interval_text()}"
-                + "".join(f", {fmt_noise(k.sd)} on {k.label} {k.interval_text()}" for k in rest))
+        return f"paired SD {fmt_noise(first.sd)} per sample on {first.label} {first.interval_text()}" + "".join(
+            f", {fmt_noise(k.sd)} on {k.label} {k.interval_text()}" for k in rest
+        )
 
     def age_s(self, now: float) -> float:
         return max(0.0, now - self.measured_unix)
@@ -198,8 +223,7 @@ class Pilot:
         """What a run keeps among its host facts (the report prints "line",
         a compare diffs "summary");
         an undefined figure is null, since the run's JSON export allows no NaN."""
-        return _no_nan({**self.to_dict(), "cached": self.cached, "line": self.line(now),
-                        "summary": self.summary()})
+        return _no_nan({**self.to_dict(), "cached": self.cached, "line": self.line(now), "summary": self.summary()})
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -209,13 +233,23 @@ class Pilot:
     @classmethod
     def from_dict(cls, data: dict, cached: bool = False) -> Pilot:
         """The inverse of to_dict; KeyError, TypeError or ValueError on anything else."""
-        kernels = {str(name): KernelNoise(**{f: _typed(f, k[f]) for f in KernelNoise.__dataclass_fields__
-                                             if f in k or f not in OPTIONAL_FIELDS})
-                   for name, k in data["kernels"].items()}
+        kernels = {
+            str(name): KernelNoise(
+                **{f: _typed(f, k[f]) for f in KernelNoise.__dataclass_fields__ if f in k or f not in OPTIONAL_FIELDS}
+            )
+            for name, k in data["kernels"].items()
+        }
         notes = {str(k): str(v) for k, v in data["notes"].items()}
-        return cls(int(data["version"]), {str(k): str(v) for k, v in data["host"].items()},
-                   str(data["measured_at"]), float(data["measured_unix"]), float(data["wall_s"]),
-                   kernels, notes, cached)
+        return cls(
+            int(data["version"]),
+            {str(k): str(v) for k, v in data["host"].items()},
+            str(data["measured_at"]),
+            float(data["measured_unix"]),
+            float(data["wall_s"]),
+            kernels,
+            notes,
+            cached,
+        )
 
 
 # Fields a pilot cached by an earlier isobench may lack: their defaults stand.
@@ -238,12 +272,18 @@ def _typed(name: str, value):
 
 # -- the cache -----------------------------------------------------------------------
 
+
 def host_identity() -> dict:
     """What the noise belongs to: this host since its last boot (a reboot or
     a migrated VM is measured again), its CPU and kernel, the scratch disk."""
-    return {"hostname": platform.node(), "boot_id": read_text("/proc/sys/kernel/random/boot_id") or "",
-            "cpu_model": cpu_model(), "cores": str(os.cpu_count()), "kernel": platform.release(),
-            "scratch": SCRATCH_DIR}
+    return {
+        "hostname": platform.node(),
+        "boot_id": read_text("/proc/sys/kernel/random/boot_id") or "",
+        "cpu_model": cpu_model(),
+        "cores": str(os.cpu_count()),
+        "kernel": platform.release(),
+        "scratch": SCRATCH_DIR,
+    }
 
 
 def load(path: str = CACHE_FILE) -> Pilot | None:
@@ -267,8 +307,12 @@ def save(pilot: Pilot, path: str = CACHE_FILE) -> None:
 
 def current(pilot: Pilot | None, identity: dict, now: float, max_age_s: float = MAX_AGE_S) -> bool:
     """Reusable: this host's, and younger than max_age_s (a clock set back counts as stale)."""
-    return (pilot is not None and pilot.host == identity and pilot.kernels != {}
-            and 0 <= now - pilot.measured_unix < max_age_s)
+    return (
+        pilot is not None
+        and pilot.host == identity
+        and pilot.kernels != {}
+        and 0 <= now - pilot.measured_unix < max_age_s
+    )
 
 
 def cached(identity: dict | None = None, path: str = CACHE_FILE) -> Pilot | None:
@@ -277,9 +321,14 @@ def cached(identity: dict | None = None, path: str = CACHE_FILE) -> Pilot | None
     return pilot if pilot is not None and pilot.host == (identity or host_identity()) else None
 
 
-def host_noise(fresh: bool = False, on_measure: Callable[[], None] | None = None, path: str = CACHE_FILE,
-               identity: dict | None = None, now: Callable[[], float] = time.time,
-               measure_with: Callable[[dict], Pilot] = measure) -> Pilot:
+def host_noise(
+    fresh: bool = False,
+    on_measure: Callable[[], None] | None = None,
+    path: str = CACHE_FILE,
+    identity: dict | None = None,
+    now: Callable[[], float] = time.time,
+    measure_with: Callable[[dict], Pilot] = measure,
+) -> Pilot:
     """The cached pilot when current, else a new one (about ABOUT_S seconds,
     announced through on_measure first), saved for the next hour."""
     identity = identity or host_identity()
@@ -304,6 +353,7 @@ def without_a_run(fresh: bool, on_measure: Callable[[], None] | None = None) -> 
     it; the run lock is held meanwhile so none starts. While one runs, the
     last figures (any age) are all there is, with a note saying so."""
     from isobench.core.lock import AlreadyRunning, RunLock, running_run_id
+
     busy = "a study is running: not measured now, so as not to disturb it"
     lock = RunLock()
     try:
@@ -323,12 +373,17 @@ def as_finding(pilot: Pilot | None, note: str = "", now: float | None = None) ->
     now = time.time() if now is None else now
     if pilot is None or not pilot.kernels:
         why = note or (pilot.summary() if pilot is not None else "not measured")
-        return Finding("host noise", "info", why, "`isobench doctor --fresh` measures it (about "
-                       f"{ABOUT_S} s) when no study runs")
+        return Finding(
+            "host noise", "info", why, f"`isobench doctor --fresh` measures it (about {ABOUT_S} s) when no study runs"
+        )
     value = pilot.line(now) + (f" ({note})" if note else "")
     noisy = [k for k in pilot.kernels.values() if k.sd * 100 > NOISY_PCT]
     if not noisy:
         return Finding("host noise", "ok", value)
-    return Finding("host noise", "warn", value,
-                   f"{' and '.join(k.label for k in noisy)} noise above {NOISY_PCT:g}%: stop other work or use a "
-                   "quieter host, or plan more rounds (`isobench validate STUDY` says how many)")
+    return Finding(
+        "host noise",
+        "warn",
+        value,
+        f"{' and '.join(k.label for k in noisy)} noise above {NOISY_PCT:g}%: stop other work or use a "
+        "quieter host, or plan more rounds (`isobench validate STUDY` says how many)",
+    )

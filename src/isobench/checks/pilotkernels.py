@@ -38,13 +38,15 @@ MIB = 2**20
 
 # -- the kernels ---------------------------------------------------------------------
 
+
 class CpuKernel:
     name = "cpu"
 
     def __init__(self) -> None:
         self.data = corpus_bytes(CPU_BYTES)  # the compress workload's seeded text: same bytes everywhere
-        self.what = (f"zlib level {ZLIB_LEVEL} over {CPU_BYTES / 1e6:g} MB of seeded text "
-                     f"(zlib {zlib.ZLIB_RUNTIME_VERSION})")
+        self.what = (
+            f"zlib level {ZLIB_LEVEL} over {CPU_BYTES / 1e6:g} MB of seeded text (zlib {zlib.ZLIB_RUNTIME_VERSION})"
+        )
 
     def run(self) -> None:
         zlib.compress(self.data, ZLIB_LEVEL)
@@ -81,8 +83,10 @@ class IoKernel:
         self.reads = _offsets(b"reads", IO_READS, pages)
         self.buf = mmap.mmap(-1, PAGE)  # page-aligned, as O_DIRECT needs
         self.direct = hasattr(os, "O_DIRECT")
-        self.what = (f"{IO_FILE_MIB} MiB written and fsynced, {IO_SYNCS} page writes each fdatasynced, "
-                     f"{IO_READS} seeded page reads")
+        self.what = (
+            f"{IO_FILE_MIB} MiB written and fsynced, {IO_SYNCS} page writes each fdatasynced, "
+            f"{IO_READS} seeded page reads"
+        )
 
     def run(self) -> None:
         # Overwritten in place, never truncated: the first run (the warm-up)
@@ -132,10 +136,11 @@ class IoKernel:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 # -- timing ----------------------------------------------------------------------------
+
 
 @dataclass
 class Timings:
@@ -147,8 +152,14 @@ class Timings:
     what: dict[str, str] = field(default_factory=dict)
 
 
-def time_kernels(kernels: list, timings: Timings, stop: threading.Event, pairs: int = PAIRS,
-                 budget_s: float = BUDGET_S, clock: Callable[[], float] = time.perf_counter) -> None:
+def time_kernels(
+    kernels: list,
+    timings: Timings,
+    stop: threading.Event,
+    pairs: int = PAIRS,
+    budget_s: float = BUDGET_S,
+    clock: Callable[[], float] = time.perf_counter,
+) -> None:
     """Round after round, each kernel twice in a row (A B), until ``pairs``
     rounds, the budget, or ``stop``. Each kernel's first run is a warm-up
     (allocation, caches) and is not kept. A kernel that fails (a full disk)

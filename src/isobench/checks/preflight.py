@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from isobench.core.numbers import fmt_duration, plural
 from isobench.envs.kinds import kind_of
 from isobench.envs.pinning import duet_sides, side_host, usable_cpus
+from isobench.host.hostinfo import HostInfo
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import WorkloadError
-from isobench.host.hostinfo import HostInfo
-from isobench.core.numbers import fmt_duration, plural
 
 MEMORY_SHARE = 0.8  # leave the kernel, engine and VMM room to breathe
 DISK_SHARE = 0.9
@@ -43,8 +43,9 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
                 biggest[fp.resource] = (f"workloads.{entry.key}.{fp.field}", need)
     # what each kind holds of the host itself (a guest's RAM), all instances
     for name, spec in study.environments.items():
-        problems += [f"{study.path}: environments.{name}.{field}: {problem}"
-                     for field, problem in kind_of(spec.kind).check(spec)]
+        problems += [
+            f"{study.path}: environments.{name}.{field}: {problem}" for field, problem in kind_of(spec.kind).check(spec)
+        ]
         for fp in kind_of(spec.kind).footprint(spec):
             totals[fp.resource] += fp.bytes
             if fp.bytes > biggest.get(fp.resource, ("", -1))[1]:
@@ -56,16 +57,24 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
         if need > biggest.get("memory", ("", -1))[1]:
             biggest["memory"] = ("noise.vm_bytes_mb", need)
     problems += duet_problems(study, host, usable_cpus())
-    limits = {"memory": (host.mem_bytes * MEMORY_SHARE, f"{MEMORY_SHARE:.0%} of this host's "
-                         f"{host.mem_bytes / GiB:.1f} GiB of memory"),
-              "disk": (host.disk_free_bytes * DISK_SHARE, f"{DISK_SHARE:.0%} of the "
-                       f"{host.disk_free_bytes / GiB:.1f} GiB free on the disk")}
+    limits = {
+        "memory": (
+            host.mem_bytes * MEMORY_SHARE,
+            f"{MEMORY_SHARE:.0%} of this host's {host.mem_bytes / GiB:.1f} GiB of memory",
+        ),
+        "disk": (
+            host.disk_free_bytes * DISK_SHARE,
+            f"{DISK_SHARE:.0%} of the {host.disk_free_bytes / GiB:.1f} GiB free on the disk",
+        ),
+    }
     for resource, total in totals.items():
         limit, what = limits[resource]
         if total and limit and total > limit:
             field, _ = biggest[resource]
-            problems.append(f"{study.path}: {field}: {n_envs} environments need {total / GiB:.1f} GiB of "
-                            f"{resource} in all, more than {what}; lower it")
+            problems.append(
+                f"{study.path}: {field}: {n_envs} environments need {total / GiB:.1f} GiB of "
+                f"{resource} in all, more than {what}; lower it"
+            )
     return problems
 
 
@@ -77,21 +86,29 @@ def duet_problems(study: Study, host: HostInfo, cpus: list[int]) -> list[str]:
         return []
     side = len(duet_sides(cpus)[0])
     if side < 1:
-        return [f"{study.path}: study.schedule: a duet needs at least two usable host CPUs, this host has "
-                f"{len(cpus)}; use schedule = \"sequential\""]
-    problems = [f"{study.path}: environments.{name}.{field}: {problem}"
-                for name, spec in study.environments.items()
-                for field, problem in kind_of(spec.kind).duet_problems(spec, side)]
+        return [
+            f"{study.path}: study.schedule: a duet needs at least two usable host CPUs, this host has "
+            f'{len(cpus)}; use schedule = "sequential"'
+        ]
+    problems = [
+        f"{study.path}: environments.{name}.{field}: {problem}"
+        for name, spec in study.environments.items()
+        for field, problem in kind_of(spec.kind).duet_problems(spec, side)
+    ]
     half = side_host(host)
     for entry in study.workloads:
         workload = WORKLOADS[entry.workload](entry.params, half)
         if entry.params.duet and not type(workload).duet:
-            problems.append(f"{study.path}: workloads.{entry.key}.duet: {entry.workload} cannot run as a duet "
-                            "(its work is not confined to the CPUs it is given); leave duet out")
+            problems.append(
+                f"{study.path}: workloads.{entry.key}.duet: {entry.workload} cannot run as a duet "
+                "(its work is not confined to the CPUs it is given); leave duet out"
+            )
         if workload.duets and workload.cpus_needed() > side:
-            problems.append(f"{study.path}: workloads.{entry.key}: one sample keeps {workload.cpus_needed()} CPUs "
-                            f"busy, a duet side has {side}; lower it (0 = a side's CPUs) or use "
-                            f"schedule = \"sequential\"")
+            problems.append(
+                f"{study.path}: workloads.{entry.key}: one sample keeps {workload.cpus_needed()} CPUs "
+                f"busy, a duet side has {side}; lower it (0 = a side's CPUs) or use "
+                f'schedule = "sequential"'
+            )
     return problems
 
 
@@ -119,9 +136,11 @@ class StudySize:
 
     def describe(self) -> str:
         n = plural
-        return (f"size: {n(self.environments, 'environment')} ({n(self.instances, 'instance')}), "
-                f"{n(self.cells, 'cell')}, {n(self.rounds, 'round')}, {n(self.samples, 'sample')}, "
-                f"about {fmt_duration(self.estimated_s)}")
+        return (
+            f"size: {n(self.environments, 'environment')} ({n(self.instances, 'instance')}), "
+            f"{n(self.cells, 'cell')}, {n(self.rounds, 'round')}, {n(self.samples, 'sample')}, "
+            f"about {fmt_duration(self.estimated_s)}"
+        )
 
     def seconds_at(self, measured_rounds: int) -> float:
         """The same estimate for another number of measured rounds (warm-up kept)."""
@@ -149,9 +168,17 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
     # an adaptive study: its most rounds; a budgeted one: its first block, and its budget as its length
     rounds = study.meta.warmup + (plan.first if plan else study.meta.planned_rounds)
     estimated = round_s * rounds + START_S * instances
-    return StudySize(n_envs, instances, cells, rounds, round_samples * rounds,
-                     max(estimated, plan.budget_s) if plan else estimated,
-                     study.meta.warmup, round_s, START_S * instances)
+    return StudySize(
+        n_envs,
+        instances,
+        cells,
+        rounds,
+        round_samples * rounds,
+        max(estimated, plan.budget_s) if plan else estimated,
+        study.meta.warmup,
+        round_s,
+        START_S * instances,
+    )
 
 
 def budget_problem(study: Study, size: StudySize, label: str = "study.budget") -> str | None:
@@ -162,9 +189,11 @@ def budget_problem(study: Study, size: StudySize, label: str = "study.budget") -
     need = size.seconds_at(plan.first)
     if plan.budget_s >= need:
         return None
-    return (f"{study.path}: {label}: {study.meta.budget} is shorter than the first block ({plan.first} rounds of "
-            f"every case, about {fmt_duration(need)} here); give at least {math.ceil(need / 60)}m, or fewer "
-            "repetitions")
+    return (
+        f"{study.path}: {label}: {study.meta.budget} is shorter than the first block ({plan.first} rounds of "
+        f"every case, about {fmt_duration(need)} here); give at least {math.ceil(need / 60)}m, or fewer "
+        "repetitions"
+    )
 
 
 def size_problems(study: Study, size: StudySize, host: HostInfo) -> list[str]:
@@ -173,14 +202,18 @@ def size_problems(study: Study, size: StudySize, host: HostInfo) -> list[str]:
     max_instances = max(MIN_INSTANCES, MAX_INSTANCES_PER_CORE * host.cores)
     problems = []
     if size.instances > max_instances:
-        problems.append(f"{study.path}: environments: {size.instances} instances on a {host.cores}-core host "
-                        f"(limit {max_instances}); remove some {flag}")
+        problems.append(
+            f"{study.path}: environments: {size.instances} instances on a {host.cores}-core host "
+            f"(limit {max_instances}); remove some {flag}"
+        )
     if size.samples > MAX_SAMPLES:
-        problems.append(f"{study.path}: study.repetitions: {size.samples} samples (limit {MAX_SAMPLES}); "
-                        f"lower repetitions or the workloads' cases {flag}")
+        problems.append(
+            f"{study.path}: study.repetitions: {size.samples} samples (limit {MAX_SAMPLES}); "
+            f"lower repetitions or the workloads' cases {flag}"
+        )
     if size.estimated_s > MAX_HOURS * 3600:
-        problems.append(f"{study.path}: study.repetitions: an estimated {fmt_duration(size.estimated_s)} "
-                        f"(limit {MAX_HOURS:.0f} h); lower repetitions or durations {flag}")
+        problems.append(
+            f"{study.path}: study.repetitions: an estimated {fmt_duration(size.estimated_s)} "
+            f"(limit {MAX_HOURS:.0f} h); lower repetitions or durations {flag}"
+        )
     return problems
-
-

@@ -27,14 +27,14 @@ import math
 from dataclasses import dataclass
 
 from isobench.analysis.budget import Plan
-from isobench.host.hostinfo import HostInfo
+from isobench.analysis.repetitions import sequential_alpha
+from isobench.analysis.stats import ALPHA
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable, rounds_to_resolve
 from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, KernelNoise, Pilot, fmt_noise
 from isobench.checks.preflight import StudySize
-from isobench.analysis.repetitions import sequential_alpha
+from isobench.host.hostinfo import HostInfo
 from isobench.results.numbers import fmt_duration
-from isobench.analysis.stats import ALPHA
 from isobench.study import Study
-from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable, rounds_to_resolve
 from isobench.workloads import WORKLOADS
 
 
@@ -105,8 +105,7 @@ def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
     return min(max(fits, plan.first), plan.cap)
 
 
-def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None,
-                     now: float) -> list[str]:
+def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None, now: float) -> list[str]:
     """Two lines: what the planned rounds can find here and the rounds
     ±tolerance equivalence needs (CPU-bound cells, then I/O-bound ones),
     and that a workload can be noisier than the pilot; nothing when no cell
@@ -123,8 +122,10 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
         rounds, looks = budget_rounds(plan, size, meta.warmup), plan.looks
         at = f"in the {meta.budget} budget (about {rounds} rounds of every case, more for the cases still open)"
     if pilot is None or not pilot.kernels:
-        return [f"host noise not measured here lately, so what {at.split(' ', 1)[1]} can resolve is unknown: "
-                f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"]
+        return [
+            f"host noise not measured here lately, so what {at.split(' ', 1)[1]} can resolve is unknown: "
+            f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"
+        ]
     q = sequential_alpha(looks, alpha=ALPHA) / m
     cpu, io = pilot.noise("cpu"), pilot.noise("io")
     lent = cpu or io
@@ -137,23 +138,31 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
         groups.append((figure, f"{figure.label} noise {fmt_noise(figure.sd)}"))
     if compared.io_cells:
         figure = io or lent
-        named = f"I/O noise {fmt_noise(figure.sd)}" if io is not None else \
-            f"I/O not measured, {figure.label} noise {fmt_noise(figure.sd)}"
+        named = (
+            f"I/O noise {fmt_noise(figure.sd)}"
+            if io is not None
+            else f"I/O not measured, {figure.label} noise {fmt_noise(figure.sd)}"
+        )
         groups.append((figure, named))
     (figure, named), *rest = groups
     r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
     if not rest and compared.io_cells:
         named += f", {io_keys} I/O-bound"
-    first = (f"{at} this host can find {findable(r.change_pct)} ({named}, "
-             f"{m} cells compared" + (f", tested at alpha/{looks} for {looks} looks" if looks > 1 else "") + ")")
+    first = (
+        f"{at} this host can find {findable(r.change_pct)} ({named}, "
+        f"{m} cells compared" + (f", tested at alpha/{looks} for {looks} looks" if looks > 1 else "") + ")"
+    )
     needs = _needs_text(r, size)
     first += f"; {needs}" if needs else ""
     for figure, named in rest:
         r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
         needs = _needs_text(r, size).replace(" equivalence", "")
-        first += (f"; I/O-bound {io_keys} ({named}): about {change_text(r.change_pct)}"
-                  + (f", and {needs}" if needs else ""))
+        first += f"; I/O-bound {io_keys} ({named}): about {change_text(r.change_pct)}" + (
+            f", and {needs}" if needs else ""
+        )
     age = pilot.when(now) + ("" if pilot.age_s(now) < MAX_AGE_S else "; `isobench doctor --fresh` measures again")
-    second = (f"a workload can be noisier than the pilot's kernels ({age}): its inconclusive cells then "
-              "say the rounds its own noise needs")
+    second = (
+        f"a workload can be noisier than the pilot's kernels ({age}): its inconclusive cells then "
+        "say the rounds its own noise needs"
+    )
     return [first, second]

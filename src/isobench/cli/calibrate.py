@@ -21,27 +21,65 @@ CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
 @click.command("calibrate")
 @click.argument("study_file", type=click.Path(dir_okay=False), required=False)
 @STORE_OPTION
-@click.option("--env", metavar="NAME", help="Environment to calibrate (default: the study's baseline); its kind "
-              "must offer a CPU quota (cpus).")
-@click.option("--sizes", default="5,10,20", show_default=True, metavar="PCTS",
-              help="Planted slowdowns, percent of CPU time taken away, each in (0, 90).")
-@click.option("--copies", default=7, show_default=True, type=click.IntRange(min=1), metavar="N",
-              help="A/A copies of the environment (false alarms are counted over copies x primary cells).")
-@click.option("--cpus", "quota", type=Finite(min=0, min_open=True), metavar="N",
-              help="CPU quota every unslowed copy gets when the environment sets none (default 1).")
+@click.option(
+    "--env",
+    metavar="NAME",
+    help="Environment to calibrate (default: the study's baseline); its kind must offer a CPU quota (cpus).",
+)
+@click.option(
+    "--sizes",
+    default="5,10,20",
+    show_default=True,
+    metavar="PCTS",
+    help="Planted slowdowns, percent of CPU time taken away, each in (0, 90).",
+)
+@click.option(
+    "--copies",
+    default=7,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="A/A copies of the environment (false alarms are counted over copies x primary cells).",
+)
+@click.option(
+    "--cpus",
+    "quota",
+    type=Finite(min=0, min_open=True),
+    metavar="N",
+    help="CPU quota every unslowed copy gets when the environment sets none (default 1).",
+)
 @click.option("--show", "show_id", metavar="RUN_ID", help="Judge a stored calibration run again; run nothing.")
-@click.option("--json", "json_out", is_flag=False, flag_value=STDOUT, metavar="",
-              type=click.Path(dir_okay=False, allow_dash=True),
-              help="Print the rates as JSON instead of the table (schema: docs/output.md); to -o FILE when given. "
-                   "`--json FILE` (writing FILE besides the table) is deprecated: use --json -o FILE.")
+@click.option(
+    "--json",
+    "json_out",
+    is_flag=False,
+    flag_value=STDOUT,
+    metavar="",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Print the rates as JSON instead of the table (schema: docs/output.md); to -o FILE when given. "
+    "`--json FILE` (writing FILE besides the table) is deprecated: use --json -o FILE.",
+)
 @output_option()
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
-@click.option("--schedule", type=click.Choice(["sequential", "duet"]),
-              help="Calibrate the gate under this schedule (default: the study's): with duet, each copy's sample "
-                   "runs at the same time as the baseline's (docs/statistics.md#duet).")
-def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: str, copies: int,
-              quota: float | None, show_id: str | None, json_out: str | None, output: str | None,
-              progress: bool | None, schedule: str | None) -> None:
+@click.option(
+    "--schedule",
+    type=click.Choice(["sequential", "duet"]),
+    help="Calibrate the gate under this schedule (default: the study's): with duet, each copy's sample "
+    "runs at the same time as the baseline's (docs/statistics.md#duet).",
+)
+def calibrate(
+    study_file: str | None,
+    store_path: str,
+    env: str | None,
+    sizes: str,
+    copies: int,
+    quota: float | None,
+    show_id: str | None,
+    json_out: str | None,
+    output: str | None,
+    progress: bool | None,
+    schedule: str | None,
+) -> None:
     """Measure the gate on this host: false alarms and detection per planted size.
 
     Runs STUDY_FILE's workloads in one environment (the baseline), in COPIES
@@ -83,11 +121,14 @@ def calibrate(study_file: str | None, store_path: str, env: str | None, sizes: s
         except StudyError as exc:
             _fail(str(exc))
         from isobench.cli.execution import execute
+
         run_id = execute(derived, store, progress)
     result = judge(store.load_run(run_id))
     if not result.rates:
-        _fail(f"run {run_id}: no A/A or planted environment compared on a primary cell; "
-              "is it a calibration run (isobench calibrate)?")
+        _fail(
+            f"run {run_id}: no A/A or planted environment compared on a primary cell; "
+            "is it a calibration run (isobench calibrate)?"
+        )
     facts = store.run_facts(run_id)
     facts[CALIBRATION_FACT] = result.as_dict()
     store.set_run_facts(run_id, facts)
@@ -106,11 +147,21 @@ def _pct(x: float) -> str:
 
 
 def _print(result, out) -> None:
-    table = Table("", "cells", "called changed", "rate [95%]", "measured slowdown (median)",
-                  title=f"calibration of {escape(result.env)} (run {escape(result.run_id)})")
+    table = Table(
+        "",
+        "cells",
+        "called changed",
+        "rate [95%]",
+        "measured slowdown (median)",
+        title=f"calibration of {escape(result.env)} (run {escape(result.run_id)})",
+    )
     for r in result.rates:
         what = "false alarms" if r.planted_pct == 0 else "detected"
-        table.add_row(escape(r.label), str(r.n), f"{r.hits} {what}",
-                      f"{_pct(r.rate)} [{_pct(r.low)}, {_pct(r.high)}]",
-                      DASH if math.isnan(r.measured_pct) else fmt_pct(r.measured_pct))
+        table.add_row(
+            escape(r.label),
+            str(r.n),
+            f"{r.hits} {what}",
+            f"{_pct(r.rate)} [{_pct(r.low)}, {_pct(r.high)}]",
+            DASH if math.isnan(r.measured_pct) else fmt_pct(r.measured_pct),
+        )
     out.print(table)

@@ -32,13 +32,20 @@ console = Console(width=None if sys.stdout.isatty() else columns())
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else columns())
 
 STORE_OPTION = click.option(
-    "--store", "store_path", envvar="ISOBENCH_STORE", default=DEFAULT_STORE, show_default=True, metavar="FILE",
-    help="SQLite file holding every run (env: ISOBENCH_STORE).")
+    "--store",
+    "store_path",
+    envvar="ISOBENCH_STORE",
+    default=DEFAULT_STORE,
+    show_default=True,
+    metavar="FILE",
+    help="SQLite file holding every run (env: ISOBENCH_STORE).",
+)
 
 
 class Finite(click.FloatRange):
     """The one type of every float option: a finite number in its range
     (FloatRange alone lets NaN through, and NaN as a threshold turns a gate off)."""
+
     name = "finite number"
 
     def convert(self, value, param, ctx):
@@ -56,8 +63,9 @@ def fail(message: str) -> NoReturn:
     """One line and exit status 2. The message holds user text (paths,
     names, "[study]"): printed literally, never as console markup, and with
     control characters escaped (no terminal escape sequence, no second line)."""
-    err_console.print(f"[bold red]error:[/] {escape(printable(message)[:MESSAGE_LIMIT])}", highlight=False,
-                      soft_wrap=True)
+    err_console.print(
+        f"[bold red]error:[/] {escape(printable(message)[:MESSAGE_LIMIT])}", highlight=False, soft_wrap=True
+    )
     sys.exit(2)
 
 
@@ -66,6 +74,7 @@ def open_store(path: str, create: bool = False):
     (create=False) never create a store: a typo in --store is said, not
     answered with an empty new store."""
     from isobench.store.db import Store, StoreError
+
     try:
         store = Store(path, create=create)
     except StoreError as exc:
@@ -81,9 +90,13 @@ _own: set[str] = set()  # default outputs (results/RUN_ID.html ...): isobench's 
 _force = False
 
 FORCE_OPTION = click.option(
-    "--force", is_flag=True, expose_value=False, is_eager=True,
+    "--force",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
     callback=lambda ctx, param, value: globals().__setitem__("_force", bool(value)),
-    help="Replace an existing output file, or write through a symlink.")
+    help="Replace an existing output file, or write through a symlink.",
+)
 
 
 def check_output(path, what: str = "-o") -> None:
@@ -108,6 +121,7 @@ def default_output(run_id: str, suffix: str) -> Path:
     """results/RUN_ID<suffix>, for a run id that must stay a file name in
     results/ (a stored id is checked again: the store may be someone's file)."""
     from isobench.core.ids import BadIdentifier, check_run_id, under
+
     try:
         path = under("results", check_run_id(run_id, "run id") + suffix)
     except BadIdentifier as exc:
@@ -130,5 +144,7 @@ def writing(path, what: str = "-o"):
     try:
         yield
     except OSError as exc:
-        fail(f"{what} {path}: cannot write: {exc.strerror or exc}; give a path in an existing, writable "
-             "directory with free space")
+        fail(
+            f"{what} {path}: cannot write: {exc.strerror or exc}; give a path in an existing, writable "
+            "directory with free space"
+        )

@@ -19,41 +19,90 @@ from isobench.core.ids import printable
 @click.argument("run_a", metavar="RUN_ID_A")
 @click.argument("run_b", metavar="RUN_ID_B")
 @STORE_OPTION
-@click.option("--store-b", "store_b_path", type=click.Path(dir_okay=False, exists=True),
-              help="Store holding RUN_ID_B (another host's results file); default: --store.")
-@click.option("--tolerance", type=Finite(min=0, max=99), default=None, metavar="PCT",
-              help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
-                   "(default: the study's tolerance_pct, else 5).")
-@click.option("--fail-on-change", "fail_pct", type=Finite(min=0), metavar="PCT",
-              help="Exit 1 naming every primary cell of B (every cell, for runs stored before primaries) "
-                   "changed for the worse (significant after Benjamini-Hochberg correction, beyond the "
-                   "metric's noise floor) by more than PCT percent; with --overhead, every environment whose "
-                   "cost against the baseline got worse so.")
-@click.option("--fail-on-regression", "old_fail_pct", type=Finite(min=0), hidden=True,
-              callback=deprecated("compare --fail-on-regression", "--fail-on-change"),
-              help="Deprecated spelling of --fail-on-change.")
-@click.option("--require-resolution", "resolution_pct", type=Finite(min=0, min_open=True), metavar="PCT",
-              help="Exit 1 unless every primary cell was resolved (changed or equivalent) or its interval's "
-                   "half-width is at most PCT percent: a gate that could not have seen a PCT change fails "
-                   "instead of passing green; names the blind cells and the rounds (and time) that would do.")
-@click.option("--overhead", is_flag=True,
-              help="Compare each environment's ratio to the study's baseline (within its run, paired by "
-                   "round) between the runs, instead of raw values: did what isolation costs change? A host "
-                   "faster or slower between the runs cancels.")
-@click.option("--between-runs/--no-between-runs", "between_runs", default=True, show_default=True,
-              help="Add to each cell's interval how far a run's mean (with --overhead: its ratio to the "
-                   "baseline) moves between runs of A's configuration on this host class, estimated from the "
-                   "runs --store holds (at least 2 in an environment); without it a shift of the host between "
-                   "the two runs reads as a change.")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also write JUnit XML: one test case per compared cell, failed where "
-                   "--fail-on-change fails (and, with --require-resolution, where a cell is blind), "
-                   "skipped when inconclusive otherwise.")
+@click.option(
+    "--store-b",
+    "store_b_path",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Store holding RUN_ID_B (another host's results file); default: --store.",
+)
+@click.option(
+    "--tolerance",
+    type=Finite(min=0, max=99),
+    default=None,
+    metavar="PCT",
+    help="Equivalence margin: a cell whose interval lies within ±PCT% is 'equivalent' "
+    "(default: the study's tolerance_pct, else 5).",
+)
+@click.option(
+    "--fail-on-change",
+    "fail_pct",
+    type=Finite(min=0),
+    metavar="PCT",
+    help="Exit 1 naming every primary cell of B (every cell, for runs stored before primaries) "
+    "changed for the worse (significant after Benjamini-Hochberg correction, beyond the "
+    "metric's noise floor) by more than PCT percent; with --overhead, every environment whose "
+    "cost against the baseline got worse so.",
+)
+@click.option(
+    "--fail-on-regression",
+    "old_fail_pct",
+    type=Finite(min=0),
+    hidden=True,
+    callback=deprecated("compare --fail-on-regression", "--fail-on-change"),
+    help="Deprecated spelling of --fail-on-change.",
+)
+@click.option(
+    "--require-resolution",
+    "resolution_pct",
+    type=Finite(min=0, min_open=True),
+    metavar="PCT",
+    help="Exit 1 unless every primary cell was resolved (changed or equivalent) or its interval's "
+    "half-width is at most PCT percent: a gate that could not have seen a PCT change fails "
+    "instead of passing green; names the blind cells and the rounds (and time) that would do.",
+)
+@click.option(
+    "--overhead",
+    is_flag=True,
+    help="Compare each environment's ratio to the study's baseline (within its run, paired by "
+    "round) between the runs, instead of raw values: did what isolation costs change? A host "
+    "faster or slower between the runs cancels.",
+)
+@click.option(
+    "--between-runs/--no-between-runs",
+    "between_runs",
+    default=True,
+    show_default=True,
+    help="Add to each cell's interval how far a run's mean (with --overhead: its ratio to the "
+    "baseline) moves between runs of A's configuration on this host class, estimated from the "
+    "runs --store holds (at least 2 in an environment); without it a shift of the host between "
+    "the two runs reads as a change.",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also write JUnit XML: one test case per compared cell, failed where "
+    "--fail-on-change fails (and, with --require-resolution, where a cell is blind), "
+    "skipped when inconclusive otherwise.",
+)
 @format_option()
 @output_option()
-def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | None, tolerance: float | None,
-                fail_pct: float | None, old_fail_pct: float | None, resolution_pct: float | None, overhead: bool,
-                between_runs: bool, junit_path: str | None, fmt: str, output: str | None) -> None:
+def compare_cmd(
+    run_a: str,
+    run_b: str,
+    store_path: str,
+    store_b_path: str | None,
+    tolerance: float | None,
+    fail_pct: float | None,
+    old_fail_pct: float | None,
+    resolution_pct: float | None,
+    overhead: bool,
+    between_runs: bool,
+    junit_path: str | None,
+    fmt: str,
+    output: str | None,
+) -> None:
     """Compare RUN_ID_B against RUN_ID_A (ids, unique prefixes or
     FLEET_ID/HOST), cell by cell: the ratio of B's geometric mean to A's
     with its interval (Welch's t on logs), Benjamini-Hochberg over all cells
@@ -74,13 +123,15 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     """
     if old_fail_pct is not None and fail_pct is None:
         fail_pct = old_fail_pct
-    from isobench.results.compare import compare_overheads, compare_runs
     from isobench.core.errors import IsobenchError
     from isobench.report import compare_render as cmp
+    from isobench.results.compare import compare_overheads, compare_runs
     from isobench.store.db import StoreError
+
     store_a = _open_store(store_path)
     store_b = _open_store(store_b_path) if store_b_path else store_a
     from isobench.cli.fleet import resolve_host_run  # FLEET_ID/HOST names that host's run
+
     run_a, run_b = resolve_host_run(store_a, run_a), resolve_host_run(store_b, run_b)
     try:
         a = store_a.load_run(store_a.resolve(run_a))
@@ -90,23 +141,31 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     between = None
     if between_runs:
         from isobench.results.between import spreads
-        stored = [store_a.load_run(r.run_id) for r in store_a.list_runs()
-                  if r.study_name == a.study_name and r.run_id not in (a.run_id, b.run_id)]
+
+        stored = [
+            store_a.load_run(r.run_id)
+            for r in store_a.list_runs()
+            if r.study_name == a.study_name and r.run_id not in (a.run_id, b.run_id)
+        ]
         between = spreads(stored + [a], a, b, overhead=overhead)
     try:
         result = compare_overheads(a, b, tolerance, between) if overhead else compare_runs(a, b, tolerance, between)
     except IsobenchError as exc:
         _fail(str(exc))
     if not result.cells and overhead:
-        _fail(f"--overhead: runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment "
-              f"other than {result.baseline}) measured with {result.baseline} in both; drop --overhead to "
-              "compare raw values")
+        _fail(
+            f"--overhead: runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment "
+            f"other than {result.baseline}) measured with {result.baseline} in both; drop --overhead to "
+            "compare raw values"
+        )
     if not result.cells:
-        _fail(f"runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment) "
-              "measured in both")
+        _fail(f"runs {a.run_id} and {b.run_id} have no cell (workload, case, metric, environment) measured in both")
     if a.run_id == b.run_id and store_a.path == store_b.path:
-        err_console.print(f"note: comparing run {a.run_id} with itself: every cell is unchanged by "
-                          "construction", markup=False, highlight=False)
+        err_console.print(
+            f"note: comparing run {a.run_id} with itself: every cell is unchanged by construction",
+            markup=False,
+            highlight=False,
+        )
     regressions = result.regressions(fail_pct) if fail_pct is not None else []
     blind = result.blind(resolution_pct) if resolution_pct is not None else []
     pace = b.seconds_per_round() or a.seconds_per_round()
@@ -118,9 +177,11 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
         emit(cmp.render_markdown(result, regressions), output)
     else:
         from isobench.report.html import render_compare_html
+
         emit(render_compare_html(result, regressions, fail_pct), output)
     if junit_path:
         from isobench.report.junit import write_junit
+
         suite = f"isobench compare {a.run_id} {b.run_id}" + (" --overhead" if overhead else "")
         check_output(junit_path, "--junit")
         try:
@@ -131,6 +192,7 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     # per-unit costs between the runs, which is not what --overhead asks.
     if fmt == "terminal" and to_stdout(output) and not overhead:
         from isobench.results.attribution import compare_section_lines
+
         for i, line in enumerate(compare_section_lines(a, b)):
             console.print(Text(("\n" if i == 0 else "") + line, style="bold" if i == 0 else ""))
     if output is not None and not to_stdout(output):
@@ -142,18 +204,31 @@ def compare_cmd(run_a: str, run_b: str, store_path: str, store_b_path: str | Non
     if junit_path:
         err_console.print(f"JUnit XML written to {printable(junit_path)}", markup=False, highlight=False)
     if regressions:
-        what = (f"environment {cells_word(len(regressions))} whose cost against {result.baseline} got worse than in "
-                f"{a.run_id}" if overhead else f"{cells_word(len(regressions))} changed for the worse vs {a.run_id}")
-        err_console.print(f"regression: {len(regressions)} {what} by more than {fail_pct:g}%:",
-                          style="bold red", markup=False, highlight=False)
+        what = (
+            f"environment {cells_word(len(regressions))} whose cost against {result.baseline} got worse than in "
+            f"{a.run_id}"
+            if overhead
+            else f"{cells_word(len(regressions))} changed for the worse vs {a.run_id}"
+        )
+        err_console.print(
+            f"regression: {len(regressions)} {what} by more than {fail_pct:g}%:",
+            style="bold red",
+            markup=False,
+            highlight=False,
+        )
         for c in regressions:
             err_console.print(f"  {cmp.regression_line(c)}", markup=False, highlight=False, soft_wrap=True)
     if blind:
         gated = sum(1 for c in result.cells if c.gated)
-        err_console.print(f"blind: {len(blind)} of {gated} primary {cells_word(gated)} could not have seen a change "
-                          f"of {resolution_pct:g}% (neither resolved nor an interval within "
-                          f"\u00b1{resolution_pct:g}%):",
-                          style="bold red", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(
+            f"blind: {len(blind)} of {gated} primary {cells_word(gated)} could not have seen a change "
+            f"of {resolution_pct:g}% (neither resolved nor an interval within "
+            f"\u00b1{resolution_pct:g}%):",
+            style="bold red",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         for c in blind:
             err_console.print(f"  {cmp.blind_line(c, pace)}", markup=False, highlight=False, soft_wrap=True)
     if regressions or blind:
@@ -170,20 +245,48 @@ def compare_json(result, fail_pct, regressions, resolution_pct, blind) -> dict:
     cells = []
     for c in result.cells:
         v = c.verdict
-        cells.append({"name": c.name, "workload": c.key.workload, "case": c.key.case, "metric": c.key.metric,
-                      "unit": c.key.unit, "higher_is_better": c.key.higher_is_better, "env": c.env,
-                      "family": c.family or None, "gated": c.gated, "emulated": c.emulated,
-                      "verdict": v.verdict, "direction": v.direction or None, "pct": v.pct,
-                      "pct_low": v.pct_low if v.effect.tested else None,
-                      "pct_high": v.pct_high if v.effect.tested else None, "level": v.level,
-                      "half_width_pct": v.half_width_pct, "p_adjusted": v.p_adjusted,
-                      "rounds_needed": v.rounds_needed, "callable_pct": v.callable_pct,
-                      "regression": id(c) in failing, "blind": id(c) in unseen, "text": v.text})
-    return {"run_a": result.run_a.run_id, "run_b": result.run_b.run_id, "form": result.form,
-            "baseline": result.baseline or None, "tolerance_pct": result.tolerance_pct,
-            "fail_on_change_pct": fail_pct, "require_resolution_pct": resolution_pct,
-            "counts": {verdict: result.count(verdict) for verdict in ("changed", "equivalent", "inconclusive")},
-            "summary": result.summary_line(), "cells": cells,
-            "only_in_a": result.only_in_a, "only_in_b": result.only_in_b, "mismatched": result.mismatched,
-            "facts_diff": [{"fact": k, "a": x, "b": y} for k, x, y in result.facts_diff],
-            "regressions": [c.name for c in regressions], "blind": [c.name for c in blind]}
+        cells.append(
+            {
+                "name": c.name,
+                "workload": c.key.workload,
+                "case": c.key.case,
+                "metric": c.key.metric,
+                "unit": c.key.unit,
+                "higher_is_better": c.key.higher_is_better,
+                "env": c.env,
+                "family": c.family or None,
+                "gated": c.gated,
+                "emulated": c.emulated,
+                "verdict": v.verdict,
+                "direction": v.direction or None,
+                "pct": v.pct,
+                "pct_low": v.pct_low if v.effect.tested else None,
+                "pct_high": v.pct_high if v.effect.tested else None,
+                "level": v.level,
+                "half_width_pct": v.half_width_pct,
+                "p_adjusted": v.p_adjusted,
+                "rounds_needed": v.rounds_needed,
+                "callable_pct": v.callable_pct,
+                "regression": id(c) in failing,
+                "blind": id(c) in unseen,
+                "text": v.text,
+            }
+        )
+    return {
+        "run_a": result.run_a.run_id,
+        "run_b": result.run_b.run_id,
+        "form": result.form,
+        "baseline": result.baseline or None,
+        "tolerance_pct": result.tolerance_pct,
+        "fail_on_change_pct": fail_pct,
+        "require_resolution_pct": resolution_pct,
+        "counts": {verdict: result.count(verdict) for verdict in ("changed", "equivalent", "inconclusive")},
+        "summary": result.summary_line(),
+        "cells": cells,
+        "only_in_a": result.only_in_a,
+        "only_in_b": result.only_in_b,
+        "mismatched": result.mismatched,
+        "facts_diff": [{"fact": k, "a": x, "b": y} for k, x, y in result.facts_diff],
+        "regressions": [c.name for c in regressions],
+        "blind": [c.name for c in blind],
+    }

@@ -18,6 +18,7 @@ EXIT_UNEXPECTED = 3
 
 def _log_dir() -> str:
     from isobench.core.workspace import STATE_ROOT
+
     for root in (os.path.join(STATE_ROOT, "logs"), os.path.join(tempfile.gettempdir(), "isobench-logs")):
         try:
             os.makedirs(root, exist_ok=True)
@@ -46,15 +47,21 @@ def _say(message: str) -> None:
     # plain write: the message holds user text (paths, names) that must print literally
     # and with control characters escaped: no escape sequence reaches the terminal
     from isobench.core.ids import printable
+
     sys.stderr.write(f"error: {printable(message)[:2000]}\n")  # a message quoting user input is bounded
     sys.stderr.flush()
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from isobench.core.errors import IsobenchError
+
     known: list[type[BaseException]] = [IsobenchError]
-    for mod, name in (("isobench.store.db", "StoreError"), ("isobench.study", "StudyError"),
-                      ("isobench.core.ids", "BadIdentifier"), ("isobench.store.transfer", "TransferError")):
+    for mod, name in (
+        ("isobench.store.db", "StoreError"),
+        ("isobench.study", "StudyError"),
+        ("isobench.core.ids", "BadIdentifier"),
+        ("isobench.store.transfer", "TransferError"),
+    ):
         # a module never imported cannot have raised its error; importing it
         # here would cost a second (the study pulls in every workload)
         if mod in sys.modules and hasattr(sys.modules[mod], name):
@@ -67,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = DEBUG_FLAG in args or os.environ.get("ISOBENCH_DEBUG") == "1"
     args = [a for a in args if a != DEBUG_FLAG]
     from isobench.cli.main import main as cli_main
+
     try:
         cli_main.main(args=args, prog_name="isobench", standalone_mode=True)
     except SystemExit:
@@ -84,8 +92,10 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
             sys.exit(EXIT_UNEXPECTED)
         path = write_traceback(exc)
-        _say(f"unexpected {type(exc).__name__}: {one_line(str(exc))[:300]} (traceback in {path}; "
-             f"run again with {DEBUG_FLAG} to print it)")
+        _say(
+            f"unexpected {type(exc).__name__}: {one_line(str(exc))[:300]} (traceback in {path}; "
+            f"run again with {DEBUG_FLAG} to print it)"
+        )
         sys.exit(EXIT_UNEXPECTED)
 
 

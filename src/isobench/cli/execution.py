@@ -17,13 +17,15 @@ def sigterm_as_interrupt() -> None:
     # SIGTERM gets the same orderly teardown as Ctrl-C
     def handler(signum, frame):
         raise KeyboardInterrupt
+
     signal.signal(signal.SIGTERM, handler)
 
 
 def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "study.budget"):
     """The study's size, after refusing (one line) what this host cannot run."""
-    from isobench.host.hostinfo import host_info
     from isobench.checks.preflight import budget_problem, preflight, size_problems, study_size
+    from isobench.host.hostinfo import host_info
+
     host = host_info()
     problems = preflight(study, host)
     size = study_size(study, host)
@@ -40,14 +42,16 @@ def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "stu
 def resolution_text(study, size, pilot) -> list[str]:
     """What the planned rounds can resolve here, before anything starts
     (isobench.checks.resolution)."""
-    from isobench.host.hostinfo import host_info
     from isobench.checks.resolution import compared_cells, resolution_lines
+    from isobench.host.hostinfo import host_info
+
     return resolution_lines(study, size, compared_cells(study, host_info()), pilot, time.time())
 
 
 def say_resolution(study, size, pilot, out) -> None:
     """resolution_text on ``out``; user text (workload keys) escaped."""
     from isobench.core.ids import printable
+
     for line in resolution_text(study, size, pilot):
         out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
@@ -58,14 +62,22 @@ def host_noise_for_run(lock):
     any environment starts, so it is neither disturbed by the study nor
     among its samples. Ctrl-C here leaves nothing to keep."""
     from isobench.checks.noisepilot import ABOUT_S, host_noise
+
     try:
-        return host_noise(on_measure=lambda: err_console.print(
-            f"measuring the host's noise first (about {ABOUT_S} s; reused for an hour)", highlight=False,
-            markup=False))
+        return host_noise(
+            on_measure=lambda: err_console.print(
+                f"measuring the host's noise first (about {ABOUT_S} s; reused for an hour)",
+                highlight=False,
+                markup=False,
+            )
+        )
     except KeyboardInterrupt:
         lock.release()
-        err_console.print("interrupted while measuring the host's noise, before the first round: nothing was "
-                          "stored", highlight=False, markup=False)
+        err_console.print(
+            "interrupted while measuring the host's noise, before the first round: nothing was stored",
+            highlight=False,
+            markup=False,
+        )
         sys.exit(130)
 
 
@@ -73,12 +85,21 @@ def image_provider(bar):
     def provide() -> str:
         from isobench.core.dockerclient import engine
         from isobench.images import ensure_image
+
         return ensure_image(engine(), log=bar.note)
+
     return provide
 
 
-def execute(study, store, progress: bool | None, allow_large: bool = False,
-            resume_id: str | None = None, new_id: str | None = None, budget_label: str = "study.budget") -> str:
+def execute(
+    study,
+    store,
+    progress: bool | None,
+    allow_large: bool = False,
+    resume_id: str | None = None,
+    new_id: str | None = None,
+    budget_label: str = "study.budget",
+) -> str:
     """Run ``study`` into ``store`` and return its run id; every refusal and
     fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130)."""
     from isobench.core.errors import EnvironmentError_
@@ -106,13 +127,25 @@ def execute(study, store, progress: bool | None, allow_large: bool = False,
     bar = RichProgress(err_console, bar=show)
     try:
         with lock, bar:
-            return run_study(study, store, bar, image_provider=image_provider(bar), resume=resume_id,
-                             on_run_id=lock.set_run_id, run_id=new_id, host_noise=pilot.as_fact(time.time()))
+            return run_study(
+                study,
+                store,
+                bar,
+                image_provider=image_provider(bar),
+                resume=resume_id,
+                on_run_id=lock.set_run_id,
+                run_id=new_id,
+                host_noise=pilot.as_fact(time.time()),
+            )
     except KeyboardInterrupt:
         latest = resume_id or store.latest_run_id()
-        err_console.print(f"interrupted: samples measured so far are kept in run {latest} "
-                          f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
-                          "containers and scratch files removed", highlight=False, markup=False)
+        err_console.print(
+            f"interrupted: samples measured so far are kept in run {latest} "
+            f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
+            "containers and scratch files removed",
+            highlight=False,
+            markup=False,
+        )
         sys.exit(130)
     except EnvironmentError_ as exc:
         _fail(str(exc))

@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import console, err_console
+from isobench.cli.common import STORE_OPTION, console, err_console, open_store
 from isobench.cli.common import fail as _fail
-from isobench.cli.common import STORE_OPTION, open_store
 from isobench.cli.output import JSON_OPTION, Duration, document, emit, output_option
 from isobench.core.ids import printable
 
@@ -29,23 +28,40 @@ def fleet() -> None:
 @click.argument("study_file", type=click.Path(dir_okay=False), required=False)
 @click.option("--inventory", "-i", type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--limit", "-l", metavar="PATTERN", help="Only these hosts or groups (comma-separated, shell patterns).")
-@click.option("--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Hosts worked on at the same time.")
-@click.option("--setup/--no-setup", default=True, show_default=True,
-              help="Run host setup (packages, Docker Engine, the image); --no-setup for prepared hosts.")
-@click.option("--timeout", type=Duration(min_s=10), default="4h", show_default=True, metavar="DURATION",
-              help="Per host: give up on a study still running after this long (4h, 30m, 90s or plain seconds).")
-@click.option("--poll", type=Duration(min_s=1), default="10s", show_default=True, metavar="DURATION",
-              help="Time between polls of each host (10s, 1m or plain seconds).")
+@click.option(
+    "--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True, help="Hosts worked on at the same time."
+)
+@click.option(
+    "--setup/--no-setup",
+    default=True,
+    show_default=True,
+    help="Run host setup (packages, Docker Engine, the image); --no-setup for prepared hosts.",
+)
+@click.option(
+    "--timeout",
+    type=Duration(min_s=10),
+    default="4h",
+    show_default=True,
+    metavar="DURATION",
+    help="Per host: give up on a study still running after this long (4h, 30m, 90s or plain seconds).",
+)
+@click.option(
+    "--poll",
+    type=Duration(min_s=1),
+    default="10s",
+    show_default=True,
+    metavar="DURATION",
+    help="Time between polls of each host (10s, 1m or plain seconds).",
+)
 @click.option("--resume", "resume_id", metavar="FLEET_ID", help="Retry only the hosts of FLEET_ID that did not finish.")
 @STORE_OPTION
 def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_id, store_path) -> None:
     """Run STUDY_FILE on every host of --inventory; import each host's run."""
+    from isobench.core.ids import BadIdentifier, check_host, check_run_id
     from isobench.fleet import record
     from isobench.fleet.controller import FleetError, new_fleet_id, run_fleet
     from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
     from isobench.run.runner import new_run_id
-    from isobench.core.ids import BadIdentifier, check_host, check_run_id
     from isobench.study import StudyError, load_study
 
     store = open_store(store_path, create=True)
@@ -66,16 +82,18 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
         if not resume_id:
             hosts = hosts_of(inventory_json(inventory), limit)
             if not hosts:
-                _fail(f"{inventory}: no hosts" + (f" match --limit {limit}" if limit else "")
-                      + "; list hosts in the inventory (docs/fleet.md has examples)")
+                _fail(
+                    f"{inventory}: no hosts"
+                    + (f" match --limit {limit}" if limit else "")
+                    + "; list hosts in the inventory (docs/fleet.md has examples)"
+                )
             for h in hosts:  # host names become run ids, paths and Ansible's --limit: refused before it runs
                 check_host(h, f"{inventory}: host")
             fleet_id = new_fleet_id(study.meta.name)
             runs = {h: check_run_id(f"{new_run_id(study)}-{h}", f"{inventory}: host {h}") for h in hosts}
             study_file, inventory = str(Path(study_file).resolve()), str(Path(inventory).resolve())
             for h in hosts:  # recorded before anything runs: --resume works even after a controller crash
-                record.save(store, record.HostRecord(fleet_id, h, runs[h], record.PENDING, "", study_file,
-                                                     inventory))
+                record.save(store, record.HostRecord(fleet_id, h, runs[h], record.PENDING, "", study_file, inventory))
         for h in hosts:  # again for --resume: the records come from a store file
             check_host(h, f"fleet {fleet_id}: host")
             check_run_id(runs[h], f"fleet {fleet_id}: host {h}'s run")
@@ -85,12 +103,20 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
         _fail(str(exc))
     for o in outcomes:
         mark = "[green]ok[/]" if o.status == record.COMPLETE else f"[red]{o.status}[/]"
-        console.print(f"{escape(o.host)}: {mark} run {escape(o.run_id)}"
-                      + (f": {escape(o.detail)}" if o.detail else ""), highlight=False, soft_wrap=True)
+        console.print(
+            f"{escape(o.host)}: {mark} run {escape(o.run_id)}" + (f": {escape(o.detail)}" if o.detail else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
     bad = [o for o in outcomes if o.status != record.COMPLETE]
-    console.print(f"fleet {fleet_id}: {len(outcomes) - len(bad)} of {len(outcomes)} host(s) complete"
-                  + (f"; `isobench fleet run --resume {fleet_id}` retries the rest" if bad else
-                     f"; `isobench report {fleet_id}`"), highlight=False, soft_wrap=True)
+    console.print(
+        f"fleet {fleet_id}: {len(outcomes) - len(bad)} of {len(outcomes)} host(s) complete"
+        + (
+            f"; `isobench fleet run --resume {fleet_id}` retries the rest" if bad else f"; `isobench report {fleet_id}`"
+        ),
+        highlight=False,
+        soft_wrap=True,
+    )
     sys.exit(1 if bad else 0)
 
 
@@ -102,24 +128,42 @@ def fleet_list(store_path, as_json, output) -> None:
     """Fleets in the store, host by host."""
     store = open_store(store_path)
     rows = store.db.execute(
-        "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host").fetchall()
+        "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host"
+    ).fetchall()
     if as_json:
-        emit(document("fleet-list", {"hosts": [{"fleet_id": f, "host": h, "run_id": r, "status": st, "detail": d}
-                                                for f, h, r, st, d in rows]}), output)
+        emit(
+            document(
+                "fleet-list",
+                {
+                    "hosts": [
+                        {"fleet_id": f, "host": h, "run_id": r, "status": st, "detail": d} for f, h, r, st, d in rows
+                    ]
+                },
+            ),
+            output,
+        )
         return
-    emit("".join(f"{printable(f)}  {printable(h)}  {printable(r)}  {st}  {printable(d or '')}\n"
-                 for f, h, r, st, d in rows), output)
+    emit(
+        "".join(
+            f"{printable(f)}  {printable(h)}  {printable(r)}  {st}  {printable(d or '')}\n" for f, h, r, st, d in rows
+        ),
+        output,
+    )
 
 
 @fleet.command("clean")
-@click.option("--inventory", "-i", required=True, type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
+@click.option(
+    "--inventory", "-i", required=True, type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML)."
+)
 @click.option("--limit", "-l", metavar="PATTERN", help="Only these hosts or groups (comma-separated, shell patterns).")
-@click.option("--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Hosts worked on at the same time.")
+@click.option(
+    "--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True, help="Hosts worked on at the same time."
+)
 def fleet_clean(inventory, limit, forks) -> None:
     """`isobench clean` on every host, then remove what the fleet installed there."""
     from isobench.fleet.controller import clean_fleet
     from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
+
     try:
         hosts = hosts_of(inventory_json(inventory), limit)
     except InventoryError as exc:
@@ -128,21 +172,25 @@ def fleet_clean(inventory, limit, forks) -> None:
         _fail(f"{inventory}: no hosts; nothing to clean")
     problems = clean_fleet(inventory, hosts, forks)
     for h in hosts:
-        console.print(escape(f"{h}: " + (f"{problems[h][0]}: {problems[h][1]}" if h in problems else "clean")),
-                      highlight=False, soft_wrap=True)
+        console.print(
+            escape(f"{h}: " + (f"{problems[h][0]}: {problems[h][1]}" if h in problems else "clean")),
+            highlight=False,
+            soft_wrap=True,
+        )
     sys.exit(1 if problems else 0)
 
 
 def resolve_host_run(store, spec: str) -> str:
     """FLEET_ID/HOST names that host's run; anything else is a run id."""
     from isobench.fleet.record import host_run
+
     return host_run(store, spec) or spec
 
 
 def is_fleet_id(store, spec: str | None) -> bool:
     from isobench.fleet.record import is_fleet
-    return spec is not None and is_fleet(store, spec)
 
+    return spec is not None and is_fleet(store, spec)
 
 
 def fleet_report(store, fleet_id: str, fmt: str, output: str | None) -> None:
@@ -150,6 +198,7 @@ def fleet_report(store, fleet_id: str, fmt: str, output: str | None) -> None:
     from isobench.fleet import record
     from isobench.report.fleet import build_fleet
     from isobench.report.fleet_render import report_fleet
+
     recs = record.hosts(store, fleet_id)
     done = [r for r in recs if r.status == record.COMPLETE]
     for r in recs:

@@ -9,8 +9,8 @@ from rich.table import Table
 
 from isobench.cli.common import console, err_console
 from isobench.cli.common import fail as _fail
-from isobench.core.numbers import plural
 from isobench.cli.output import JSON_OPTION, document, emit, output_option, terminal_to
+from isobench.core.numbers import plural
 
 
 @click.command()
@@ -19,10 +19,16 @@ from isobench.cli.output import JSON_OPTION, document, emit, output_option, term
 def envs(as_json: bool, output: str | None) -> None:
     """What this host can run, and why not."""
     from isobench.envs.kinds import probe_all
+
     rows = probe_all()
     if as_json:
-        emit(document("envs", {"environments": [{"name": r.name, "available": r.available, "details": r.details}
-                                                for r in rows]}), output)
+        emit(
+            document(
+                "envs",
+                {"environments": [{"name": r.name, "available": r.available, "details": r.details} for r in rows]},
+            ),
+            output,
+        )
         return
     table = Table("environment", "available", "details")
     for row in rows:
@@ -33,8 +39,9 @@ def envs(as_json: bool, output: str | None) -> None:
 @click.command()
 @JSON_OPTION
 @output_option()
-@click.option("--fresh", is_flag=True,
-              help="Measure the host's noise again even when the last pilot is under an hour old.")
+@click.option(
+    "--fresh", is_flag=True, help="Measure the host's noise again even when the last pilot is under an hour old."
+)
 def doctor(as_json: bool, output: str | None, fresh: bool) -> None:
     """Host settings that bias results, each with how to fix it, and the
     host's noise: a pilot of about 30 s (fixed CPU and I/O kernels as A/A
@@ -48,9 +55,14 @@ def doctor(as_json: bool, output: str | None, fresh: bool) -> None:
 
     from isobench.checks.doctor import findings_as_facts, judge, read_host
     from isobench.checks.noisepilot import ABOUT_S, as_finding, without_a_run
+
     findings = judge(read_host())  # before the pilot, whose load would show in the load average
-    pilot, note = without_a_run(fresh, on_measure=lambda: err_console.print(
-        f"measuring the host's noise (about {ABOUT_S} s; reused for an hour)", highlight=False, markup=False))
+    pilot, note = without_a_run(
+        fresh,
+        on_measure=lambda: err_console.print(
+            f"measuring the host's noise (about {ABOUT_S} s; reused for an hour)", highlight=False, markup=False
+        ),
+    )
     findings.append(as_finding(pilot, note, time.time()))
     if as_json:
         facts = findings_as_facts(findings)
@@ -74,12 +86,12 @@ def images() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even when the cached image matches the recipe.")
 def images_build(force: bool) -> None:
     """Build (or reuse) the image, cached by a hash of its recipe."""
-    from isobench.core.errors import EnvironmentError_
     from isobench.core.dockerclient import engine
+    from isobench.core.errors import EnvironmentError_
     from isobench.images import ensure_image
+
     try:
-        tag = ensure_image(engine(), force=force,
-                           log=lambda line: console.print(line, highlight=False, markup=False))
+        tag = ensure_image(engine(), force=force, log=lambda line: console.print(line, highlight=False, markup=False))
     except EnvironmentError_ as exc:
         _fail(str(exc))
     console.print(f"image ready: {tag}", markup=False)
@@ -89,8 +101,9 @@ def images_build(force: bool) -> None:
 def clean() -> None:
     """Remove what a crashed run left: QEMU guests, servers, namespaces, links,
     iptables rules, containers, volumes and scratch files (only isobench's)."""
-    from isobench.run.clean import clean as do_clean
     from isobench.core.lock import AlreadyRunning, RunLock
+    from isobench.run.clean import clean as do_clean
+
     lock = RunLock()
     try:
         lock.acquire("clean")  # never pull environments away from a live run
@@ -99,6 +112,7 @@ def clean() -> None:
     with lock:
         removed = do_clean()
         from isobench.checks.health import forget_pending
+
         forget_pending()  # what failed teardowns left is gone with the rest
     for item in removed:
         console.print(f"removed {item}", highlight=False, markup=False)

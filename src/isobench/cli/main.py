@@ -38,8 +38,25 @@ def main() -> None:
     """
 
 
-for _command in (validate, run, runs, report, compare_cmd, export_cmd, envs, doctor, images, clean,
-                 fleet, export_run_cmd, import_cmd, calibrate, reparse, history, try_cmd):
+for _command in (
+    validate,
+    run,
+    runs,
+    report,
+    compare_cmd,
+    export_cmd,
+    envs,
+    doctor,
+    images,
+    clean,
+    fleet,
+    export_run_cmd,
+    import_cmd,
+    calibrate,
+    reparse,
+    history,
+    try_cmd,
+):
     main.add_command(_command)
 
 if __name__ == "__main__":

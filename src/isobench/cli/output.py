@@ -22,27 +22,41 @@ FORMATS = ("terminal", "md", "html", "json")
 
 def output_option(what: str = "Write to FILE instead of stdout (- for stdout).", dir_okay: bool = False):
     """-o/--output FILE, and --force (the output rule: common.check_output)."""
-    option = click.option("--output", "-o", metavar="FILE", type=click.Path(dir_okay=dir_okay, allow_dash=True),
-                          help=what)
+    option = click.option(
+        "--output", "-o", metavar="FILE", type=click.Path(dir_okay=dir_okay, allow_dash=True), help=what
+    )
     return lambda f: FORCE_OPTION(option(f))
 
 
 def format_option(default: str = "terminal", extra: str = ""):
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default=default, show_default=True,
-                        help="terminal, Markdown, one offline HTML file, or JSON (schema: docs/output.md)." + extra)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=default,
+        show_default=True,
+        help="terminal, Markdown, one offline HTML file, or JSON (schema: docs/output.md)." + extra,
+    )
 
 
-JSON_OPTION = click.option("--json", "as_json", is_flag=True,
-                           help="Print JSON instead of the table (schema: docs/output.md).")
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON instead of the table (schema: docs/output.md)."
+)
 
 
 def deprecated(old: str, new: str):
     """Callback of a hidden old spelling: works for one more release and says so once."""
+
     def warn(ctx, param, value):
         if value not in (None, False, ()):
-            err_console.print(f"note: {old} is deprecated and goes in the next release; use {new}",
-                              markup=False, highlight=False, soft_wrap=True)
+            err_console.print(
+                f"note: {old} is deprecated and goes in the next release; use {new}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         return value
+
     return warn
 
 
@@ -64,18 +78,53 @@ def plain(value):
 # Every document's top-level fields, as docs/output.md lists them (a test holds the two together).
 SCHEMAS = {
     "runs": ("runs",),
-    "validate": ("study_file", "study", "ok", "environments", "instances", "workloads", "warmup", "repetitions",
-                 "size", "resolution", "not_run"),
+    "validate": (
+        "study_file",
+        "study",
+        "ok",
+        "environments",
+        "instances",
+        "workloads",
+        "warmup",
+        "repetitions",
+        "size",
+        "resolution",
+        "not_run",
+    ),
     "envs": ("environments",),
     "doctor": ("findings",),
     "fleet-list": ("hosts",),
     "calibrate": ("run_id", "env", "rates"),
     "report": ("run", "host_facts", "cell_columns", "cells"),
-    "compare": ("run_a", "run_b", "form", "baseline", "tolerance_pct", "fail_on_change_pct",
-                "require_resolution_pct", "counts", "summary", "cells", "only_in_a", "only_in_b", "mismatched",
-                "facts_diff", "regressions", "blind"),
-    "history": ("study", "newest_run", "level", "groups", "left_out", "fail_on_change_pct",
-                "require_resolution_pct", "failing", "blind"),
+    "compare": (
+        "run_a",
+        "run_b",
+        "form",
+        "baseline",
+        "tolerance_pct",
+        "fail_on_change_pct",
+        "require_resolution_pct",
+        "counts",
+        "summary",
+        "cells",
+        "only_in_a",
+        "only_in_b",
+        "mismatched",
+        "facts_diff",
+        "regressions",
+        "blind",
+    ),
+    "history": (
+        "study",
+        "newest_run",
+        "level",
+        "groups",
+        "left_out",
+        "fail_on_change_pct",
+        "require_resolution_pct",
+        "failing",
+        "blind",
+    ),
 }
 
 
@@ -112,6 +161,7 @@ def terminal_to(output: str | None, render, console: Console) -> None:
 
 class Duration(click.ParamType):
     """A time as everywhere else: 30m, 1h30m, 90s, or plain seconds."""
+
     name = "duration"
 
     def __init__(self, min_s: float = 0.0, max_s: float | None = None) -> None:
@@ -122,6 +172,7 @@ class Duration(click.ParamType):
             seconds = float(value)
         else:
             from isobench.analysis.budget import duration_seconds
+
             try:
                 seconds = duration_seconds(value)
             except ValueError as exc:

@@ -34,8 +34,8 @@ def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str) 
       isobench reparse --all            every stored run
     """
     from isobench.core.lock import running_run_id
-    from isobench.store.reparse import reparse_run
     from isobench.store.db import StoreError
+    from isobench.store.reparse import reparse_run
 
     if (run_id is None) == (not all_runs):
         _fail("give a run id (or a unique prefix of one), or --all for every run (not both)")

@@ -13,10 +13,18 @@ from rich.table import Table
 from isobench.cli.common import STORE_OPTION, console, default_output, err_console, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.output import (
+    JSON_OPTION,
+    STDOUT,
+    deprecated,
+    document,
+    emit,
+    format_option,
+    output_option,
+    terminal_to,
+)
 from isobench.core import sink
 from isobench.core.numbers import plural
-from isobench.cli.output import (JSON_OPTION, STDOUT, deprecated, document, emit, format_option, output_option,
-                                 terminal_to)
 
 
 @click.command()
@@ -30,30 +38,77 @@ def runs(store_path: str, as_json: bool, output: str | None) -> None:
     # status: complete (every cell has an ok sample), incomplete (some failed or were skipped:
     # --resume), interrupted (Ctrl-C, SIGTERM, a full store), died (killed: nobody holds its lock)
     from isobench.core.lock import running_run_id
+
     live = running_run_id()
     rows = store.list_runs()
     # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
-    status = {r.run_id: "died" if r.status == "running" and live not in (r.run_id, "?") else r.status
-              for r in rows}
+    status = {r.run_id: "died" if r.status == "running" and live not in (r.run_id, "?") else r.status for r in rows}
     if as_json:
-        emit(document("runs", {"runs": [
-            {"run_id": r.run_id, "study": r.study_name, "started_at": r.started_at,
-             "finished_at": r.finished_at, "status": status[r.run_id], "environments": r.environments,
-             "samples": r.samples_ok, "warmups": r.warmups, "failed": r.samples_failed} for r in rows]}), output)
+        emit(
+            document(
+                "runs",
+                {
+                    "runs": [
+                        {
+                            "run_id": r.run_id,
+                            "study": r.study_name,
+                            "started_at": r.started_at,
+                            "finished_at": r.finished_at,
+                            "status": status[r.run_id],
+                            "environments": r.environments,
+                            "samples": r.samples_ok,
+                            "warmups": r.warmups,
+                            "failed": r.samples_failed,
+                        }
+                        for r in rows
+                    ]
+                },
+            ),
+            output,
+        )
         return
     # light rules and one space between columns: every column fits 80 columns
-    table = Table("run", "study", "started", "status", "environments", "samples", "warm-ups", "failed",
-                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    table = Table(
+        "run",
+        "study",
+        "started",
+        "status",
+        "environments",
+        "samples",
+        "warm-ups",
+        "failed",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for i, column in enumerate(table.columns):
         column.no_wrap = i != 4  # the environments wrap, at spaces
         column.justify = "right" if i >= 5 else "left"
     for r in rows:
-        table.add_row(*map(sink.markup, (r.run_id, r.study_name, r.started_at, status[r.run_id],
-                                         ", ".join(r.environments), r.samples_ok, r.warmups, r.samples_failed)))
+        table.add_row(
+            *map(
+                sink.markup,
+                (
+                    r.run_id,
+                    r.study_name,
+                    r.started_at,
+                    status[r.run_id],
+                    ", ".join(r.environments),
+                    r.samples_ok,
+                    r.warmups,
+                    r.samples_failed,
+                ),
+            )
+        )
     terminal_to(output, lambda out: out.print(table), console)
     if rows:
-        err_console.print("samples: measured ones; warm-ups are run first and left out of every statistic",
-                          markup=False, highlight=False, style="dim")
+        err_console.print(
+            "samples: measured ones; warm-ups are run first and left out of every statistic",
+            markup=False,
+            highlight=False,
+            style="dim",
+        )
 
 
 @click.command()
@@ -61,13 +116,23 @@ def runs(store_path: str, as_json: bool, output: str | None) -> None:
 @STORE_OPTION
 @format_option(extra=" html: one self-contained file with the figures, default results/RUN_ID.html.")
 @output_option("Write to FILE instead of stdout (- for stdout; html without -o: results/RUN_ID.html).")
-@click.option("--figures", "figures_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Also write every figure to this directory, as SVG and PNG.")
-@click.option("--all", "show_all", is_flag=True,
-              help="Terminal: also open the folded sections (every warning, every inconclusive cell); "
-                   "Markdown shows them whole, HTML folds them.")
-def report(run_id: str | None, store_path: str, fmt: str, output: str | None, figures_dir: str | None,
-           show_all: bool) -> None:
+@click.option(
+    "--figures",
+    "figures_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Also write every figure to this directory, as SVG and PNG.",
+)
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Terminal: also open the folded sections (every warning, every inconclusive cell); "
+    "Markdown shows them whole, HTML folds them.",
+)
+def report(
+    run_id: str | None, store_path: str, fmt: str, output: str | None, figures_dir: str | None, show_all: bool
+) -> None:
     """Report RUN_ID (an id, a unique prefix, or the latest run when omitted),
     computed from the store alone. In a terminal the answer comes last (it
     stays on screen); Table I's cells there are short (mean, change, interval,
@@ -76,13 +141,18 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
     from isobench.report.markdown import render_markdown
     from isobench.report.terminal import render_terminal
     from isobench.store.db import StoreError
+
     store = _open_store(store_path)
     from isobench.cli.fleet import is_fleet_id
+
     if run_id is not None and is_fleet_id(store, run_id):
         if fmt == "json":
-            _fail(f"report {run_id} --format json: a fleet's report has no JSON; "
-                  f"`isobench report {run_id}/HOST --format json` gives each host's run")
+            _fail(
+                f"report {run_id} --format json: a fleet's report has no JSON; "
+                f"`isobench report {run_id}/HOST --format json` gives each host's run"
+            )
         from isobench.cli.fleet import fleet_report
+
         fleet_report(store, run_id, fmt, output)
         return
     try:
@@ -92,15 +162,20 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
     if fmt == "html" or figures_dir:
         from isobench.report.figures import build_figures, write_figures
         from isobench.results.table import build_table
+
         table = build_table(run)
         specs = build_figures(table, store.extras(run.run_id), run.env_facts)
         if figures_dir:
             with writing(figures_dir, "--figures"):
                 write_figures(specs, figures_dir)
-            err_console.print(f"{plural(len(specs), 'figure')} written to {escape(figures_dir)} as SVG and PNG"
-                              + ("" if specs else ": the run has nothing to draw"), highlight=False)
+            err_console.print(
+                f"{plural(len(specs), 'figure')} written to {escape(figures_dir)} as SVG and PNG"
+                + ("" if specs else ": the run has nothing to draw"),
+                highlight=False,
+            )
     if fmt == "html":
         from isobench.report.html import render_html
+
         html = render_html(run, specs=specs, table=table)
         if output == STDOUT:
             emit(html, output)
@@ -113,8 +188,19 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
         return
     if fmt == "json":
         from isobench.store.export import CELL_COLUMNS, cell_rows
-        emit(document("report", {"run": _run_fields(run), "host_facts": run.host_facts,
-                                 "cell_columns": list(CELL_COLUMNS), "cells": cell_rows(run)}), output)
+
+        emit(
+            document(
+                "report",
+                {
+                    "run": _run_fields(run),
+                    "host_facts": run.host_facts,
+                    "cell_columns": list(CELL_COLUMNS),
+                    "cells": cell_rows(run),
+                },
+            ),
+            output,
+        )
         return
     if fmt == "md":
         emit(render_markdown(run), output)
@@ -123,26 +209,42 @@ def report(run_id: str | None, store_path: str, fmt: str, output: str | None, fi
 
 
 def _run_fields(run) -> dict:
-    return {"run_id": run.run_id, "study": run.study_name, "status": run.status, "started_at": run.started_at,
-            "finished_at": run.finished_at, "baseline": run.baseline, "environments": run.environments,
-            "study_hash": run.study_hash}
+    from isobench.store.export import run_fields
+
+    fields = run_fields(run)
+    return {"run_id": fields.pop("run_id"), "study": fields.pop("study_name"), **fields}
 
 
 @click.command("export")
 @click.argument("run_id", required=False)
 @STORE_OPTION
-@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True,
-              help="csv: samples.csv and cells.csv in --dir; json: one document (-o FILE, - for stdout).")
-@click.option("--dir", "out_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="csv: the directory for samples.csv and cells.csv (default results/RUN_ID/).")
-@output_option("json: the file (default results/RUN_ID.json; - for stdout). With csv, -o DIR is the "
-               "deprecated spelling of --dir DIR.", dir_okay=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "json"]),
+    default="csv",
+    show_default=True,
+    help="csv: samples.csv and cells.csv in --dir; json: one document (-o FILE, - for stdout).",
+)
+@click.option(
+    "--dir",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="csv: the directory for samples.csv and cells.csv (default results/RUN_ID/).",
+)
+@output_option(
+    "json: the file (default results/RUN_ID.json; - for stdout). With csv, -o DIR is the "
+    "deprecated spelling of --dir DIR.",
+    dir_okay=True,
+)
 def export_cmd(run_id: str | None, store_path: str, fmt: str, out_dir: str | None, output: str | None) -> None:
     """Export RUN_ID's raw samples and summarised cells (columns: docs/export.md)."""
     import json as _json
 
     from isobench.store import export as exp
     from isobench.store.db import StoreError
+
     store = _open_store(store_path)
     try:
         run = store.load_run(store.resolve(run_id))

@@ -11,21 +11,25 @@ from rich.markup import escape
 from isobench.cli.common import STORE_OPTION, console, default_output, err_console, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.core.numbers import plural
 from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, output_option, to_stdout
 from isobench.core.ids import printable
+from isobench.core.numbers import plural
 
 
 @click.command()
 @click.argument("study_file", type=click.Path(dir_okay=False))
 @click.option("--allow-large", is_flag=True, help="Accept a study beyond the size limits (docs/reliability.md).")
-@click.option("--budget", metavar="DURATION", help="Check the study as `run --budget DURATION` would run it "
-              "(30m, 1h30m, 90s or plain seconds).")
+@click.option(
+    "--budget",
+    metavar="DURATION",
+    help="Check the study as `run --budget DURATION` would run it (30m, 1h30m, 90s or plain seconds).",
+)
 @JSON_OPTION
 @output_option()
 def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bool, output: str | None) -> None:
     """Check a study file without running anything."""
     from isobench.study import StudyError, load_study, with_budget
+
     try:
         study = load_study(study_file)
         if budget is not None:
@@ -33,30 +37,57 @@ def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bo
     except StudyError as exc:
         _fail(str(exc))
     from isobench.cli.execution import preflight_or_fail
+
     size = preflight_or_fail(study, allow_large, "--budget" if budget is not None else "study.budget")
     instances = sum(spec.instances for spec in study.environments.values())
     from isobench.checks.noisepilot import cached
     from isobench.cli.execution import resolution_text
+
     resolution = resolution_text(study, size, cached())  # the last pilot's figures: validate measures nothing
     unsupported = study.unsupported()
     if as_json:
-        emit(document("validate", {
-            "study_file": study_file, "study": study.meta.name, "ok": True,
-            "environments": list(study.environments), "instances": instances,
-            "workloads": [w.workload for w in study.workloads], "warmup": study.meta.warmup,
-            "repetitions": _repetitions_text(study.meta, study.budget_plan()),
-            "size": {"cells": size.cells, "rounds": size.rounds, "samples": size.samples,
-                     "estimated_s": round(size.estimated_s, 1), "round_s": round(size.round_s, 3)},
-            "resolution": resolution,
-            "not_run": [{"environment": env, "case": str(key), "reason": reason}
-                        for (env, key), reason in unsupported.items()]}), output)
+        emit(
+            document(
+                "validate",
+                {
+                    "study_file": study_file,
+                    "study": study.meta.name,
+                    "ok": True,
+                    "environments": list(study.environments),
+                    "instances": instances,
+                    "workloads": [w.workload for w in study.workloads],
+                    "warmup": study.meta.warmup,
+                    "repetitions": _repetitions_text(study.meta, study.budget_plan()),
+                    "size": {
+                        "cells": size.cells,
+                        "rounds": size.rounds,
+                        "samples": size.samples,
+                        "estimated_s": round(size.estimated_s, 1),
+                        "round_s": round(size.round_s, 3),
+                    },
+                    "resolution": resolution,
+                    "not_run": [
+                        {"environment": env, "case": str(key), "reason": reason}
+                        for (env, key), reason in unsupported.items()
+                    ],
+                },
+            ),
+            output,
+        )
         return
-    lines = [f"{study_file}: ok \u2014 {plural(len(study.environments), 'environment')}"
-             + (f" ({instances} instances)" if instances > len(study.environments) else "")
-             + f", {plural(len(study.workloads), 'workload')}, "
-             f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta, study.budget_plan())}"
-             + (f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
-                if study.noise else ""), size.describe(), *resolution]
+    lines = [
+        f"{study_file}: ok \u2014 {plural(len(study.environments), 'environment')}"
+        + (f" ({instances} instances)" if instances > len(study.environments) else "")
+        + f", {plural(len(study.workloads), 'workload')}, "
+        f"{study.meta.warmup} warm-up + {_repetitions_text(study.meta, study.budget_plan())}"
+        + (
+            f", {len(study.noise.steps)} {study.noise.stressor} noise steps {list(study.noise.steps)}"
+            if study.noise
+            else ""
+        ),
+        size.describe(),
+        *resolution,
+    ]
     lines += [f"not run: {key} in {env}: {reason}" for (env, key), reason in unsupported.items()]
     if not to_stdout(output):
         emit("\n".join(lines), output)
@@ -67,40 +98,72 @@ def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bo
 
 def _repetitions_text(meta, plan=None) -> str:
     if plan is not None:
-        return (f"a {meta.budget} budget ({plan.first} rounds of every case, then blocks to the cases still "
-                f"open, up to {plan.cap} rounds; {plan.looks} planned looks)")
+        return (
+            f"a {meta.budget} budget ({plan.first} rounds of every case, then blocks to the cases still "
+            f"open, up to {plan.cap} rounds; {plan.looks} planned looks)"
+        )
     if not meta.adaptive:
         return f"{meta.repetitions} repetitions"
     s = meta.adaptive_schedule
-    return (f"auto repetitions ({s.min_rounds} to {s.max_rounds} rounds in blocks of {s.block}, "
-            f"until every cell's 95% CI is within \u00b1{meta.target_ci_pct:g}%)")
+    return (
+        f"auto repetitions ({s.min_rounds} to {s.max_rounds} rounds in blocks of {s.block}, "
+        f"until every cell's 95% CI is within \u00b1{meta.target_ci_pct:g}%)"
+    )
 
 
 @click.command()
 @click.argument("study_file", type=click.Path(dir_okay=False), required=False)
 @STORE_OPTION
 @output_option("The Markdown report's file (default: results/RUN_ID.md; - for stdout).")
-@click.option("--out", "out_dir", hidden=True, type=click.Path(file_okay=False),
-              callback=deprecated("run --out DIR", "-o FILE"), help="Deprecated: a directory for RUN_ID.md.")
+@click.option(
+    "--out",
+    "out_dir",
+    hidden=True,
+    type=click.Path(file_okay=False),
+    callback=deprecated("run --out DIR", "-o FILE"),
+    help="Deprecated: a directory for RUN_ID.md.",
+)
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
-@click.option("--resume", "resume_id", metavar="RUN_ID",
-              help="Continue an interrupted or incomplete run from its stored study: cells without an ok "
-                   "sample (never measured, failed, timed out) are measured again.")
-@click.option("--allow-large", is_flag=True,
-              help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).")
+@click.option(
+    "--resume",
+    "resume_id",
+    metavar="RUN_ID",
+    help="Continue an interrupted or incomplete run from its stored study: cells without an ok "
+    "sample (never measured, failed, timed out) are measured again.",
+)
+@click.option(
+    "--allow-large",
+    is_flag=True,
+    help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).",
+)
 @click.option("--run-id", "new_id", metavar="RUN_ID", help="Id for the new run (a fleet controller chooses it).")
-@click.option("--budget", metavar="DURATION",
-              help="Spend about this long (30m, 1h30m, 90s or plain seconds): the study's rounds are a first "
-                   "block, then rounds go to the workload cases that can still resolve (changed or equivalent) "
-                   "in the time left; resolved and hopeless cases stop. Overrides the study's budget "
-                   "(docs/statistics.md#budget).")
-@click.option("--schedule", type=click.Choice(["sequential", "duet"]),
-              help="sequential: one sample at a time; duet: each environment's sample at the same time as the "
-                   "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "
-                   "Overrides the study's schedule.")
-def run(study_file: str | None, store_path: str, output: str | None, out_dir: str | None, progress: bool | None,
-        resume_id: str | None, allow_large: bool, new_id: str | None, budget: str | None,
-        schedule: str | None) -> None:
+@click.option(
+    "--budget",
+    metavar="DURATION",
+    help="Spend about this long (30m, 1h30m, 90s or plain seconds): the study's rounds are a first "
+    "block, then rounds go to the workload cases that can still resolve (changed or equivalent) "
+    "in the time left; resolved and hopeless cases stop. Overrides the study's budget "
+    "(docs/statistics.md#budget).",
+)
+@click.option(
+    "--schedule",
+    type=click.Choice(["sequential", "duet"]),
+    help="sequential: one sample at a time; duet: each environment's sample at the same time as the "
+    "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "
+    "Overrides the study's schedule.",
+)
+def run(
+    study_file: str | None,
+    store_path: str,
+    output: str | None,
+    out_dir: str | None,
+    progress: bool | None,
+    resume_id: str | None,
+    allow_large: bool,
+    new_id: str | None,
+    budget: str | None,
+    schedule: str | None,
+) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
     Each sample is committed to the store as soon as it is measured; Ctrl-C
@@ -117,14 +180,16 @@ def run(study_file: str | None, store_path: str, output: str | None, out_dir: st
     if (study_file is None) == (resume_id is None):
         _fail("give a study file to start a run, or --resume RUN_ID to continue one (not both)")
     from isobench.core.ids import BadIdentifier, check_run_id
+
     try:
         if new_id is not None:
             check_run_id(new_id, "--run-id")
     except BadIdentifier as exc:
         _fail(str(exc))
     store = _open_store(store_path, create=True)
-    if new_id is not None and (resume_id is not None or store.db.execute(
-            "SELECT 1 FROM runs WHERE run_id=?", (new_id,)).fetchone()):
+    if new_id is not None and (
+        resume_id is not None or store.db.execute("SELECT 1 FROM runs WHERE run_id=?", (new_id,)).fetchone()
+    ):
         _fail(f"--run-id {new_id}: that run already exists (or --resume was given); choose another id")
     try:
         if resume_id is not None:
@@ -143,26 +208,40 @@ def run(study_file: str | None, store_path: str, output: str | None, out_dir: st
             study = with_schedule(study, schedule, "--schedule" if resume_id is None else "the stored schedule")
     except (StudyError, StoreError, BadIdentifier) as exc:
         _fail(str(exc))
-    run_id = execute(study, store, progress, allow_large, resume_id, new_id,
-                     budget_label="--budget" if budget is not None else "study.budget")
+    run_id = execute(
+        study,
+        store,
+        progress,
+        allow_large,
+        resume_id,
+        new_id,
+        budget_label="--budget" if budget is not None else "study.budget",
+    )
     _print_report(store, run_id, output, out_dir)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)
     if row is not None and row.status == "incomplete":
-        err_console.print(f"run {run_id} is incomplete: some cells have no ok sample ({row.samples_failed} "
-                          f"failed sample(s)); `isobench run --resume {run_id}` measures them again",
-                          highlight=False, markup=False)
+        err_console.print(
+            f"run {run_id} is incomplete: some cells have no ok sample ({row.samples_failed} "
+            f"failed sample(s)); `isobench run --resume {run_id}` measures them again",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -> None:
     from isobench.report.markdown import render_markdown
     from isobench.report.terminal import render_terminal
+
     run = store.load_run(run_id)
     render_terminal(run, console)
     if output == STDOUT:
         emit(render_markdown(run), output)
         return
-    md_path = Path(output) if output else (own(Path(out_dir) / default_output(run_id, ".md").name) if out_dir
-                                           else default_output(run_id, ".md"))
+    md_path = (
+        Path(output)
+        if output
+        else (own(Path(out_dir) / default_output(run_id, ".md").name) if out_dir else default_output(run_id, ".md"))
+    )
     with writing(md_path, "-o" if output else "--out"):
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(render_markdown(run))

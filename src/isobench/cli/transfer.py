@@ -15,12 +15,18 @@ from isobench.cli.common import open_store as _open_store
 @click.argument("run_id", required=False)
 @STORE_OPTION
 @FORCE_OPTION
-@click.option("--output", "-o", metavar="FILE", type=click.Path(dir_okay=False),
-              help="The file to write (default results/RUN_ID.run.json).")
+@click.option(
+    "--output",
+    "-o",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="The file to write (default results/RUN_ID.run.json).",
+)
 def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
     """Export every stored row of RUN_ID, for `isobench import` on another host."""
     from isobench.store.db import StoreError
     from isobench.store.transfer import TransferError, write_export
+
     store = _open_store(store_path)
     try:
         run_id = store.resolve(run_id)
@@ -39,6 +45,7 @@ def export_run_cmd(run_id: str | None, store_path: str, output: str | None) -> N
 def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
     """Import a run written by `isobench export-run` (on this or another host)."""
     from isobench.store.transfer import TransferError, import_run, read_export
+
     store = _open_store(store_path, create=True)
     try:
         run_id = import_run(store, read_export(export_file), rename=rename)

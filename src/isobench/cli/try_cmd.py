@@ -23,6 +23,7 @@ ROUNDS = 5  # as the quick study: at 3 a paired test has 2 degrees of freedom
 
 def default_envs() -> tuple[str, ...]:
     from isobench.envs.kinds import presets
+
     return tuple(presets())[:DEFAULT_ENV_COUNT]
 
 
@@ -36,14 +37,26 @@ def table_name(argv: tuple[str, ...]) -> str:
     return base[:NAME_MAX].rstrip("-") or "program"
 
 
-def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup: int, repeat: int,
-               timeout_s: float | None, budget: str | None) -> str:
+def study_text(
+    argv: tuple[str, ...],
+    envs: tuple[str, ...],
+    rounds: int,
+    warmup: int,
+    repeat: int,
+    timeout_s: float | None,
+    budget: str | None,
+) -> str:
     """The study `try` runs, as the TOML `--save` writes."""
     import tomli_w
+
     name = table_name(argv)
-    study: dict = {"name": f"try-{name}"[:NAME_MAX].rstrip("-"),
-                   "description": f"isobench try -- {shlex.join(argv)}"[:200],
-                   "repetitions": rounds, "warmup": warmup, "baseline": envs[0]}
+    study: dict = {
+        "name": f"try-{name}"[:NAME_MAX].rstrip("-"),
+        "description": f"isobench try -- {shlex.join(argv)}"[:200],
+        "repetitions": rounds,
+        "warmup": warmup,
+        "baseline": envs[0],
+    }
     if budget is not None:
         study["budget"] = budget
     table: dict = {"command": list(argv)}
@@ -52,31 +65,66 @@ def study_text(argv: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup
     if timeout_s is not None:
         table["timeout_s"] = timeout_s
     doc = {"study": study, "environments": {e: {} for e in envs}, "workloads": {name: table}}
-    return ("# Made by `isobench try`: edit it (setup, files, metrics read from the output: "
-            "docs/workloads/command.md) and run it with `isobench run`.\n" + tomli_w.dumps(doc))
+    return (
+        "# Made by `isobench try`: edit it (setup, files, metrics read from the output: "
+        "docs/workloads/command.md) and run it with `isobench run`.\n" + tomli_w.dumps(doc)
+    )
 
 
 @click.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-@click.option("--env", "envs", multiple=True, metavar="NAME",
-              help="An environment (a preset: `isobench envs`); repeat for more; the first is the baseline. "
-                   f"Default: the first {DEFAULT_ENV_COUNT} presets (the host, then Docker with NAT and with "
-                   "the host's network).")
-@click.option("--rounds", default=ROUNDS, show_default=True, type=click.IntRange(2, 1000),
-              help="Measured rounds (each runs the command once in every environment).")
+@click.option(
+    "--env",
+    "envs",
+    multiple=True,
+    metavar="NAME",
+    help="An environment (a preset: `isobench envs`); repeat for more; the first is the baseline. "
+    f"Default: the first {DEFAULT_ENV_COUNT} presets (the host, then Docker with NAT and with "
+    "the host's network).",
+)
+@click.option(
+    "--rounds",
+    default=ROUNDS,
+    show_default=True,
+    type=click.IntRange(2, 1000),
+    help="Measured rounds (each runs the command once in every environment).",
+)
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(0, 100), help="Rounds not measured.")
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 10_000),
-              help="Runs of the command inside one sample (a short command: raise it).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=86_400), metavar="SECONDS",
-              help="Longest one sample may take (default 600).")
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Runs of the command inside one sample (a short command: raise it).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1, max=86_400),
+    metavar="SECONDS",
+    help="Longest one sample may take (default 600).",
+)
 @click.option("--budget", metavar="DURATION", help="Spend about this long (30m): rounds go where they resolve.")
-@click.option("--save", "save_path", type=click.Path(dir_okay=False),
-              help="Write the study it runs to this file, to edit and `isobench run` again.")
+@click.option(
+    "--save",
+    "save_path",
+    type=click.Path(dir_okay=False),
+    help="Write the study it runs to this file, to edit and `isobench run` again.",
+)
 @STORE_OPTION
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
-def try_cmd(command: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup: int, repeat: int,
-            timeout_s: float | None, budget: str | None, save_path: str | None, store_path: str,
-            progress: bool | None) -> None:
+def try_cmd(
+    command: tuple[str, ...],
+    envs: tuple[str, ...],
+    rounds: int,
+    warmup: int,
+    repeat: int,
+    timeout_s: float | None,
+    budget: str | None,
+    save_path: str | None,
+    store_path: str,
+    progress: bool | None,
+) -> None:
     """Measure COMMAND natively and in Docker, and answer what isolation costs it.
 
     \b
@@ -92,13 +140,16 @@ def try_cmd(command: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup
     from isobench.cli.execution import execute
     from isobench.envs.kinds import presets
     from isobench.study import StudyError, parse_study, with_budget
+
     envs = envs or default_envs()
     if len(set(envs)) != len(envs):
         _fail(f"--env {next(e for e in envs if envs.count(e) > 1)}: given twice")
     unknown = [e for e in envs if e not in presets()]
     if unknown:
-        _fail(f"--env {unknown[0]}: not an environment preset; allowed: {', '.join(presets())} "
-              "(other environments: --save a study, edit it, `isobench run` it)")
+        _fail(
+            f"--env {unknown[0]}: not an environment preset; allowed: {', '.join(presets())} "
+            "(other environments: --save a study, edit it, `isobench run` it)"
+        )
     text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None)
     label = save_path or "isobench try"
     try:
@@ -114,8 +165,9 @@ def try_cmd(command: tuple[str, ...], envs: tuple[str, ...], rounds: int, warmup
     store = _open_store(store_path, create=True)
     run_id = execute(study, store, progress, budget_label="--budget")
     print_answer(store.load_run(run_id))
-    console.print(f"\nstored as run {run_id}: `isobench report {run_id}` shows the whole report",
-                  highlight=False, markup=False)
+    console.print(
+        f"\nstored as run {run_id}: `isobench report {run_id}` shows the whole report", highlight=False, markup=False
+    )
 
 
 def print_answer(run) -> None:
@@ -126,6 +178,7 @@ def print_answer(run) -> None:
     from isobench.report.section import TERMINAL, ReportContext
     from isobench.report.sections import sections_for
     from isobench.report.terminal import draw
+
     ctx = ReportContext(run)
     for section, blocks in sections_for(ctx, TERMINAL):
         table = any(isinstance(b, Results) for b in blocks)

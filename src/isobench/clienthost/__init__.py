@@ -20,6 +20,22 @@ from isobench.clienthost.addresses import (
 from isobench.clienthost.leftovers import clean_network, leftovers, rule_is_ours
 from isobench.clienthost.namespace import ClientHost, ClientRun
 
-__all__ = ["BENCH_NET", "LINK_RE", "MAX_GUESTS", "ClientHost", "ClientHostError", "ClientRun", "clean_network",
-           "guest_addr", "guest_mac", "link_names", "leftovers", "netns_name", "pick_subnet", "rule_is_ours",
-           "tag_of", "tap_name", "used_client_subnets"]
+__all__ = [
+    "BENCH_NET",
+    "LINK_RE",
+    "MAX_GUESTS",
+    "ClientHost",
+    "ClientHostError",
+    "ClientRun",
+    "clean_network",
+    "guest_addr",
+    "guest_mac",
+    "link_names",
+    "leftovers",
+    "netns_name",
+    "pick_subnet",
+    "rule_is_ours",
+    "tag_of",
+    "tap_name",
+    "used_client_subnets",
+]

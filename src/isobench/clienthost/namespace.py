@@ -108,8 +108,25 @@ class ClientHost:
         ip_step(["ip", "link", "add", self.bridge, "type", "bridge"])
         ip_step(["ip", "link", "set", self.bridge, "mtu", str(MTU)])
         ip_step(["ip", "addr", "add", f"{self.host_addr}/{plen}", "dev", self.bridge])
-        ip_step(["ip", "link", "add", self.veth_host, "mtu", str(MTU), "type", "veth",
-                 "peer", "name", self.veth_client, "mtu", str(MTU), "netns", self.netns])
+        ip_step(
+            [
+                "ip",
+                "link",
+                "add",
+                self.veth_host,
+                "mtu",
+                str(MTU),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                self.veth_client,
+                "mtu",
+                str(MTU),
+                "netns",
+                self.netns,
+            ]
+        )
         ip_step(["ip", "link", "set", self.veth_host, "master", self.bridge])
         ip_step(["ip", "link", "set", self.veth_host, "up"])
         ip_step(["ip", "link", "set", self.bridge, "up"])
@@ -172,9 +189,14 @@ class ClientHost:
         try:
             # die_with_parent: a SIGKILLed run must not leave its load
             # generator running on (`ip netns exec` execs it in place)
-            proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=die_with_parent)
+            proc = subprocess.Popen(
+                full,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
         except FileNotFoundError as exc:
             return ClientRun(ExecResult(argv, 127, "", str(exc), 0.0), 0.0)
         timed_out = False
@@ -196,9 +218,13 @@ class ClientHost:
 
     def wait_tcp(self, addr: str, port: int, timeout: float = 30) -> bool:
         """Until a TCP connection from the namespace to addr:port succeeds."""
-        probe = [sys.executable, "-c",
-                 "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1).close()",
-                 addr, str(port)]
+        probe = [
+            sys.executable,
+            "-c",
+            "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1).close()",
+            addr,
+            str(port),
+        ]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.run(probe, timeout=5).result.ok:

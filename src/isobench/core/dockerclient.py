@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from isobench.core.errors import EnvironmentError_
 
 API_TIMEOUT_S = 60  # engine calls other than long execs
@@ -12,6 +14,7 @@ def engine(timeout: float = API_TIMEOUT_S):
     import docker
     import docker.errors
     from requests.exceptions import ConnectionError as RequestsConnectionError
+
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()
@@ -19,7 +22,8 @@ def engine(timeout: float = API_TIMEOUT_S):
     except (docker.errors.DockerException, RequestsConnectionError) as exc:
         raise EnvironmentError_(
             f"Docker Engine is not reachable ({str(exc).splitlines()[0][:120]}); "
-            "start it with scripts/install-host.sh (it starts dockerd)") from None
+            "start it with scripts/install-host.sh (it starts dockerd)"
+        ) from None
 
 
 def engine_or_none(timeout: float = 30):
@@ -28,3 +32,35 @@ def engine_or_none(timeout: float = 30):
         return engine(timeout)
     except EnvironmentError_:
         return None
+
+
+REMOVE_TRIES = (0.5, 1.0, 2.0, 4.0)  # seconds between tries: a busy engine gets ~8 s more
+
+
+def remove_retrying(item, **kwargs) -> str | None:
+    """Force-remove a container or volume; None once it is gone, else the
+    last error in one line. Removal can fail for a moment (the engine still
+    tearing down the container's mounts), and a single failed call would
+    leave it behind until the next run. An engine that does not answer at
+    all is not waited for (the run's teardown reports it instead)."""
+    import docker.errors
+
+    error = "?"
+    for pause in (*REMOVE_TRIES, None):
+        try:
+            item.remove(force=True, **kwargs)
+            return None
+        except docker.errors.NotFound:
+            return None
+        except docker.errors.APIError as exc:  # the engine answered "not now": worth another try
+            error = first_line(exc)
+        except Exception as exc:  # noqa: BLE001 - no answer at all (engine down, timed out): no use waiting
+            return first_line(exc)
+        if pause is not None:
+            time.sleep(pause)
+    return error
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:120]

@@ -72,8 +72,10 @@ def check_run_id(value: object, what: str) -> str:
 
 def check_host(value: object, what: str) -> str:
     if not isinstance(value, str) or HOST_RE.fullmatch(value) is None:
-        raise BadIdentifier(f"{what}: bad host name {shown(value)}; fleet host names are {HOST_RULE} "
-                            "(set ansible_host to the address and give the host a plain name)")
+        raise BadIdentifier(
+            f"{what}: bad host name {shown(value)}; fleet host names are {HOST_RULE} "
+            "(set ansible_host to the address and give the host a plain name)"
+        )
     return value
 
 

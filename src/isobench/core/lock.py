@@ -34,8 +34,10 @@ class RunLock:
             fh.seek(0)
             holder = _describe(fh.read())
             fh.close()
-            raise AlreadyRunning(f"another isobench run is in progress ({holder}); one study at a time "
-                                 "per host, since two would measure each other") from None
+            raise AlreadyRunning(
+                f"another isobench run is in progress ({holder}); one study at a time "
+                "per host, since two would measure each other"
+            ) from None
         self._fh = fh
         self._write({"pid": os.getpid(), "study": study, "started": time.strftime("%Y-%m-%d %H:%M:%S")})
 

@@ -47,7 +47,7 @@ def fmt_duration(seconds: float) -> str:
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """"1 environment", "2 environments" ("1 sample", "2 samples")."""
+    """ "1 environment", "2 environments" ("1 sample", "2 samples")."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 

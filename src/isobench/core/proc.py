@@ -44,15 +44,14 @@ def run_argv(argv: list[str], timeout: float, cwd: str | None = None, env: dict 
     never raises for a failing or missing command."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired as exc:
-        return ExecResult(argv, -9, as_text(exc.stdout), as_text(exc.stderr),
-                          time.perf_counter() - start, timed_out=True)
+        return ExecResult(
+            argv, -9, as_text(exc.stdout), as_text(exc.stderr), time.perf_counter() - start, timed_out=True
+        )
     except (FileNotFoundError, PermissionError) as exc:
         return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
-    return ExecResult(argv, proc.returncode, as_text(proc.stdout), as_text(proc.stderr),
-                      time.perf_counter() - start)
+    return ExecResult(argv, proc.returncode, as_text(proc.stdout), as_text(proc.stderr), time.perf_counter() - start)
 
 
 def bounded(argv: list[str], timeout: float) -> list[str]:

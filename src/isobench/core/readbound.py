@@ -24,11 +24,13 @@ def read_bounded(path: str | os.PathLike, cap: int, what: str) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise BoundedReadError(f"{path}: not a regular file; a {what} must be a file on disk "
-                                   "(not a pipe, device or directory)")
+            raise BoundedReadError(
+                f"{path}: not a regular file; a {what} must be a file on disk (not a pipe, device or directory)"
+            )
         if st.st_size > cap:
-            raise BoundedReadError(f"{path}: {st.st_size:,} bytes, more than a {what} may hold "
-                                   f"({cap:,}); is it the right file?")
+            raise BoundedReadError(
+                f"{path}: {st.st_size:,} bytes, more than a {what} may hold ({cap:,}); is it the right file?"
+            )
         chunks, total = [], 0
         while total <= cap:
             chunk = os.read(fd, min(1 << 20, cap + 1 - total))

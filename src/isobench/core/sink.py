@@ -27,6 +27,7 @@ def terminal(text: object) -> str:
 
 def markup(text: object) -> str:
     from rich.markup import escape
+
     return escape(terminal(text))
 
 
@@ -37,6 +38,7 @@ def lines(text: str) -> str:
 def rich_text(text: object, style: str = ""):
     """A rich Text of ``lines(text)``: never read as markup."""
     from rich.text import Text
+
     return Text(lines(str(text)), style=style)
 
 

@@ -30,8 +30,9 @@ def guard(text: str) -> None:
     if _DEEP_KEY.search(text):
         raise TomlBoundError(f"a dotted key of more than {MAX_DEPTH} parts; a study needs a few")
     if _DEEP_NEST.search(text):
-        raise TomlBoundError("nested too deeply (arrays or tables inside each other); a study needs at most a "
-                             "few levels")
+        raise TomlBoundError(
+            "nested too deeply (arrays or tables inside each other); a study needs at most a few levels"
+        )
 
 
 def loads(text: str) -> dict:
@@ -41,5 +42,6 @@ def loads(text: str) -> dict:
     try:
         return tomllib.loads(text)
     except RecursionError:
-        raise TomlBoundError("nested too deeply (arrays or tables inside each other); a study needs at most a "
-                             "few levels") from None
+        raise TomlBoundError(
+            "nested too deeply (arrays or tables inside each other); a study needs at most a few levels"
+        ) from None

@@ -8,6 +8,7 @@ a single-threaded node.js server would.
 
 usage: python3 api_server.py BIND PORT WORKDIR WRITES CHUNK
 """
+
 import json
 import os
 import sys
@@ -42,8 +43,7 @@ class Handler(BaseHTTPRequestHandler):
         assert isinstance(self.server, TaskServer)
         cfg = self.server.cfg
         elapsed = task(cfg["workdir"], cfg["writes"], cfg["chunk"])
-        body = json.dumps({"task_s": elapsed, "writes": cfg["writes"],
-                           "bytes": cfg["writes"] * cfg["chunk"]}).encode()
+        body = json.dumps({"task_s": elapsed, "writes": cfg["writes"], "bytes": cfg["writes"] * cfg["chunk"]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -4,6 +4,7 @@ once (a barrier releases them together); waits for all before the next.
 usage: python -m isobench.drivers.api_client ROUNDS TIMEOUT_S URL [URL ...]
 prints {"rounds": [[{"task_s": .., "latency_s": ..}, ...per URL], ...]}
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,9 @@ def main(argv: list[str]) -> int:
     for _ in range(rounds):
         out: list = [None] * len(urls)
         barrier = threading.Barrier(len(urls))
-        threads = [threading.Thread(target=hit, args=(u, timeout, barrier, out, i), daemon=True)
-                   for i, u in enumerate(urls)]
+        threads = [
+            threading.Thread(target=hit, args=(u, timeout, barrier, out, i), daemon=True) for i, u in enumerate(urls)
+        ]
         for t in threads:
             t.start()
         for t in threads:

@@ -6,6 +6,7 @@ Bucket k holds latencies in [B**k, B**(k+1)) microseconds, B = 10**(1/40):
 value whatever its size (1 us .. hours), and histograms of instances or
 runs add bucket by bucket.
 """
+
 from __future__ import annotations
 
 import math

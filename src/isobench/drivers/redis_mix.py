@@ -11,6 +11,7 @@ so the commands each instance served are known (fairness).
 usage: python -m isobench.drivers.redis_mix CONFIG_JSON
 prints {"get": CSV, "set": CSV, "wall_s": .., "served": [..per server..]}
 """
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,18 @@ PROXY_ADDR = "127.0.0.1"
 
 
 def nutcracker_yaml(servers: list[tuple[str, int]], password: str, port: int) -> str:
-    lines = ["isobench:", f"  listen: {PROXY_ADDR}:{port}", "  hash: fnv1a_64", "  distribution: ketama",
-             "  redis: true", f"  redis_auth: {password}", "  auto_eject_hosts: false",
-             "  server_connections: 1", "  timeout: 30000", "  servers:"]
+    lines = [
+        "isobench:",
+        f"  listen: {PROXY_ADDR}:{port}",
+        "  hash: fnv1a_64",
+        "  distribution: ketama",
+        "  redis: true",
+        f"  redis_auth: {password}",
+        "  auto_eject_hosts: false",
+        "  server_connections: 1",
+        "  timeout: 30000",
+        "  servers:",
+    ]
     lines += [f"    - {addr}:{p}:1 server{i}" for i, (addr, p) in enumerate(servers)]
     return "\n".join(lines) + "\n"
 
@@ -73,9 +83,28 @@ def wait_port(addr: str, port: int, deadline: float) -> None:
 
 
 def bench_argv(cfg: dict, command: str, clients: int, requests: int) -> list[str]:
-    return ["redis-benchmark", "-h", PROXY_ADDR, "-p", str(cfg["proxy_port"]), "-a", cfg["password"],
-            "-t", command, "-c", str(clients), "-n", str(requests), "-P", str(cfg["pipeline"]),
-            "-d", str(cfg["value_bytes"]), "-r", str(cfg["keyspace"]), "--csv"]
+    return [
+        "redis-benchmark",
+        "-h",
+        PROXY_ADDR,
+        "-p",
+        str(cfg["proxy_port"]),
+        "-a",
+        cfg["password"],
+        "-t",
+        command,
+        "-c",
+        str(clients),
+        "-n",
+        str(requests),
+        "-P",
+        str(cfg["pipeline"]),
+        "-d",
+        str(cfg["value_bytes"]),
+        "-r",
+        str(cfg["keyspace"]),
+        "--csv",
+    ]
 
 
 def split(total: int, ratio: float) -> tuple[int, int]:
@@ -93,10 +122,24 @@ def main(argv: list[str]) -> int:
     with open(conf, "w") as fh:
         fh.write(nutcracker_yaml(servers, cfg["password"], cfg["proxy_port"]))
     deadline = time.monotonic() + cfg["timeout_s"]
-    proxy = subprocess.Popen(["nutcracker", "-c", conf, "-s", str(cfg["proxy_port"] + 1), "-a", PROXY_ADDR,
-                              "-p", os.path.join(workdir, "nutcracker.pid"), "-o",
-                              os.path.join(workdir, "nutcracker.log"), "-v", "4"],
-                             stdin=subprocess.DEVNULL)
+    proxy = subprocess.Popen(
+        [
+            "nutcracker",
+            "-c",
+            conf,
+            "-s",
+            str(cfg["proxy_port"] + 1),
+            "-a",
+            PROXY_ADDR,
+            "-p",
+            os.path.join(workdir, "nutcracker.pid"),
+            "-o",
+            os.path.join(workdir, "nutcracker.log"),
+            "-v",
+            "4",
+        ],
+        stdin=subprocess.DEVNULL,
+    )
     procs: list[subprocess.Popen] = []
     try:
         wait_port(PROXY_ADDR, cfg["proxy_port"], time.monotonic() + 15)
@@ -105,8 +148,15 @@ def main(argv: list[str]) -> int:
         get_n, set_n = split(cfg["requests"], cfg["get_ratio"])
         t0 = time.perf_counter()
         for command, c, n in (("get", get_c, get_n), ("set", set_c, set_n)):
-            procs.append(subprocess.Popen(bench_argv(cfg, command, c, n), stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True))
+            procs.append(
+                subprocess.Popen(
+                    bench_argv(cfg, command, c, n),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                )
+            )
         outs = []
         for p in procs:
             out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
@@ -121,9 +171,17 @@ def main(argv: list[str]) -> int:
             if p.poll() is None:
                 p.kill()
                 p.wait(10)
-    json.dump({"get": outs[0], "set": outs[1], "wall_s": wall,
-               "get_requests": get_n, "set_requests": set_n,
-               "served": [b - a for a, b in zip(before, after)]}, sys.stdout)
+    json.dump(
+        {
+            "get": outs[0],
+            "set": outs[1],
+            "wall_s": wall,
+            "get_requests": get_n,
+            "set_requests": set_n,
+            "served": [b - a for a, b in zip(before, after)],
+        },
+        sys.stdout,
+    )
     return 0
 
 

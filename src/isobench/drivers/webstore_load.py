@@ -15,6 +15,7 @@ flagged ``saturated`` (the workload refuses such a sample).
 
 usage: python -m isobench.drivers.webstore_load CONFIG_JSON  -> JSON on stdout
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -88,8 +89,7 @@ def pick_path(rng: random.Random, op: str, cfg: dict) -> str:
         return f"/ds.php?op=product&id={rng.randint(1, cfg['products'])}"
     if op == "purchase":
         lo, hi = cfg.get("lines", (1, 9))
-        items = ",".join(f"{rng.randint(1, cfg['products'])}:{rng.randint(1, 3)}"
-                         for _ in range(rng.randint(lo, hi)))
+        items = ",".join(f"{rng.randint(1, cfg['products'])}:{rng.randint(1, 3)}" for _ in range(rng.randint(lo, hi)))
         return f"/ds.php?op=purchase&cust={cust}&items={items}"
     if op == "history":
         return f"/ds.php?op=history&cust={cust}"
@@ -122,13 +122,20 @@ class Stats:
         self.first_error = self.first_error or f"{op}: {type(exc).__name__}: {exc}"
 
     def to_json(self) -> dict:
-        return {"orders": self.orders, "rollbacks": self.rollbacks, "first_error": self.first_error,
-                "ops": {op: {"hist": loghist.to_json(self.hist[op]), "sum_s": self.sum_s[op],
-                             "errors": self.errors[op]} for op in OPS}}
+        return {
+            "orders": self.orders,
+            "rollbacks": self.rollbacks,
+            "first_error": self.first_error,
+            "ops": {
+                op: {"hist": loghist.to_json(self.hist[op]), "sum_s": self.sum_s[op], "errors": self.errors[op]}
+                for op in OPS
+            },
+        }
 
 
-async def _one(conn: Http, op: str, path: str, started: float, t_measure: float, t_end: float,
-               stats: Stats, timeout: float) -> None:
+async def _one(
+    conn: Http, op: str, path: str, started: float, t_measure: float, t_end: float, stats: Stats, timeout: float
+) -> None:
     try:
         status, body = await asyncio.wait_for(conn.get(path), timeout)
     except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
@@ -192,8 +199,10 @@ async def drive(cfg: dict) -> dict:
     coros = []
     for i, ep in enumerate(cfg["endpoints"]):
         if cfg["mode"] == "closed":
-            coros += [closed_user(ep, cfg, random.Random(f"{cfg['seed']}-{i}-{u}"), stats[i], t_measure, t_end)
-                      for u in range(cfg["users"])]
+            coros += [
+                closed_user(ep, cfg, random.Random(f"{cfg['seed']}-{i}-{u}"), stats[i], t_measure, t_end)
+                for u in range(cfg["users"])
+            ]
         else:
             coros.append(open_instance(ep, cfg, random.Random(f"{cfg['seed']}-{i}"), stats[i], t0, t_measure, t_end))
     lags = await asyncio.gather(*coros)
@@ -210,10 +219,16 @@ def main(argv: list[str]) -> int:
     c0, w0 = cpu_s(), time.monotonic()
     out = asyncio.run(drive(cfg))
     wall, used = time.monotonic() - w0, cpu_s() - c0
-    doc = {"mode": cfg["mode"], "duration_s": cfg["duration_s"], "wall_s": wall, "driver_cpu_s": used,
-           "driver_cpu_frac": used / wall if wall > 0 else 0.0, "lag_s": out["lag_s"],
-           "saturated": used / wall > SATURATED_CPU if wall > 0 else False,
-           "instances": [s.to_json() for s in out["stats"]]}
+    doc = {
+        "mode": cfg["mode"],
+        "duration_s": cfg["duration_s"],
+        "wall_s": wall,
+        "driver_cpu_s": used,
+        "driver_cpu_frac": used / wall if wall > 0 else 0.0,
+        "lag_s": out["lag_s"],
+        "saturated": used / wall > SATURATED_CPU if wall > 0 else False,
+        "instances": [s.to_json() for s in out["stats"]],
+    }
     json.dump(doc, sys.stdout)
     return 0
 

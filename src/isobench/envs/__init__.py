@@ -14,6 +14,9 @@ def make_environment(name: str, spec, run_id: str, host: HostInfo, image: str | 
     if spec.instances == 1:
         return kind.make(name, spec, run_id=run_id, host=host, image=image, index=0)
     from isobench.envs.group import InstanceGroup
-    members = [kind.make(f"{name}-{i + 1}", spec, run_id=run_id, host=host, image=image, index=i)
-               for i in range(spec.instances)]
+
+    members = [
+        kind.make(f"{name}-{i + 1}", spec, run_id=run_id, host=host, image=image, index=i)
+        for i in range(spec.instances)
+    ]
     return InstanceGroup(name=name, spec=spec, members=members)

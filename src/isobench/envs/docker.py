@@ -14,17 +14,17 @@ import docker
 import docker.errors
 from requests.exceptions import ReadTimeout
 
-from isobench.host.counters import cgroup_cpu
-from isobench.core.dockerclient import engine, engine_or_none
+from isobench.core.dockerclient import engine, engine_or_none, first_line, remove_retrying
+from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded
+from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
+from isobench.envs import runtimes as rt
 from isobench.envs.base import Environment, Paths
 from isobench.envs.docker_spec import DockerSpec
 from isobench.envs.kinds import EnvKind, EnvProbe, placed_duet_problems
-from isobench.envs import runtimes as rt
 from isobench.envs.pinning import placement
-from isobench.core.errors import EnvironmentError_
+from isobench.host.counters import cgroup_cpu
 from isobench.host.hostinfo import Finding
-from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded
-from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
 
@@ -37,15 +37,26 @@ class DockerKind(EnvKind):
         "docker-host": {"network": "host", "storage": "volume"},
         # docker-nat under another OCI runtime
         "docker-crun": {"network": "bridge", "storage": "overlay", "runtime": "crun"},
-        "docker-gvisor": {"network": "bridge", "storage": "overlay", "runtime": "runsc",
-                          "gvisor_platform": rt.GVISOR_DEFAULT_PLATFORM},
+        "docker-gvisor": {
+            "network": "bridge",
+            "storage": "overlay",
+            "runtime": "runsc",
+            "gvisor_platform": rt.GVISOR_DEFAULT_PLATFORM,
+        },
     }
     rank = 10
     needs_image = True
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
-        return DockerEnvironment(name=name, spec=spec, placed_cpuset=placement(spec.pin, index), run_id=run_id,
-                                 image=image or "", host_cores=host.cores, host_mem_bytes=host.mem_bytes)
+        return DockerEnvironment(
+            name=name,
+            spec=spec,
+            placed_cpuset=placement(spec.pin, index),
+            run_id=run_id,
+            image=image or "",
+            host_cores=host.cores,
+            host_mem_bytes=host.mem_bytes,
+        )
 
     def duet_problems(self, spec, side_cpus: int) -> list[tuple[str, str]]:
         return placed_duet_problems(spec.instances, {"pin": spec.pin, "cpuset": spec.cpuset})
@@ -62,10 +73,13 @@ class DockerKind(EnvKind):
         except Exception:  # noqa: BLE001 - informative only
             pass
         from isobench.images import image_tag
+
         tag = image_tag()
         have = bool(client.images.list(name=tag))
-        lines = [f"Docker {info.get('ServerVersion')}, storage {info.get('Driver')}, bridge {bridge}, "
-                 f"image {tag} {'built' if have else 'not built yet (isobench images build)'}"]
+        lines = [
+            f"Docker {info.get('ServerVersion')}, storage {info.get('Driver')}, bridge {bridge}, "
+            f"image {tag} {'built' if have else 'not built yet (isobench images build)'}"
+        ]
         for name, state in self._runtime_states(client, tag if have else None).items():
             lines.append(f"runtime {name}: {state}")
         return EnvProbe("docker", True, "\n".join(lines))
@@ -80,8 +94,14 @@ class DockerKind(EnvKind):
     def host_findings(self, r: dict) -> list[Finding]:
         drv = r.get("driver")
         fix = "" if drv == "overlay2" else "use overlay2 (what the studies measured as the union file system)"
-        return [Finding("docker storage driver", "ok" if drv == "overlay2" else ("warn" if drv else "info"),
-                        drv or "engine not reachable", fix)]
+        return [
+            Finding(
+                "docker storage driver",
+                "ok" if drv == "overlay2" else ("warn" if drv else "info"),
+                drv or "engine not reachable",
+                fix,
+            )
+        ]
 
     @staticmethod
     def _runtime_states(client, image: str | None) -> dict[str, str]:
@@ -95,8 +115,9 @@ class DockerKind(EnvKind):
             for platform in platforms:
                 name = rt.engine_name(runtime, platform)
                 if name not in registered:
-                    states[name] = ("not registered in /etc/docker/daemon.json (install it, then "
-                                    "scripts/start-dockerd.sh)")
+                    states[name] = (
+                        "not registered in /etc/docker/daemon.json (install it, then scripts/start-dockerd.sh)"
+                    )
                 elif runtime == "runc":
                     states[name] = "available (Docker's default)"
                 elif image is None:
@@ -113,6 +134,7 @@ class DockerKind(EnvKind):
         if client is None:
             return []  # the engine's own error comes at start
         from isobench.images import image_tag
+
         tag = image_tag()
         have = bool(client.images.list(name=tag))
         states = self._runtime_states(client, tag if have else None)
@@ -138,9 +160,10 @@ class DockerKind(EnvKind):
         failed: list[str] = []
         # one that cannot be removed must not keep the others: each is tried
         # (with retries), and what failed is raised once at the end
-        for what, items, kwargs in (("container", client.containers.list(all=True, filters={"label": label}),
-                                     {"v": True}),
-                                    ("volume", client.volumes.list(filters={"label": label}), {})):
+        for what, items, kwargs in (
+            ("container", client.containers.list(all=True, filters={"label": label}), {"v": True}),
+            ("volume", client.volumes.list(filters={"label": label}), {}),
+        ):
             for item in items:
                 problem = remove_retrying(item, **kwargs)
                 if problem is None:
@@ -265,8 +288,9 @@ class DockerEnvironment(Environment):
             out, err = api.exec_start(exec_id, demux=True)
             code = api.exec_inspect(exec_id)["ExitCode"]
         except ReadTimeout:
-            return ExecResult(argv, -9, "", "engine did not answer in time", time.perf_counter() - start,
-                              timed_out=True)
+            return ExecResult(
+                argv, -9, "", "engine did not answer in time", time.perf_counter() - start, timed_out=True
+            )
         except docker.errors.DockerException as exc:
             return ExecResult(argv, -1, "", f"engine error: {exc}", time.perf_counter() - start)
         finally:
@@ -274,21 +298,28 @@ class DockerEnvironment(Environment):
         wall = time.perf_counter() - start
         stdout = (out or b"").decode("utf-8", errors="replace")
         stderr = (err or b"").decode("utf-8", errors="replace")
-        return ExecResult(argv, code if code is not None else -1, stdout, stderr, wall,
-                          timed_out=(code in (124, 137) and wall >= timeout))
+        return ExecResult(
+            argv,
+            code if code is not None else -1,
+            stdout,
+            stderr,
+            wall,
+            timed_out=(code in (124, 137) and wall >= timeout),
+        )
 
     def write_file(self, path: str, content: bytes) -> None:
         # The archive API (docker cp) cannot see tmpfs mounts, so stream the
         # bytes to dd's stdin over a hijacked exec socket instead.
         self.exec(["mkdir", "-p", os.path.dirname(path) or "/"], timeout=30)
         api = self._client.api
-        exec_id = api.exec_create(self._container.id, bounded(["dd", f"of={path}", "bs=1M", "status=none"], 600),
-                                  stdin=True)["Id"]
+        exec_id = api.exec_create(
+            self._container.id, bounded(["dd", f"of={path}", "bs=1M", "status=none"], 600), stdin=True
+        )["Id"]
         sock = api.exec_start(exec_id, socket=True)._sock
         try:
             view = memoryview(content)
             for offset in range(0, len(view), 1 << 20):
-                sock.sendall(view[offset:offset + (1 << 20)])
+                sock.sendall(view[offset : offset + (1 << 20)])
             sock.shutdown(socket.SHUT_WR)  # EOF for dd
             while sock.recv(65536):
                 pass
@@ -316,13 +347,13 @@ class DockerEnvironment(Environment):
         its network mode and OCI runtime, until its process runs (the engine answers the
         start request once it does); removed at once."""
         client = engine(timeout)
-        kwargs = {"network_mode": "host" if self.spec.network == "host" else "bridge",
-                  "runtime": self.engine_runtime}
+        kwargs = {"network_mode": "host" if self.spec.network == "host" else "bridge", "runtime": self.engine_runtime}
         container = None
         try:
             t0 = time.perf_counter()
-            container = client.containers.run(self.image, ["sleep", "infinity"], detach=True,
-                                              labels=self._labels(), **kwargs)
+            container = client.containers.run(
+                self.image, ["sleep", "infinity"], detach=True, labels=self._labels(), **kwargs
+            )
             return {"ready_s": time.perf_counter() - t0}
         finally:
             if container is not None:
@@ -346,7 +377,7 @@ class DockerEnvironment(Environment):
         except docker.errors.NotFound:
             return f"{self.name}: its container {self.container_name} is gone"
         except Exception as exc:  # noqa: BLE001 - any failure to reach the engine means it is not answering
-            return f"{self.name}: the Docker Engine stopped answering ({_first_line(exc)})"
+            return f"{self.name}: the Docker Engine stopped answering ({first_line(exc)})"
         if not state.get("Running"):
             return f"{self.name}: its container {self.container_name} stopped ({state.get('Status', '?')})"
         return None
@@ -365,8 +396,14 @@ class DockerEnvironment(Environment):
             raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {target}: {exc}") from None
 
     def stop(self) -> None:
-        problems = [p for p in (remove_retrying(self._container, v=True) if self._container is not None else None,
-                                remove_retrying(self._volume) if self._volume is not None else None) if p]
+        problems = [
+            p
+            for p in (
+                remove_retrying(self._container, v=True) if self._container is not None else None,
+                remove_retrying(self._volume) if self._volume is not None else None,
+            )
+            if p
+        ]
         self._container = self._volume = None
         if problems:
             raise EnvironmentError_(f"{self.name}: " + "; ".join(problems))
@@ -382,41 +419,20 @@ class DockerEnvironment(Environment):
             facts["pinning"] = {"cpuset": self.cpuset, "how": "docker --cpuset-cpus"}
         if self._client is not None:
             info = self._client.info()
-            facts.update({"storage_driver": info.get("Driver"), "cgroup_version": info.get("CgroupVersion"),
-                          "docker_version": info.get("ServerVersion")})
+            facts.update(
+                {
+                    "storage_driver": info.get("Driver"),
+                    "cgroup_version": info.get("CgroupVersion"),
+                    "docker_version": info.get("ServerVersion"),
+                }
+            )
             entry = (info.get("Runtimes") or {}).get(self.engine_runtime) or {}
             args = entry.get("runtimeArgs") or []
             facts["runtime"] = f"{rt.version(entry)}{' ' + ' '.join(args) if args else ''}"
-            facts["runtime_info"] = {"name": self.engine_runtime, "path": entry.get("path"),
-                                     "version": rt.version(entry), "runtime_args": args}
+            facts["runtime_info"] = {
+                "name": self.engine_runtime,
+                "path": entry.get("path"),
+                "version": rt.version(entry),
+                "runtime_args": args,
+            }
         return facts
-
-
-REMOVE_TRIES = (0.5, 1.0, 2.0, 4.0)  # seconds between tries: a busy engine gets ~8 s more
-
-
-def remove_retrying(item, **kwargs) -> str | None:
-    """Force-remove a container or volume; None once it is gone, else the
-    last error in one line. Removal can fail for a moment (the engine still
-    tearing down the container's mounts), and a single failed call would
-    leave it behind until the next run. An engine that does not answer at
-    all is not waited for (the run's teardown reports it instead)."""
-    error = "?"
-    for pause in (*REMOVE_TRIES, None):
-        try:
-            item.remove(force=True, **kwargs)
-            return None
-        except docker.errors.NotFound:
-            return None
-        except docker.errors.APIError as exc:  # the engine answered "not now": worth another try
-            error = _first_line(exc)
-        except Exception as exc:  # noqa: BLE001 - no answer at all (engine down, timed out): no use waiting
-            return _first_line(exc)
-        if pause is not None:
-            time.sleep(pause)
-    return error
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:120]

@@ -47,5 +47,5 @@ class DockerSpec(EnvSpec):
         if self.pin and self.cpuset:
             raise ValueError("pin and cpuset both place the container; set one of them")
         if self.gvisor_platform and self.runtime != "runsc":
-            raise ValueError(f"gvisor_platform is for runtime = \"runsc\", not {self.runtime!r}")
+            raise ValueError(f'gvisor_platform is for runtime = "runsc", not {self.runtime!r}')
         return self

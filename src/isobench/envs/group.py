@@ -17,10 +17,10 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from isobench.envs.base import Environment, Paths
 from isobench.core.errors import EnvironmentError_
-from isobench.host.hostinfo import meminfo
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment, Paths
+from isobench.host.hostinfo import meminfo
 
 
 def parse_pss(smaps_rollup: str) -> int | None:
@@ -63,8 +63,7 @@ def density_points(available_before: int, steps: list[dict]) -> list[dict]:
     out = []
     for n, step in enumerate(steps, start=1):
         used = available_before - step["mem_available"]
-        point = {"n": n, "startup_s": step["startup_s"], "mem_used_bytes": used,
-                 "mem_per_instance_bytes": used / n}
+        point = {"n": n, "startup_s": step["startup_s"], "mem_used_bytes": used, "mem_per_instance_bytes": used / n}
         if step.get("vmm_pss_bytes") is not None:
             point["vmm_pss_bytes"] = step["vmm_pss_bytes"]
         out.append(point)
@@ -98,8 +97,9 @@ class InstanceGroup(Environment):
                 startup = time.perf_counter() - t0
                 available, _ = available_after_drop()
                 pid = member.vmm_pid
-                steps.append({"startup_s": startup, "mem_available": available,
-                              "vmm_pss_bytes": pss_bytes(pid) if pid else None})
+                steps.append(
+                    {"startup_s": startup, "mem_available": available, "vmm_pss_bytes": pss_bytes(pid) if pid else None}
+                )
         except BaseException:
             try:
                 self.stop()
@@ -107,8 +107,11 @@ class InstanceGroup(Environment):
                 pass  # the start's own error matters more; the run's teardown sweeps the rest
             raise
         self._density = density_points(before, steps)
-        self._density_note = ("page cache dropped before each reading" if dropped
-                              else "page cache NOT dropped (not root): figures include cache growth")
+        self._density_note = (
+            "page cache dropped before each reading"
+            if dropped
+            else "page cache NOT dropped (not root): figures include cache growth"
+        )
 
     def counters(self) -> dict[str, float]:
         """The members' own counters, summed (same names)."""

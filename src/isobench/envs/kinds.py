@@ -24,7 +24,6 @@ from pydantic import Field
 from isobench.envs.base import Environment, EnvSpec
 from isobench.host.hostinfo import Finding, HostInfo
 
-
 # Every kind can be a group of identical instances (envs/group.py): N
 # processes' worth of the host, N containers or N VMs, started one after
 # another with the host's memory read between them (density). pin = true
@@ -76,8 +75,9 @@ class EnvKind(abc.ABC):
             _register(cls())
 
     @abc.abstractmethod
-    def make(self, name: str, spec: EnvSpec, *, run_id: str, host: HostInfo, image: str | None,
-             index: int) -> Environment:
+    def make(
+        self, name: str, spec: EnvSpec, *, run_id: str, host: HostInfo, image: str | None, index: int
+    ) -> Environment:
         """One environment (instance `index` of its group) from a validated
         spec, which the environment keeps (Environment.spec) and reads."""
 
@@ -107,8 +107,9 @@ class EnvKind(abc.ABC):
         have `side_cpus` host CPUs each (run/duet.py): (spec field, one-line
         problem) pairs, empty when it can take part. Default: the kind cannot
         be placed on chosen CPUs (Environment.place)."""
-        return [("kind", f"a {self.name} environment cannot be placed on chosen host CPUs; "
-                         "use schedule = \"sequential\"")]
+        return [
+            ("kind", f'a {self.name} environment cannot be placed on chosen host CPUs; use schedule = "sequential"')
+        ]
 
     def footprint(self, spec: EnvSpec) -> list[Footprint]:
         """What the environment holds of the host besides the workloads'
@@ -132,12 +133,16 @@ def placed_duet_problems(instances: int, own_placement: dict[str, object]) -> li
     overlap the other side's CPUs)."""
     problems = []
     if instances != 1:
-        problems.append(("instances", "a duet runs one instance a side; use instances = 1 or "
-                                      "schedule = \"sequential\""))
+        problems.append(("instances", 'a duet runs one instance a side; use instances = 1 or schedule = "sequential"'))
     for name, value in own_placement.items():
         if value:
-            problems.append((name, f"a duet places each side on its own CPUs, which {name} = {value!r} would "
-                                   f"overlap; remove {name} or use schedule = \"sequential\""))
+            problems.append(
+                (
+                    name,
+                    f"a duet places each side on its own CPUs, which {name} = {value!r} would "
+                    f'overlap; remove {name} or use schedule = "sequential"',
+                )
+            )
     return problems
 
 
@@ -167,6 +172,7 @@ def discover() -> None:
     """Import every module of the envs package (once per package path), so
     every kind has registered itself."""
     import isobench.envs as package
+
     paths = tuple(package.__path__)
     if _DISCOVERED and _DISCOVERED[-1] == paths:
         return
@@ -190,8 +196,7 @@ def kind_of(name: str) -> EnvKind:
 
 def presets() -> dict[str, dict[str, Any]]:
     """Every kind's presets, kinds in rank order; each names its kind."""
-    return {preset: {"kind": kind.name, **body} for kind in kinds().values()
-            for preset, body in kind.presets.items()}
+    return {preset: {"kind": kind.name, **body} for kind in kinds().values() for preset, body in kind.presets.items()}
 
 
 def probe_all() -> list[EnvProbe]:

@@ -9,11 +9,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from isobench.core.proc import ExecResult, run_argv
+from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin, placed_duet_problems
 from isobench.envs.pinning import placement
-from isobench.core.proc import ExecResult, run_argv
-from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
 
 class NativeSpec(EnvSpec):
@@ -37,6 +37,7 @@ class NativeKind(EnvKind):
     def probe(self) -> EnvProbe:
         from isobench.host.facts import host_facts
         from isobench.host.hostinfo import cpu_model
+
         facts = host_facts()
         return EnvProbe("native", True, f"{cpu_model()}, {facts['cores']} cores, kernel {facts['kernel']}")
 

@@ -31,7 +31,7 @@ def duet_sides(cpus: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     each on two), the lower half first; an odd CPU out is left to the harness."""
     cpus = sorted(cpus)
     half = len(cpus) // 2
-    return tuple(cpus[:half]), tuple(cpus[half:2 * half])
+    return tuple(cpus[:half]), tuple(cpus[half : 2 * half])
 
 
 def usable_cpus() -> list[int]:

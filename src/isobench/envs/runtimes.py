@@ -36,8 +36,8 @@ CACHE_FILE = os.path.join(STATE_ROOT, "runtime-probe.json")
 UNSUPPORTED = {
     "runsc": {
         "netlat": "sockperf's server fails on its first recvfrom() with EINVAL (errno 22) under gVisor's "
-                  "host network passthrough (--network=host, the only network this runsc build starts "
-                  "here), so no round trip can be timed",
+        "host network passthrough (--network=host, the only network this runsc build starts "
+        "here), so no round trip can be timed",
     },
 }
 PROBE_TIMEOUT_S = 60.0
@@ -63,8 +63,9 @@ def version(entry: dict | None) -> str:
     if not path:
         return "unknown"
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10,
-                             stdin=subprocess.DEVNULL).stdout
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return out.splitlines()[0].strip() if out.strip() else "unknown"
@@ -89,10 +90,10 @@ def one_line(error: str, limit: int = 240) -> str:
     """The engine's error, on one line, without Docker's request prefix and
     with the runtime's own message (the last "msg=" or ": " part) kept."""
     text = " ".join(str(error).split())
-    for prefix in ('500 Server Error for http+docker://localhost', '400 Client Error for http+docker://localhost'):
+    for prefix in ("500 Server Error for http+docker://localhost", "400 Client Error for http+docker://localhost"):
         if text.startswith(prefix) and '("' in text:
             text = text.split('("', 1)[1].rstrip('")')
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def probe_key(name: str, entry: dict, docker_version: str, image: str) -> str:
@@ -103,8 +104,7 @@ def probe_key(name: str, entry: dict, docker_version: str, image: str) -> str:
             unified = fh.read().strip()
     except OSError:
         unified = "-"
-    raw = json.dumps([platform.release(), unified, docker_version, name, entry, version(entry), image],
-                     sort_keys=True)
+    raw = json.dumps([platform.release(), unified, docker_version, name, entry, version(entry), image], sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
@@ -112,8 +112,9 @@ def load(key: str, path: str = CACHE_FILE) -> Verdict | None:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh).get(key)
-        return Verdict(bool(data["works"]), str(data["reason"]), key, str(data["probed_at"]),
-                       float(data["probe_s"]), cached=True)
+        return Verdict(
+            bool(data["works"]), str(data["reason"]), key, str(data["probed_at"]), float(data["probe_s"]), cached=True
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -147,24 +148,35 @@ def probe(client, name: str, image: str, use_cache: bool = True) -> Verdict:
     entry = runtimes.get(name)
     key = probe_key(name, entry or {}, docker_version, image)
     if entry is None:
-        return Verdict(False, "not registered in /etc/docker/daemon.json (run scripts/start-dockerd.sh)",
-                       key, "", 0.0)
+        return Verdict(False, "not registered in /etc/docker/daemon.json (run scripts/start-dockerd.sh)", key, "", 0.0)
     if use_cache and (cached := load(key)) is not None:
         return cached
     import docker
     import docker.errors
     from requests.exceptions import RequestException
+
     t0 = time.perf_counter()
     own = docker.from_env(timeout=PROBE_TIMEOUT_S)  # a slow start is not a failure
     try:
-        own.containers.run(image, ["true"], runtime=name, remove=True, network_mode="bridge",
-                           labels={LABEL: "1", f"{LABEL}.probe": name})
+        own.containers.run(
+            image,
+            ["true"],
+            runtime=name,
+            remove=True,
+            network_mode="bridge",
+            labels={LABEL: "1", f"{LABEL}.probe": name},
+        )
         works, reason = True, ""
     except docker.errors.DockerException as exc:
         works, reason = False, one_line(str(exc))
     except RequestException as exc:  # no verdict: the engine did not answer in time
-        return Verdict(False, f"the engine did not answer within {PROBE_TIMEOUT_S:.0f} s ({exc})", key, "",
-                       time.perf_counter() - t0)
+        return Verdict(
+            False,
+            f"the engine did not answer within {PROBE_TIMEOUT_S:.0f} s ({exc})",
+            key,
+            "",
+            time.perf_counter() - t0,
+        )
     finally:
         # remove=True removes only a container that ran: one that failed to
         # start stays "Created" unless removed here
@@ -174,7 +186,6 @@ def probe(client, name: str, image: str, use_cache: bool = True) -> Verdict:
         except (docker.errors.DockerException, RequestException):
             pass
         own.close()
-    verdict = Verdict(works, reason, key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      time.perf_counter() - t0)
+    verdict = Verdict(works, reason, key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.perf_counter() - t0)
     save(verdict)
     return verdict

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import isobench
+from isobench.core.readbound import BoundedReadError, read_bounded
 from isobench.fleet import record
 from isobench.fleet.inventory import ansible_bin
-from isobench.core.readbound import BoundedReadError, read_bounded
 from isobench.store.transfer import TransferError, import_run, read_export
 
 FACTS_CAP = 1 << 20
@@ -49,8 +49,10 @@ def project_root() -> Path:
     """The source tree of the running isobench (pyproject.toml, the lock)."""
     root = Path(isobench.__file__).resolve().parents[2]
     if not (root / "pyproject.toml").exists() or not (root / "requirements.lock").exists():
-        raise FleetError(f"{root}: the fleet deploys isobench from its source tree (pyproject.toml, "
-                         "requirements.lock); run it from a clone")
+        raise FleetError(
+            f"{root}: the fleet deploys isobench from its source tree (pyproject.toml, "
+            "requirements.lock); run it from a clone"
+        )
     return root
 
 
@@ -83,8 +85,11 @@ def make_bundle(study_path: str, dest: Path, log) -> Path:
     """DEST.tar: the isobench wheel, the lock file, dependency wheels, install-host.sh, the study."""
     root = project_root()
     dest.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest),
-          str(root)], 300, "building the isobench wheel")
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(root)],
+        300,
+        "building the isobench wheel",
+    )
     shutil.copy(root / "requirements.lock", dest / "requirements.lock")
     shutil.copy(root / "scripts" / "install-host.sh", dest / "install-host.sh")
     shutil.copy(study_path, dest / "study.toml")
@@ -128,33 +133,65 @@ def _runner(ansible_runner, **kw):
         raise FleetError(f"ansible-runner: {exc}") from None
 
 
-def run_fleet(store, fleet_id: str, study_path: str, inventory: str, hosts: list[str], runs: dict[str, str],
-              forks: int, setup: bool, timeout: float, poll: float, log) -> list[Outcome]:
+def run_fleet(
+    store,
+    fleet_id: str,
+    study_path: str,
+    inventory: str,
+    hosts: list[str],
+    runs: dict[str, str],
+    forks: int,
+    setup: bool,
+    timeout: float,
+    poll: float,
+    log,
+) -> list[Outcome]:
     """Run the playbook on HOSTS (their run ids in RUNS), import what came
     back, record every host's outcome."""
     import ansible_runner
+
     with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp_dir:
         tmp = Path(tmp_dir)
         bundle = make_bundle(study_path, tmp / "bundle", log)
         fetch = tmp / "fetch"
         fetch.mkdir()
         log(f"running the playbook on {len(hosts)} host(s), {forks} at a time")
-        env = {"PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
-               "ANSIBLE_TIMEOUT": "15", "ANSIBLE_RETRY_FILES_ENABLED": "False",
-               "ANSIBLE_LOCALHOST_WARNING": "False"}
+        env = {
+            "PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
+            "ANSIBLE_TIMEOUT": "15",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "ANSIBLE_LOCALHOST_WARNING": "False",
+        }
         (tmp / "runner").mkdir()
         result = _runner(
-            ansible_runner, private_data_dir=str(tmp / "runner"), playbook=str(PLAYBOOKS / "run.yml"),
-            inventory=str(Path(inventory).resolve()), limit=",".join(hosts), forks=forks, quiet=True,
-            envvars=env, timeout=int(timeout + 3600),
-            extravars={"ib_bundle": str(bundle), "ib_fetch": str(fetch), "ib_runs": runs,
-                       "ib_setup": setup, "ib_timeout": int(timeout), "ib_poll": int(poll)})
+            ansible_runner,
+            private_data_dir=str(tmp / "runner"),
+            playbook=str(PLAYBOOKS / "run.yml"),
+            inventory=str(Path(inventory).resolve()),
+            limit=",".join(hosts),
+            forks=forks,
+            quiet=True,
+            envvars=env,
+            timeout=int(timeout + 3600),
+            extravars={
+                "ib_bundle": str(bundle),
+                "ib_fetch": str(fetch),
+                "ib_runs": runs,
+                "ib_setup": setup,
+                "ib_timeout": int(timeout),
+                "ib_poll": int(poll),
+            },
+        )
         problems = host_problems(result.events)
         outcomes = []
         for host in hosts:
             outcome = _collect(store, fleet_id, host, runs[host], fetch / host, problems.get(host))
-            record.save(store, record.HostRecord(fleet_id, host, runs[host], outcome.status, outcome.detail,
-                                                 str(study_path), str(inventory)))
+            record.save(
+                store,
+                record.HostRecord(
+                    fleet_id, host, runs[host], outcome.status, outcome.detail, str(study_path), str(inventory)
+                ),
+            )
             outcomes.append(outcome)
         return outcomes
 
@@ -165,14 +202,18 @@ def _collect(store, fleet_id: str, host: str, run_id: str, fetched: Path, proble
         status, detail = problem or (record.FAILED, "no run came back (the playbook ended early)")
         return Outcome(host, run_id, status, detail)
     try:
-        facts = json.loads(read_bounded(fetched / "facts.json", FACTS_CAP, "host facts")) \
-            if (fetched / "facts.json").exists() else {}
+        facts = (
+            json.loads(read_bounded(fetched / "facts.json", FACTS_CAP, "host facts"))
+            if (fetched / "facts.json").exists()
+            else {}
+        )
     except (BoundedReadError, ValueError):
         facts = {}  # Ansible's facts are a label; the run itself is what counts
     try:
         # the run is stored under the id the controller chose, whatever id the host wrote
-        import_run(store, read_export(export), rename=run_id,
-                   tag={"fleet_id": fleet_id, "host": host, "ansible_facts": facts})
+        import_run(
+            store, read_export(export), rename=run_id, tag={"fleet_id": fleet_id, "host": host, "ansible_facts": facts}
+        )
     except TransferError as exc:
         return Outcome(host, run_id, record.FAILED, f"import: {exc}")
     return Outcome(host, run_id, record.COMPLETE, "")
@@ -181,10 +222,22 @@ def _collect(store, fleet_id: str, host: str, run_id: str, fetched: Path, proble
 def clean_fleet(inventory: str, hosts: list[str], forks: int) -> dict[str, tuple[str, str]]:
     """The clean playbook on HOSTS; host -> (status, cause) for those that failed."""
     import ansible_runner
+
     with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp:
-        env = {"PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
-               "ANSIBLE_TIMEOUT": "15", "ANSIBLE_RETRY_FILES_ENABLED": "False"}
-        result = _runner(ansible_runner, private_data_dir=tmp, playbook=str(PLAYBOOKS / "clean.yml"),
-                                    inventory=str(Path(inventory).resolve()), limit=",".join(hosts), forks=forks,
-                                    quiet=True, envvars=env, timeout=900)
+        env = {
+            "PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
+            "ANSIBLE_TIMEOUT": "15",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        }
+        result = _runner(
+            ansible_runner,
+            private_data_dir=tmp,
+            playbook=str(PLAYBOOKS / "clean.yml"),
+            inventory=str(Path(inventory).resolve()),
+            limit=",".join(hosts),
+            forks=forks,
+            quiet=True,
+            envvars=env,
+            timeout=900,
+        )
         return host_problems(result.events)

@@ -26,9 +26,13 @@ def inventory_json(path: str, timeout: float = 60) -> dict:
     if not os.path.exists(path):
         raise InventoryError(f"{path}: no such inventory file")
     try:
-        out = subprocess.run([ansible_bin("ansible-inventory"), "-i", path, "--list"], capture_output=True,
-                             text=True, timeout=timeout,
-                             env={**os.environ, "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"})
+        out = subprocess.run(
+            [ansible_bin("ansible-inventory"), "-i", path, "--list"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"},
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InventoryError(f"{path}: ansible-inventory failed ({exc}); is ansible-core installed?") from None
     if out.returncode != 0:

@@ -23,15 +23,18 @@ class HostRecord:
 
 def save(store, rec: HostRecord) -> None:
     with store.db:
-        store.db.execute("INSERT OR REPLACE INTO fleet_hosts VALUES (?,?,?,?,?,?,?,?)",
-                         (rec.fleet_id, rec.host, rec.run_id, rec.status, rec.detail, rec.study_path,
-                          rec.inventory, now_iso()))
+        store.db.execute(
+            "INSERT OR REPLACE INTO fleet_hosts VALUES (?,?,?,?,?,?,?,?)",
+            (rec.fleet_id, rec.host, rec.run_id, rec.status, rec.detail, rec.study_path, rec.inventory, now_iso()),
+        )
 
 
 def hosts(store, fleet_id: str) -> list[HostRecord]:
     rows = store.db.execute(
         "SELECT fleet_id, host, run_id, status, detail, study_path, inventory FROM fleet_hosts"
-        " WHERE fleet_id=? ORDER BY host", (fleet_id,)).fetchall()
+        " WHERE fleet_id=? ORDER BY host",
+        (fleet_id,),
+    ).fetchall()
     return [HostRecord(*r) for r in rows]
 
 

@@ -18,8 +18,8 @@ import re
 import shutil
 import subprocess
 import time
-from contextlib import contextmanager
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 ENV_VAR = "ISOBENCH_COUNTERS"
 EXTRA_KEY = "counters"
@@ -47,6 +47,7 @@ def clk_tck() -> int:
 
 
 # -- pure parsers --------------------------------------------------------------------
+
 
 def parse_stat(text: str, hz: int = 100) -> dict[str, float]:
     """Host-wide CPU seconds by category (``cpu.user_s`` ...), context
@@ -121,7 +122,7 @@ def _is_partition(name: str, names: set[str]) -> bool:
     """sda1 of sda, nvme0n1p1 of nvme0n1, vda2 of vda, mmcblk0p1 of mmcblk0."""
     for base in names:
         if base != name and name.startswith(base):
-            rest = name[len(base):]
+            rest = name[len(base) :]
             if rest.isdigit() or (rest[:1] == "p" and rest[1:].isdigit()):
                 return True
     return False
@@ -149,6 +150,7 @@ def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
 
 
 # -- reading the host ----------------------------------------------------------------
+
 
 def _read(path: str) -> str | None:
     try:
@@ -195,8 +197,7 @@ def client_share(extra: dict) -> float | None:
 
 
 @contextmanager
-def around(env_counters: Callable[[], dict[str, float]] | None = None,
-           environ=None) -> Iterator[dict]:
+def around(env_counters: Callable[[], dict[str, float]] | None = None, environ=None) -> Iterator[dict]:
     """Wrap one measured run::
 
         with counters.around(env.counters) as box:
@@ -250,7 +251,7 @@ VCPU_THREAD = re.compile(r"^CPU \d+/(TCG|KVM|HVF|WHPX)")
 def parse_task_stat(text: str) -> tuple[int, int]:
     """utime, stime (clock ticks) of one /proc/PID[/task/TID]/stat line; the
     command name in parentheses may itself hold spaces and parentheses."""
-    rest = text[text.rindex(")") + 2:].split()
+    rest = text[text.rindex(")") + 2 :].split()
     return int(rest[11]), int(rest[12])  # fields 14 and 15 of man 5 proc
 
 
@@ -303,8 +304,11 @@ def parse_cpuacct_stat(text: str, hz: int = 100) -> dict[str, float]:
 def cgroup_cpu(container_id: str, hz: int | None = None, root: str = "/sys/fs/cgroup") -> dict[str, float]:
     """A container's own CPU-seconds (user, system, total usage) from cgroup
     v1 cpuacct, or cgroup v2 cpu.stat; {} when neither is readable."""
-    for base in (f"{root}/cpuacct/docker/{container_id}", f"{root}/cpu,cpuacct/docker/{container_id}",
-                 f"{root}/cpuacct/system.slice/docker-{container_id}.scope"):
+    for base in (
+        f"{root}/cpuacct/docker/{container_id}",
+        f"{root}/cpu,cpuacct/docker/{container_id}",
+        f"{root}/cpuacct/system.slice/docker-{container_id}.scope",
+    ):
         text = _read(f"{base}/cpuacct.stat")
         if text is not None:
             out = parse_cpuacct_stat(text, hz or clk_tck())
@@ -331,6 +335,7 @@ def parse_cpu_stat_v2(text: str) -> dict[str, float]:
 
 # -- hardware events: only where the host exposes a PMU ---------------------------------
 
+
 def parse_perf_probe(stderr: str) -> str:
     """The verdict of ``perf stat -e instructions true`` from its output:
     "available", or why not (virtual machines without a virtual PMU print
@@ -350,8 +355,9 @@ def probe_pmu(timeout: float = 10.0) -> str:
     if perf is None:
         return "no PMU probe: perf not installed (Debian package linux-perf)"
     try:
-        r = subprocess.run([perf, "stat", "-e", "instructions", "true"], capture_output=True, text=True,
-                           timeout=timeout)
+        r = subprocess.run(
+            [perf, "stat", "-e", "instructions", "true"], capture_output=True, text=True, timeout=timeout
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"no PMU probe: perf failed ({type(exc).__name__})"
     return parse_perf_probe(r.stderr + r.stdout)

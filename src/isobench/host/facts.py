@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 import platform
 
-from isobench.host.counters import probe_pmu
 from isobench import __version__
+from isobench.host.counters import probe_pmu
 from isobench.host.hostinfo import bracketed, cpu_model, meminfo, read_text
 
 
 def host_facts() -> dict:
     mem = meminfo()
-    os_release = dict(line.split("=", 1) for line in (read_text("/etc/os-release") or "").splitlines()
-                      if "=" in line)
+    os_release = dict(line.split("=", 1) for line in (read_text("/etc/os-release") or "").splitlines() if "=" in line)
     return {
         "hostname": platform.node(),
         "cpu_model": cpu_model(),
@@ -34,6 +33,7 @@ def host_facts() -> dict:
 
 def docker_version() -> str:
     from isobench.core.dockerclient import engine_or_none
+
     client = engine_or_none(timeout=5)
     if client is None:
         return "unavailable"

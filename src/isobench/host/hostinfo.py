@@ -12,6 +12,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Finding:
     """One host setting that can bias results (isobench doctor)."""
+
     check: str
     status: str  # ok | warn | info
     value: str
@@ -54,7 +55,7 @@ def meminfo(path: str = "/proc/meminfo") -> dict[str, int]:
 def bracketed(value: str | None) -> str | None:
     """THP files read like 'always [madvise] never': the bracketed word is in force."""
     if value and "[" in value and "]" in value:
-        return value[value.index("[") + 1:value.index("]")]
+        return value[value.index("[") + 1 : value.index("]")]
     return value
 
 
@@ -117,10 +118,9 @@ def llc_bytes(root: str = "/sys/devices/system/cpu") -> int:
     once per distinct set of CPUs sharing it (STREAM's rule sizes arrays
     against the sum of all last-level caches)."""
     level_of: dict[tuple[int, str], int] = {}  # (level, shared CPUs) -> size
-    for cpu in (e for e in os.listdir(root) if e.startswith("cpu") and e[3:].isdigit()) \
-            if os.path.isdir(root) else ():
+    for cpu in (e for e in os.listdir(root) if e.startswith("cpu") and e[3:].isdigit()) if os.path.isdir(root) else ():
         cache = os.path.join(root, cpu, "cache")
-        for index in (os.listdir(cache) if os.path.isdir(cache) else ()):
+        for index in os.listdir(cache) if os.path.isdir(cache) else ():
             d = os.path.join(cache, index)
             if (read_text(os.path.join(d, "type")) or "").strip() == "Instruction":
                 continue
@@ -137,5 +137,9 @@ def llc_bytes(root: str = "/sys/devices/system/cpu") -> int:
 
 def host_info(path: str = "/var/lib") -> HostInfo:
     usage = shutil.disk_usage(path if os.path.exists(path) else "/")
-    return HostInfo(cores=os.cpu_count() or 1, mem_bytes=meminfo().get("MemTotal", 0),
-                    disk_free_bytes=usage.free, llc_bytes=llc_bytes())
+    return HostInfo(
+        cores=os.cpu_count() or 1,
+        mem_bytes=meminfo().get("MemTotal", 0),
+        disk_free_bytes=usage.free,
+        llc_bytes=llc_bytes(),
+    )

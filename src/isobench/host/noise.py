@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 from pydantic import Field, field_validator
 
 from isobench.core.lifetime import die_with_parent
-from isobench.core.workspace import DATA_ROOT
 from isobench.core.strictmodel import StrictModel
+from isobench.core.workspace import DATA_ROOT
 
 MiB = 1024 * 1024
 STEP_PARAM = "noise"
 
 
 class NoiseSpec(StrictModel):
-
     stressor: str = Field("vm", pattern=r"^(vm|cpu|io)$", description="vm (memory), cpu or io")
     steps: tuple[int, ...] = Field(description="stress-ng workers per step, ascending, e.g. [0, 1, 2, 4]")
     vm_bytes_mb: int | None = Field(None, ge=1, le=1024 * 1024, description="per memory worker")
@@ -109,6 +108,7 @@ def temp_path(run_id: str) -> str:
 
 def _mem_available() -> int:
     from isobench.host.hostinfo import meminfo
+
     return meminfo().get("MemAvailable", 0)
 
 
@@ -131,9 +131,14 @@ class Noise:
         if argv:
             os.makedirs(temp_path(self.run_id), exist_ok=True)
             try:
-                self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.PIPE, start_new_session=True,
-                                              preexec_fn=die_with_parent)
+                self._proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    preexec_fn=die_with_parent,
+                )
             except FileNotFoundError:
                 raise RuntimeError("stress-ng is not installed (scripts/install-host.sh installs it)") from None
             time.sleep(self.spec.settle_s)
@@ -141,9 +146,14 @@ class Noise:
                 assert self._proc.stderr is not None  # piped above
                 err = (self._proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
                 raise RuntimeError(f"stress-ng exited at once ({self._proc.returncode}): {' '.join(err)}")
-        self._facts = {"step_workers": workers, "stressor": self.spec.stressor, "argv": argv,
-                       "vm_bytes_per_worker": self.vm_bytes if self.spec.stressor == "vm" else None,
-                       "mem_available_before": before, "mem_available_loaded": _mem_available()}
+        self._facts = {
+            "step_workers": workers,
+            "stressor": self.spec.stressor,
+            "argv": argv,
+            "vm_bytes_per_worker": self.vm_bytes if self.spec.stressor == "vm" else None,
+            "mem_available_before": before,
+            "mem_available_loaded": _mem_available(),
+        }
         return dict(self._facts)
 
     @property

@@ -62,8 +62,9 @@ def declared_packages(source: str, filename: str = "<source>") -> list[str]:
             except ValueError:
                 names = None
             if not isinstance(names, tuple) or not all(isinstance(n, str) for n in names):
-                raise ValueError(f"{filename}:{stmt.lineno}: {node.name}.{ATTRIBUTE} must be a literal "
-                                 f"tuple of package names")
+                raise ValueError(
+                    f"{filename}:{stmt.lineno}: {node.name}.{ATTRIBUTE} must be a literal tuple of package names"
+                )
             found += [n for n in names if n not in found]
     return found
 
@@ -81,8 +82,7 @@ def workload_packages() -> list[str]:
     found: list[str] = []
     for d in WORKLOAD_DIRS:
         for path in sorted(Path(d).glob("*.py")):
-            found += [n for n in declared_packages(path.read_text(encoding="utf-8"), str(path))
-                      if n not in found]
+            found += [n for n in declared_packages(path.read_text(encoding="utf-8"), str(path)) if n not in found]
     return found
 
 

@@ -13,8 +13,8 @@ import hashlib
 import json
 import os
 
-from isobench.host import packages
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, IMAGE_ROOT, LABEL
+from isobench.host import packages
 
 # Bump when the build changes what it produces in a way the recipe dict
 # below does not already capture.

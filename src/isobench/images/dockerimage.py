@@ -11,6 +11,7 @@ import os
 import time
 from typing import Any
 
+from isobench.core.workspace import IMAGE_ROOT, LABEL
 from isobench.images.definition import (
     DOCKER_CHANGES,
     IMAGE_REPO,
@@ -28,7 +29,6 @@ from isobench.images.rootfs import (
     ensure_rootfs,
     remove_tree,
 )
-from isobench.core.workspace import IMAGE_ROOT, LABEL
 
 
 def _find_image(client, tag: str):
@@ -40,8 +40,7 @@ def _find_image(client, tag: str):
         return None
 
 
-def ensure_image(client, force: bool = False, log: Log = print,
-                 timeout_s: float = DEFAULT_BUILD_TIMEOUT_S) -> str:
+def ensure_image(client, force: bool = False, log: Log = print, timeout_s: float = DEFAULT_BUILD_TIMEOUT_S) -> str:
     """Return the tag of the current recipe's image in Docker Engine,
     building the rootfs and importing it only if needed. force rebuilds the
     rootfs (fresh package updates) and re-imports it."""
@@ -59,8 +58,7 @@ def ensure_image(client, force: bool = False, log: Log = print,
         changes = DOCKER_CHANGES + [f'LABEL {LABEL}.recipe="{h}"', f'LABEL {LABEL}.tools="{tools}"']
         log(f"image {h}: importing rootfs.tar as {tag}")
         started = time.monotonic()
-        result = client.api.import_image_from_file(rootfs_tar(h), repository=IMAGE_REPO,
-                                                   tag=h, changes=changes)
+        result = client.api.import_image_from_file(rootfs_tar(h), repository=IMAGE_REPO, tag=h, changes=changes)
         _raise_on_stream_error(result)
         new = _find_image(client, tag)
         if new is None:

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterator
 
 from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import run_argv
+from isobench.core.workspace import IMAGE_ROOT
 from isobench.images.definition import (
     ARCH,
     CHROOT_SETUP,
@@ -41,8 +43,6 @@ from isobench.images.definition import (
     rootfs_tar,
 )
 from isobench.images.versions import read_packages_tsv
-from isobench.core.proc import run_argv
-from isobench.core.workspace import IMAGE_ROOT
 
 DEFAULT_BUILD_TIMEOUT_S = 3600.0
 
@@ -131,8 +131,7 @@ def remove_tree(path: str) -> None:
         raise ImageBuildError(f"could not remove {path}")
 
 
-def _run(argv: list[str], deadline: float, logfh, *, env: dict | None = None,
-         capture: bool = False) -> str:
+def _run(argv: list[str], deadline: float, logfh, *, env: dict | None = None, capture: bool = False) -> str:
     """Run argv with the time left before deadline; output goes to the build
     log (or is returned if capture). On timeout, error or interrupt the whole
     process group is killed."""
@@ -141,9 +140,14 @@ def _run(argv: list[str], deadline: float, logfh, *, env: dict | None = None,
         raise ImageBuildError(f"build timed out before: {' '.join(argv)}")
     logfh.write(f"$ {' '.join(argv)}\n")
     logfh.flush()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE if capture else logfh,
-                            stderr=logfh, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if capture else logfh,
+        stderr=logfh,
+        env=env,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=remaining)
     except BaseException as exc:
@@ -204,8 +208,7 @@ def _write(path: str, text: str, mode: int = 0o644) -> None:
     os.chmod(path, mode)
 
 
-def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEOUT_S,
-                 log: Log = print) -> dict:
+def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEOUT_S, log: Log = print) -> dict:
     """Build the rootfs of the current recipe into dest (default
     IMAGE_ROOT/<hash>) and return its image.json facts.
 
@@ -241,13 +244,26 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
         try:
             with open(log_path, "w", encoding="utf-8") as logfh:
                 log(f"image {h}: debootstrap --variant={VARIANT} {SUITE} ({MIRROR})")
-                _run(["debootstrap", f"--variant={VARIANT}", f"--arch={ARCH}",
-                      "--components=main", SUITE, staging, MIRROR], deadline, logfh)
+                _run(
+                    [
+                        "debootstrap",
+                        f"--variant={VARIANT}",
+                        f"--arch={ARCH}",
+                        "--components=main",
+                        SUITE,
+                        staging,
+                        MIRROR,
+                    ],
+                    deadline,
+                    logfh,
+                )
 
                 # apt configuration and the no-service policy
                 _write(os.path.join(staging, "etc/apt/sources.list"), "\n".join(r["apt_sources"]) + "\n")
-                _write(os.path.join(staging, "etc/apt/apt.conf.d/90isobench"),
-                       'APT::Install-Recommends "false";\nAcquire::Languages "none";\n')
+                _write(
+                    os.path.join(staging, "etc/apt/apt.conf.d/90isobench"),
+                    'APT::Install-Recommends "false";\nAcquire::Languages "none";\n',
+                )
                 policy = os.path.join(staging, "usr/sbin/policy-rc.d")
                 _write(policy, "#!/bin/sh\n# isobench build: start no service\nexit 101\n", 0o755)
 
@@ -257,20 +273,25 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
                     ("devpts", "dev/pts", ["-o", "newinstance,ptmxmode=0666,mode=620,gid=5"]),
                 ]:
                     os.makedirs(os.path.join(staging, target), exist_ok=True)
-                    _run(["mount", "-t", fstype, *opts, fstype, os.path.join(staging, target)],
-                         deadline, logfh)
+                    _run(["mount", "-t", fstype, *opts, fstype, os.path.join(staging, target)], deadline, logfh)
 
                 log(f"image {h}: apt install {len(packages)} packages (with {SUITE}-updates, -security)")
                 env = {
                     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                    "LC_ALL": "C.UTF-8", "HOME": "/root", "DEBIAN_FRONTEND": "noninteractive",
+                    "LC_ALL": "C.UTF-8",
+                    "HOME": "/root",
+                    "DEBIAN_FRONTEND": "noninteractive",
                     "ISOBENCH_PACKAGES": " ".join(packages),
                     "ISOBENCH_UNITS": " ".join(r["disabled_units"]),
                 }
                 _run(["chroot", staging, "/bin/sh", "-c", CHROOT_SETUP], deadline, logfh, env=env)
-                tsv = _run(["chroot", staging, "dpkg-query", "-W", "-f",
-                            "${Package}\t${Version}\t${Architecture}\n"],
-                           deadline, logfh, env=env, capture=True)
+                tsv = _run(
+                    ["chroot", staging, "dpkg-query", "-W", "-f", "${Package}\t${Version}\t${Architecture}\n"],
+                    deadline,
+                    logfh,
+                    env=env,
+                    capture=True,
+                )
                 _kill_chrooted(staging)
                 _unmount_all(staging)
 
@@ -278,24 +299,38 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
                 # debootstrap copied the build host's DNS settings in; the
                 # container engine or the VM environment provides its own
                 _write(os.path.join(staging, "etc/resolv.conf"), "")
-                _write(os.path.join(staging, IMAGE_STAMP.lstrip("/")),
-                       f"ISOBENCH_RECIPE={h}\nISOBENCH_RECIPE_VERSION={RECIPE_VERSION}\n"
-                       f"DEBIAN_SUITE={SUITE}\n")
+                _write(
+                    os.path.join(staging, IMAGE_STAMP.lstrip("/")),
+                    f"ISOBENCH_RECIPE={h}\nISOBENCH_RECIPE_VERSION={RECIPE_VERSION}\nDEBIAN_SUITE={SUITE}\n",
+                )
                 for d in r["dirs"]:
                     os.makedirs(os.path.join(staging, d.lstrip("/")), exist_ok=True)
 
                 rows = sorted(line for line in tsv.splitlines() if line.strip())
-                _write(os.path.join(partial, "packages.tsv"),
-                       "package\tversion\tarch\n" + "\n".join(rows) + "\n")
+                _write(os.path.join(partial, "packages.tsv"), "package\tversion\tarch\n" + "\n".join(rows) + "\n")
 
                 kernel = _copy_kernel(staging, partial)
                 log(f"image {h}: kernel {kernel or 'not found'}")
 
                 rootfs_bytes = _tree_bytes(staging)
                 log(f"image {h}: packing rootfs.tar ({rootfs_bytes / 2**20:.0f} MiB)")
-                _run(["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*",
-                      "--sort=name", "--one-file-system", "-C", staging,
-                      "-cf", os.path.join(partial, "rootfs.tar"), "."], deadline, logfh)
+                _run(
+                    [
+                        "tar",
+                        "--numeric-owner",
+                        "--xattrs",
+                        "--xattrs-include=*",
+                        "--sort=name",
+                        "--one-file-system",
+                        "-C",
+                        staging,
+                        "-cf",
+                        os.path.join(partial, "rootfs.tar"),
+                        ".",
+                    ],
+                    deadline,
+                    logfh,
+                )
 
             info = {
                 "hash": h,
@@ -306,8 +341,9 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
                 "rootfs_bytes": rootfs_bytes,
                 "tar_bytes": os.path.getsize(os.path.join(partial, "rootfs.tar")),
                 "kernel_version": kernel,
-                "tool_versions": {n: read_packages_tsv(os.path.join(partial, "packages.tsv")).get(n)
-                                  for n in r["packages"]},
+                "tool_versions": {
+                    n: read_packages_tsv(os.path.join(partial, "packages.tsv")).get(n) for n in r["packages"]
+                },
             }
             _write(os.path.join(partial, "image.json"), json.dumps(info, indent=2, sort_keys=True) + "\n")
             remove_tree(staging)
@@ -335,7 +371,7 @@ def _copy_kernel(staging: str, out: str) -> str | None:
     boot = os.path.join(staging, "boot")
     kernels = sorted(n for n in os.listdir(boot) if n.startswith("vmlinuz-")) if os.path.isdir(boot) else []
     for name in reversed(kernels):  # newest version last in name order
-        version = name[len("vmlinuz-"):]
+        version = name[len("vmlinuz-") :]
         initrd = os.path.join(boot, f"initrd.img-{version}")
         if os.path.isfile(initrd):
             shutil.copyfile(os.path.join(boot, name), os.path.join(out, "vmlinuz"))
@@ -344,8 +380,7 @@ def _copy_kernel(staging: str, out: str) -> str | None:
     return None
 
 
-def ensure_rootfs(force: bool = False, log: Log = print,
-                  timeout_s: float = DEFAULT_BUILD_TIMEOUT_S) -> str:
+def ensure_rootfs(force: bool = False, log: Log = print, timeout_s: float = DEFAULT_BUILD_TIMEOUT_S) -> str:
     """Return IMAGE_ROOT/<hash> of the current recipe with rootfs.tar (and
     kernel, initrd, packages.tsv) in it, building it only if missing or
     forced. For users of the files that do not need Docker (the VM)."""

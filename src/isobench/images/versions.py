@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
+from isobench.core.proc import run_argv
 from isobench.host import packages
 from isobench.images.definition import image_dir
-from isobench.core.proc import run_argv
 
 
 def read_packages_tsv(path: str) -> dict[str, str]:
@@ -34,8 +34,9 @@ def tool_versions(h: str | None = None) -> dict[str, str | None]:
 def host_tool_versions() -> dict[str, str | None]:
     """Versions of the tool packages installed on this host (native runs)."""
     names = packages.tool_packages()
-    out = run_argv(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n", *names],
-                   timeout=60).stdout
+    out = run_argv(
+        ["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n", *names], timeout=60
+    ).stdout
     found: dict[str, str] = {}
     for line in out.splitlines():
         parts = line.split("\t")

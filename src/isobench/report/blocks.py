@@ -62,6 +62,7 @@ class Code:
 @dataclass(frozen=True)
 class Results:
     """Table I itself: the renderers draw its cells with their verdict tones."""
+
     table: Table
 
 
@@ -69,6 +70,7 @@ class Results:
 class Figure:
     """A figure for formats that can hold one (HTML); ``alt`` is what the
     others print instead, if anything."""
+
     slug: str
     title: str
     caption: str
@@ -89,6 +91,7 @@ class Record:
 class Records:
     """One record per thing (an environment), each with groups of facts:
     a table in HTML, a nested list in Markdown."""
+
     header: tuple[str, ...]  # the name column, then one per group
     records: tuple[Record, ...]
     empty: tuple[str, ...] = ()  # per group: what an empty group reads as

@@ -12,14 +12,13 @@ import math
 from rich import box
 from rich.table import Table as RichTable
 
+from isobench.analysis.verdicts import CHANGED, INCONCLUSIVE
 from isobench.core.sink import rich_text as plain
 from isobench.report.junit import Case
-from isobench.results.analysis import interval_text
 from isobench.report.markdown import md_escape
-from isobench.results.analysis import DESCRIPTIVE
+from isobench.results.analysis import DESCRIPTIVE, interval_text
 from isobench.results.numbers import fmt_pct
 from isobench.results.table import DASH, DESCRIPTIVE_MARK, EMULATED, EMULATED_NOTE, HIGHER, LOWER, MINUS, fmt_num
-from isobench.analysis.verdicts import CHANGED, INCONCLUSIVE
 
 HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]
 
@@ -27,8 +26,16 @@ HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [in
 def header(result) -> list[str]:
     if not result.is_overhead:
         return HEADER
-    return ["workload", "metric", "env", f"A: vs {result.baseline}", f"B: vs {result.baseline}",
-            "change of the ratio [interval]", "BH p", "verdict"]
+    return [
+        "workload",
+        "metric",
+        "env",
+        f"A: vs {result.baseline}",
+        f"B: vs {result.baseline}",
+        "change of the ratio [interval]",
+        "BH p",
+        "verdict",
+    ]
 
 
 def fmt_p(p: float) -> str:
@@ -71,13 +78,22 @@ def rows(result) -> list[list[str]]:
     for cell in result.cells:
         v = cell.verdict
         env = cell.env + (f" {EMULATED}" if cell.emulated else "")
-        out.append([cell.key.workload, metric_label(cell), env,
-                    *sides(result, cell), interval_text(v), fmt_p(v.p_adjusted), status_text(cell)])
+        out.append(
+            [
+                cell.key.workload,
+                metric_label(cell),
+                env,
+                *sides(result, cell),
+                interval_text(v),
+                fmt_p(v.p_adjusted),
+                status_text(cell),
+            ]
+        )
     return out
 
 
 def metric_label(cell) -> str:
-    """"case: metric (unit) ↑", with the descriptive mark when the compare
+    """ "case: metric (unit) ↑", with the descriptive mark when the compare
     is judged in two families and the cell is not a primary."""
     k = cell.key
     metric = k.metric if k.case in ("", "default") else f"{k.case}: {k.metric}"
@@ -94,42 +110,50 @@ def blind_line(cell, seconds_per_round: float | None) -> str:
     the rounds (and time, at the run's pace) that would resolve it."""
     from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
     from isobench.results.numbers import rounds_text
+
     v = cell.verdict
     if not v.effect.tested:
         return f"{cell.name}: not tested ({v.effect.reason})"
-    return (f"{cell.name}: its interval is \u00b1{v.half_width_pct:.1f}%; "
-            f"{rounds_text(v.rounds_needed, seconds_per_round, ROUNDS_NEEDED_CAP)} would resolve it")
+    return (
+        f"{cell.name}: its interval is \u00b1{v.half_width_pct:.1f}%; "
+        f"{rounds_text(v.rounds_needed, seconds_per_round, ROUNDS_NEEDED_CAP)} would resolve it"
+    )
 
 
 def legend(result) -> list[str]:
-    ids = (f"A = {result.run_a.run_id} ({result.run_a.study_name}), B = {result.run_b.run_id} "
-           f"({result.run_b.study_name})")
+    ids = (
+        f"A = {result.run_a.run_id} ({result.run_a.study_name}), B = {result.run_b.run_id} ({result.run_b.study_name})"
+    )
     if result.is_overhead:
         base = result.baseline
-        lines = [f"{ids}; in each run every environment is compared with {base} of the same run.",
-                 f"A/B: vs {base}: the environment's change against {base} in that run (ratio of geometric "
-                 f"means, paired by round as in Table I; not corrected here), its rounds and test.",
-                 f"change of the ratio: B's ratio to {base} over A's, with its interval {_corrected(result)}; "
-                 f"test: Welch-type t on the difference of the two runs' mean log ratios; BH p: "
-                 f"Benjamini-Hochberg adjusted p. A host faster or slower in B moves {base} and the "
-                 f"environment alike and cancels.",
-                 f"WORSE/better: the environment's cost against {base} changed (BH-significant, beyond the "
-                 f"noise floor); equivalent: the interval lies within \u00b1{result.tolerance_pct:g}% (or the "
-                 f"metric's noise floor); inconclusive: neither, with the rounds per run that would tell; "
-                 f"{HIGHER} higher is better, {LOWER} lower is better ({MINUS}% on {HIGHER} is worse).",
-                 ]
+        lines = [
+            f"{ids}; in each run every environment is compared with {base} of the same run.",
+            f"A/B: vs {base}: the environment's change against {base} in that run (ratio of geometric "
+            f"means, paired by round as in Table I; not corrected here), its rounds and test.",
+            f"change of the ratio: B's ratio to {base} over A's, with its interval {_corrected(result)}; "
+            f"test: Welch-type t on the difference of the two runs' mean log ratios; BH p: "
+            f"Benjamini-Hochberg adjusted p. A host faster or slower in B moves {base} and the "
+            f"environment alike and cancels.",
+            f"WORSE/better: the environment's cost against {base} changed (BH-significant, beyond the "
+            f"noise floor); equivalent: the interval lies within \u00b1{result.tolerance_pct:g}% (or the "
+            f"metric's noise floor); inconclusive: neither, with the rounds per run that would tell; "
+            f"{HIGHER} higher is better, {LOWER} lower is better ({MINUS}% on {HIGHER} is worse).",
+        ]
     else:
-        lines = [f"{ids}; A is the reference of every cell.",
-                 _change_line(result),
-                 f"WORSE/better: changed (BH-significant, beyond the noise floor); equivalent: the interval "
-                 f"lies within \u00b1{result.tolerance_pct:g}% (or the metric's noise floor); inconclusive: "
-                 f"neither, with the rounds that would tell; {HIGHER} higher is better, {LOWER} lower "
-                 f"is better ({MINUS}% on {HIGHER} is worse).",
-                 ]
+        lines = [
+            f"{ids}; A is the reference of every cell.",
+            _change_line(result),
+            f"WORSE/better: changed (BH-significant, beyond the noise floor); equivalent: the interval "
+            f"lies within \u00b1{result.tolerance_pct:g}% (or the metric's noise floor); inconclusive: "
+            f"neither, with the rounds that would tell; {HIGHER} higher is better, {LOWER} lower "
+            f"is better ({MINUS}% on {HIGHER} is worse).",
+        ]
     if result.split:
-        lines.append(f"{DESCRIPTIVE_MARK} descriptive: not one of its workload case's primary metrics (as B stores "
-                     "them, else A); judged in a Benjamini-Hochberg family of its own, never failing "
-                     "--fail-on-change.")
+        lines.append(
+            f"{DESCRIPTIVE_MARK} descriptive: not one of its workload case's primary metrics (as B stores "
+            "them, else A); judged in a Benjamini-Hochberg family of its own, never failing "
+            "--fail-on-change."
+        )
     if any(c.emulated for c in result.cells):
         lines.append(f"{EMULATED} {EMULATED_NOTE}.")
     return lines
@@ -140,26 +164,41 @@ def _corrected(result) -> str:
     the primary and the descriptive family."""
     if not result.split:
         n = len(result.cells)
-        return (f"corrected for the {n} {'cell' if n == 1 else 'cells'} compared (it excludes 0% exactly for the "
-                f"BH-significant cells)")
+        return (
+            f"corrected for the {n} {'cell' if n == 1 else 'cells'} compared (it excludes 0% exactly for the "
+            f"BH-significant cells)"
+        )
     n = sum(1 for c in result.cells if c.family != DESCRIPTIVE)
-    return (f"corrected within its family, the {n} primary cells or the {len(result.cells) - n} descriptive "
-            f"ones marked {DESCRIPTIVE_MARK} (it excludes 0% exactly for the BH-significant cells of its family)")
+    return (
+        f"corrected within its family, the {n} primary cells or the {len(result.cells) - n} descriptive "
+        f"ones marked {DESCRIPTIVE_MARK} (it excludes 0% exactly for the BH-significant cells of its family)"
+    )
 
 
 def _change_line(result) -> str:
-    return (f"change: ratio of B's geometric mean to A's, with its interval {_corrected(result)}; "
-            "test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p.")
+    return (
+        f"change: ratio of B's geometric mean to A's, with its interval {_corrected(result)}; "
+        "test: Welch's t on log values; BH p: Benjamini-Hochberg adjusted p."
+    )
 
 
 def render_markdown(result, regressions: list | None = None) -> str:
-    out = [f"# Compare {md_escape(result.run_a.run_id)} (A) \u2192 {md_escape(result.run_b.run_id)} (B)", "",
-           md_escape(result.form_line), ""] + ([md_escape(result.between_line), ""] if result.between_line else []) \
+    out = (
+        [
+            f"# Compare {md_escape(result.run_a.run_id)} (A) \u2192 {md_escape(result.run_b.run_id)} (B)",
+            "",
+            md_escape(result.form_line),
+            "",
+        ]
+        + ([md_escape(result.between_line), ""] if result.between_line else [])
         + [f"**{md_escape(result.summary_line())}**", ""]
+    )
     if regressions:
         out += ["## Regressions", ""] + [f"- {md_escape(regression_line(c))}" for c in regressions] + [""]
-    out += ["| " + " | ".join(md_escape(h) for h in header(result)) + " |",
-            "|" + "|".join([":---"] * 3 + ["---:"] * 4 + [":---"]) + "|"]
+    out += [
+        "| " + " | ".join(md_escape(h) for h in header(result)) + " |",
+        "|" + "|".join([":---"] * 3 + ["---:"] * 4 + [":---"]) + "|",
+    ]
     for row in rows(result):
         out.append("| " + " | ".join(md_escape(x) for x in row) + " |")
     out += [""] + [f"- {md_escape(line)}" for line in legend(result)] + [""]
@@ -172,8 +211,11 @@ def _extras_md(result) -> list[str]:
     if result.facts_diff:
         out += ["## What differs between the runs", "", "| fact | A | B |", "|:---|:---|:---|"]
         out += [f"| {md_escape(k)} | {md_escape(a)} | {md_escape(b)} |" for k, a, b in result.facts_diff] + [""]
-    for title, items in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b),
-                         ("Not comparable (unit or direction changed)", result.mismatched)):
+    for title, items in (
+        ("Only in A", result.only_in_a),
+        ("Only in B", result.only_in_b),
+        ("Not comparable (unit or direction changed)", result.mismatched),
+    ):
         if items:
             out += [f"## {title}", ""] + [f"- {md_escape(i)}" for i in items] + [""]
     return out
@@ -198,15 +240,23 @@ def render_terminal(result, console, regressions: list | None = None) -> None:
         console.print(plain("What differs between the runs:", style="bold"))
         for k, a, b in result.facts_diff:
             console.print(plain(f"  {k}: {a[:80]} \u2192 {b[:80]}"))
-    for title, items in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b),
-                         ("Not comparable", result.mismatched)):
+    for title, items in (
+        ("Only in A", result.only_in_a),
+        ("Only in B", result.only_in_b),
+        ("Not comparable", result.mismatched),
+    ):
         if items:
             console.print(plain(f"{title}: " + "; ".join(items), style="yellow"))
     console.print(plain(result.summary_line(), style="bold"))
 
 
-def junit_cases(result, regressions: list | None = None, fail_pct: float | None = None,
-                blind: list | None = None, resolution_pct: float | None = None) -> list[Case]:
+def junit_cases(
+    result,
+    regressions: list | None = None,
+    fail_pct: float | None = None,
+    blind: list | None = None,
+    resolution_pct: float | None = None,
+) -> list[Case]:
     """One JUnit case per compared cell: failed where the gate fails, and
     where --require-resolution finds the cell blind; skipped when
     inconclusive otherwise (the runs cannot tell), passed otherwise."""

@@ -48,8 +48,9 @@ def _pct(cell) -> float:
     return v.effect.overhead_pct if v is not None else math.nan
 
 
-def cross_cell(workload: str, label: str, env: str, is_baseline: bool,
-               per_host: list[tuple[str, str, float]]) -> CrossCell:
+def cross_cell(
+    workload: str, label: str, env: str, is_baseline: bool, per_host: list[tuple[str, str, float]]
+) -> CrossCell:
     """PER_HOST: (host, text, pct or — baseline — mean). Spread, median and
     the outlier over the hosts with a number."""
     if is_baseline:
@@ -80,10 +81,14 @@ def build_fleet(fleet_id: str, runs: list[tuple[str, RunData]]) -> FleetReport:
         for row in table.rows:
             k = row.key
             for col, cell in zip(table.columns, row.cells):
-                slot = rows.setdefault((k.workload, k.case, k.metric, col.env),
-                                       {"label": row.label, "base": col.is_baseline, "hosts": {}})
-                number = (cell.summary.mean if cell.summary is not None and cell.status == OK else math.nan) \
-                    if col.is_baseline else _pct(cell)
+                slot = rows.setdefault(
+                    (k.workload, k.case, k.metric, col.env), {"label": row.label, "base": col.is_baseline, "hosts": {}}
+                )
+                number = (
+                    (cell.summary.mean if cell.summary is not None and cell.status == OK else math.nan)
+                    if col.is_baseline
+                    else _pct(cell)
+                )
                 slot["hosts"][host] = (cell.text, number)
     cells = []
     for (w, _c, _m, env), slot in rows.items():

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isobench.analysis.stats import ALPHA
+from isobench.analysis.verdicts import fmt_level
 from isobench.report.blocks import BAD, DIM, GOOD, WARN, Block, Figure, Grid, Item, Items, Para
 from isobench.report.figures.history import history_figure
 from isobench.results.history import Change, Group, History, Series
 from isobench.results.numbers import DASH
 from isobench.results.table import HIGHER, LOWER
-from isobench.analysis.stats import ALPHA
-from isobench.analysis.verdicts import fmt_level
 
 STEP_MARK = "\u25c6"  # ◆ on the first run after a confirmed step
 EDIT_MARK = "study edited"
@@ -36,8 +36,9 @@ class Page:
 
 
 def change_item(c: Change) -> Item:
-    return Item(c.summary, sub=tuple(c.fact_lines()), strong=c.cell.name + ":",
-                tone=BAD if c.direction == "worse" else GOOD)
+    return Item(
+        c.summary, sub=tuple(c.fact_lines()), strong=c.cell.name + ":", tone=BAD if c.direction == "worse" else GOOD
+    )
 
 
 def _answer(h: History, fail_pct: float | None) -> list[Block]:
@@ -45,11 +46,14 @@ def _answer(h: History, fail_pct: float | None) -> list[Block]:
     runs = sum(len(g.runs) for g in h.groups)
     series = h.series()
     judged = sum(1 for s in series if not s.too_short)
-    blocks: list[Block] = [Para(
-        f"{runs} run(s) of study {h.study} in {len(h.groups)} host class(es); {len(series)} series "
-        f"(primary cells), {judged} long enough to judge; {h.m} candidate step(s) tested together "
-        f"(Benjamini-Hochberg, false discoveries <= {ALPHA * 100:g}%), {len(changes)} confirmed"
-        + (f", intervals at {fmt_level(h.level)}." if changes else "."))]
+    blocks: list[Block] = [
+        Para(
+            f"{runs} run(s) of study {h.study} in {len(h.groups)} host class(es); {len(series)} series "
+            f"(primary cells), {judged} long enough to judge; {h.m} candidate step(s) tested together "
+            f"(Benjamini-Hochberg, false discoveries <= {ALPHA * 100:g}%), {len(changes)} confirmed"
+            + (f", intervals at {fmt_level(h.level)}." if changes else ".")
+        )
+    ]
     if changes:
         blocks.append(Items(tuple(change_item(c) for c in changes)))
     elif judged:
@@ -61,14 +65,30 @@ def _answer(h: History, fail_pct: float | None) -> list[Block]:
         newest = h.newest
         if failing:
             assert newest is not None  # the gate judges the newest run
-            blocks.append(Items(tuple(Item(f"worse by {c.worse_pct:.1f}% (> {fail_pct:g}%) {c.where}",
-                                           sub=tuple(c.fact_lines()), strong=c.cell.name + ":", tone=BAD)
-                                      for c in failing),
-                                heading=f"Gate: the newest run ({newest.run_id}) sits after a step for the worse "
-                                        f"beyond {fail_pct:g}%", tone=BAD))
+            blocks.append(
+                Items(
+                    tuple(
+                        Item(
+                            f"worse by {c.worse_pct:.1f}% (> {fail_pct:g}%) {c.where}",
+                            sub=tuple(c.fact_lines()),
+                            strong=c.cell.name + ":",
+                            tone=BAD,
+                        )
+                        for c in failing
+                    ),
+                    heading=f"Gate: the newest run ({newest.run_id}) sits after a step for the worse "
+                    f"beyond {fail_pct:g}%",
+                    tone=BAD,
+                )
+            )
         else:
-            blocks.append(Para(f"Gate: no series of the newest run ({newest.run_id if newest else DASH}) sits "
-                               f"after a step for the worse beyond {fail_pct:g}%.", GOOD))
+            blocks.append(
+                Para(
+                    f"Gate: no series of the newest run ({newest.run_id if newest else DASH}) sits "
+                    f"after a step for the worse beyond {fail_pct:g}%.",
+                    GOOD,
+                )
+            )
     return blocks
 
 
@@ -77,8 +97,7 @@ def _grid(group: Group, series: list[Series]) -> Grid:
     with its interval, as in that run's Table I."""
     envs = list(dict.fromkeys(s.cell.env for s in series))
     by_env = {s.cell.env: {p.run_id: p for p in s.points} for s in series}
-    starts = {env: {c.after[0].run_id: c for c in s.changes} for env, s in
-              ((s.cell.env, s) for s in series)}
+    starts = {env: {c.after[0].run_id: c for c in s.changes} for env, s in ((s.cell.env, s) for s in series)}
     edited = {run_id for run_id, _, _ in group.edits}
     rows, tones = [], []
     for run in group.runs:
@@ -94,16 +113,24 @@ def _grid(group: Group, series: list[Series]) -> Grid:
         rows.append(tuple(cells))
         tones.append(tuple(row_tones))
     base = series[0].cell.baseline
-    return Grid(("run", "started", "study file", *[f"{e} vs {base}" for e in envs]), tuple(rows),
-                numeric_from=3, tones=tuple(tones))
+    return Grid(
+        ("run", "started", "study file", *[f"{e} vs {base}" for e in envs]),
+        tuple(rows),
+        numeric_from=3,
+        tones=tuple(tones),
+    )
 
 
 def _group_blocks(i: int, g: Group, figures: bool) -> list[Block]:
     first, last = g.runs[0].started_at[:10], g.runs[-1].started_at[:10]
     blocks: list[Block] = [Para(f"{len(g.runs)} run(s) from {first} to {last}.")]
     if g.edits:
-        blocks.append(Items(tuple(Item(f"study hash {a} -> {b}", strong=f"run {run_id}:") for run_id, a, b in g.edits),
-                            heading="Study file edited (the series go on; the hash is a fact at each step)"))
+        blocks.append(
+            Items(
+                tuple(Item(f"study hash {a} -> {b}", strong=f"run {run_id}:") for run_id, a, b in g.edits),
+                heading="Study file edited (the series go on; the hash is a fact at each step)",
+            )
+        )
     by_workload: dict[str, list[Series]] = {}
     for s in g.series:
         by_workload.setdefault(s.cell.workload, []).append(s)
@@ -111,10 +138,16 @@ def _group_blocks(i: int, g: Group, figures: bool) -> list[Block]:
         if figures:
             fig = history_figure(f"{workload}: change vs baseline per run\n{g.host.label}", series)
             if fig is not None:
-                blocks.append(Figure(f"history-{i}-{workload}", f"{workload} over runs",
-                                     "each environment's change vs the baseline per run with its interval "
-                                     "(as in that run's Table I); dashed lines: confirmed steps", fig,
-                                     group=workload))
+                blocks.append(
+                    Figure(
+                        f"history-{i}-{workload}",
+                        f"{workload} over runs",
+                        "each environment's change vs the baseline per run with its interval "
+                        "(as in that run's Table I); dashed lines: confirmed steps",
+                        fig,
+                        group=workload,
+                    )
+                )
         by_metric: dict[str, list[Series]] = {}
         for s in series:
             by_metric.setdefault(s.cell.metric_label, []).append(s)
@@ -126,8 +159,13 @@ def _group_blocks(i: int, g: Group, figures: bool) -> list[Block]:
         if s.too_short:
             short.setdefault(s.shortfall, []).append(s.cell.name)
     if short:
-        blocks.append(Items(tuple(Item(", ".join(names), strong=f"{why}:") for why, names in short.items()),
-                            heading="Too short to judge", tone=DIM))
+        blocks.append(
+            Items(
+                tuple(Item(", ".join(names), strong=f"{why}:") for why, names in short.items()),
+                heading="Too short to judge",
+                tone=DIM,
+            )
+        )
     return blocks
 
 
@@ -148,12 +186,15 @@ def legend() -> list[str]:
 def history_page(h: History, fail_pct: float | None = None, figures: bool = False) -> Page:
     sections = [PageSection("changes", "Change points", tuple(_answer(h, fail_pct)))]
     for i, g in enumerate(h.groups, 1):
-        sections.append(PageSection(f"group-{i}", f"Host class {i}: {g.host.label}",
-                                    tuple(_group_blocks(i, g, figures))))
+        sections.append(
+            PageSection(f"group-{i}", f"Host class {i}: {g.host.label}", tuple(_group_blocks(i, g, figures)))
+        )
     if h.left_out:
         sections.append(PageSection("left-out", "Left out", (Items(tuple(Item(x) for x in h.left_out)),)))
     sections.append(PageSection("legend", "How to read it", (Items(tuple(Item(x) for x in legend()), tone=DIM),)))
     newest = h.newest
-    return Page(f"History of {h.study}",
-                f"{sum(len(g.runs) for g in h.groups)} run(s)" + (f", newest {newest.run_id}" if newest else ""),
-                tuple(sections))
+    return Page(
+        f"History of {h.study}",
+        f"{sum(len(g.runs) for g in h.groups)} run(s)" + (f", newest {newest.run_id}" if newest else ""),
+        tuple(sections),
+    )

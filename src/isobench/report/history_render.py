@@ -13,6 +13,7 @@ from isobench.report.markdown import block_md, md_escape
 
 def render_terminal(page: Page, console: Console) -> None:
     from isobench.report.terminal import draw, plain
+
     console.print(plain(f"{page.title} ({page.subtitle})", style="bold"))
     # the change points last, so that they are what stays on the screen
     for section in [*page.sections[1:], page.sections[0]]:
@@ -35,4 +36,5 @@ def render_markdown(page: Page) -> str:
 
 def render_html(page: Page) -> str:
     from isobench.report import html
+
     return html.render_page("history.html.j2", page=page)

@@ -26,8 +26,12 @@ def _version() -> str:
         return "dev"
 
 
-_env = Environment(loader=PackageLoader("isobench.report", "templates"),
-                   autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+_env = Environment(
+    loader=PackageLoader("isobench.report", "templates"),
+    autoescape=select_autoescape(["html", "j2"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
 def cell_class(cell: Cell) -> str:
@@ -49,14 +53,22 @@ def inline_svg(svg: str, prefix: str) -> Markup:
     if ids:
         alt = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
         body = re.sub(rf'\bid="({alt})"', lambda m: f'id="{prefix}-{m[1]}"', body)
-        body = re.sub(rf'url\(#({alt})\)', lambda m: f"url(#{prefix}-{m[1]})", body)
+        body = re.sub(rf"url\(#({alt})\)", lambda m: f"url(#{prefix}-{m[1]})", body)
         body = re.sub(rf'href="#({alt})"', lambda m: f'href="#{prefix}-{m[1]}"', body)
     body = body.replace("<svg ", f'<svg role="img" aria-labelledby="{prefix}-title" ', 1)
     return Markup(body)  # noqa: S704 - matplotlib escapes every text it writes
 
 
-_KINDS = {Results: "table", Para: "para", Items: "items", Grid: "grid", Facts: "facts", Code: "code",
-          Records: "records", Figure: "figure"}
+_KINDS = {
+    Results: "table",
+    Para: "para",
+    Items: "items",
+    Grid: "grid",
+    Facts: "facts",
+    Code: "code",
+    Records: "records",
+    Figure: "figure",
+}
 
 
 def _kind_of(block) -> str:
@@ -72,8 +84,9 @@ def _svg(block: Figure) -> Markup:
     return Markup(svg.replace(">", f'><title id="{slug}-title">{Markup.escape(block.title)}</title>', 1))
 
 
-def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec] | None = None,
-                table: Table | None = None) -> str:
+def render_html(
+    run: RunData, extras: dict | None = None, specs: list[FigureSpec] | None = None, table: Table | None = None
+) -> str:
     """The run's report: the registered sections (report/sections/), the
     answer first. ``extras`` is ``Store.extras(run_id)`` (latency
     histograms); ``specs``/``table`` may be passed when already built."""
@@ -81,25 +94,45 @@ def render_html(run: RunData, extras: dict | None = None, specs: list[FigureSpec
     notes = []
     if run.status != "complete":
         notes.append(f"This run is {run.status}: the figures use the samples measured so far.")
-    shown = [(section, section.heading(ctx), blocks, section.fold(ctx, blocks))
-             for section, blocks in sections_for(ctx, HTML)]
+    shown = [
+        (section, section.heading(ctx), blocks, section.fold(ctx, blocks))
+        for section, blocks in sections_for(ctx, HTML)
+    ]
     return _env.get_template("report.html.j2").render(
-        run=run, table=ctx.table, sections=shown, notes=notes, emulated_note=EMULATED_NOTE,
-        cell_class=cell_class, kind_of=_kind_of, svg=_svg, version=_version())
+        run=run,
+        table=ctx.table,
+        sections=shown,
+        notes=notes,
+        emulated_note=EMULATED_NOTE,
+        cell_class=cell_class,
+        kind_of=_kind_of,
+        svg=_svg,
+        version=_version(),
+    )
 
 
 def render_page(template: str, **context) -> str:
     """Another page made of report blocks (history): TEMPLATE imports the
     block macros with the helpers they call."""
-    return _env.get_template(template).render(kind_of=_kind_of, svg=_svg, cell_class=cell_class,
-                                              emulated_note=EMULATED_NOTE, version=_version(), **context)
+    return _env.get_template(template).render(
+        kind_of=_kind_of, svg=_svg, cell_class=cell_class, emulated_note=EMULATED_NOTE, version=_version(), **context
+    )
 
 
 def render_compare_html(result, regressions=None, fail_pct: float | None = None) -> str:
     """``isobench compare`` as a page (result: compare.RunComparison)."""
     return _env.get_template("compare.html.j2").render(
-        r=result, regressions=regressions or [], fail_pct=fail_pct, legend=cmp.legend(result),
-        header=cmp.header(result), sides=cmp.sides,
-        status=cmp.status_text, version=_version(), fmt_p=cmp.fmt_p,
-        interval=cmp.interval_text, regression_line=cmp.regression_line, label=cmp.metric_label,
-        emulated_note=EMULATED_NOTE)
+        r=result,
+        regressions=regressions or [],
+        fail_pct=fail_pct,
+        legend=cmp.legend(result),
+        header=cmp.header(result),
+        sides=cmp.sides,
+        status=cmp.status_text,
+        version=_version(),
+        fmt_p=cmp.fmt_p,
+        interval=cmp.interval_text,
+        regression_line=cmp.regression_line,
+        label=cmp.metric_label,
+        emulated_note=EMULATED_NOTE,
+    )

@@ -60,8 +60,15 @@ def density_lines(env_facts: dict[str, dict], envs: list[str]) -> list[list[str]
     for env in envs:
         for p in (env_facts.get(env) or {}).get("density") or []:
             pss = p.get("vmm_pss_bytes")
-            rows.append([env, str(p["n"]), f"{p['startup_s']:.2f}", f"{p['mem_per_instance_bytes'] / MiB:.0f}",
-                         f"{pss / MiB:.0f}" if pss else "-"])
+            rows.append(
+                [
+                    env,
+                    str(p["n"]),
+                    f"{p['startup_s']:.2f}",
+                    f"{p['mem_per_instance_bytes'] / MiB:.0f}",
+                    f"{pss / MiB:.0f}" if pss else "-",
+                ]
+            )
     return rows
 
 
@@ -78,6 +85,8 @@ def speedup_lines(table: Table, sweeps: list[Sweep]) -> list[list[str]]:
             if not ok:
                 continue
             base = ok[0][1]
-            rows += [[sweep.label, col.env, f"{v:g}", f"{mean:.4g}", f"{mean / base:.2f}" if base > 0 else "-"]
-                     for v, mean in ok]
+            rows += [
+                [sweep.label, col.env, f"{v:g}", f"{mean:.4g}", f"{mean / base:.2f}" if base > 0 else "-"]
+                for v, mean in ok
+            ]
     return rows

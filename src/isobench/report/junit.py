@@ -30,8 +30,15 @@ def junit_xml(suite: str, cases: list[Case]) -> str:
     root = ET.Element("testsuites")
     failures = sum(1 for c in cases if c.failure is not None)
     skipped = sum(1 for c in cases if c.failure is None and c.skipped is not None)
-    ts = ET.SubElement(root, "testsuite", name=_text(suite), tests=str(len(cases)), failures=str(failures),
-                       errors="0", skipped=str(skipped))
+    ts = ET.SubElement(
+        root,
+        "testsuite",
+        name=_text(suite),
+        tests=str(len(cases)),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+    )
     for c in cases:
         tc = ET.SubElement(ts, "testcase", name=_text(c.name), classname=_text(c.classname))
         if c.failure is not None:
@@ -48,5 +55,7 @@ def write_junit(path: str | Path, suite: str, cases: list[Case]) -> None:
     try:
         Path(path).write_text(junit_xml(suite, cases), encoding="utf-8")
     except OSError as exc:
-        raise IsobenchError(f"--junit {printable(str(path))}: cannot write: {exc.strerror}; give a path in an "
-                            "existing, writable directory") from None
+        raise IsobenchError(
+            f"--junit {printable(str(path))}: cannot write: {exc.strerror}; give a path in an "
+            "existing, writable directory"
+        ) from None

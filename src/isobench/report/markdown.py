@@ -24,8 +24,10 @@ def _fence(text: str) -> str:
 
 def table_md(table: Table) -> list[str]:
     header = ["workload", "metric"] + [c.header for c in table.columns]
-    lines = ["| " + " | ".join(md_escape(h) for h in header) + " |",
-             "|" + "|".join([":---", ":---"] + ["---:"] * len(table.columns)) + "|"]
+    lines = [
+        "| " + " | ".join(md_escape(h) for h in header) + " |",
+        "|" + "|".join([":---", ":---"] + ["---:"] * len(table.columns)) + "|",
+    ]
     for workload, rows in table.groups():
         for j, row in enumerate(rows):
             cells = [md_escape(workload) if j == 0 else "", md_escape(row.label)]
@@ -37,8 +39,11 @@ def table_md(table: Table) -> list[str]:
 def _grid(block: Grid) -> list[str]:
     n = len(block.header)
     align = [":---"] * min(block.numeric_from, n) + ["---:"] * (n - min(block.numeric_from, n))
-    return ["| " + " | ".join(md_escape(h) for h in block.header) + " |", "|" + "|".join(align) + "|",
-            *("| " + " | ".join(md_escape(c) for c in r) + " |" for r in block.rows)]
+    return [
+        "| " + " | ".join(md_escape(h) for h in block.header) + " |",
+        "|" + "|".join(align) + "|",
+        *("| " + " | ".join(md_escape(c) for c in r) + " |" for r in block.rows),
+    ]
 
 
 def _items(block: Items) -> list[str]:

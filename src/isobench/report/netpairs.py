@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isobench.analysis.verdicts import Verdict
 from isobench.core.metric import LATENCY
 from isobench.results.analysis import Question, judge_cells, pairs, settings_of
 from isobench.results.model import MetricKey, RunData
 from isobench.results.roles import role_of
 from isobench.results.table import fmt_num, row_label
-from isobench.analysis.verdicts import Verdict
 
 TITLE = "NAT vs host networking"
 
@@ -29,8 +29,10 @@ class PairLine:
 
     def text(self) -> str:
         e = self.verdict.effect
-        return (f"{self.key.workload} {row_label(self.key)}: {self.nat_env} {fmt_num(e.candidate.mean)} vs "
-                f"{self.host_env} {fmt_num(e.baseline.mean)}: {self.verdict.text}")
+        return (
+            f"{self.key.workload} {row_label(self.key)}: {self.nat_env} {fmt_num(e.candidate.mean)} vs "
+            f"{self.host_env} {fmt_num(e.baseline.mean)}: {self.verdict.text}"
+        )
 
 
 def _network(run: RunData, env: str) -> str | None:
@@ -60,6 +62,9 @@ def section_lines(run: RunData) -> list[str]:
     lines = nat_vs_host(run)
     if not lines:
         return []
-    return [TITLE, "Compared directly, host networking as the reference (paired or Welch test on logs, "
-                   "Benjamini-Hochberg over these lines; % is the NAT side's change):",
-            *[ln.text() for ln in lines]]
+    return [
+        TITLE,
+        "Compared directly, host networking as the reference (paired or Welch test on logs, "
+        "Benjamini-Hochberg over these lines; % is the NAT side's change):",
+        *[ln.text() for ln in lines],
+    ]

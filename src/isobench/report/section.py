@@ -24,8 +24,14 @@ ALL_FORMATS = frozenset({TERMINAL, MARKDOWN, HTML})
 class ReportContext:
     """One run as the sections see it; what is costly is built once, on demand."""
 
-    def __init__(self, run: RunData, table: Table | None = None, extras: dict | None = None,
-                 specs: list | None = None, wants_figures: bool = False) -> None:
+    def __init__(
+        self,
+        run: RunData,
+        table: Table | None = None,
+        extras: dict | None = None,
+        specs: list | None = None,
+        wants_figures: bool = False,
+    ) -> None:
         self.run = run
         self._table = table
         self.extras = extras or {}
@@ -44,6 +50,7 @@ class ReportContext:
         if self._specs is not None:
             return self._specs
         from isobench.report.figures import build_figures
+
         return build_figures(self.table, self.extras, self.run.env_facts)
 
 
@@ -79,7 +86,7 @@ SECTIONS: dict[str, Section] = {}
 def register(cls: type[Section]) -> type[Section]:
     slug = vars(cls).get("slug")
     if not isinstance(slug, str) or not slug:
-        raise TypeError(f"{cls.__module__}.{cls.__qualname__}: a section must set slug = \"...\"")
+        raise TypeError(f'{cls.__module__}.{cls.__qualname__}: a section must set slug = "..."')
     if slug in SECTIONS and type(SECTIONS[slug]) is not cls:
         raise TypeError(f"two report sections with slug {slug!r}")
     SECTIONS[slug] = cls()
@@ -90,6 +97,10 @@ def discover(path, prefix: str) -> None:
     for info in pkgutil.iter_modules(path, prefix):
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
-            if (inspect.isclass(obj) and issubclass(obj, Section) and obj.__module__ == module.__name__
-                    and not inspect.isabstract(obj)):
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, Section)
+                and obj.__module__ == module.__name__
+                and not inspect.isabstract(obj)
+            ):
                 register(obj)

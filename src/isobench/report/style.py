@@ -16,8 +16,7 @@ from matplotlib.figure import Figure
 
 from isobench.results.table import EMULATED, EMULATED_NOTE, OK, Cell, Column, Row, Table
 
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf"]
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 BASELINE_COLOR = "#333333"
 REFERENCE_COLOR = "#999999"  # ideal and reference lines
 
@@ -81,8 +80,7 @@ def step_ticks(ax, xs: list[float]) -> None:
         ax.set_xticks(values, [f"{v:g}" for v in values])
 
 
-def env_lines(ax, table: Table, pts: list[tuple[float, Row]], colors: dict[str, str],
-              transform=None) -> None:
+def env_lines(ax, table: Table, pts: list[tuple[float, Row]], colors: dict[str, str], transform=None) -> None:
     """One line per environment through the rows' means, 95% CI bars;
     transform(xs, ys, errs) may rescale a line (speedup)."""
     for i, col in enumerate(table.columns):
@@ -93,5 +91,14 @@ def env_lines(ax, table: Table, pts: list[tuple[float, Row]], colors: dict[str, 
         if transform is not None:
             xs, ys, es = transform(xs, ys, es)
         if xs:
-            ax.errorbar(xs, ys, yerr=es, marker="o", markersize=4, capsize=2, color=colors[col.env],
-                        linestyle=line_style(col), label=env_label(col))
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=es,
+                marker="o",
+                markersize=4,
+                capsize=2,
+                color=colors[col.env],
+                linestyle=line_style(col),
+                label=env_label(col),
+            )

@@ -18,8 +18,10 @@ from isobench.results.table import Row, Table
 
 # the series may itself be a point of another sweep ("instances=2,noise=4":
 # a noise curve per instance count)
-SWEEP_RE = re.compile(r"^(?:(?P<series>[^,]+),)?(?P<param>[A-Za-z_][A-Za-z0-9_]*)="
-                      r"(?P<value>[0-9]+(?:\.[0-9]+)?)$")
+SWEEP_RE = re.compile(
+    r"^(?:(?P<series>[^,]+),)?(?P<param>[A-Za-z_][A-Za-z0-9_]*)="
+    r"(?P<value>[0-9]+(?:\.[0-9]+)?)$"
+)
 
 
 @dataclass(frozen=True)
@@ -61,14 +63,27 @@ class Sweep:
 
     def throughput_metric(self) -> str | None:
         """The first higher-is-better metric that may be a throughput."""
-        return next((m for m, pts in self.curves.items()
-                     if pts[0][1].key.higher_is_better and role_of(pts[0][1].key) in THROUGHPUT_AXIS), None)
+        return next(
+            (
+                m
+                for m, pts in self.curves.items()
+                if pts[0][1].key.higher_is_better and role_of(pts[0][1].key) in THROUGHPUT_AXIS
+            ),
+            None,
+        )
 
     def latency_metric(self) -> str | None:
         """The first lower-is-better metric in a time unit that may be a latency."""
-        return next((m for m, pts in self.curves.items()
-                     if not pts[0][1].key.higher_is_better and is_time_unit(pts[0][1].key.unit)
-                     and role_of(pts[0][1].key) in LATENCY_AXIS), None)
+        return next(
+            (
+                m
+                for m, pts in self.curves.items()
+                if not pts[0][1].key.higher_is_better
+                and is_time_unit(pts[0][1].key.unit)
+                and role_of(pts[0][1].key) in LATENCY_AXIS
+            ),
+            None,
+        )
 
     def cpu_metric(self) -> str | None:
         return next(iter(self.metrics_with_role(CPU_UTIL)), None)
@@ -88,8 +103,7 @@ def sweeps(table: Table) -> list[Sweep]:
         values = {v for pts in curves.values() for v, _ in pts}
         if len(values) < 2:
             continue  # a single point is no curve; it stays in the normalised figure
-        out.append(Sweep(workload, series, param,
-                         {m: sorted(pts, key=lambda p: p[0]) for m, pts in curves.items()}))
+        out.append(Sweep(workload, series, param, {m: sorted(pts, key=lambda p: p[0]) for m, pts in curves.items()}))
     return out
 
 

@@ -9,12 +9,11 @@ from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
 from isobench.core import sink
-
 from isobench.report.blocks import BAD, DIM, GOOD, NOTE, WARN, Code, Facts, Figure, Grid, Items, Para, Records, Results
 from isobench.report.section import TERMINAL, ReportContext
 from isobench.report.sections import sections_for
-from isobench.results.model import RunData
 from isobench.results.analysis import interval_text
+from isobench.results.model import RunData
 from isobench.results.numbers import fmt_num, fmt_pct
 from isobench.results.table import Cell, Table, cell_marks, tone
 
@@ -41,7 +40,7 @@ def short_text(cell: Cell, show_n: bool = False) -> str:
     parts = [fmt_num(cell.summary.mean)]
     if cell.verdict is not None:
         point = fmt_pct(cell.verdict.pct)
-        parts.append(point + interval_text(cell.verdict)[len(point):].replace("%", ""))
+        parts.append(point + interval_text(cell.verdict)[len(point) :].replace("%", ""))
     if show_n:
         parts.append(f"n={cell.summary.n}")
     marks = cell_marks(cell.verdict, cell.failures, bool(cell.warnings))
@@ -62,8 +61,10 @@ def _results_table(table: Table, columns: list[int], title: str) -> RichTable:
         if k:
             rt.add_section()
         for j, row in enumerate(rows):
-            cells = [plain(short_text(row.cells[i], table.columns[i].n is None), style=_cell_style(row.cells[i]))
-                     for i in columns]
+            cells = [
+                plain(short_text(row.cells[i], table.columns[i].n is None), style=_cell_style(row.cells[i]))
+                for i in columns
+            ]
             rt.add_row(plain(workload if j == 0 else ""), plain(row.label), *cells)
     return rt
 
@@ -87,8 +88,10 @@ def results_tables(table: Table, console: Console) -> list[RichTable]:
         if panels[-1] and _width(console, trial) > console.width:
             panels.append([])
         panels[-1].append(i)
-    return [_results_table(table, base + cols, table.title if k == 0 else f"{table.title} (continued)")
-            for k, cols in enumerate(panels)]
+    return [
+        _results_table(table, base + cols, table.title if k == 0 else f"{table.title} (continued)")
+        for k, cols in enumerate(panels)
+    ]
 
 
 def _grid(block: Grid) -> RichTable:

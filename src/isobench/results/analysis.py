@@ -21,13 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from isobench.core import tomlbound
-from isobench.results.model import MetricKey, RunData
-from isobench.results.numbers import fmt_pct
 from isobench.analysis.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
 from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
 from isobench.analysis.tworuns import add_between_runs, overhead_change
 from isobench.analysis.verdicts import SHOWN_PCT_LOW, Verdict, adjust
+from isobench.core import tomlbound
+from isobench.results.model import MetricKey, RunData
+from isobench.results.numbers import fmt_pct
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,10 @@ def settings_of(run: RunData) -> Settings:
         noise_floor_pct={str(k): float(v) for k, v in floors.items()} if isinstance(floors, dict) else {},
         paired=meta.get("order", "interleaved") != "blocked",
         looks=_budget_looks(run) or _looks(meta),
-        target_ci_pct=float(meta.get("target_ci_pct", AUTO_TARGET_CI_PCT)) if meta.get("repetitions") == "auto"
-        else None)
+        target_ci_pct=float(meta.get("target_ci_pct", AUTO_TARGET_CI_PCT))
+        if meta.get("repetitions") == "auto"
+        else None,
+    )
 
 
 def _budget_looks(run: RunData) -> int | None:
@@ -135,12 +137,19 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
     them at the alpha the design allows (an adaptive run's looks)."""
     alpha = sequential_alpha(settings.looks if looks is None else looks, alpha=ALPHA)
     effects: list[Effect] = [
-        compare_cell(q.candidate, q.reference, q.key.higher_is_better,
-                     pairs=q.pairs if settings.paired else None, sides=q.sides if settings.paired else None,
-                     tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
-        for q in questions]
-    effects = [e if q.between is None else add_between_runs(e, *q.between)
-               for e, q in zip(effects, questions)]
+        compare_cell(
+            q.candidate,
+            q.reference,
+            q.key.higher_is_better,
+            pairs=q.pairs if settings.paired else None,
+            sides=q.sides if settings.paired else None,
+            tol_pct=settings.tolerance_pct,
+            noise_pct=settings.noise_pct(q.key),
+            alpha=alpha,
+        )
+        for q in questions
+    ]
+    effects = [e if q.between is None else add_between_runs(e, *q.between) for e, q in zip(effects, questions)]
     return adjust(effects, alpha)
 
 
@@ -166,9 +175,13 @@ class OverheadJudgement:
     verdict: Verdict
 
 
-def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], settings: Settings,
-                         looks: int, family: Sequence[str] | None = None,
-                         between: Sequence[tuple[float, int, int] | None] | None = None) -> list[OverheadJudgement]:
+def judge_overhead_cells(
+    questions: Sequence[tuple[Question, Question]],
+    settings: Settings,
+    looks: int,
+    family: Sequence[str] | None = None,
+    between: Sequence[tuple[float, int, int] | None] | None = None,
+) -> list[OverheadJudgement]:
     """Verdicts on how each (run A, run B) pair of within-run questions moved:
     each run's log ratio tested as Table I tests it (its pairing was decided
     by ``baseline_question``), ``tworuns.overhead_change`` between the runs,
@@ -184,15 +197,24 @@ def judge_overhead_cells(questions: Sequence[tuple[Question, Question]], setting
         raise ValueError(f"{len(family)} families for {len(questions)} questions")
 
     def within(q: Question) -> Effect:
-        return compare_cell(q.candidate, q.reference, q.key.higher_is_better, pairs=q.pairs, sides=q.sides,
-                            tol_pct=settings.tolerance_pct, noise_pct=settings.noise_pct(q.key), alpha=alpha)
+        return compare_cell(
+            q.candidate,
+            q.reference,
+            q.key.higher_is_better,
+            pairs=q.pairs,
+            sides=q.sides,
+            tol_pct=settings.tolerance_pct,
+            noise_pct=settings.noise_pct(q.key),
+            alpha=alpha,
+        )
 
     inner = [(within(qa), within(qb)) for qa, qb in questions]
     spread = list(between) if between is not None else [None] * len(questions)
-    changes = [overhead_change(ea, eb) if s is None else add_between_runs(overhead_change(ea, eb), *s)
-               for (ea, eb), s in zip(inner, spread)]
-    verdicts = per_family(changes, family,
-                          lambda changes: adjust(changes, alpha))
+    changes = [
+        overhead_change(ea, eb) if s is None else add_between_runs(overhead_change(ea, eb), *s)
+        for (ea, eb), s in zip(inner, spread)
+    ]
+    verdicts = per_family(changes, family, lambda changes: adjust(changes, alpha))
     return [OverheadJudgement(ea, eb, v) for (ea, eb), v in zip(inner, verdicts)]
 
 
@@ -202,8 +224,9 @@ PRIMARY = "primary"
 DESCRIPTIVE = "descriptive"
 
 
-def judge_families(questions: Sequence[Question], settings: Settings, family: Sequence[str],
-                   looks: int | None = None) -> list[Verdict]:
+def judge_families(
+    questions: Sequence[Question], settings: Settings, family: Sequence[str], looks: int | None = None
+) -> list[Verdict]:
     """``judge_cells`` once per family (``family``: each question's,
     PRIMARY, DESCRIPTIVE or ""), verdicts in the order given: the primaries'
     correction counts only the primary cells (m is their number, and their

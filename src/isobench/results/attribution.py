@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from isobench.core.numbers import MINUS, signed
-from isobench.results.model import RunData
 from isobench.analysis.stats import compare_cell
 from isobench.analysis.verdicts import CHANGED, Verdict, adjust
+from isobench.core.numbers import MINUS, signed
+from isobench.results.model import RunData
 
 US = 1e6  # CPU-seconds -> µs
 
@@ -88,8 +88,14 @@ def categories(d: dict[str, float]) -> dict[str, float]:
     system = max(0.0, d.get("cpu.system_s", 0.0) - vmm_sys)
     client = d.get("cpu.client_s", 0.0)
     keep = 1.0 - min(1.0, client / (user + system)) if user + system > 0 else 1.0
-    return {"user": user * keep, "system": system * keep, "softirq": d.get("cpu.softirq_s", 0.0),
-            "irq": d.get("cpu.irq_s", 0.0), "guest": guest, "VMM threads": vmm_user_ng + vmm_sys}
+    return {
+        "user": user * keep,
+        "system": system * keep,
+        "softirq": d.get("cpu.softirq_s", 0.0),
+        "irq": d.get("cpu.irq_s", 0.0),
+        "guest": guest,
+        "VMM threads": vmm_user_ng + vmm_sys,
+    }
 
 
 def per_unit(samples: list[tuple[int, dict[str, float], list[Any]]]) -> tuple[str, dict[str, dict[int, float]]]:
@@ -127,9 +133,11 @@ class Row:
 
     def text(self) -> str:
         sign = "+" if self.delta >= 0 else MINUS
-        return (f"{sign}{_fmt(abs(self.delta))} {self.unit} {self.label} "
-                f"({_fmt(self.baseline_mean)} \u2192 {_fmt(self.env_mean)}, {signed(self.verdict.pct, 0)}%, "
-                f"p_adj {self.verdict.p_adjusted:.2g})")
+        return (
+            f"{sign}{_fmt(abs(self.delta))} {self.unit} {self.label} "
+            f"({_fmt(self.baseline_mean)} \u2192 {_fmt(self.env_mean)}, {signed(self.verdict.pct, 0)}%, "
+            f"p_adj {self.verdict.p_adjusted:.2g})"
+        )
 
 
 def _fmt(x: float) -> str:
@@ -155,8 +163,19 @@ def build_rows(run: RunData) -> list[Row]:
                 pairs = [(e[r], b[r]) for r in sorted(set(b) & set(e))]
                 effect = compare_cell(list(e.values()), list(b.values()), False, pairs=pairs)
                 label, _scale, prefix = _LABELS[name]
-                pending.append((w, c, env, name, label, f"{prefix}/{unit}" if prefix else f"per {unit}",
-                                sum(b.values()) / len(b), sum(e.values()) / len(e), effect))
+                pending.append(
+                    (
+                        w,
+                        c,
+                        env,
+                        name,
+                        label,
+                        f"{prefix}/{unit}" if prefix else f"per {unit}",
+                        sum(b.values()) / len(b),
+                        sum(e.values()) / len(e),
+                        effect,
+                    )
+                )
     verdicts = adjust([p[-1] for p in pending]) if pending else []
     return [Row(*p[:-1], v) for p, v in zip(pending, verdicts)]
 
@@ -164,9 +183,11 @@ def build_rows(run: RunData) -> list[Row]:
 def changed(rows: list[Row]) -> list[Row]:
     """The rows whose verdict is "changed", per cell and environment: CPU
     time first, largest per-unit delta first, then the events likewise."""
+
     def key(r: Row) -> tuple[str, str, str, bool, float]:
         is_time = r.unit.startswith("µs")
         return (r.workload, r.case, r.env, not is_time, -abs(r.delta) if is_time else -abs(r.verdict.pct))
+
     return sorted((r for r in rows if r.verdict.verdict == CHANGED), key=key)
 
 
@@ -179,10 +200,12 @@ def section_lines(run: RunData, limit: int = 8) -> list[str]:
     if not run.counters:
         return []
     rows = build_rows(run)
-    out = [TITLE,
-           f"Per-unit counter costs against {run.baseline}, changed rows only (Benjamini-Hochberg over "
-           f"{rows[0].verdict.m if rows else 0} tested counters, paired by round; host-wide counters also "
-           "see neighbours: docs/attribution.md)."]
+    out = [
+        TITLE,
+        f"Per-unit counter costs against {run.baseline}, changed rows only (Benjamini-Hochberg over "
+        f"{rows[0].verdict.m if rows else 0} tested counters, paired by round; host-wide counters also "
+        "see neighbours: docs/attribution.md).",
+    ]
     groups: dict[tuple[str, str, str], list[Row]] = {}
     for r in changed(rows):
         groups.setdefault((r.workload, r.case, r.env), []).append(r)
@@ -201,8 +224,11 @@ def counters_of(extras: dict[tuple[str, str, str], list[dict[str, Any]]]) -> dic
     rounds unknown (0), enough for means."""
     out = {}
     for (env, w, c), items in extras.items():
-        rows = [(0, e["counters"], e.get("units") or ["run", 1.0]) for e in items
-                if isinstance(e.get("counters"), dict) and e["counters"]]
+        rows = [
+            (0, e["counters"], e.get("units") or ["run", 1.0])
+            for e in items
+            if isinstance(e.get("counters"), dict) and e["counters"]
+        ]
         if rows:
             out[(w, c, env)] = rows
     return out
@@ -241,8 +267,19 @@ def compare_rows(a: RunData, b: RunData) -> list[Row]:
         for name in sorted(set(pa) & set(pb), key=_ORDER.__getitem__):
             va, vb = list(pa[name].values()), list(pb[name].values())
             label, _scale, prefix = _LABELS[name]
-            pending.append((w, c, env, name, label, f"{prefix}/{unit}" if prefix else f"per {unit}",
-                            sum(va) / len(va), sum(vb) / len(vb), compare_cell(vb, va, False)))
+            pending.append(
+                (
+                    w,
+                    c,
+                    env,
+                    name,
+                    label,
+                    f"{prefix}/{unit}" if prefix else f"per {unit}",
+                    sum(va) / len(va),
+                    sum(vb) / len(vb),
+                    compare_cell(vb, va, False),
+                )
+            )
     verdicts = adjust([p[-1] for p in pending]) if pending else []
     return [Row(*p[:-1], v) for p, v in zip(pending, verdicts)]
 
@@ -252,9 +289,11 @@ def compare_section_lines(a: RunData, b: RunData, limit: int = 8) -> list[str]:
     if not (a.counters and b.counters):
         return []
     rows = compare_rows(a, b)
-    out = ["Where the change comes from",
-           f"Per-unit counter costs of {b.run_id} against {a.run_id}, changed rows only (Benjamini-Hochberg "
-           f"over {rows[0].verdict.m if rows else 0} tested counters; docs/attribution.md)."]
+    out = [
+        "Where the change comes from",
+        f"Per-unit counter costs of {b.run_id} against {a.run_id}, changed rows only (Benjamini-Hochberg "
+        f"over {rows[0].verdict.m if rows else 0} tested counters; docs/attribution.md).",
+    ]
     groups: dict[tuple[str, str, str], list[Row]] = {}
     for r in changed(rows):
         groups.setdefault((r.workload, r.case, r.env), []).append(r)

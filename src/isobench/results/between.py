@@ -70,8 +70,9 @@ def _tables(run: RunData) -> tuple[dict[str, Any], dict[str, Any]]:
     return (w if isinstance(w, dict) else {}), (e if isinstance(e, dict) else {})
 
 
-def cell_config(run: RunData, workload: str, env: str,
-                tables: tuple[dict[str, Any], dict[str, Any]] | None = None) -> str | None:
+def cell_config(
+    run: RunData, workload: str, env: str, tables: tuple[dict[str, Any], dict[str, Any]] | None = None
+) -> str | None:
     """The settings the run's study file gives a cell's workload and
     environment, as one comparable text; None when the study file has no
     such workload or environment. ``tables``: the run's, parsed already."""
@@ -93,15 +94,18 @@ def run_mean(values: Iterable[float]) -> tuple[float, float] | None:
 def ratio_mean(paired: Iterable[tuple[float, float]]) -> tuple[float, float] | None:
     """(mean per-round log ratio, its squared standard error) of (env,
     baseline) pairs, as Table I's paired test; None below 2 usable pairs."""
-    d = np.asarray([math.log(x) - math.log(y) for x, y in paired
-                    if math.isfinite(x) and math.isfinite(y) and x > 0 and y > 0], dtype=float)
+    d = np.asarray(
+        [math.log(x) - math.log(y) for x, y in paired if math.isfinite(x) and math.isfinite(y) and x > 0 and y > 0],
+        dtype=float,
+    )
     if d.size < 2:
         return None
     return float(d.mean()), float(d.var(ddof=1) / d.size)
 
 
-def spreads(stored: Iterable[RunData], a: RunData, b: RunData,
-            overhead: bool = False) -> dict[tuple[str, str, str, str], Spread]:
+def spreads(
+    stored: Iterable[RunData], a: RunData, b: RunData, overhead: bool = False
+) -> dict[tuple[str, str, str, str], Spread]:
     """(workload, case, metric, env) -> the between-run spread of that cell of
     run A, pooled over the environments of the metric (the host's shifts are
     the workload's on this host, whichever environment they hit: pooling
@@ -114,9 +118,15 @@ def spreads(stored: Iterable[RunData], a: RunData, b: RunData,
     the baseline's configuration must match too, and the runs must share A's
     baseline."""
     cls = host_class(a)
-    peers = [r for r in stored if r.run_id != b.run_id and r.study_name == a.study_name
-             and r.status in USABLE_STATUSES and host_class(r).same(cls)
-             and (not overhead or r.baseline == a.baseline)]
+    peers = [
+        r
+        for r in stored
+        if r.run_id != b.run_id
+        and r.study_name == a.study_name
+        and r.status in USABLE_STATUSES
+        and host_class(r).same(cls)
+        and (not overhead or r.baseline == a.baseline)
+    ]
     if a.run_id not in {r.run_id for r in peers}:
         peers.append(a)
     envs = [e for e in a.environments if not overhead or e != a.baseline]
@@ -145,8 +155,11 @@ def spreads(stored: Iterable[RunData], a: RunData, b: RunData,
             mine = config(a, k.workload, env) if a.values.get((k, env)) else None
             if mine is None:
                 continue
-            means = [m for r in peers if config(r, k.workload, env) == mine
-                     and (m := estimate(r, ident, k.unit, env)) is not None]
+            means = [
+                m
+                for r in peers
+                if config(r, k.workload, env) == mine and (m := estimate(r, ident, k.unit, env)) is not None
+            ]
             if len(means) >= 2:
                 per_env[env] = means
         df = sum(len(m) - 1 for m in per_env.values())

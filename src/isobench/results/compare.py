@@ -34,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from isobench.analysis.stats import Effect
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level, regressions
 from isobench.core.errors import IsobenchError
 from isobench.results.analysis import (
     DESCRIPTIVE,
@@ -50,8 +52,6 @@ from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
 from isobench.results.runfacts import fmt_fact
 from isobench.results.table import HIGHER, LOWER, is_emulated
-from isobench.analysis.stats import Effect
-from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level, regressions
 
 __all__ = ["RAW", "OVERHEAD", "CellDiff", "RunComparison", "compare_runs", "compare_overheads"]
 
@@ -119,11 +119,15 @@ class RunComparison:
     def form_line(self) -> str:
         """Which question was asked, for every output of the compare."""
         if self.form == OVERHEAD:
-            return (f"form: overhead: each environment's ratio to {self.baseline} within its run, B's "
-                    f"against A's (the host's speed between the runs cancels)")
-        return ("form: raw values: each cell of B against the same cell of A (a change of the host's "
-                "speed between the runs is part of every change; --overhead compares each environment's "
-                "ratio to the baseline instead)")
+            return (
+                f"form: overhead: each environment's ratio to {self.baseline} within its run, B's "
+                f"against A's (the host's speed between the runs cancels)"
+            )
+        return (
+            "form: raw values: each cell of B against the same cell of A (a change of the host's "
+            "speed between the runs is part of every change; --overhead compares each environment's "
+            "ratio to the baseline instead)"
+        )
 
     @property
     def between_line(self) -> str:
@@ -134,13 +138,17 @@ class RunComparison:
         n = len(self.cells)
         if self.between_cells == 0:
             hint = "run the study again" if self.form == OVERHEAD else "run the study again, or compare --overhead"
-            return ("between runs: no metric has enough stored runs of A's configuration on this host class (2 in "
-                    "an environment, 4 degrees of freedom over the metric's environments), so a shift of the host "
-                    f"between the two runs reads as a change here ({hint})")
+            return (
+                "between runs: no metric has enough stored runs of A's configuration on this host class (2 in "
+                "an environment, 4 degrees of freedom over the metric's environments), so a shift of the host "
+                f"between the two runs reads as a change here ({hint})"
+            )
         rest = n - self.between_cells
-        return (f"between runs: {self.between_cells} of {n} cells' intervals hold how far a run's {what} moves "
-                f"between runs (from {self.between_runs}+ stored runs of A's configuration on this host class)"
-                + (f"; {rest} without enough such runs use the two runs' own noise only" if rest else ""))
+        return (
+            f"between runs: {self.between_cells} of {n} cells' intervals hold how far a run's {what} moves "
+            f"between runs (from {self.between_runs}+ stored runs of A's configuration on this host class)"
+            + (f"; {rest} without enough such runs use the two runs' own noise only" if rest else "")
+        )
 
     def count(self, verdict: str, family: str | None = None) -> int:
         return sum(1 for c in self.cells if c.verdict.verdict == verdict and family in (None, c.family))
@@ -168,27 +176,33 @@ class RunComparison:
 
     def level(self, family: str | None = None) -> float:
         """The level of the (family's) intervals; nan when none was tested."""
-        return next((c.verdict.level for c in self.cells if c.verdict.effect.tested
-                     and family in (None, c.family)), float("nan"))
+        return next(
+            (c.verdict.level for c in self.cells if c.verdict.effect.tested and family in (None, c.family)),
+            float("nan"),
+        )
 
     def summary_line(self) -> str:
         if not self.split:
             n = len(self.cells)
-            return (f"{self.count(CHANGED)} of {n} {'cell' if n == 1 else 'cells'} changed (significant after "
-                    f"Benjamini-Hochberg correction: false discoveries <= 5%; intervals at {fmt_level(self.level())}), "
-                    f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
-                    f"(or the metric's noise floor), "
-                    f"{self.count(INCONCLUSIVE)} inconclusive at this n")
+            return (
+                f"{self.count(CHANGED)} of {n} {'cell' if n == 1 else 'cells'} changed (significant after "
+                f"Benjamini-Hochberg correction: false discoveries <= 5%; intervals at {fmt_level(self.level())}), "
+                f"{self.count(EQUIVALENT)} equivalent within \u00b1{self.tolerance_pct:g}% "
+                f"(or the metric's noise floor), "
+                f"{self.count(INCONCLUSIVE)} inconclusive at this n"
+            )
         n = sum(1 for c in self.cells if c.family == PRIMARY)
         d = len(self.cells) - n
-        return (f"{self.count(CHANGED, PRIMARY)} of {n} primary {'cell' if n == 1 else 'cells'} changed "
-                f"(significant after Benjamini-Hochberg correction among them: false discoveries <= 5%; intervals at "
-                f"{fmt_level(self.level(PRIMARY))}), {self.count(EQUIVALENT, PRIMARY)} equivalent within "
-                f"\u00b1{self.tolerance_pct:g}% (or the metric's noise floor), "
-                f"{self.count(INCONCLUSIVE, PRIMARY)} inconclusive at this n; {d} descriptive cells (their own "
-                f"family, intervals at {fmt_level(self.level(DESCRIPTIVE))}): {self.count(CHANGED, DESCRIPTIVE)} "
-                f"changed, {self.count(EQUIVALENT, DESCRIPTIVE)} equivalent, "
-                f"{self.count(INCONCLUSIVE, DESCRIPTIVE)} inconclusive")
+        return (
+            f"{self.count(CHANGED, PRIMARY)} of {n} primary {'cell' if n == 1 else 'cells'} changed "
+            f"(significant after Benjamini-Hochberg correction among them: false discoveries <= 5%; intervals at "
+            f"{fmt_level(self.level(PRIMARY))}), {self.count(EQUIVALENT, PRIMARY)} equivalent within "
+            f"\u00b1{self.tolerance_pct:g}% (or the metric's noise floor), "
+            f"{self.count(INCONCLUSIVE, PRIMARY)} inconclusive at this n; {d} descriptive cells (their own "
+            f"family, intervals at {fmt_level(self.level(DESCRIPTIVE))}): {self.count(CHANGED, DESCRIPTIVE)} "
+            f"changed, {self.count(EQUIVALENT, DESCRIPTIVE)} equivalent, "
+            f"{self.count(INCONCLUSIVE, DESCRIPTIVE)} inconclusive"
+        )
 
 
 def _cell_name(key: MetricKey, env: str, baseline: str = "") -> str:
@@ -244,8 +258,12 @@ def _measured(run: RunData) -> dict[tuple[str, str, str, str], tuple[MetricKey, 
     return out
 
 
-def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None,
-                 between: dict[tuple[str, str, str, str], Spread] | None = None) -> RunComparison:
+def compare_runs(
+    a: RunData,
+    b: RunData,
+    tolerance_pct: float | None = None,
+    between: dict[tuple[str, str, str, str], Spread] | None = None,
+) -> RunComparison:
     """B against A. ``tolerance_pct`` (the equivalence margin) defaults to
     B's study file's; noise floors come from B's study file; the level
     accounts for both runs' planned looks when they were adaptive. The
@@ -258,12 +276,24 @@ def compare_runs(a: RunData, b: RunData, tolerance_pct: float | None = None,
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     family = _families(asked, primary_family((a, b)))
     verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks)
-    cells = [CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
-             for (k, env, _), v, f in zip(asked, verdicts, family)]
+    cells = [
+        CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
+        for (k, env, _), v, f in zip(asked, verdicts, family)
+    ]
     used = [q.between[2] for *_, q in asked if q.between is not None]
-    return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b),
-                         between_cells=len(used), between_runs=min(used, default=0),
-                         between_asked=between is not None)
+    return RunComparison(
+        a,
+        b,
+        settings.tolerance_pct,
+        cells,
+        only_a,
+        only_b,
+        mismatched,
+        _facts_diff(a, b),
+        between_cells=len(used),
+        between_runs=min(used, default=0),
+        between_asked=between is not None,
+    )
 
 
 def _held(between: dict[Any, Any] | None, k: MetricKey, env: str) -> tuple[float, int, int] | None:
@@ -279,8 +309,10 @@ def _arrow(k: MetricKey) -> str:
 def _families(asked: list[Any], primaries: set[tuple[str, str, str]] | None) -> list[str]:
     """Each asked cell's verdict family: PRIMARY or DESCRIPTIVE by the runs'
     primaries (``primary_family``), "" for all when neither run stores any."""
-    return ["" if primaries is None else PRIMARY if (k.workload, k.case, k.metric) in primaries else DESCRIPTIVE
-            for k, *_ in asked]
+    return [
+        "" if primaries is None else PRIMARY if (k.workload, k.case, k.metric) in primaries else DESCRIPTIVE
+        for k, *_ in asked
+    ]
 
 
 def _match(ma: dict[Any, Any], mb: dict[Any, Any], base: str = "") -> tuple[list[Any], list[str], list[str], list[str]]:
@@ -308,22 +340,27 @@ def _check_overhead_runs(a: RunData, b: RunData) -> str:
     missing (the command line's error frame escapes the names it holds)."""
     ids = f"runs {a.run_id} (A) and {b.run_id} (B)"
     if a.baseline != b.baseline:
-        raise IsobenchError(f"--overhead: {ids} have different baselines ('{a.baseline}' in A, "
-                            f"'{b.baseline}' in B); an overhead compare needs the same baseline "
-                            "in both: drop --overhead to compare raw values")
+        raise IsobenchError(
+            f"--overhead: {ids} have different baselines ('{a.baseline}' in A, "
+            f"'{b.baseline}' in B); an overhead compare needs the same baseline "
+            "in both: drop --overhead to compare raw values"
+        )
     base = b.baseline
     for name, run in (("A", a), ("B", b)):
         if not any(run.values.get((k, base)) for k in run.metrics):
-            raise IsobenchError(f"--overhead: run {run.run_id} ({name}) has no measured value of its "
-                                f"baseline '{base}', so it has no overhead to compare: drop "
-                                "--overhead to compare raw values")
+            raise IsobenchError(
+                f"--overhead: run {run.run_id} ({name}) has no measured value of its "
+                f"baseline '{base}', so it has no overhead to compare: drop "
+                "--overhead to compare raw values"
+            )
     shared = [e for e in b.environments if e != base and e in a.environments]
     if not shared:
-        others = {n: ", ".join(e for e in r.environments if e != base) or "none"
-                  for n, r in (("A", a), ("B", b))}
-        raise IsobenchError(f"--overhead: {ids} share no environment other than the baseline "
-                            f"'{base}' (A has {others['A']}; B has {others['B']}): drop --overhead "
-                            "to compare raw values")
+        others = {n: ", ".join(e for e in r.environments if e != base) or "none" for n, r in (("A", a), ("B", b))}
+        raise IsobenchError(
+            f"--overhead: {ids} share no environment other than the baseline "
+            f"'{base}' (A has {others['A']}; B has {others['B']}): drop --overhead "
+            "to compare raw values"
+        )
     return base
 
 
@@ -338,8 +375,12 @@ def _ratios(run: RunData, settings: Settings) -> dict[tuple[str, str, str, str],
     return out
 
 
-def compare_overheads(a: RunData, b: RunData, tolerance_pct: float | None = None,
-                      between: dict[tuple[str, str, str, str], Spread] | None = None) -> RunComparison:
+def compare_overheads(
+    a: RunData,
+    b: RunData,
+    tolerance_pct: float | None = None,
+    between: dict[tuple[str, str, str, str], Spread] | None = None,
+) -> RunComparison:
     """Did what an environment costs move? For every environment other than
     the shared baseline and every metric measured in both runs, B's ratio to
     the baseline against A's (``results.analysis.judge_overhead_cells``).
@@ -353,12 +394,26 @@ def compare_overheads(a: RunData, b: RunData, tolerance_pct: float | None = None
     asked, only_a, only_b, mismatched = _match(_ratios(a, sa), _ratios(b, sb), base)
     family = _families(asked, primary_family((a, b)))
     held = [_held(between, kb, env) for kb, env, _, _ in asked]
-    judged = judge_overhead_cells([(qa, qb) for *_, qa, qb in asked], settings, looks=sa.looks * sb.looks,
-                                  family=family, between=held)
-    cells = [CellDiff(k, env, j.verdict, is_emulated(a, env) or is_emulated(b, env), base, j.within_a, j.within_b,
-                      family=f)
-             for (k, env, _, _), j, f in zip(asked, judged, family)]
+    judged = judge_overhead_cells(
+        [(qa, qb) for *_, qa, qb in asked], settings, looks=sa.looks * sb.looks, family=family, between=held
+    )
+    cells = [
+        CellDiff(k, env, j.verdict, is_emulated(a, env) or is_emulated(b, env), base, j.within_a, j.within_b, family=f)
+        for (k, env, _, _), j, f in zip(asked, judged, family)
+    ]
     used = [h[2] for h in held if h is not None]
-    return RunComparison(a, b, settings.tolerance_pct, cells, only_a, only_b, mismatched, _facts_diff(a, b),
-                         form=OVERHEAD, baseline=base, between_cells=len(used), between_runs=min(used, default=0),
-                         between_asked=between is not None)
+    return RunComparison(
+        a,
+        b,
+        settings.tolerance_pct,
+        cells,
+        only_a,
+        only_b,
+        mismatched,
+        _facts_diff(a, b),
+        form=OVERHEAD,
+        baseline=base,
+        between_cells=len(used),
+        between_runs=min(used, default=0),
+        between_asked=between is not None,
+    )

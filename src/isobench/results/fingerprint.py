@@ -28,8 +28,9 @@ MEMORY_TOLERANCE = 0.05
 # Host facts that change from run to run on an unchanged host: the load
 # average, the doctor's readings of the moment, a fleet's per-run ids, what a
 # calibration or adaptive run added about itself.
-VOLATILE_HOST = frozenset({"loadavg", "fleet", "calibration", "adaptive", "budget", "doctor load",
-                           "doctor free memory", "doctor free disk"})
+VOLATILE_HOST = frozenset(
+    {"loadavg", "fleet", "calibration", "adaptive", "budget", "doctor load", "doctor free memory", "doctor free disk"}
+)
 # The noise pilot's fact (noisepilot.Pilot.as_fact) says when it was measured
 # and how long ago: only its summary of the figures is a fact of the host.
 NOISE_PREFIX, NOISE_KEPT = "host_noise.", "host_noise.summary"
@@ -50,8 +51,12 @@ class HostClass:
     host: str | None = None  # with --by-host
 
     def same(self, other: HostClass) -> bool:
-        if (self.study, self.cpu_model, self.cores, self.host) != \
-                (other.study, other.cpu_model, other.cores, other.host):
+        if (self.study, self.cpu_model, self.cores, self.host) != (
+            other.study,
+            other.cpu_model,
+            other.cores,
+            other.host,
+        ):
             return False
         a, b = self.mem_bytes, other.mem_bytes
         if a is None or b is None:
@@ -87,8 +92,13 @@ def _number(value: Any) -> float | None:
 def host_class(run: RunData, by_host: bool = False) -> HostClass:
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
     cores = _number(facts.get("cores"))
-    return HostClass(run.study_name, str(facts.get("cpu_model") or ""), int(cores) if cores else None,
-                     _number(facts.get("mem_bytes")), host_name(run) if by_host else None)
+    return HostClass(
+        run.study_name,
+        str(facts.get("cpu_model") or ""),
+        int(cores) if cores else None,
+        _number(facts.get("mem_bytes")),
+        host_name(run) if by_host else None,
+    )
 
 
 def group_runs(runs: list[RunData], by_host: bool = False) -> list[tuple[HostClass, list[RunData]]]:
@@ -107,6 +117,7 @@ def group_runs(runs: list[RunData], by_host: bool = False) -> list[tuple[HostCla
 
 
 # -- facts ---------------------------------------------------------------------------
+
 
 def _flatten(prefix: str, value: object, out: dict[str, str]) -> None:
     if isinstance(value, dict) and value:
@@ -129,8 +140,13 @@ def host_fact_texts(run: RunData) -> dict[str, str]:
             out[k] = fmt_bytes(v)
         else:
             _flatten(str(k), v, out)
-    return {k: v for k, v in out.items() if k not in VOLATILE_HOST and k.split(".")[0] not in VOLATILE_HOST
-            and not (k.startswith(NOISE_PREFIX) and k != NOISE_KEPT)}
+    return {
+        k: v
+        for k, v in out.items()
+        if k not in VOLATILE_HOST
+        and k.split(".")[0] not in VOLATILE_HOST
+        and not (k.startswith(NOISE_PREFIX) and k != NOISE_KEPT)
+    }
 
 
 def env_fact_texts(run: RunData, env: str) -> dict[str, str]:

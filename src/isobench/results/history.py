@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import date, datetime, UTC
+from datetime import UTC, date, datetime
 
 from isobench.analysis import changepoints as cp
+from isobench.analysis.stats import ALPHA
+from isobench.analysis.verdicts import Verdict, fmt_level
 from isobench.results.analysis import interval_text
 from isobench.results.fingerprint import HostClass, facts_diff, group_runs, host_name
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.results.primary import primary_keys
 from isobench.results.table import HIGHER, LOWER, build_table
-from isobench.analysis.stats import ALPHA
-from isobench.analysis.verdicts import Verdict, fmt_level
 
 # Runs whose cells were all attempted; a running, interrupted or failed run
 # has some cells measured under conditions the others did not see.
@@ -136,10 +136,12 @@ class Change:
     @property
     def summary(self) -> str:
         j = self.judged
-        return (f"{self.direction} step {_fmt(self.step_pct)} [{_fmt(self.low_pct)}, {_fmt(self.high_pct)}] at "
-                f"{fmt_level(j.level)} {self.where}: {_fmt(self.level_before_pct)} over {len(self.before)} "
-                f"run(s) before, {_fmt(self.level_after_pct)} over {len(self.after)} after (vs {self.cell.baseline}; "
-                f"BH p = {j.p_adjusted:.2g})")
+        return (
+            f"{self.direction} step {_fmt(self.step_pct)} [{_fmt(self.low_pct)}, {_fmt(self.high_pct)}] at "
+            f"{fmt_level(j.level)} {self.where}: {_fmt(self.level_before_pct)} over {len(self.before)} "
+            f"run(s) before, {_fmt(self.level_after_pct)} over {len(self.after)} after (vs {self.cell.baseline}; "
+            f"BH p = {j.p_adjusted:.2g})"
+        )
 
 
 def _fmt(pct: float) -> str:
@@ -159,8 +161,9 @@ class Series:
 
     @property
     def shortfall(self) -> str:
-        return (f"{len(self.points)} comparable run(s); a step needs at least {cp.MIN_RUNS} "
-                f"({cp.MIN_SEGMENT} on each side)")
+        return (
+            f"{len(self.points)} comparable run(s); a step needs at least {cp.MIN_RUNS} ({cp.MIN_SEGMENT} on each side)"
+        )
 
 
 @dataclass
@@ -193,8 +196,7 @@ class History:
     def newest_series(self) -> list[Series]:
         """The series the newest run is the last point of: what a CI gate judges."""
         newest = self.newest
-        return [s for s in self.series() if newest is not None and s.points
-                and s.points[-1].run_id == newest.run_id]
+        return [s for s in self.series() if newest is not None and s.points and s.points[-1].run_id == newest.run_id]
 
     def blind(self, pct: float) -> list[tuple[Series, str]]:
         """The newest run's series the gate could not see a step of PCT
@@ -206,8 +208,14 @@ class History:
             if s.too_short:
                 out.append((s, s.shortfall))
             elif not v.resolves(pct):
-                out.append((s, f"its interval in the newest run is \u00b1{v.half_width_pct:.1f}%"
-                               if v.effect.tested else f"the newest run is not tested ({v.effect.reason})"))
+                out.append(
+                    (
+                        s,
+                        f"its interval in the newest run is \u00b1{v.half_width_pct:.1f}%"
+                        if v.effect.tested
+                        else f"the newest run is not tested ({v.effect.reason})",
+                    )
+                )
         return out
 
     def gate(self, pct: float) -> list[Change]:
@@ -221,6 +229,7 @@ class History:
 
 
 # -- choosing runs ---------------------------------------------------------------------
+
 
 def parse_started(text: str) -> datetime | None:
     """A stored start time (store.now_iso), or None when unreadable."""
@@ -241,16 +250,20 @@ def run_order(run: RunData) -> tuple[bool, str, str]:
     return (t is None, t.astimezone(UTC).isoformat() if t else "", run.run_id)
 
 
-def select(runs: list[RunData], since: date | None = None, until: date | None = None,
-           host: str | None = None) -> tuple[list[RunData], list[str]]:
+def select(
+    runs: list[RunData], since: date | None = None, until: date | None = None, host: str | None = None
+) -> tuple[list[RunData], list[str]]:
     """The runs history may use, oldest first, and a line for each run left
     out (statuses; the filters are counted, not listed)."""
     kept, out = [], []
     outside = 0
     for run in sorted(runs, key=run_order):
         day = run.started_at[:10]
-        if (since is not None and day < since.isoformat()) or (until is not None and day > until.isoformat()) \
-                or (host is not None and host_name(run) != host):
+        if (
+            (since is not None and day < since.isoformat())
+            or (until is not None and day > until.isoformat())
+            or (host is not None and host_name(run) != host)
+        ):
             outside += 1
             continue
         if run.status not in USABLE_STATUSES:
@@ -263,6 +276,7 @@ def select(runs: list[RunData], since: date | None = None, until: date | None = 
 
 
 # -- series ---------------------------------------------------------------------------------
+
 
 def _arrow(k: MetricKey) -> str:
     return HIGHER if k.higher_is_better else LOWER
@@ -282,12 +296,17 @@ def _reference_primaries(runs: list[RunData]) -> dict[tuple[str, str], tuple[str
 
 def _verdicts(run: RunData) -> dict[tuple[str, str, str, str], Verdict]:
     table = build_table(run)
-    return {(row.key.workload, row.key.case, row.key.metric, cell.env): cell.verdict
-            for row in table.rows for cell in row.cells if cell.verdict is not None}
+    return {
+        (row.key.workload, row.key.case, row.key.metric, cell.env): cell.verdict
+        for row in table.rows
+        for cell in row.cells
+        if cell.verdict is not None
+    }
 
 
-def _group_series(runs: list[RunData], envs: set[str] | None, workloads: set[str] | None,
-                  left_out: list[str]) -> list[Series]:
+def _group_series(
+    runs: list[RunData], envs: set[str] | None, workloads: set[str] | None, left_out: list[str]
+) -> list[Series]:
     refs = _reference_primaries(runs)
     series: dict[CellId, Series] = {}
     for run in runs:
@@ -302,13 +321,17 @@ def _group_series(runs: list[RunData], envs: set[str] | None, workloads: set[str
                 mine = keys.get((w, c, metric))
                 case = "" if c in ("", "default") else f"/{c}"
                 if mine is None:
-                    left_out.append(f"run {run.run_id}: {w}{case} has no {metric} (the primary metric of run "
-                                    f"{ref_id}): left out of its series")
+                    left_out.append(
+                        f"run {run.run_id}: {w}{case} has no {metric} (the primary metric of run "
+                        f"{ref_id}): left out of its series"
+                    )
                     continue
                 if (mine.unit, mine.higher_is_better) != (ref.unit, ref.higher_is_better):
-                    left_out.append(f"run {run.run_id}: {w}{case} {metric} is {mine.unit} {_arrow(mine)} there but "
-                                    f"{ref.unit} {_arrow(ref)} in run {ref_id}: primary metrics differ, not "
-                                    "comparable; left out of its series")
+                    left_out.append(
+                        f"run {run.run_id}: {w}{case} {metric} is {mine.unit} {_arrow(mine)} there but "
+                        f"{ref.unit} {_arrow(ref)} in run {ref_id}: primary metrics differ, not "
+                        "comparable; left out of its series"
+                    )
                     continue
                 for env in run.environments:
                     if env == run.baseline or (envs is not None and env not in envs):
@@ -325,13 +348,21 @@ def _group_series(runs: list[RunData], envs: set[str] | None, workloads: set[str
 
 
 def _edits(runs: list[RunData]) -> list[tuple[str, str, str]]:
-    return [(b.run_id, a.study_hash[:12], b.study_hash[:12]) for a, b in zip(runs, runs[1:])
-            if a.study_hash != b.study_hash]
+    return [
+        (b.run_id, a.study_hash[:12], b.study_hash[:12]) for a, b in zip(runs, runs[1:]) if a.study_hash != b.study_hash
+    ]
 
 
-def build_history(study: str, runs: list[RunData], *, by_host: bool = False, envs: set[str] | None = None,
-                  workloads: set[str] | None = None, left_out: list[str] | None = None,
-                  alpha: float = ALPHA) -> History:
+def build_history(
+    study: str,
+    runs: list[RunData],
+    *,
+    by_host: bool = False,
+    envs: set[str] | None = None,
+    workloads: set[str] | None = None,
+    left_out: list[str] | None = None,
+    alpha: float = ALPHA,
+) -> History:
     """History of RUNS (one study's, as chosen by ``select``): groups by
     host class, series per primary cell, steps judged over every series."""
     left = list(left_out or [])
@@ -350,7 +381,7 @@ def build_history(study: str, runs: list[RunData], *, by_host: bool = False, env
             if not j.confirmed:
                 continue
             a, b = j.step.before, j.step.after
-            before, after = tuple(s.points[a[0]:a[1]]), tuple(s.points[b[0]:b[1]])
+            before, after = tuple(s.points[a[0] : a[1]]), tuple(s.points[b[0] : b[1]])
             facts = facts_diff(by_id[before[-1].run_id], by_id[after[0].run_id], [s.cell.env, s.cell.baseline])
             s.changes.append(Change(s.cell, j, before, after, tuple(facts)))
     return History(study, groups, left, m, level)

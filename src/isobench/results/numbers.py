@@ -9,7 +9,7 @@ __all__ = ["DASH", "MINUS", "fmt_duration", "fmt_num", "fmt_pct", "rounds_text"]
 
 
 def rounds_text(rounds: int | None, seconds_per_round: float | None, cap: int) -> str:
-    """"about 72 rounds (about 47 min)": rounds that would settle a cell, and
+    """ "about 72 rounds (about 47 min)": rounds that would settle a cell, and
     their wall time at a run's own pace when known; "more than CAP rounds"
     beyond the cap."""
     if rounds is None:

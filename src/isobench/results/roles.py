@@ -16,10 +16,10 @@ from isobench.core.metric import (
     CPU_COST,
     CPU_UTIL,
     DURATION,
-    STARTUP,
     FAIRNESS,
     LATENCY,
     PER_INSTANCE,
+    STARTUP,
     THROUGHPUT,
     parse_instance_metric,
 )
@@ -46,7 +46,9 @@ _LEGACY_STARTUP = re.compile(r"^startup(?:[-_].*)?$")
 
 # (workload, metric) pairs the NAT vs host comparison took; None = every metric
 _LEGACY_LATENCY: dict[str, tuple[str, ...] | None] = {
-    "netlat": None, "redis": ("mean_ms", "p99_ms"), "oltp": ("p95_ms",),
+    "netlat": None,
+    "redis": ("mean_ms", "p99_ms"),
+    "oltp": ("p95_ms",),
 }
 
 

@@ -10,9 +10,15 @@ from typing import Any
 from isobench.results.model import RunData
 from isobench.results.numbers import DASH
 
-HOST_KEYS = (("cpu_model", "CPU"), ("cores", "Cores"), ("mem_bytes", "Memory"),
-             ("kernel", "Kernel"), ("thp", "THP"), ("governor", "Governor"),
-             ("docker_version", "Docker"))
+HOST_KEYS = (
+    ("cpu_model", "CPU"),
+    ("cores", "Cores"),
+    ("mem_bytes", "Memory"),
+    ("kernel", "Kernel"),
+    ("thp", "THP"),
+    ("governor", "Governor"),
+    ("docker_version", "Docker"),
+)
 
 
 def fmt_bytes(n: Any) -> str:
@@ -50,16 +56,20 @@ def host_facts(run: RunData) -> list[tuple[str, str]]:
         out.append(("Host noise", noise["line"]))
     elif "host_noise" in facts:
         out.append(("host_noise", fmt_fact(noise)))
-    out += [(k, fmt_fact(v)) for k, v in facts.items()
-            if k not in known and k not in ("doctor", "adaptive", "host_noise")]
+    out += [
+        (k, fmt_fact(v)) for k, v in facts.items() if k not in known and k not in ("doctor", "adaptive", "host_noise")
+    ]
     return out
 
 
 def doctor_warnings(run: RunData) -> list[str]:
     """`isobench doctor` findings stored with the run that may bias it."""
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
-    return [f"{f['check']}: {f['value']}" + (f" ({f['fix']})" if f.get("fix") else "")
-            for f in facts.get("doctor", []) if f.get("status") == "warn"]
+    return [
+        f"{f['check']}: {f['value']}" + (f" ({f['fix']})" if f.get("fix") else "")
+        for f in facts.get("doctor", [])
+        if f.get("status") == "warn"
+    ]
 
 
 def run_facts(run: RunData) -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ from isobench.results.model import RunData
 
 
 def schedule_summary(run: RunData) -> str:
-    """"" for a sequential run (or one stored before schedules); else which
+    """ "" for a sequential run (or one stored before schedules); else which
     cases ran as duets, on which CPU sides, and which ran one at a time."""
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
     record = facts.get("schedule")
@@ -20,8 +20,10 @@ def schedule_summary(run: RunData) -> str:
     where = ""
     if isinstance(sides, list) and len(sides) == 2 and all(isinstance(s, list) for s in sides):
         where = " on host CPUs " + " | ".join(",".join(str(c) for c in s) for s in sides)
-    text = (f"Schedule: duet: each environment's sample ran at the same time as {run.baseline}'s, each side on "
-            f"its own CPUs{where}, sides swapped every round; ratios are taken within each duet")
+    text = (
+        f"Schedule: duet: each environment's sample ran at the same time as {run.baseline}'s, each side on "
+        f"its own CPUs{where}, sides swapped every round; ratios are taken within each duet"
+    )
     text += f" ({', '.join(duets)})" if duets else ""
     if alone:
         text += f"; one sample at a time: {', '.join(alone)} (its workload cannot duet)"

@@ -19,9 +19,11 @@ def adaptive_lines(run: RunData, settings: Settings, split: bool = False) -> lis
         return []
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
     cells = "primary cell's" if split else "cell's"
-    out = [f"Adaptive repetitions: rounds added in blocks until every {cells} 95% CI was within "
-           f"\u00b1{settings.target_ci_pct:g}%; tests at alpha = 0.05/{settings.looks} for the "
-           f"{settings.looks} planned looks."]
+    out = [
+        f"Adaptive repetitions: rounds added in blocks until every {cells} 95% CI was within "
+        f"\u00b1{settings.target_ci_pct:g}%; tests at alpha = 0.05/{settings.looks} for the "
+        f"{settings.looks} planned looks."
+    ]
     for step, looks in sorted((facts.get("adaptive") or {}).items()):
         if looks:
             where = "" if step == "all" else f" (noise step {step})"
@@ -37,8 +39,11 @@ def budget_summary(run: RunData) -> str:
         return ""
     cases = record["cases"]
     counts = Counter(c.get("state", "?") for c in cases.values())
-    return (f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}: of {len(cases)} workload cases, "
-            + ", ".join(f"{k} {s}" for s, k in counts.most_common()) + " (the legend says why).")
+    return (
+        f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}: of {len(cases)} workload cases, "
+        + ", ".join(f"{k} {s}" for s, k in counts.most_common())
+        + " (the legend says why)."
+    )
 
 
 def budget_lines(run: RunData) -> list[str]:
@@ -50,11 +55,13 @@ def budget_lines(run: RunData) -> list[str]:
         return []
     pts, looks = record["points"], record.get("looks", len(record["points"]))
     spent = record.get("spent_s")
-    out = [f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}"
-           + (f" ({fmt_duration(float(spent))} spent at the last look)" if spent is not None else "")
-           + f": a first block of {pts[0]} rounds, then blocks only for the workload cases that could still "
-           f"resolve in the time left; tests at alpha = 0.05/{looks} for the {looks} planned looks "
-           f"(at {', '.join(str(p) for p in pts)} rounds)."]
+    out = [
+        f"Time budget {fmt_duration(float(record.get('budget_s', 0)))}"
+        + (f" ({fmt_duration(float(spent))} spent at the last look)" if spent is not None else "")
+        + f": a first block of {pts[0]} rounds, then blocks only for the workload cases that could still "
+        f"resolve in the time left; tests at alpha = 0.05/{looks} for the {looks} planned looks "
+        f"(at {', '.join(str(p) for p in pts)} rounds)."
+    ]
     cases = record.get("cases") or {}
     if cases:
         counts = Counter(c.get("state", "?") for c in cases.values())

@@ -16,6 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from isobench.analysis.anomalies import Drift, Outliers, SlowFirstRound, drift, outliers, slow_first_round
+from isobench.analysis.repetitions import converged
+from isobench.analysis.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
 from isobench.core.metric import DURATION, LATENCY, STARTUP, is_time_unit
 from isobench.results.analysis import (
     DESCRIPTIVE,
@@ -33,9 +36,6 @@ from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.roles import role_of
 from isobench.results.stopping import adaptive_lines, budget_lines
-from isobench.analysis.repetitions import converged
-from isobench.analysis.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
-from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
 
 __all__ = ["DASH", "MINUS", "fmt_num", "fmt_pct"]  # re-exported: renderers format through the table
 
@@ -114,7 +114,6 @@ class Table:
     footnotes: tuple[str, ...]  # per-column notes (emulated environments)
     failures: tuple[Failure, ...]  # each cell's warnings are its own (Cell.warnings)
 
-
     def groups(self) -> list[tuple[str, list[Row]]]:
         """Rows grouped by workload, workloads in order of first appearance."""
         out: dict[str, list[Row]] = {}
@@ -125,13 +124,20 @@ class Table:
 
 # -- cells ---------------------------------------------------------------------
 
+
 def is_time(key: MetricKey) -> bool:
     """A time (latency, duration): its role says so, or its unit is one of time."""
     return role_of(key) in SPREAD_ROLES or is_time_unit(key.unit)
 
 
-def cell_text(summary: Summary, verdict: Verdict | None, show_n: bool, failures: int = 0,
-              spread: bool = False, warned: bool = False) -> str:
+def cell_text(
+    summary: Summary,
+    verdict: Verdict | None,
+    show_n: bool,
+    failures: int = 0,
+    spread: bool = False,
+    warned: bool = False,
+) -> str:
     """``1043 (−0.9% [−3.1%, +1.4%]) [16] ≈``: mean, change vs baseline with
     its interval, sd, markers; for times also ``median 1040 (1020..1070)``."""
     parts = [fmt_num(summary.mean)]
@@ -162,6 +168,7 @@ def cell_marks(verdict: Verdict | None, failures: int = 0, warned: bool = False)
 
 
 # -- building --------------------------------------------------------------------
+
 
 def is_emulated(run: RunData, env: str) -> bool:
     facts = run.env_facts.get(env)
@@ -199,14 +206,20 @@ def cell_warnings(run: RunData, key: MetricKey, env: str, target_ci_pct: float |
     cell that did not converge (never a changed value)."""
     vals = _values(run, key, env)
     by_round = [v for _, v in sorted(zip(run.rounds.get((key, env), range(len(vals))), vals))]
-    found: list[Outliers | SlowFirstRound | Drift] = [outliers(vals), slow_first_round(by_round, key.higher_is_better),
-                                                      drift(by_round)]
+    found: list[Outliers | SlowFirstRound | Drift] = [
+        outliers(vals),
+        slow_first_round(by_round, key.higher_is_better),
+        drift(by_round),
+    ]
     texts = [f.text for f in found if f.flagged]
     if target_ci_pct is not None and not converged(vals, target_ci_pct):
         texts.append(f"not converged: the 95% CI is wider than \u00b1{target_ci_pct:g}% after {len(vals)} rounds")
     where = (key.workload, key.case, env)
-    return tuple(texts) + tuple(run.validity.get((*where, key.metric), ())) \
+    return (
+        tuple(texts)
+        + tuple(run.validity.get((*where, key.metric), ()))
         + tuple(run.validity.get((*where, ALL_METRICS), ()))
+    )
 
 
 def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKey, str], Question]:
@@ -218,8 +231,9 @@ def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKe
             vals = _values(run, key, col.env)
             if col.is_baseline or not vals or not base:
                 continue
-            out[(key, col.env)] = Question(key, vals, base, pairs(run, key, col.env, run.baseline),
-                                           pair_sides(run, key, col.env, run.baseline))
+            out[(key, col.env)] = Question(
+                key, vals, base, pairs(run, key, col.env, run.baseline), pair_sides(run, key, col.env, run.baseline)
+            )
     return out
 
 
@@ -234,8 +248,9 @@ def tone(cell: Cell) -> str:
     return v.direction if v is not None and v.changed else ""
 
 
-def build_cell(run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Verdict | None,
-               settings: Settings) -> Cell:
+def build_cell(
+    run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Verdict | None, settings: Settings
+) -> Cell:
     vals = _values(run, key, env)
     failed = _failure_count(run, key, env)
     if not vals:
@@ -283,8 +298,9 @@ def build_failures(run: RunData) -> tuple[Failure, ...]:
     return tuple(out)
 
 
-def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...],
-                 settings: Settings) -> tuple[str, ...]:
+def build_legend(
+    run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...], settings: Settings
+) -> tuple[str, ...]:
     cells = [c for r in rows for c in r.cells]
     judged = [c.verdict for c in cells if c.verdict is not None and c.verdict.effect.tested]
     tests = Counter(v.effect.test for v in judged)
@@ -296,13 +312,17 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
     ]
     split = any(r.family for r in rows)
     if judged:
-        how = {TEST_PAIRED: "paired t-test on the per-round log ratios (same round, interleaved)",
-               TEST_WELCH_LOG: "Welch's t-test on log values (rounds could not be paired)"}
+        how = {
+            TEST_PAIRED: "paired t-test on the per-round log ratios (same round, interleaved)",
+            TEST_WELCH_LOG: "Welch's t-test on log values (rounds could not be paired)",
+        }
         used = "; ".join(f"{how.get(t, t)}: {k} cell{'s' if k > 1 else ''}" for t, k in tests.most_common())
-        rest = (f"and beyond the metric's noise floor. {MARKS[EQUIVALENT]} equivalent: "
-                f"the interval lies within \u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). "
-                f"{MARKS[INCONCLUSIVE]} "
-                f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would.")
+        rest = (
+            f"and beyond the metric's noise floor. {MARKS[EQUIVALENT]} equivalent: "
+            f"the interval lies within \u00b1{settings.tolerance_pct:g}% (or the metric's noise floor). "
+            f"{MARKS[INCONCLUSIVE]} "
+            f"inconclusive: these runs cannot tell; see 'Inconclusive' for the rounds that would."
+        )
         if not split:
             legend += [
                 f"Change: ratio of geometric means, with its {fmt_level(judged[0].level)} interval (corrected for the "
@@ -317,8 +337,7 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
                 f"(false discoveries <= 5% among the primary cells, and among the descriptive ones) {rest}",
             ]
     legend += adaptive_lines(run, settings, split) + budget_lines(run)
-    per_cell_n = any(cell.status == OK and col.n is None
-                     for r in rows for col, cell in zip(columns, r.cells))
+    per_cell_n = any(cell.status == OK and col.n is None for r in rows for col, cell in zip(columns, r.cells))
     if per_cell_n:
         legend.append("n=k: repetitions of that cell (not the same for every cell of its column).")
     if any(c.verdict is not None and not c.verdict.effect.tested for c in cells):
@@ -326,8 +345,10 @@ def build_legend(run: RunData, rows: tuple[Row, ...], columns: tuple[Column, ...
     if any(c.status == OK and c.failures for c in cells):
         legend.append(f"{SOME_FAILED} some repetitions failed (see failures); the figures use the others.")
     if any(c.warnings for c in cells):
-        legend.append(f"{WARNED} see the warnings below the table (outliers, slow first round, drift, "
-                      f"validity); no value was dropped.")
+        legend.append(
+            f"{WARNED} see the warnings below the table (outliers, slow first round, drift, "
+            f"validity); no value was dropped."
+        )
     if any(c.status == FAILED for c in cells):
         legend.append("failed (k): all k repetitions failed (see failures).")
     if any(c.status == MISSING for c in cells):
@@ -342,13 +363,20 @@ def family_lines(rows: tuple[Row, ...], tests: str) -> list[str]:
     and m of each one's intervals, and the ``tests`` used."""
     parts = []
     for family, what in ((PRIMARY, "primary cells"), (DESCRIPTIVE, f"descriptive cells marked {DESCRIPTIVE_MARK}")):
-        judged = [c.verdict for r in rows if r.family == family for c in r.cells
-                  if c.verdict is not None and c.verdict.effect.tested]
+        judged = [
+            c.verdict
+            for r in rows
+            if r.family == family
+            for c in r.cells
+            if c.verdict is not None and c.verdict.effect.tested
+        ]
         if judged:
             parts.append(f"at {fmt_level(judged[0].level)} for the {judged[0].m} {what}")
-    change = ("Change: ratio of geometric means, with its interval corrected within its family"
-              + (f": {', '.join(parts)}" if parts else "")
-              + f"; each excludes 0% exactly for the BH-significant cells of its family. Tests: {tests}.")
+    change = (
+        "Change: ratio of geometric means, with its interval corrected within its family"
+        + (f": {', '.join(parts)}" if parts else "")
+        + f"; each excludes 0% exactly for the BH-significant cells of its family. Tests: {tests}."
+    )
     return [
         "Primary metrics answer each workload case's question (its throughput, or the latency or time that "
         "defines it; the study's primary list where it sets one) and are corrected among themselves. "
@@ -379,15 +407,25 @@ def build_table(run: RunData) -> Table:
     for key in run.metrics:
         # the adaptive rule waited for the primaries only, when the run has them
         watched = settings if family[key] != DESCRIPTIVE else replace(settings, target_ci_pct=None)
-        cells = tuple(build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)), watched)
-                      for col in columns)
+        cells = tuple(
+            build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)), watched) for col in columns
+        )
         label = row_label(key) + (f" {DESCRIPTIVE_MARK}" if family[key] == DESCRIPTIVE else "")
         rows.append(Row(key, label, cells, family[key]))
     rows_t = tuple(rows)
     footnotes = tuple(f"{EMULATED} {c.env}: {EMULATED_NOTE}." for c in columns if c.emulated)
-    footnotes += tuple(f"{c.env}: {workload} not run: {reason}." for c in columns
-                       for workload in dict.fromkeys(k.workload for k in run.metrics)
-                       if (reason := unsupported_reason(run, workload, c.env)))
-    return Table(title=f"{run.study_name}: run {run.run_id}", baseline=run.baseline,
-                 columns=columns, rows=rows_t, legend=build_legend(run, rows_t, columns, settings),
-                 footnotes=footnotes, failures=build_failures(run))
+    footnotes += tuple(
+        f"{c.env}: {workload} not run: {reason}."
+        for c in columns
+        for workload in dict.fromkeys(k.workload for k in run.metrics)
+        if (reason := unsupported_reason(run, workload, c.env))
+    )
+    return Table(
+        title=f"{run.study_name}: run {run.run_id}",
+        baseline=run.baseline,
+        columns=columns,
+        rows=rows_t,
+        legend=build_legend(run, rows_t, columns, settings),
+        footnotes=footnotes,
+        failures=build_failures(run),
+    )

@@ -45,7 +45,7 @@ class Plan:
 
 
 def parse_sizes(text: str) -> tuple[float, ...]:
-    """"5,10,20" -> (5.0, 10.0, 20.0); each in (0, 90) percent."""
+    """ "5,10,20" -> (5.0, 10.0, 20.0); each in (0, 90) percent."""
     sizes = []
     for part in text.split(","):
         try:
@@ -53,8 +53,9 @@ def parse_sizes(text: str) -> tuple[float, ...]:
         except ValueError:
             raise StudyError(f"--sizes: {part.strip()!r} is not a number; give percentages like 5,10,20") from None
         if not 0 < size < 90:
-            raise StudyError(f"--sizes: {part.strip()} is outside (0, 90): a planted slowdown is a percentage "
-                             "above 0 and below 90")
+            raise StudyError(
+                f"--sizes: {part.strip()} is outside (0, 90): a planted slowdown is a percentage above 0 and below 90"
+            )
         sizes.append(size)
     if len(set(sizes)) != len(sizes):
         raise StudyError("--sizes: each planted size once")
@@ -65,20 +66,22 @@ def _size_name(size: float) -> str:
     return f"{size:g}".replace(".", "p")
 
 
-def derive(text: str, path: str, env: str | None, sizes: tuple[float, ...], copies: int,
-           quota: float | None) -> tuple[str, Plan]:
+def derive(
+    text: str, path: str, env: str | None, sizes: tuple[float, ...], copies: int, quota: float | None
+) -> tuple[str, Plan]:
     """The calibration study's TOML text, and its plan. Refuses (StudyError,
     one line) an environment the study lacks or whose kind has no CPU quota."""
     study = parse_study(text, path)
     env = env or study.meta.baseline
     if env not in study.environments:
-        raise StudyError(f"--env: {env!r} is not an environment of {path} "
-                         f"({', '.join(study.environments)})")
+        raise StudyError(f"--env: {env!r} is not an environment of {path} ({', '.join(study.environments)})")
     spec = study.environments[env]
     if QUOTA_FIELD not in type(spec).model_fields:
         able = sorted({s.kind for s in study.environments.values() if QUOTA_FIELD in type(s).model_fields})
-        raise StudyError(f"--env: {env} ({spec.kind}) has no CPU quota ({QUOTA_FIELD}) to plant a slowdown "
-                         f"with; choose an environment of kind {' or '.join(able) or 'docker'}")
+        raise StudyError(
+            f"--env: {env} ({spec.kind}) has no CPU quota ({QUOTA_FIELD}) to plant a slowdown "
+            f"with; choose an environment of kind {' or '.join(able) or 'docker'}"
+        )
     if not 1 <= copies <= MAX_COPIES:
         raise StudyError(f"--copies: {copies} is outside 1 to {MAX_COPIES}")
     if not sizes:
@@ -91,10 +94,12 @@ def derive(text: str, path: str, env: str | None, sizes: tuple[float, ...], copi
     raw = tomllib.loads(text)
     meta = dict(raw["study"])
     suffix = "-calibrate"
-    meta["name"] = study.meta.name[:NAME_MAX - len(suffix)].rstrip("-") + suffix
+    meta["name"] = study.meta.name[: NAME_MAX - len(suffix)].rstrip("-") + suffix
     meta["baseline"] = env
-    meta["description"] = (f"calibration of {env}: {copies} A/A copies, planted CPU slowdowns of "
-                           f"{', '.join(f'{s:g}%' for s in sizes)} (quota {q:g} CPUs)")
+    meta["description"] = (
+        f"calibration of {env}: {copies} A/A copies, planted CPU slowdowns of "
+        f"{', '.join(f'{s:g}%' for s in sizes)} (quota {q:g} CPUs)"
+    )
     envs = {env: {**body, QUOTA_FIELD: q}}
     for i in range(1, copies + 1):
         envs[f"{env}{_AA}{i}"] = {**body, QUOTA_FIELD: q}
@@ -131,10 +136,23 @@ class Calibration:
     rates: tuple[Rate, ...]  # A/A first, then planted sizes ascending
 
     def as_dict(self) -> dict:
-        return {"run_id": self.run_id, "env": self.env,
-                "rates": [{"label": r.label, "planted_pct": r.planted_pct, "hits": r.hits, "n": r.n,
-                           "rate": r.rate, "low": r.low, "high": r.high, "measured_pct": r.measured_pct}
-                          for r in self.rates]}
+        return {
+            "run_id": self.run_id,
+            "env": self.env,
+            "rates": [
+                {
+                    "label": r.label,
+                    "planted_pct": r.planted_pct,
+                    "hits": r.hits,
+                    "n": r.n,
+                    "rate": r.rate,
+                    "low": r.low,
+                    "high": r.high,
+                    "measured_pct": r.measured_pct,
+                }
+                for r in self.rates
+            ],
+        }
 
 
 def _role_of(env: str, base: str) -> float | None:
@@ -149,6 +167,7 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     if n == 0:
         return math.nan, math.nan
     from scipy.stats import binomtest
+
     ci = binomtest(hits, n).proportion_ci(confidence_level=0.95, method="wilson")
     return float(ci.low), float(ci.high)
 
@@ -174,7 +193,16 @@ def judge(run: RunData) -> Calibration:
         low, high = wilson(sum(hit), len(hit))
         measured = sorted(v.overhead_pct for _, v in pairs)
         mid = measured[len(measured) // 2] if measured else math.nan
-        rates.append(Rate("A/A" if planted == 0 else f"planted {planted:g}%", planted, sum(hit), len(hit),
-                          low, high, mid,
-                          tuple(f"{k.case} {k.metric}: {v.text}" for k, v in pairs)))
+        rates.append(
+            Rate(
+                "A/A" if planted == 0 else f"planted {planted:g}%",
+                planted,
+                sum(hit),
+                len(hit),
+                low,
+                high,
+                mid,
+                tuple(f"{k.case} {k.metric}: {v.text}" for k, v in pairs),
+            )
+        )
     return Calibration(run.run_id, run.baseline, tuple(rates))

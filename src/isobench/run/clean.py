@@ -10,8 +10,8 @@ import os
 import shutil
 import signal
 
-from isobench.envs.kinds import kinds
 from isobench.core.workspace import DATA_ROOT, TMP_ROOT
+from isobench.envs.kinds import kinds
 
 
 def clean(run_id: str | None = None) -> list[str]:
@@ -23,6 +23,7 @@ def clean(run_id: str | None = None) -> list[str]:
     removed += kill_leftover_stressors(run_id)
     from isobench.clienthost import clean_network
     from isobench.workloads.leftovers import kill_leftover_servers, kill_servers_on_bench_addresses
+
     removed += kill_leftover_servers(TMP_ROOT, run_id)
     if run_id is None:  # a socket does not say which run started its server
         removed += kill_servers_on_bench_addresses()
@@ -41,6 +42,7 @@ def clean(run_id: str | None = None) -> list[str]:
 def kill_leftover_stressors(run_id: str | None = None) -> list[str]:
     """stress-ng of a [noise] step (its process group) that outlived its run."""
     from isobench.host.noise import leftover_stressors
+
     removed = []
     for pid in leftover_stressors(run_id):
         try:

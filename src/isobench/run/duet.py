@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from isobench.envs.base import Environment
 from isobench.run.measure import Taken, take
@@ -54,8 +54,9 @@ def filler_argv(workload: Workload, case: str, env: Environment, seconds: float)
     return ["timeout", "-k", "1", f"{seconds:.2f}", *workload.argv(case, env.paths)]
 
 
-def _side(workload: Workload, case: str, me: Side, other: Side, barrier: threading.Barrier,
-          noise_facts: dict | None) -> None:
+def _side(
+    workload: Workload, case: str, me: Side, other: Side, barrier: threading.Barrier, noise_facts: dict | None
+) -> None:
     try:
         barrier.wait(BARRIER_TIMEOUT_S)
     except threading.BrokenBarrierError:
@@ -69,14 +70,20 @@ def _side(workload: Workload, case: str, me: Side, other: Side, barrier: threadi
     chunk = filler_s(me.taken.wall_s)
     while not other.done.is_set():
         t0 = time.perf_counter()
-        me.env.exec(filler_argv(workload, case, me.env, chunk), timeout=chunk + 30,
-                    cwd=workload.cwd(case, me.env.paths))
+        me.env.exec(
+            filler_argv(workload, case, me.env, chunk), timeout=chunk + 30, cwd=workload.cwd(case, me.env.paths)
+        )
         me.busy.append((t0, time.perf_counter()))
         me.fillers += 1
 
 
-def run_duet(workload: Workload, case: str, pair: tuple[Environment, Environment],
-             cpus: tuple[tuple[int, ...], tuple[int, ...]], noise_facts: dict | None = None) -> list[Taken]:
+def run_duet(
+    workload: Workload,
+    case: str,
+    pair: tuple[Environment, Environment],
+    cpus: tuple[tuple[int, ...], tuple[int, ...]],
+    noise_facts: dict | None = None,
+) -> list[Taken]:
     """Both samples, taken at once; each Taken carries its duet record in
     extra["duet"]. Placement failures raise (EnvironmentError_): the caller
     records both samples as failed."""
@@ -84,22 +91,32 @@ def run_duet(workload: Workload, case: str, pair: tuple[Environment, Environment
     for s in sides:
         s.env.place(s.cpus)
     barrier = threading.Barrier(2)
-    threads = [threading.Thread(target=_side, args=(workload, case, me, other, barrier, noise_facts),
-                                name=f"duet-{me.env.name}", daemon=True)
-               for me, other in (sides, sides[::-1])]
+    threads = [
+        threading.Thread(
+            target=_side,
+            args=(workload, case, me, other, barrier, noise_facts),
+            name=f"duet-{me.env.name}",
+            daemon=True,
+        )
+        for me, other in (sides, sides[::-1])
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     out = []
     for me, other in (sides, sides[::-1]):
-        taken = me.taken or Taken("", time.perf_counter(), 0.0, time.time(), None, "failed",
-                                  "the duet's barrier broke")
+        taken = me.taken or Taken("", time.perf_counter(), 0.0, time.time(), None, "failed", "the duet's barrier broke")
         record: dict[str, Any] = {"partner": other.env.name, "cpus": ",".join(map(str, me.cpus))}
         if me.taken is not None and other.taken is not None:
-            record.update({"started": round(me.taken.epoch, 3),
-                           "skew_s": round(abs(me.taken.t0 - other.taken.t0), 6),
-                           "overlap": round(overlap(me.busy[0], other.busy), 4), "fillers": me.fillers})
+            record.update(
+                {
+                    "started": round(me.taken.epoch, 3),
+                    "skew_s": round(abs(me.taken.t0 - other.taken.t0), 6),
+                    "overlap": round(overlap(me.busy[0], other.busy), 4),
+                    "fillers": me.fillers,
+                }
+            )
         taken.extra["duet"] = record
         out.append(taken)
     return out

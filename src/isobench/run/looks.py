@@ -23,8 +23,13 @@ def next_block_of(store: Store, run_id: str, cells: list, measured: int, meta) -
     ours = {(c.key, c.case) for c in cells}
     watched = set(primary_keys(run)) if stores_primaries(run) else set(run.metrics)
     values = [v for (key, _env), v in run.values.items() if (key.workload, key.case) in ours and key in watched]
-    return next_block(values, measured, meta.adaptive_schedule, meta.target_ci_pct,
-                      what="primary cell" if stores_primaries(run) else "cell")
+    return next_block(
+        values,
+        measured,
+        meta.adaptive_schedule,
+        meta.target_ci_pct,
+        what="primary cell" if stores_primaries(run) else "cell",
+    )
 
 
 class Clock:
@@ -47,8 +52,17 @@ class Clock:
         return sum(times) / len(times) if times else fallback
 
 
-def budget_look(store: Store, run_id: str, cells: list, active: set, measured: int, plan: Plan,
-                 clock: Clock, environments: int, tol_pct: float) -> Allocation:
+def budget_look(
+    store: Store,
+    run_id: str,
+    cells: list,
+    active: set,
+    measured: int,
+    plan: Plan,
+    clock: Clock,
+    environments: int,
+    tol_pct: float,
+) -> Allocation:
     """The budget's call at a look: every case's primary cells against the
     baseline, tested as Table I tests them, at the strictest level the final
     analysis can use (alpha/K over m primary cells); recorded in the run's facts."""
@@ -64,15 +78,29 @@ def budget_look(store: Store, run_id: str, cells: list, active: set, measured: i
             if env == run.baseline:
                 continue
             q = baseline_question(run, key, env, settings)
-            effects[case].append(compare_cell(q.candidate if q else [], q.reference if q else [],
-                                              key.higher_is_better, pairs=q.pairs if q else None,
-                                              sides=q.sides if q else None,
-                                              tol_pct=tol_pct, noise_pct=settings.noise_pct(key)))
+            effects[case].append(
+                compare_cell(
+                    q.candidate if q else [],
+                    q.reference if q else [],
+                    key.higher_is_better,
+                    pairs=q.pairs if q else None,
+                    sides=q.sides if q else None,
+                    tol_pct=tol_pct,
+                    noise_pct=settings.noise_pct(key),
+                )
+            )
     m = max(sum(len(v) for v in effects.values()), 1)
     q_level = sequential_alpha(plan.looks, alpha=ALPHA) / m
-    evidence = [Evidence(case, tuple(effects[case]), measured,
-                         clock.round_s(case, ours[case].workload.expected_s(ours[case].workload_case) * environments))
-                for case in ours if case in active]
+    evidence = [
+        Evidence(
+            case,
+            tuple(effects[case]),
+            measured,
+            clock.round_s(case, ours[case].workload.expected_s(ours[case].workload_case) * environments),
+        )
+        for case in ours
+        if case in active
+    ]
     left = plan.budget_s - clock.spent()
     alloc = allocate(evidence, plan, left, q_level, tol_pct)
     facts = store.run_facts(run_id)
@@ -81,8 +109,12 @@ def budget_look(store: Store, run_id: str, cells: list, active: set, measured: i
     record.setdefault("looks_taken", []).append({"rounds": measured, "left_s": round(left, 1), "text": alloc.text})
     cases = record.setdefault("cases", {})
     for call in alloc.calls:
-        cases[f"{call.case[0]}/{call.case[1]}"] = {"state": call.state, "rounds": call.rounds,
-                                                   "needed": call.needed, "why": call.why}
+        cases[f"{call.case[0]}/{call.case[1]}"] = {
+            "state": call.state,
+            "rounds": call.rounds,
+            "needed": call.needed,
+            "why": call.why,
+        }
     store.set_run_facts(run_id, facts)
     return alloc
 
@@ -101,6 +133,14 @@ def record_adaptive(store: Store, run_id: str, step, measured: int, d: NextBlock
     """Kept with the run's facts so the report can say how the run stopped."""
     facts = store.run_facts(run_id)
     looks = facts.setdefault("adaptive", {}).setdefault("all" if step is None else str(step), [])
-    looks.append({"rounds": measured, "look": d.look, "converged": sum(d.converged),
-                  "cells": len(d.converged), "stop": d.stop, "text": d.text})
+    looks.append(
+        {
+            "rounds": measured,
+            "look": d.look,
+            "converged": sum(d.converged),
+            "cells": len(d.converged),
+            "stop": d.stop,
+            "text": d.text,
+        }
+    )
     store.set_run_facts(run_id, facts)

@@ -47,27 +47,75 @@ def take(workload: Workload, case: str, env: Environment, noise_facts: dict | No
         raw = hide(result.stdout + result.stderr) if result is not None else ""
         status = "timeout" if (result is not None and result.timed_out) else "failed"
         reason = hide(str(exc) if isinstance(exc, (WorkloadError, ParseError)) else f"{type(exc).__name__}: {exc}")
-        return Taken(started_at, t0, time.perf_counter() - t0, epoch, None, status, reason, raw,
-                     {"noise": noise_facts} if noise_facts else {})
+        return Taken(
+            started_at,
+            t0,
+            time.perf_counter() - t0,
+            epoch,
+            None,
+            status,
+            reason,
+            raw,
+            {"noise": noise_facts} if noise_facts else {},
+        )
     return Taken(started_at, t0, time.perf_counter() - t0, epoch, m)
 
 
-def record(store: Store, run_id: str, key: str, case: str, workload: Workload, env: Environment, round_: int,
-           warmup: bool, taken: Taken) -> str | None:
+def record(
+    store: Store,
+    run_id: str,
+    key: str,
+    case: str,
+    workload: Workload,
+    env: Environment,
+    round_: int,
+    warmup: bool,
+    taken: Taken,
+) -> str | None:
     """Store a taken sample; returns why it failed (None: ok)."""
     if taken.measurement is None:
-        store.add_sample(Sample(run_id, env.name, key, case, round_, warmup, taken.status, taken.started_at,
-                                taken.wall_s, extra=taken.extra, raw=taken.raw, error=taken.error[:500],
-                                parser_version=workload.parser_version))
+        store.add_sample(
+            Sample(
+                run_id,
+                env.name,
+                key,
+                case,
+                round_,
+                warmup,
+                taken.status,
+                taken.started_at,
+                taken.wall_s,
+                extra=taken.extra,
+                raw=taken.raw,
+                error=taken.error[:500],
+                parser_version=workload.parser_version,
+            )
+        )
         return taken.error
     m = taken.measurement
     # the parser's version goes with its values: a later parser change is told
     # apart, and `isobench reparse` recomputes them from m.raw
-    store.add_sample(Sample(run_id, env.name, key, case, round_, warmup, "ok", taken.started_at, taken.wall_s,
-                            m.values, {**m.extra, **taken.extra}, m.raw, parser_version=workload.parser_version))
+    store.add_sample(
+        Sample(
+            run_id,
+            env.name,
+            key,
+            case,
+            round_,
+            warmup,
+            "ok",
+            taken.started_at,
+            taken.wall_s,
+            m.values,
+            {**m.extra, **taken.extra},
+            m.raw,
+            parser_version=workload.parser_version,
+        )
+    )
     return None
 
 
-def record_failure(store: Store, run_id: str, key: str, case: str, env: Environment, round_: int, warmup: bool,
-                   reason: str) -> None:
+def record_failure(
+    store: Store, run_id: str, key: str, case: str, env: Environment, round_: int, warmup: bool, reason: str
+) -> None:
     store.add_sample(Sample(run_id, env.name, key, case, round_, warmup, "failed", now_iso(), 0.0, error=reason))

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 class RichProgress:
     def __init__(self, console: Console, bar: bool = True):
         self.console = console
         self.bar = bar
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                  console=console, transient=False)
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
         self._task: TaskID | None = None
         self._done = 0
         self._total = 0
@@ -51,5 +65,6 @@ class RichProgress:
 
     def note(self, message: str) -> None:
         # soft_wrap: a note is one line however long, so logs and tools read it whole
-        (self._progress.console if self.bar else self.console).print(message, highlight=False, markup=False,
-                                                                     soft_wrap=True)
+        (self._progress.console if self.bar else self.console).print(
+            message, highlight=False, markup=False, soft_wrap=True
+        )

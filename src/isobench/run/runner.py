@@ -14,8 +14,8 @@ import secrets
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from isobench.checks.doctor import findings_as_facts, judge, read_host
@@ -100,10 +100,16 @@ def needs_image(study: Study) -> bool:
     return any(kind_of(spec.kind).needs_image for spec in study.environments.values())
 
 
-def run_study(study: Study, store: Store, progress: Progress | None = None,
-              image_provider: Callable[[], str] | None = None, resume: str | None = None,
-              on_run_id: Callable[[str], None] | None = None, run_id: str | None = None,
-              host_noise: dict | None = None) -> str:
+def run_study(
+    study: Study,
+    store: Store,
+    progress: Progress | None = None,
+    image_provider: Callable[[], str] | None = None,
+    resume: str | None = None,
+    on_run_id: Callable[[str], None] | None = None,
+    run_id: str | None = None,
+    host_noise: dict | None = None,
+) -> str:
     """Run the study to the end (or to Ctrl-C); returns the run id. Whatever
     happens, everything started here is stopped before returning. With
     resume=RUN_ID, continue that run: cells already measured are skipped.
@@ -153,12 +159,20 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
             started.append(env)
             packages = sorted({p for c in cells for p in c.workload.versioned_packages()})
             not_run = {key: reason for (name, key), reason in skip.items() if name == env.name}
-            store.set_env_facts(run_id, env.name, {**env.facts(), "tool_versions": env.package_versions(packages),
-                                                   **({"unsupported": not_run} if not_run else {})})
+            store.set_env_facts(
+                run_id,
+                env.name,
+                {
+                    **env.facts(),
+                    "tool_versions": env.package_versions(packages),
+                    **({"unsupported": not_run} if not_run else {}),
+                },
+            )
         prepare_failures = _prepare(cells, started, progress)
         meta = study.meta
-        runnable = sum(schedule.samples_per_round(c.workload, sum((e.name, c.key) not in skip for e in envs))
-                       for c in cells)
+        runnable = sum(
+            schedule.samples_per_round(c.workload, sum((e.name, c.key) not in skip for e in envs)) for c in cells
+        )
         ctx = _Run(store, run_id, meta, done, skip, watch, progress, prepare_failures)
         budget = study.budget_plan()
         if budget is not None:
@@ -167,9 +181,12 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
         for step, step_cells in by_step(cells):
             noise_facts = None
-            if noise is not None and any((e.name, c.key, c.case, r) not in done for r in
-                                         range(meta.warmup + meta.adaptive_schedule.min_rounds)
-                                         for c in step_cells for e in started):
+            if noise is not None and any(
+                (e.name, c.key, c.case, r) not in done
+                for r in range(meta.warmup + meta.adaptive_schedule.min_rounds)
+                for c in step_cells
+                for e in started
+            ):
                 assert study.noise is not None and step is not None  # a noise study's cells have steps
                 progress.note(f"noise: {study.noise.stressor} stressor, {step} workers")
                 noise_facts = noise.start_step(step)
@@ -193,16 +210,31 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                         if measured_here and round_ >= meta.warmup:  # resumed cells took no time
                             clock.add((cell.key, cell.case), time.monotonic() - began)
                 if budget is not None:
-                    alloc = budget_look(store, run_id, step_cells, active, rounds - meta.warmup, budget, clock,
-                                         len(started), meta.tolerance_pct)
+                    alloc = budget_look(
+                        store,
+                        run_id,
+                        step_cells,
+                        active,
+                        rounds - meta.warmup,
+                        budget,
+                        clock,
+                        len(started),
+                        meta.tolerance_pct,
+                    )
                     progress.note(f"budget: {alloc.text}")
                     ended.update({c.case: rounds for c in alloc.calls if c.case not in alloc.measure})
                     active = set(alloc.measure)
                     if alloc.stop:
                         break
                     first, rounds = rounds, rounds + alloc.more
-                    progress.extend(alloc.more * sum(schedule.samples_per_round(c.workload, len(started))
-                                                     for c in step_cells if (c.key, c.case) in active))
+                    progress.extend(
+                        alloc.more
+                        * sum(
+                            schedule.samples_per_round(c.workload, len(started))
+                            for c in step_cells
+                            if (c.key, c.case) in active
+                        )
+                    )
                     continue
                 if not meta.adaptive:
                     break
@@ -212,16 +244,23 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
                 if decision.stop:
                     break
                 first, rounds = rounds, rounds + decision.more
-            planned |= {(e.name, c.key, c.case, r) for c in step_cells
-                        for r in range(ended.get((c.key, c.case), rounds)) for e in envs if (e.name, c.key) not in skip}
+            planned |= {
+                (e.name, c.key, c.case, r)
+                for c in step_cells
+                for r in range(ended.get((c.key, c.case), rounds))
+                for e in envs
+                if (e.name, c.key) not in skip
+            }
         status = final_status(planned, store.measured_cells(run_id))
     except KeyboardInterrupt:
         status = "interrupted"
         raise
     except StoreWriteError as exc:
         status = "interrupted"
-        raise StoreWriteError(f"{exc}; the run stopped, every sample before this one is kept in run {run_id}; "
-                              f"then `isobench run --resume {run_id}` finishes it") from None
+        raise StoreWriteError(
+            f"{exc}; the run stopped, every sample before this one is kept in run {run_id}; "
+            f"then `isobench run --resume {run_id}` finishes it"
+        ) from None
     finally:
         if noise is not None:
             noise.stop()
@@ -229,8 +268,10 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
         leftovers = _teardown([*envs, client] if client is not None else envs, run_id)
         if leftovers:
             remember_leftovers(run_id, leftovers)
-            progress.note(f"teardown could not finish: {'; '.join(leftovers)[:300]}; the next run's start "
-                          "(or `isobench clean`) removes what is left")
+            progress.note(
+                f"teardown could not finish: {'; '.join(leftovers)[:300]}; the next run's start "
+                "(or `isobench clean`) removes what is left"
+            )
         try:
             store.finish_run(run_id, status)
         except Exception:  # noqa: BLE001 - a full disk: `isobench runs` shows the run as died
@@ -241,8 +282,13 @@ def run_study(study: Study, store: Store, progress: Progress | None = None,
 def _round_label(meta, round_: int) -> str:
     if round_ < meta.warmup:
         return "warm-up"
-    of = (f" (budget {meta.budget})" if meta.budget is not None else f"/{meta.repetitions}" if not meta.adaptive
-          else f" (up to {meta.adaptive_schedule.max_rounds})")
+    of = (
+        f" (budget {meta.budget})"
+        if meta.budget is not None
+        else f"/{meta.repetitions}"
+        if not meta.adaptive
+        else f" (up to {meta.adaptive_schedule.max_rounds})"
+    )
     return f"round {round_ - meta.warmup + 1}{of}"
 
 
@@ -296,8 +342,11 @@ class _Run:
 def schedule_facts(schedule: Schedule, cells: list[Cell]) -> dict:
     """Kept with the run: the schedule, a duet's CPU sides, and which
     schedule each workload case ran under."""
-    return {"name": schedule.name, **schedule.facts(),
-            "cells": {f"{c.key}/{c.case}": schedule.used_for(c.workload) for c in cells}}
+    return {
+        "name": schedule.name,
+        **schedule.facts(),
+        "cells": {f"{c.key}/{c.case}": schedule.used_for(c.workload) for c in cells},
+    }
 
 
 def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None) -> bool:
@@ -315,8 +364,10 @@ def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict 
         return False
     warmup = round_ < meta.warmup
     duet = slot.together and len(live) == 2 and not any(ctx.prepare_failures.get((key, e.name)) for e in live)
-    ctx.progress.step(f"{_round_label(meta, round_)} {key}/{case} in {' with '.join(e.name for e in live)}"
-                      + (" (duet)" if duet else ""))
+    ctx.progress.step(
+        f"{_round_label(meta, round_)} {key}/{case} in {' with '.join(e.name for e in live)}"
+        + (" (duet)" if duet else "")
+    )
     if duet:
         try:
             cpus = (slot.cpus[0], slot.cpus[1])

@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
 from isobench.results.model import RunData
-from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.readback import read_run
-from isobench.store.shapes import SampleExtra, stored, stored_names
+from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
-
+from isobench.store.shapes import SampleExtra, stored, stored_names
 
 now_iso = now_utc  # runs' times are UTC instants (core/instants.py)
 
@@ -43,21 +42,21 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
     return f"{path}: store error: {text}"
 
 
-
-
 class Store:
     def __init__(self, path: str, create: bool = True):
         """Open the store at PATH; with create=False (every command that only
         reads) a missing file is refused rather than created."""
         self.path = path
         if not path:
-            raise StoreError("--store: empty path; give the store's file path (default /var/lib/isobench/"
-                             "results.sqlite)")
+            raise StoreError(
+                "--store: empty path; give the store's file path (default /var/lib/isobench/results.sqlite)"
+            )
         if os.path.isdir(path):
             raise StoreError(f"{path}: is a directory, not a store; give a file path with --store")
         if not create and not os.path.exists(path):
-            raise StoreError(f"{path}: no such store; runs are stored by `isobench run` (check --store or "
-                             "ISOBENCH_STORE)")
+            raise StoreError(
+                f"{path}: no such store; runs are stored by `isobench run` (check --store or ISOBENCH_STORE)"
+            )
         try:
             if os.path.dirname(path):
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -65,15 +64,15 @@ class Store:
             foreign = self._foreign_tables()
             if foreign:
                 self.db.close()
-                raise StoreError(f"{path}: an SQLite file but not an isobench store ({foreign}); "
-                                 "give another --store path")
+                raise StoreError(
+                    f"{path}: an SQLite file but not an isobench store ({foreign}); give another --store path"
+                )
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise StoreError(store_problem(path, exc)) from None
         except OSError as exc:
-            raise StoreError(f"{path}: cannot open the store: {exc.strerror}; "
-                             "give a writable --store path") from None
+            raise StoreError(f"{path}: cannot open the store: {exc.strerror}; give a writable --store path") from None
         self._add_missing_columns()
 
     def _foreign_tables(self) -> str:
@@ -125,12 +124,15 @@ class Store:
     def _utc_times(self) -> None:
         """Runs' times stored before they were UTC instants, converted once
         (a text that is no time is left: it sorts first, never the latest)."""
-        for run_id, *times in self.db.execute("SELECT run_id, started_at, finished_at FROM runs WHERE NOT"
-                                              f" (started_at GLOB '{CANONICAL_GLOB}')").fetchall():
+        for run_id, *times in self.db.execute(
+            f"SELECT run_id, started_at, finished_at FROM runs WHERE NOT (started_at GLOB '{CANONICAL_GLOB}')"
+        ).fetchall():
             try:
                 with self.db:
-                    self.db.execute("UPDATE runs SET started_at=?, finished_at=? WHERE run_id=?",
-                                    (*(utc(t) if t else t for t in times), run_id))
+                    self.db.execute(
+                        "UPDATE runs SET started_at=?, finished_at=? WHERE run_id=?",
+                        (*(utc(t) if t else t for t in times), run_id),
+                    )
             except (ValueError, sqlite3.OperationalError):
                 pass  # unreadable, or a read-only store: read as stored
 
@@ -143,27 +145,39 @@ class Store:
         with self.db:
             self.db.execute(
                 "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, study.meta.name, study.path, study.text, study.hash, study.meta.baseline,
-                 json.dumps(list(study.environments)), now_iso(), None, "running",
-                 json.dumps(host_facts, sort_keys=True)))
+                (
+                    run_id,
+                    study.meta.name,
+                    study.path,
+                    study.text,
+                    study.hash,
+                    study.meta.baseline,
+                    json.dumps(list(study.environments)),
+                    now_iso(),
+                    None,
+                    "running",
+                    json.dumps(host_facts, sort_keys=True),
+                ),
+            )
 
     def set_env_facts(self, run_id: str, env: str, facts: dict) -> None:
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO env_facts VALUES (?,?,?)",
-                            (run_id, env, json.dumps(facts, sort_keys=True, default=str)))
+            self.db.execute(
+                "INSERT OR REPLACE INTO env_facts VALUES (?,?,?)",
+                (run_id, env, json.dumps(facts, sort_keys=True, default=str)),
+            )
 
     def define_metrics(self, run_id: str, workload: str, case: str, metrics) -> None:
         """The case's metrics (isobench.core.metric.Metric) with their roles and
         primary flags, as the run will report them."""
         with self.db:
             for m in metrics:
-                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
-                                          (run_id,)).fetchone()[0]
+                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?", (run_id,)).fetchone()[0]
                 self.db.execute(
                     "INSERT OR IGNORE INTO metric_defs (run_id, workload, ccase, metric, unit, higher_is_better,"
                     " ordinal, role, is_primary) VALUES (?,?,?,?,?,?,?,?,?)",
-                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role,
-                     int(m.primary)))
+                    (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role, int(m.primary)),
+                )
 
     def add_sample(self, s: Sample) -> None:
         try:
@@ -176,11 +190,27 @@ class Store:
             self.db.execute(
                 "INSERT INTO samples (run_id, env, workload, ccase, round, warmup, status, error, vals,"
                 " extra, raw, started_at, wall_s, parser_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (s.run_id, s.env, s.workload, s.case, s.round, int(s.warmup), s.status, s.error,
-                 json.dumps(s.values), json.dumps(s.extra), s.raw, s.started_at, s.wall_s, s.parser_version))
+                (
+                    s.run_id,
+                    s.env,
+                    s.workload,
+                    s.case,
+                    s.round,
+                    int(s.warmup),
+                    s.status,
+                    s.error,
+                    json.dumps(s.values),
+                    json.dumps(s.extra),
+                    s.raw,
+                    s.started_at,
+                    s.wall_s,
+                    s.parser_version,
+                ),
+            )
 
-    def rewrite_samples(self, run_id: str, rewrites: list[Rewrite],
-                        metrics: Sequence[tuple[str, str, Metric]] = ()) -> None:
+    def rewrite_samples(
+        self, run_id: str, rewrites: list[Rewrite], metrics: Sequence[tuple[str, str, Metric]] = ()
+    ) -> None:
         """isobench reparse: the samples' new values, extra and parser
         version, and the metrics a newer parser adds ((workload, case,
         Metric)), in one transaction: the run is rewritten whole or not at
@@ -188,15 +218,17 @@ class Store:
         try:
             with self.db:
                 for r in rewrites:
-                    self.db.execute("UPDATE samples SET vals=?, extra=?, parser_version=? WHERE id=? AND run_id=?",
-                                    (json.dumps(r.values), json.dumps(r.extra), r.parser_version, r.id, run_id))
-                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?",
-                                          (run_id,)).fetchone()[0]
+                    self.db.execute(
+                        "UPDATE samples SET vals=?, extra=?, parser_version=? WHERE id=? AND run_id=?",
+                        (json.dumps(r.values), json.dumps(r.extra), r.parser_version, r.id, run_id),
+                    )
+                ordinal = self.db.execute("SELECT COUNT(*) FROM metric_defs WHERE run_id=?", (run_id,)).fetchone()[0]
                 for workload, case, m in metrics:
                     added = self.db.execute(
                         "INSERT OR IGNORE INTO metric_defs (run_id, workload, ccase, metric, unit, higher_is_better,"
                         " ordinal, role) VALUES (?,?,?,?,?,?,?,?)",
-                        (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role))
+                        (run_id, workload, case, m.name, m.unit, int(m.higher_is_better), ordinal, m.role),
+                    )
                     ordinal += added.rowcount
         except sqlite3.DatabaseError as exc:  # rolled back: the run is as it was
             raise StoreError(store_problem(self.path, exc)) from None
@@ -209,8 +241,12 @@ class Store:
         """(env, workload, case, round) of every ok sample, for --resume: a
         failed or timed-out cell is measured again (its failed sample stays,
         so a report can show that the cell needed a retry)."""
-        return {tuple(r) for r in self.db.execute(
-            "SELECT env, workload, ccase, round FROM samples WHERE run_id=? AND status='ok'", (run_id,))}
+        return {
+            tuple(r)
+            for r in self.db.execute(
+                "SELECT env, workload, ccase, round FROM samples WHERE run_id=? AND status='ok'", (run_id,)
+            )
+        }
 
     def study_of(self, run_id: str) -> tuple[str, str]:
         """The study file path and text a run was started from."""
@@ -226,13 +262,11 @@ class Store:
 
     def set_run_facts(self, run_id: str, facts: dict) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET host_facts=? WHERE run_id=?",
-                            (json.dumps(facts, sort_keys=True), run_id))
+            self.db.execute("UPDATE runs SET host_facts=? WHERE run_id=?", (json.dumps(facts, sort_keys=True), run_id))
 
     def finish_run(self, run_id: str, status: str) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?",
-                            (status, now_iso(), run_id))
+            self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?", (status, now_iso(), run_id))
 
     # --- reading -------------------------------------------------------------
 
@@ -241,13 +275,27 @@ class Store:
             "SELECT r.run_id, r.study_name, r.started_at, r.finished_at, r.status, r.environments,"
             " SUM(s.status='ok' AND s.warmup=0), SUM(s.status!='ok'), SUM(s.status='ok' AND s.warmup!=0)"
             " FROM runs r LEFT JOIN samples s ON s.run_id = r.run_id"
-            f" GROUP BY r.run_id ORDER BY {order_by('r.started_at')}, r.run_id").fetchall()
-        return [RunRow(r[0], r[1], r[2], r[3], r[4], stored_names(r[5], f"{self.path}: run {r[0]}"), r[6] or 0,
-                       r[7] or 0, r[8] or 0) for r in rows]
+            f" GROUP BY r.run_id ORDER BY {order_by('r.started_at')}, r.run_id"
+        ).fetchall()
+        return [
+            RunRow(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                stored_names(r[5], f"{self.path}: run {r[0]}"),
+                r[6] or 0,
+                r[7] or 0,
+                r[8] or 0,
+            )
+            for r in rows
+        ]
 
     def latest_run_id(self) -> str:
-        row = self.db.execute(f"SELECT run_id FROM runs ORDER BY {order_by('started_at', desc=True)}, run_id DESC"
-                              " LIMIT 1").fetchone()
+        row = self.db.execute(
+            f"SELECT run_id FROM runs ORDER BY {order_by('started_at', desc=True)}, run_id DESC LIMIT 1"
+        ).fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no runs stored yet; start one with `isobench run STUDY`")
         return row[0]
@@ -258,8 +306,9 @@ class Store:
             return self.latest_run_id()
         # a prefix, taken literally: % and _ are LIKE's wildcards
         pattern = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = self.db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY run_id",
-                               (pattern,)).fetchall()
+        rows = self.db.execute(
+            "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY run_id", (pattern,)
+        ).fetchall()
         exact = [r[0] for r in rows if r[0] == run_id]
         if exact:
             return exact[0]
@@ -275,8 +324,9 @@ class Store:
             raise StoreError(f"{self.path}: no run {run_id!r}")
         return run
 
-    def extras(self, run_id: str, workload: str | None = None,
-               case: str | None = None) -> dict[tuple[str, str, str], list[dict]]:
+    def extras(
+        self, run_id: str, workload: str | None = None, case: str | None = None
+    ) -> dict[tuple[str, str, str], list[dict]]:
         """Detail kept beside the values (latency histograms ...) of the
         measured samples (ok, not warm-up): {(env, workload, case): [extra, ...]}
         in measurement order, optionally for one workload (and case)."""
@@ -297,8 +347,10 @@ class Store:
 
     def defined_metrics(self, run_id: str) -> set[tuple[str, str, str]]:
         """(workload, case, metric) of every metric the run defines."""
-        return {tuple(r) for r in self.db.execute("SELECT workload, ccase, metric FROM metric_defs WHERE run_id=?",
-                                                  (run_id,))}
+        return {
+            tuple(r)
+            for r in self.db.execute("SELECT workload, ccase, metric FROM metric_defs WHERE run_id=?", (run_id,))
+        }
 
     def parser_versions(self, run_id: str, workload: str | None = None) -> dict[tuple[str, str], dict]:
         """The parser versions recorded with the measured samples (ok, not
@@ -306,8 +358,10 @@ class Store:
         the store does not say (samples stored before versions were
         recorded); optionally for one workload. isobench/parser_versions.py
         reads None per workload."""
-        sql = (f"SELECT workload, ccase, {self._version}, COUNT(*) FROM samples"
-               " WHERE run_id=? AND warmup=0 AND status='ok'")
+        sql = (
+            f"SELECT workload, ccase, {self._version}, COUNT(*) FROM samples"
+            " WHERE run_id=? AND warmup=0 AND status='ok'"
+        )
         args: list = [run_id]
         if workload is not None:
             sql += " AND workload=?"

@@ -25,21 +25,72 @@ from isobench.results.table import FAILED, OK, build_table
 # changed | equivalent | inconclusive | baseline | failed (was worse/better/...)
 FORMAT_VERSION = 2
 
-SAMPLE_COLUMNS = ("run_id", "env", "env_kind", "workload", "case", "metric", "unit", "higher_is_better",
-                  "round", "warmup", "status", "value", "started_at", "wall_s")
-CELL_COLUMNS = ("run_id", "workload", "case", "metric", "unit", "higher_is_better", "env", "n", "mean",
-                "median", "sd", "cv", "ci95_low", "ci95_high", "ratio_vs_baseline", "pct_vs_baseline",
-                "pct_ci95_low", "pct_ci95_high", "p_value", "significant", "verdict",
-                # since version 2
-                "min", "max", "test", "p_adjusted", "interval_level", "direction", "rounds_needed",
-                "warnings",
-                # appended since primaries
-                "family")
+SAMPLE_COLUMNS = (
+    "run_id",
+    "env",
+    "env_kind",
+    "workload",
+    "case",
+    "metric",
+    "unit",
+    "higher_is_better",
+    "round",
+    "warmup",
+    "status",
+    "value",
+    "started_at",
+    "wall_s",
+)
+CELL_COLUMNS = (
+    "run_id",
+    "workload",
+    "case",
+    "metric",
+    "unit",
+    "higher_is_better",
+    "env",
+    "n",
+    "mean",
+    "median",
+    "sd",
+    "cv",
+    "ci95_low",
+    "ci95_high",
+    "ratio_vs_baseline",
+    "pct_vs_baseline",
+    "pct_ci95_low",
+    "pct_ci95_high",
+    "p_value",
+    "significant",
+    "verdict",
+    # since version 2
+    "min",
+    "max",
+    "test",
+    "p_adjusted",
+    "interval_level",
+    "direction",
+    "rounds_needed",
+    "warnings",
+    # appended since primaries
+    "family",
+)
 
 # Per-sample counters (docs/attribution.md): one row per measured sample and
 # counter, its delta over the sample and the delta per unit of work.
-COUNTER_COLUMNS = ("run_id", "env", "workload", "case", "round", "warmup", "counter", "delta",
-                   "unit_name", "units", "per_unit")
+COUNTER_COLUMNS = (
+    "run_id",
+    "env",
+    "workload",
+    "case",
+    "round",
+    "warmup",
+    "counter",
+    "delta",
+    "unit_name",
+    "units",
+    "per_unit",
+)
 
 VERDICT_BASELINE = "baseline"
 VERDICT_FAILED = "failed"
@@ -68,12 +119,24 @@ def sample_rows(run: RunData, samples: list[dict]) -> list[dict]:
         for k in defs.get((workload, case), []):
             if k.metric not in vals and s["status"] == "ok":
                 continue  # the tool gave no value for this metric in this sample
-            rows.append({
-                "run_id": run.run_id, "env": env, "env_kind": kind, "workload": workload, "case": case,
-                "metric": k.metric, "unit": k.unit, "higher_is_better": k.higher_is_better,
-                "round": s["round"], "warmup": bool(s["warmup"]), "status": s["status"],
-                "value": _num(vals.get(k.metric)), "started_at": s["started_at"], "wall_s": _num(s["wall_s"]),
-            })
+            rows.append(
+                {
+                    "run_id": run.run_id,
+                    "env": env,
+                    "env_kind": kind,
+                    "workload": workload,
+                    "case": case,
+                    "metric": k.metric,
+                    "unit": k.unit,
+                    "higher_is_better": k.higher_is_better,
+                    "round": s["round"],
+                    "warmup": bool(s["warmup"]),
+                    "status": s["status"],
+                    "value": _num(vals.get(k.metric)),
+                    "started_at": s["started_at"],
+                    "wall_s": _num(s["wall_s"]),
+                }
+            )
     return rows
 
 
@@ -97,30 +160,41 @@ def cell_rows(run: RunData) -> list[dict]:
             else:
                 verdict = v.verdict if v is not None else None
             e = v.effect if v is not None else None
-            rows.append({
-                "run_id": run.run_id, "workload": k.workload, "case": k.case, "metric": k.metric,
-                "unit": k.unit, "higher_is_better": k.higher_is_better, "env": cell.env,
-                "n": s.n if s else 0, "mean": _num(s.mean) if s else None,
-                "median": _num(s.median) if s else None, "sd": _num(s.sd) if s else None,
-                "cv": _num(s.cv) if s else None, "ci95_low": _num(s.ci95_low) if s else None,
-                "ci95_high": _num(s.ci95_high) if s else None,
-                "ratio_vs_baseline": _num(e.ratio) if e else None,
-                "pct_vs_baseline": _num(e.pct) if e else None,
-                # the corrected interval (level in interval_level), despite the historical name
-                "pct_ci95_low": _num(v.pct_low) if v else None,
-                "pct_ci95_high": _num(v.pct_high) if v else None,
-                "p_value": _num(e.p) if e else None,
-                "significant": v.changed if v else None,
-                "verdict": verdict,
-                "min": _num(s.min) if s else None, "max": _num(s.max) if s else None,
-                "test": e.test if e else None,
-                "p_adjusted": _num(v.p_adjusted) if v else None,
-                "interval_level": _num(v.level) if v else None,
-                "direction": (v.direction or None) if v else None,
-                "rounds_needed": v.rounds_needed if v else None,
-                "warnings": "; ".join(cell.warnings) or None,
-                "family": row.family or None,
-            })
+            rows.append(
+                {
+                    "run_id": run.run_id,
+                    "workload": k.workload,
+                    "case": k.case,
+                    "metric": k.metric,
+                    "unit": k.unit,
+                    "higher_is_better": k.higher_is_better,
+                    "env": cell.env,
+                    "n": s.n if s else 0,
+                    "mean": _num(s.mean) if s else None,
+                    "median": _num(s.median) if s else None,
+                    "sd": _num(s.sd) if s else None,
+                    "cv": _num(s.cv) if s else None,
+                    "ci95_low": _num(s.ci95_low) if s else None,
+                    "ci95_high": _num(s.ci95_high) if s else None,
+                    "ratio_vs_baseline": _num(e.ratio) if e else None,
+                    "pct_vs_baseline": _num(e.pct) if e else None,
+                    # the corrected interval (level in interval_level), despite the historical name
+                    "pct_ci95_low": _num(v.pct_low) if v else None,
+                    "pct_ci95_high": _num(v.pct_high) if v else None,
+                    "p_value": _num(e.p) if e else None,
+                    "significant": v.changed if v else None,
+                    "verdict": verdict,
+                    "min": _num(s.min) if s else None,
+                    "max": _num(s.max) if s else None,
+                    "test": e.test if e else None,
+                    "p_adjusted": _num(v.p_adjusted) if v else None,
+                    "interval_level": _num(v.level) if v else None,
+                    "direction": (v.direction or None) if v else None,
+                    "rounds_needed": v.rounds_needed if v else None,
+                    "warnings": "; ".join(cell.warnings) or None,
+                    "family": row.family or None,
+                }
+            )
     return rows
 
 
@@ -140,10 +214,21 @@ def counter_rows(run: RunData, samples: list[dict]) -> list[dict]:
         units = _num(units)
         for name, raw in sorted(derived(deltas).items()):
             value = _num(raw)
-            rows.append({"run_id": run.run_id, "env": s["env"], "workload": s["workload"], "case": s["ccase"],
-                         "round": s["round"], "warmup": bool(s["warmup"]), "counter": name, "delta": value,
-                         "unit_name": unit_name, "units": units,
-                         "per_unit": value / units if value is not None and units else None})
+            rows.append(
+                {
+                    "run_id": run.run_id,
+                    "env": s["env"],
+                    "workload": s["workload"],
+                    "case": s["ccase"],
+                    "round": s["round"],
+                    "warmup": bool(s["warmup"]),
+                    "counter": name,
+                    "delta": value,
+                    "unit_name": unit_name,
+                    "units": units,
+                    "per_unit": value / units if value is not None and units else None,
+                }
+            )
     return rows
 
 
@@ -177,14 +262,25 @@ def export_csv(run: RunData, samples: list[dict], directory: str | Path) -> list
     return paths
 
 
+def run_fields(run: RunData) -> dict:
+    """What a run is, as every JSON document names it."""
+    return {
+        "run_id": run.run_id,
+        "study_name": run.study_name,
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "baseline": run.baseline,
+        "environments": run.environments,
+        "study_hash": run.study_hash,
+    }
+
+
 def export_document(run: RunData, samples: list[dict]) -> dict:
     return {
         "format": "isobench-export",
         "version": FORMAT_VERSION,
-        "run": {"run_id": run.run_id, "study_name": run.study_name, "status": run.status,
-                "started_at": run.started_at, "finished_at": run.finished_at, "baseline": run.baseline,
-                "environments": run.environments, "study_hash": run.study_hash,
-                "study_text": run.study_text},
+        "run": {**run_fields(run), "study_text": run.study_text},
         "host_facts": run.host_facts,
         "env_facts": run.env_facts,
         "sample_columns": list(SAMPLE_COLUMNS),

@@ -67,8 +67,9 @@ def _order(version: int | None) -> tuple[int, int]:
     return (1, 0) if version is None else (0, version)
 
 
-def run_versions(store, run_id: str, workload: str | None = None,
-                 kinds: dict[str, str] | None = None) -> dict[tuple[str, str], dict]:
+def run_versions(
+    store, run_id: str, workload: str | None = None, kinds: dict[str, str] | None = None
+) -> dict[tuple[str, str], dict]:
     """{(workload, case): {version or UNKNOWN: measured samples}} of one
     run, each stored version read as read_version does (KINDS: the run's
     workload_kinds, when the caller has them)."""
@@ -128,8 +129,11 @@ class VersionMix:
         for v in self.versions:
             runs = [r for r, counts in self.by_run.items() if v in counts]
             parts.append(f"{shown(v)} ({', '.join(runs)})")
-        fix = (f"; `isobench reparse RUN` recomputes {', '.join(self.stale_runs)} with version "
-               f"{shown(self.current)}" if self.stale_runs and self.current is not None else "")
+        fix = (
+            f"; `isobench reparse RUN` recomputes {', '.join(self.stale_runs)} with version {shown(self.current)}"
+            if self.stale_runs and self.current is not None
+            else ""
+        )
         state = "mixes parser versions" if self.mixed else "may mix parser versions"
         return f"{what}: the series {state}: " + "; ".join(parts) + fix
 

@@ -22,24 +22,42 @@ def read_run(db: sqlite3.Connection, path: str, run_id: str, role_sql: str, prim
     in a store from before them."""
     r = db.execute(
         "SELECT run_id, study_name, started_at, finished_at, status, host_facts, study_text,"
-        " study_hash, baseline, environments FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        " study_hash, baseline, environments FROM runs WHERE run_id=?",
+        (run_id,),
+    ).fetchone()
     if r is None:
         return None
     where = f"{path}: run {run_id}"
-    env_facts = {e: _printable(stored(EnvFacts, f, f"{where}: {e} facts")) for e, f in db.execute(
-        "SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))}
+    env_facts = {
+        e: _printable(stored(EnvFacts, f, f"{where}: {e} facts"))
+        for e, f in db.execute("SELECT env, facts FROM env_facts WHERE run_id=?", (run_id,))
+    }
     keys = {}
     for w, c, m, u, hib, role, primary in db.execute(
-            f"SELECT workload, ccase, metric, unit, higher_is_better, {role_sql}, {primary_sql}"
-            " FROM metric_defs WHERE run_id=? ORDER BY ordinal", (run_id,)):
+        f"SELECT workload, ccase, metric, unit, higher_is_better, {role_sql}, {primary_sql}"
+        " FROM metric_defs WHERE run_id=? ORDER BY ordinal",
+        (run_id,),
+    ):
         keys[(w, c, m)] = MetricKey(w, c, m, u, bool(hib), role, bool(primary))
-    run = RunData(run_id=r[0], study_name=r[1], started_at=r[2], finished_at=r[3], status=r[4],
-                  host_facts=_printable(stored(HostFacts, r[5], f"{where}: host facts")), study_text=r[6],
-                  study_hash=r[7], baseline=r[8],
-                  environments=stored_names(r[9], where), env_facts=env_facts, metrics=list(keys.values()))
+    run = RunData(
+        run_id=r[0],
+        study_name=r[1],
+        started_at=r[2],
+        finished_at=r[3],
+        status=r[4],
+        host_facts=_printable(stored(HostFacts, r[5], f"{where}: host facts")),
+        study_text=r[6],
+        study_hash=r[7],
+        baseline=r[8],
+        environments=stored_names(r[9], where),
+        env_facts=env_facts,
+        metrics=list(keys.values()),
+    )
     for env, w, c, round_, status, error, vals, extra in db.execute(
-            "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
-            " WHERE run_id=? AND warmup=0 ORDER BY id", (run_id,)):
+        "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
+        " WHERE run_id=? AND warmup=0 ORDER BY id",
+        (run_id,),
+    ):
         if status != "ok":
             run.failures.setdefault((w, c, env), []).append(printable(error or status))
             continue
@@ -64,16 +82,20 @@ def read_run(db: sqlite3.Connection, path: str, run_id: str, role_sql: str, prim
                     run.sides.setdefault((key, env), {})[index] = side
     _load_counters(db, path, run)
     for w, env, wall, n in db.execute(
-            "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=?"
-            " GROUP BY workload, env", (run_id,)):
+        "SELECT workload, env, SUM(COALESCE(wall_s, 0)), COUNT(*) FROM samples WHERE run_id=? GROUP BY workload, env",
+        (run_id,),
+    ):
         run.time_spent[(w, env)] = (float(wall), int(n))
     return run
+
 
 def _load_counters(db: sqlite3.Connection, path: str, run: RunData) -> None:
     """Per-sample counter deltas and units (extra["counters"], extra["units"])."""
     for env, w, c, round_, extra in db.execute(
-            "SELECT env, workload, ccase, round, extra FROM samples"
-            " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id", (run.run_id,)):
+        "SELECT env, workload, ccase, round, extra FROM samples"
+        " WHERE run_id=? AND warmup=0 AND status='ok' ORDER BY id",
+        (run.run_id,),
+    ):
         detail = stored(SampleExtra, extra, f"{path}: run {run.run_id}: samples' extra")
         deltas, units = detail.get("counters"), detail.get("units")
         if isinstance(deltas, dict) and deltas:

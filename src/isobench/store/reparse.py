@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from isobench.host import counters
 from isobench.host.hostinfo import HostInfo
 from isobench.host.noise import unstep_case
-from isobench.store.parser_versions import read_version, shown
 from isobench.store.db import Rewrite, StoreError
+from isobench.store.parser_versions import read_version, shown
 from isobench.study import StudyError, parse_study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import Measurement, Workload, checked
@@ -35,6 +35,7 @@ from isobench.workloads.base import Measurement, Workload, checked
 @dataclass
 class MetricChange:
     """What reparse did to one metric of one workload, over the run."""
+
     workload: str
     metric: str
     compared: int = 0  # values stored before and given by the parser now
@@ -76,6 +77,7 @@ def _size(old, new) -> float:
 @dataclass(frozen=True)
 class Unreadable:
     """A sample whose raw output the current parser cannot read: kept as stored."""
+
     run_id: str
     env: str
     workload: str
@@ -84,8 +86,10 @@ class Unreadable:
     why: str
 
     def line(self) -> str:
-        return (f"unreadable: run {self.run_id}, environment {self.env}, workload {self.workload}, "
-                f"case {self.case}, round {self.round}: stored values kept ({self.why})")
+        return (
+            f"unreadable: run {self.run_id}, environment {self.env}, workload {self.workload}, "
+            f"case {self.case}, round {self.round}: stored values kept ({self.why})"
+        )
 
 
 @dataclass
@@ -115,7 +119,7 @@ class RunReparse:
         return sum(c.changed for c in self.changes.values())
 
     def versions(self, workload: str) -> str:
-        """"1 → 2", "unknown → 2", "1, unknown → 2" for a workload's reparsed samples."""
+        """ "1 → 2", "unknown → 2", "1, unknown → 2" for a workload's reparsed samples."""
         before = sorted(self.before.get(workload, {}), key=lambda v: (v is None, v or 0))
         return f"{', '.join(shown(v) for v in before)} \u2192 {self.after[workload]}"
 
@@ -124,8 +128,10 @@ class RunReparse:
         head = f"run {self.run_id}" + (f" (study {self.study_name})" if self.study_name else "")
         if self.skipped:
             return [f"{head}: left alone: {self.skipped}"]
-        out = [f"{head}: {self.reparsed} sample(s) recomputed from their raw output, "
-               f"{len(self.unreadable)} unreadable, {self.left_samples} left alone"]
+        out = [
+            f"{head}: {self.reparsed} sample(s) recomputed from their raw output, "
+            f"{len(self.unreadable)} unreadable, {self.left_samples} left alone"
+        ]
         for w in sorted(self.after):
             n = sum(self.before[w].values())
             out.append(f"  {w}: parser version {self.versions(w)} ({n} sample(s))")
@@ -134,27 +140,36 @@ class RunReparse:
         for c in sorted(self.changes.values(), key=lambda c: (c.workload, c.metric)):
             if c.changed and c.largest is not None:
                 old, new = c.largest
-                out.append(f"  changed {c.workload} {c.metric}: {c.changed} of {c.compared} value(s), largest "
-                           f"{_change(old, new)}: {self._why(c.workload)}")
+                out.append(
+                    f"  changed {c.workload} {c.metric}: {c.changed} of {c.compared} value(s), largest "
+                    f"{_change(old, new)}: {self._why(c.workload)}"
+                )
             if c.added:
-                out.append(f"  added {c.workload} {c.metric}: {c.added} value(s) the parser gives now and the "
-                           f"samples lacked: {self._why(c.workload)}")
+                out.append(
+                    f"  added {c.workload} {c.metric}: {c.added} value(s) the parser gives now and the "
+                    f"samples lacked: {self._why(c.workload)}"
+                )
         if self.detail_changed:
-            out.append(f"  the parser's detail beside the values (extra: histograms, units) changes in "
-                       f"{self.detail_changed} sample(s)")
+            out.append(
+                f"  the parser's detail beside the values (extra: histograms, units) changes in "
+                f"{self.detail_changed} sample(s)"
+            )
         out += ["  " + u.line() for u in self.unreadable]
         total = sum(c.compared for c in self.changes.values())
         other = "every other value" if self.changed else "every value"
-        out.append(f"  {other} is identical ({self.identical} of {total} recomputed)"
-                   + (f"; {self.kept} stored value(s) the parsers do not give kept as measured"
-                      if self.kept else ""))
+        out.append(
+            f"  {other} is identical ({self.identical} of {total} recomputed)"
+            + (f"; {self.kept} stored value(s) the parsers do not give kept as measured" if self.kept else "")
+        )
         return out
 
     def _why(self, workload: str) -> str:
         before = set(self.before.get(workload, {}))
         if before == {self.after[workload]}:
-            return (f"parser version {self.after[workload]} both times: the stored values are not what it "
-                    "reads from the raw output")
+            return (
+                f"parser version {self.after[workload]} both times: the stored values are not what it "
+                "reads from the raw output"
+            )
         return f"parser version {self.versions(workload)}"
 
 
@@ -170,9 +185,11 @@ def _change(old, new) -> str:
 def _host(facts: dict) -> HostInfo:
     """The run's host as far as a workload's constructor needs it (no
     parser reads it: they read the raw output)."""
+
     def whole(key: str) -> int:
         value = facts.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
     return HostInfo(cores=whole("cores") or 1, mem_bytes=whole("mem_bytes"), disk_free_bytes=0)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Sample:
     """One measured run of a cell (workload case x environment x round)."""
+
     run_id: str
     env: str
     workload: str
@@ -28,6 +29,7 @@ class Sample:
 @dataclass(frozen=True)
 class Rewrite:
     """New values for one stored sample (isobench reparse)."""
+
     id: int  # samples.id
     values: dict
     extra: dict

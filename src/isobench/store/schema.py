@@ -69,13 +69,16 @@ CREATE TABLE IF NOT EXISTS fleet_hosts (   -- isobench/fleet/record.py
 
 # Columns added since the first schema: (table, column, definition). A store
 # created before them gets them on open, so old stores keep working.
-ADDED_COLUMNS = (("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
-                 ("samples", "parser_version", "INTEGER"),
-                 ("metric_defs", "is_primary", "INTEGER NOT NULL DEFAULT 0"))
+ADDED_COLUMNS = (
+    ("metric_defs", "role", "TEXT NOT NULL DEFAULT ''"),
+    ("samples", "parser_version", "INTEGER"),
+    ("metric_defs", "is_primary", "INTEGER NOT NULL DEFAULT 0"),
+)
 
 
 # The tables an isobench store holds and the columns its runs table has had
 # from the first schema: a file with anything else is someone else's.
-OWN_TABLES = frozenset({"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence",
-                        "isobench_probe"})
+OWN_TABLES = frozenset(
+    {"runs", "env_facts", "metric_defs", "samples", "fleet_hosts", "sqlite_sequence", "isobench_probe"}
+)
 RUNS_COLUMNS = frozenset({"run_id", "study_name", "study_hash", "environments", "host_facts", "status"})

@@ -43,6 +43,7 @@ class _Part(BaseModel):
 
 class Finding(_Part):
     """One `isobench doctor` check kept with the run."""
+
     check: Name
     status: Name
     value: Scalar = None
@@ -179,8 +180,13 @@ def _say(where: str, keys: list[str]) -> None:
     if where in _said:
         return
     _said.add(where)
-    print(printable(f"note: {where}: unreadable stored value(s) {', '.join(sorted(set(keys))[:5])} "
-                    "treated as absent (a store written by hand or by another version)"), file=sys.stderr)
+    print(
+        printable(
+            f"note: {where}: unreadable stored value(s) {', '.join(sorted(set(keys))[:5])} "
+            "treated as absent (a store written by hand or by another version)"
+        ),
+        file=sys.stderr,
+    )
 
 
 def stored(model: type[_Part], text, where: str) -> dict:

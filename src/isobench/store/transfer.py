@@ -61,6 +61,7 @@ SAMPLE_STATUSES = ("ok", "failed", "timeout")
 
 def read_export(path) -> dict:
     from isobench.core.readbound import BoundedReadError, read_bounded
+
     try:
         doc = json.loads(read_bounded(path, EXPORT_CAP, "run export").decode("utf-8"))
     except BoundedReadError as exc:
@@ -70,8 +71,9 @@ def read_export(path) -> dict:
     except ValueError as exc:  # JSON or UTF-8
         raise TransferError(f"{path}: not a readable run export ({one_line(exc)})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not doc.get("runs"):
-        raise TransferError(f"{path}: not an isobench run export (expected format {FORMAT!r}; "
-                            "make one with `isobench export-run RUN`)")
+        raise TransferError(
+            f"{path}: not an isobench run export (expected format {FORMAT!r}; make one with `isobench export-run RUN`)"
+        )
     return doc
 
 
@@ -80,6 +82,7 @@ def one_line(exc: BaseException) -> str:
 
 
 # -- what an export's values must be -----------------------------------------------
+
 
 class _Bad(ValueError):
     pass
@@ -114,8 +117,9 @@ def _typed(row: dict, col: str, types: tuple, where: str, optional: bool = False
 def _finite_values(vals: dict, where: str) -> None:
     for name, v in vals.items():
         if v is not None and value_problem(v):
-            raise _Bad(f"{where}: {shown(name)} is {shown(v)}; a measured value is a finite number "
-                       f"({value_problem(v)})")
+            raise _Bad(
+                f"{where}: {shown(name)} is {shown(v)}; a measured value is a finite number ({value_problem(v)})"
+            )
 
 
 # A study makes at most 1000 measured rounds (and 100 warm-up): a cell with
@@ -183,8 +187,9 @@ def _check(doc: dict) -> None:
             try:
                 utc(run[col])
             except ValueError as exc:
-                raise _Bad(f"runs.{col}: {shown(run[col])} is not a time ({exc}); a run's times are ISO 8601 "
-                           "with a UTC offset") from None
+                raise _Bad(
+                    f"runs.{col}: {shown(run[col])} is not a time ({exc}); a run's times are ISO 8601 with a UTC offset"
+                ) from None
     if run["status"] not in STATUSES:
         raise _Bad(f"runs.status: {shown(run['status'])} is not one of {', '.join(STATUSES)}")
     check_name(run["study_name"], "runs.study_name")
@@ -246,8 +251,10 @@ def _check(doc: dict) -> None:
             cell = (row["env"], row["workload"], row["ccase"])
             rounds[cell] = rounds.get(cell, 0) + 1
             if rounds[cell] > MAX_ROUND:
-                raise _Bad(f"{where}: {'/'.join(map(shown, cell))} has more than {MAX_ROUND} measured rounds; "
-                           "a study makes at most 1000")
+                raise _Bad(
+                    f"{where}: {'/'.join(map(shown, cell))} has more than {MAX_ROUND} measured rounds; "
+                    "a study makes at most 1000"
+                )
 
 
 def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = None) -> str:
@@ -259,15 +266,20 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
     import sqlite3
 
     from isobench.store.db import StoreError, store_problem
+
     try:
-        run_id = check_run_id(rename, "--rename") if rename is not None else check_run_id(doc.get("run_id"),
-                                                                                           "run export: run_id")
+        run_id = (
+            check_run_id(rename, "--rename")
+            if rename is not None
+            else check_run_id(doc.get("run_id"), "run export: run_id")
+        )
     except BadIdentifier as exc:
         raise TransferError(str(exc)) from None
     check_export(doc)
     if store.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone():
-        raise TransferError(f"{store.path}: run {run_id!r} already exists; import it under another id "
-                            "with --rename NEWID")
+        raise TransferError(
+            f"{store.path}: run {run_id!r} already exists; import it under another id with --rename NEWID"
+        )
     try:
         with store.db:
             for table in TABLES:
@@ -275,9 +287,11 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                 for row in doc.get(table, []):
                     unknown = set(row) - known - {"id"}
                     if unknown:  # names go into SQL: only the store's own columns pass
-                        raise TransferError(f"run export: table {table} has unknown column(s) "
-                                            f"{sorted(shown(u) for u in unknown)}; export it with the same "
-                                            "isobench version")
+                        raise TransferError(
+                            f"run export: table {table} has unknown column(s) "
+                            f"{sorted(shown(u) for u in unknown)}; export it with the same "
+                            "isobench version"
+                        )
                     row = {**row, "run_id": run_id}
                     if table == "runs":  # stored as UTC instants: sorted as times
                         row.update({c: utc(row[c]) for c in ("started_at", "finished_at") if row.get(c)})
@@ -286,13 +300,16 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                         facts["fleet"] = tag
                         row["host_facts"] = json.dumps(facts, sort_keys=True)
                     cols = [c for c in row if c != "id"]
-                    store.db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
-                                     f"({', '.join('?' * len(cols))})", [row[c] for c in cols])
+                    store.db.execute(
+                        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        [row[c] for c in cols],
+                    )
             _readable(store, run_id)
     except sqlite3.IntegrityError as exc:
         if store.db.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone():  # a second import won
-            raise TransferError(f"{store.path}: run {run_id!r} already exists; import it under another id "
-                                "with --rename NEWID") from None
+            raise TransferError(
+                f"{store.path}: run {run_id!r} already exists; import it under another id with --rename NEWID"
+            ) from None
         raise TransferError(f"run export: rows the store cannot hold together ({one_line(exc)})") from None
     except sqlite3.DatabaseError as exc:
         raise TransferError(f"import into {store_problem(store.path, exc)}") from None
@@ -305,15 +322,18 @@ def _readable(store, run_id: str) -> None:
     """Inside the import's transaction: the run must read back and make its
     table, or the import is rolled back."""
     from isobench.results.table import build_table
+
     try:
         build_table(store.load_run(run_id))
     except (TransferError, sqlite3_errors()) as exc:
         raise exc
     except Exception as exc:  # noqa: BLE001 - any reader's failure refuses the import
-        raise TransferError(f"run export: the run would not read back ({type(exc).__name__}: "
-                            f"{one_line(exc)}); nothing imported") from None
+        raise TransferError(
+            f"run export: the run would not read back ({type(exc).__name__}: {one_line(exc)}); nothing imported"
+        ) from None
 
 
 def sqlite3_errors():
     import sqlite3
+
     return sqlite3.DatabaseError

@@ -26,10 +26,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from isobench.envs.base import Environment
-from isobench.core.proc import ExecResult
-from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadParams
 from isobench.core.metric import DURATION, FAIRNESS, THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment
+from isobench.workloads.base import Footprint, Measurement, ParseError, WorkloadParams
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
 from isobench.workloads.server import bounded_timeout
 
@@ -58,18 +58,16 @@ class Api(MultiServerWorkload):
     def metrics(self, case: str) -> list[Metric]:
         n = self.params.instances
         # the study's question: the task's time (task_rate says the same per second)
-        return [Metric("task_s", "s", False, "mean task time over instances and rounds", role=DURATION,
-                       primary=True),
-                Metric("task_s_slowest", "s", False, "mean task time of the slowest instance", role=DURATION),
-                Metric("imbalance", "x", False, "slowest over fastest instance's mean task time",
-                       role=FAIRNESS),
-                Metric("jain", "", True, "Jain's fairness index of per-instance task rates (1 = fair)",
-                       role=FAIRNESS),
-                # a latency, but not one the NAT vs host comparison takes (LATENCY's meaning)
-                Metric("latency_s", "s", False, "client round-trip per request"),
-                Metric("task_rate", "tasks/s", True, "aggregate: the instances' task rates 1/t summed",
-                       role=THROUGHPUT),
-                *per_instance_metrics("task_s", "s", False, n, lambda i: f"instance {i}'s mean task time")]
+        return [
+            Metric("task_s", "s", False, "mean task time over instances and rounds", role=DURATION, primary=True),
+            Metric("task_s_slowest", "s", False, "mean task time of the slowest instance", role=DURATION),
+            Metric("imbalance", "x", False, "slowest over fastest instance's mean task time", role=FAIRNESS),
+            Metric("jain", "", True, "Jain's fairness index of per-instance task rates (1 = fair)", role=FAIRNESS),
+            # a latency, but not one the NAT vs host comparison takes (LATENCY's meaning)
+            Metric("latency_s", "s", False, "client round-trip per request"),
+            Metric("task_rate", "tasks/s", True, "aggregate: the instances' task rates 1/t summed", role=THROUGHPUT),
+            *per_instance_metrics("task_s", "s", False, n, lambda i: f"instance {i}'s mean task time"),
+        ]
 
     @classmethod
     def owns_process(cls, exe: str, argv: list[str]) -> bool:
@@ -90,8 +88,14 @@ class Api(MultiServerWorkload):
 
     def instance_argv(self, case: str, env: Environment, index: int) -> list[str]:
         p = self.params
-        return [self._script(env), env.server_bind_addr(), str(BASE_PORT + index),
-                posixpath.join(env.paths.tmp, f"api-{index}"), str(p.writes), str(p.chunk_bytes)]
+        return [
+            self._script(env),
+            env.server_bind_addr(),
+            str(BASE_PORT + index),
+            posixpath.join(env.paths.tmp, f"api-{index}"),
+            str(p.writes),
+            str(p.chunk_bytes),
+        ]
 
     def client_timeout(self, case: str) -> float:
         # a round waits for its slowest task; generous for emulated guests
@@ -102,8 +106,14 @@ class Api(MultiServerWorkload):
 
     def driver_argv(self, case: str, endpoints: list[tuple[str, int]]) -> list[str]:
         urls = [f"http://{addr}:{port}/task" for addr, port in endpoints]
-        return [sys.executable, "-m", "isobench.drivers.api_client", str(self.params.rounds),
-                str(self.client_timeout(case)), *urls]
+        return [
+            sys.executable,
+            "-m",
+            "isobench.drivers.api_client",
+            str(self.params.rounds),
+            str(self.client_timeout(case)),
+            *urls,
+        ]
 
     def cleanup(self, env: Environment) -> None:
         for member in self.instances(env, self.params.instances):
@@ -128,9 +138,15 @@ def parse_api_rounds(stdout: str, n: int) -> tuple[dict[str, float], dict]:
     if not rounds or any(t <= 0 for ts in per_instance for t in ts):
         raise ParseError("api client reported no rounds or a non-positive task time")
     from isobench.analysis.stats import jain_index, max_min_ratio  # here: scipy would slow every `validate` by ~1 s
+
     means = [sum(ts) / len(ts) for ts in per_instance]
-    values = {"task_s": sum(means) / n, "task_s_slowest": max(means),
-              "imbalance": max_min_ratio(means), "jain": jain_index([1.0 / m for m in means]),
-              "latency_s": sum(latency) / len(latency), "task_rate": sum(1.0 / m for m in means)}
+    values = {
+        "task_s": sum(means) / n,
+        "task_s_slowest": max(means),
+        "imbalance": max_min_ratio(means),
+        "jain": jain_index([1.0 / m for m in means]),
+        "latency_s": sum(latency) / len(latency),
+        "task_rate": sum(1.0 / m for m in means),
+    }
     values.update(per_instance_values("task_s", means))
     return values, {"task_s_per_round": per_instance}

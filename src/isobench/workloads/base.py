@@ -14,12 +14,12 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from isobench.envs.base import Environment, Paths
-from isobench.envs.kinds import Footprint  # one for a workload's copy and for a kind's own (a guest's RAM)
-from isobench.host.hostinfo import HostInfo
 from isobench.core.metric import Metric, value_problem
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
+from isobench.envs.base import Environment, Paths
+from isobench.envs.kinds import Footprint  # one for a workload's copy and for a kind's own (a guest's RAM)
+from isobench.host.hostinfo import HostInfo
 
 
 class ParseError(ValueError):
@@ -58,7 +58,6 @@ class Measurement:
 
 
 class WorkloadParams(StrictModel):
-
     # Seconds a single run may take before it is killed and recorded as failed.
     timeout_s: float = Field(600, gt=0, le=86_400)
     # The study's primaries for this workload table, overriding the ones the
@@ -226,8 +225,7 @@ class Workload(abc.ABC):
 
     def run(self, case: str, env: Environment) -> Measurement:
         """One measured run. Override when the tool writes its result to a file."""
-        result = env.exec(self.argv(case, env.paths), timeout=self.params.timeout_s,
-                          cwd=self.cwd(case, env.paths))
+        result = env.exec(self.argv(case, env.paths), timeout=self.params.timeout_s, cwd=self.cwd(case, env.paths))
         if not result.ok:
             raise WorkloadError(result.describe(), result)
         return self.parse(case, result)

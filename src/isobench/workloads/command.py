@@ -87,13 +87,15 @@ class OutputMetric(StrictModel):
 
 def _argv(v: Any, empty_ok: bool) -> Any:
     if isinstance(v, str):
-        raise ValueError(f"must be an argv list such as [\"make\", \"-j1\"], not a string (for a shell line write "
-                         f"[\"sh\", \"-c\", {json.dumps(v)[:60]}])")
+        raise ValueError(
+            f'must be an argv list such as ["make", "-j1"], not a string (for a shell line write '
+            f'["sh", "-c", {json.dumps(v)[:60]}])'
+        )
     if isinstance(v, (list, tuple)):
         if not v and not empty_ok:
-            raise ValueError("must name a program: an argv list such as [\"make\", \"-j1\"]")
+            raise ValueError('must name a program: an argv list such as ["make", "-j1"]')
         if not all(isinstance(a, str) for a in v):
-            raise ValueError("every argument must be a string (quote numbers: \"1\")")
+            raise ValueError('every argument must be a string (quote numbers: "1")')
         if v and not v[0]:
             raise ValueError("the program's name is empty")
         if any("\0" in a for a in v):
@@ -154,8 +156,10 @@ class CommandParams(WorkloadParams):
     def _metrics(cls, v: dict[str, OutputMetric]) -> dict[str, OutputMetric]:
         for name, rule in v.items():
             if not _METRIC_NAME.fullmatch(name):
-                raise ValueError(f"{name!r}: a metric name is lower-case letters, digits and '_', starting with "
-                                 "a letter, at most 40 characters")
+                raise ValueError(
+                    f"{name!r}: a metric name is lower-case letters, digits and '_', starting with "
+                    "a letter, at most 40 characters"
+                )
             if name in BUILTIN:
                 raise ValueError(f"{name!r} is a built-in metric ({', '.join(BUILTIN)}); choose another name")
             if rule.regex is not None:
@@ -183,14 +187,21 @@ class Command(Workload):
         rules = self.params.metrics
         own_primary = any(r.primary for r in rules.values())
         return [
-            Metric("wall_s", "s", False, "wall-clock time of the timed runs", role=DURATION,
-                   primary=not own_primary),
+            Metric("wall_s", "s", False, "wall-clock time of the timed runs", role=DURATION, primary=not own_primary),
             Metric("user_s", "s", False, "CPU time in user mode (GNU time)", role=DURATION),
             Metric("sys_s", "s", False, "CPU time in the kernel (GNU time)", role=DURATION),
             Metric("peak_rss_mib", "MiB", False, "largest resident set of one run (GNU time)"),
-            *(Metric(name, r.unit, r.higher_is_better, r.description or f"read from the {r.stream} by "
-                     + ("a regex" if r.regex is not None else f"json {r.json_}"), primary=r.primary)
-              for name, r in rules.items()),
+            *(
+                Metric(
+                    name,
+                    r.unit,
+                    r.higher_is_better,
+                    r.description
+                    or f"read from the {r.stream} by " + ("a regex" if r.regex is not None else f"json {r.json_}"),
+                    primary=r.primary,
+                )
+                for name, r in rules.items()
+            ),
         ]
 
     def units(self, case: str, m: Measurement) -> list:
@@ -204,8 +215,7 @@ class Command(Workload):
         return posixpath.join(paths.data, f"command-{tag}")
 
     def cwd(self, case: str, paths: Paths) -> str:
-        return posixpath.join(self.scratch(paths), self.params.workdir) if self.params.workdir \
-            else self.scratch(paths)
+        return posixpath.join(self.scratch(paths), self.params.workdir) if self.params.workdir else self.scratch(paths)
 
     def wrapped(self, argv: list[str], paths: Paths) -> list[str]:
         """argv under the study's environment variables and the system PATH."""
@@ -236,21 +246,30 @@ class Command(Workload):
             env.write_file(tar, cf.archive(entries))
             check(env.exec(["tar", "-xf", tar, "-C", scratch, "--no-same-owner"], timeout=600))
             check(env.exec(["rm", "-f", tar], timeout=60))
-            copied = check(env.exec(["find", ".", "-type", "f", "-exec", "sha256sum", "{}", "+"], timeout=600,
-                                    cwd=scratch))
+            copied = check(
+                env.exec(["find", ".", "-type", "f", "-exec", "sha256sum", "{}", "+"], timeout=600, cwd=scratch)
+            )
             cf.check_copied(entries, copied.stdout, env.name)
         self._program[env.name] = {**self.resolve(env), **({"files": cf.digests(entries)} if entries else {})}
 
     def resolve(self, env: Environment) -> dict:
         """The executable the environment runs for ``command[0]`` (as execvp
         finds it, with the study's PATH) and its SHA-256."""
-        find = ('case $1 in */*) p=$1 ;; *) p=$(which -- "$1") || { echo "not found on $PATH" >&2; exit 127; } ;; '
-                'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p"')
-        r = env.exec(self.wrapped(["sh", "-c", find, "sh", self.params.command[0]], env.paths), timeout=120,
-                     cwd=self.cwd("default", env.paths))
+        find = (
+            'case $1 in */*) p=$1 ;; *) p=$(which -- "$1") || { echo "not found on $PATH" >&2; exit 127; } ;; '
+            'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p"'
+        )
+        r = env.exec(
+            self.wrapped(["sh", "-c", find, "sh", self.params.command[0]], env.paths),
+            timeout=120,
+            cwd=self.cwd("default", env.paths),
+        )
         if not r.ok:
-            raise WorkloadError(f"command: {self.params.command[0]} cannot be run in {env.name}: "
-                                f"{tail_lines(r.stderr, 2) or f'exit {r.returncode}'}", r)
+            raise WorkloadError(
+                f"command: {self.params.command[0]} cannot be run in {env.name}: "
+                f"{tail_lines(r.stderr, 2) or f'exit {r.returncode}'}",
+                r,
+            )
         digest, _, path = r.stdout.strip().partition("  ")
         return {"executable": path, "sha256": digest}
 
@@ -318,8 +337,10 @@ class Command(Workload):
         wall = m.values.get("wall_s", 0.0)
         if wall * TIMER_SHARE >= TIMER_RESOLUTION_S:
             return {}
-        return {"wall_s": f"a {wall:.2f} s timed part is within {TIMER_SHARE_PCT:g}% of GNU time's "
-                          f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: raise repeat"}
+        return {
+            "wall_s": f"a {wall:.2f} s timed part is within {TIMER_SHARE_PCT:g}% of GNU time's "
+            f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: raise repeat"
+        }
 
     def cleanup(self, env: Environment) -> None:
         env.exec(["rm", "-rf", self.scratch(env.paths)], timeout=120)

@@ -53,8 +53,9 @@ def manifest(files: tuple[str, ...]) -> list[Entry]:
         try:
             st = os.stat(top)
         except OSError:
-            raise _refuse(given, "does not exist (paths are read on the controller, relative to the "
-                                 "directory isobench runs in)") from None
+            raise _refuse(
+                given, "does not exist (paths are read on the controller, relative to the directory isobench runs in)"
+            ) from None
         if stat.S_ISREG(st.st_mode):
             found = [(base, top)]
         elif stat.S_ISDIR(st.st_mode):
@@ -67,8 +68,11 @@ def manifest(files: tuple[str, ...]) -> list[Entry]:
             size = os.path.getsize(source)
             total += size
             if total > MAX_FILES_BYTES:
-                raise _refuse(given, f"brings the copied files over {MAX_FILES_BYTES // 2**20} MiB; copy "
-                                     "less, or let setup fetch or build it inside the environment")
+                raise _refuse(
+                    given,
+                    f"brings the copied files over {MAX_FILES_BYTES // 2**20} MiB; copy "
+                    "less, or let setup fetch or build it inside the environment",
+                )
             out.append(Entry(rel, source, size, _sha256(source)))
     return out
 
@@ -81,8 +85,10 @@ def _walk(given: str, top: str, base: str) -> list[tuple[str, str]]:
             source = os.path.join(root, name)
             st = os.lstat(source)
             if not stat.S_ISREG(st.st_mode):
-                raise _refuse(os.path.join(given, os.path.relpath(source, top)),
-                              "is a link or a special file; only regular files are copied")
+                raise _refuse(
+                    os.path.join(given, os.path.relpath(source, top)),
+                    "is a link or a special file; only regular files are copied",
+                )
             found.append(("/".join([base, *os.path.relpath(source, top).split(os.sep)]), source))
     return found
 
@@ -127,5 +133,6 @@ def check_copied(entries: list[Entry], sha256sum_out: str, env_name: str) -> Non
         got[rel.removeprefix("./")] = digest
     for e in entries:
         if got.get(e.rel) != e.sha256:
-            raise WorkloadError(f"files: {e.rel} in {env_name} is not the controller's copy: "
-                                f"{got.get(e.rel, 'missing')} != {e.sha256}")
+            raise WorkloadError(
+                f"files: {e.rel} in {env_name} is not the controller's copy: {got.get(e.rel, 'missing')} != {e.sha256}"
+            )

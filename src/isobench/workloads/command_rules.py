@@ -60,8 +60,12 @@ def parse_time_block(block: str) -> dict[str, float]:
             raise ParseError(f"GNU time's block has no {key} line")
         found[key] = m.group(1)
     try:
-        return {"wall_s": clock_seconds(found["wall"]), "user_s": float(found["user"]),
-                "sys_s": float(found["sys"]), "peak_rss_mib": float(found["rss_kb"]) / 1024}
+        return {
+            "wall_s": clock_seconds(found["wall"]),
+            "user_s": float(found["user"]),
+            "sys_s": float(found["sys"]),
+            "peak_rss_mib": float(found["rss_kb"]) / 1024,
+        }
     except ValueError as exc:
         raise ParseError(f"GNU time's block has a bad number: {exc}") from None
 
@@ -73,6 +77,7 @@ def tail_lines(text: str, n: int = 5, width: int = 300) -> str:
 
 
 # --- regular expressions ------------------------------------------------------
+
 
 def value_group(pattern: re.Pattern, metric: str) -> str:
     """The group whose match is the metric's value: the one named after the
@@ -154,6 +159,6 @@ def read_json(doc: Any, steps: tuple[str | int, ...], path: str, metric: str) ->
             else:
                 raise KeyError(step)
         except (KeyError, IndexError):
-            where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps[:i + 1])
+            where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps[: i + 1])
             raise ParseError(f"metric {metric}: the output's JSON has no {where} (json = {path!r})") from None
     return number(node, metric)

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from isobench.envs.base import Environment, Paths
 from isobench.core.metric import DURATION, THROUGHPUT, Metric
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment, Paths
 from isobench.workloads.base import (
     Footprint,
     Measurement,
@@ -100,8 +100,14 @@ class Compression(Workload):
 
     def metrics(self, case: str) -> list[Metric]:
         return [
-            Metric("throughput_mbs", "MB/s", True, "input megabytes (10^6 B) per real second", role=THROUGHPUT,
-                   primary=True),
+            Metric(
+                "throughput_mbs",
+                "MB/s",
+                True,
+                "input megabytes (10^6 B) per real second",
+                role=THROUGHPUT,
+                primary=True,
+            ),
             Metric("real_s", "s", False, "wall-clock time of pixz", role=DURATION),
             Metric("user_s", "s", False, "CPU time in user mode, all threads", role=DURATION),
             Metric("sys_s", "s", False, "CPU time in the kernel, all threads", role=DURATION),
@@ -117,8 +123,7 @@ class Compression(Workload):
     def prepare(self, env: Environment) -> None:
         path = corpus_path(env.paths, self.params.size_mb)
         part = staging_path(env.paths, self.params.size_mb)
-        check(env.exec(["mkdir", "-p", posixpath.dirname(path), posixpath.dirname(part)],
-                       timeout=60))
+        check(env.exec(["mkdir", "-p", posixpath.dirname(path), posixpath.dirname(part)], timeout=60))
         check(env.exec(["rm", "-f", path], timeout=60))
         digest = hashlib.sha256()
         # write_file writes whole files, so the corpus goes in as pieces
@@ -126,13 +131,11 @@ class Compression(Workload):
         # archive API (behind write_file) cannot see a container's tmpfs.
         for piece in corpus_pieces(self.params.size_mb * MB):
             env.write_file(part, piece)
-            check(env.exec(["sh", "-c", 'cat -- "$1" >> "$2" && rm -f -- "$1"', "sh", part, path],
-                           timeout=300))
+            check(env.exec(["sh", "-c", 'cat -- "$1" >> "$2" && rm -f -- "$1"', "sh", part, path], timeout=300))
             digest.update(piece)
         got = check(env.exec(["sha256sum", path], timeout=600)).stdout.split()[:1]
         if got != [digest.hexdigest()]:
-            raise WorkloadError(f"corpus in {env.name} differs from the generated one: "
-                                f"{got} != {digest.hexdigest()}")
+            raise WorkloadError(f"corpus in {env.name} differs from the generated one: {got} != {digest.hexdigest()}")
 
     def units(self, case: str, m: Measurement) -> list:
         return ["MB", float(self.params.size_mb)]  # input megabytes compressed
@@ -140,11 +143,9 @@ class Compression(Workload):
     def parse(self, case: str, result: ExecResult) -> Measurement:
         times = parse_time(result.stderr)
         if times["real_s"] <= 0:
-            raise ParseError(f"real time {times['real_s']} s is too short to give a rate; "
-                             "use a larger size_mb")
+            raise ParseError(f"real time {times['real_s']} s is too short to give a rate; use a larger size_mb")
         values = {"throughput_mbs": self.params.size_mb / times["real_s"], **times}
-        return Measurement(values=values, extra={"input_bytes": self.params.size_mb * MB},
-                           raw=result.stderr)
+        return Measurement(values=values, extra={"input_bytes": self.params.size_mb * MB}, raw=result.stderr)
 
     def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
         # the raw output kept is GNU time's stderr, where parse() looks
@@ -154,16 +155,17 @@ class Compression(Workload):
         real = m.values.get("real_s", 0.0)
         if real * TIMER_SHARE >= TIMER_RESOLUTION_S:
             return {}
-        note = (f"a {real:.2f} s run is within {TIMER_SHARE_PCT:g}% of GNU time's "
-                f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: use a larger size_mb")
+        note = (
+            f"a {real:.2f} s run is within {TIMER_SHARE_PCT:g}% of GNU time's "
+            f"{TIMER_RESOLUTION_S * 1000:.0f} ms resolution: use a larger size_mb"
+        )
         return dict.fromkeys(("throughput_mbs", "real_s"), note)
 
     def cleanup(self, env: Environment) -> None:
         path = corpus_path(env.paths, self.params.size_mb)
         part = staging_path(env.paths, self.params.size_mb)
         env.exec(["rm", "-f", path, part], timeout=60)
-        env.exec(["rmdir", "--ignore-fail-on-non-empty",
-                  posixpath.dirname(path), posixpath.dirname(part)], timeout=60)
+        env.exec(["rmdir", "--ignore-fail-on-non-empty", posixpath.dirname(path), posixpath.dirname(part)], timeout=60)
 
 
 # Named by size, the only parameter the bytes depend on: a study may list
@@ -180,8 +182,7 @@ def build_argv(corpus: str, level: int, extreme: bool, threads: int) -> list[str
     # -t: the corpus is not a tarball; without it pixz first probes for tar
     # and would write a tar index. Output to /dev/null keeps it CPU-bound.
     flag = f"-{level}{'e' if extreme else ''}"
-    return ["/usr/bin/time", "-f", TIME_FORMAT,
-            "pixz", flag, "-t", "-p", str(threads), corpus, "/dev/null"]
+    return ["/usr/bin/time", "-f", TIME_FORMAT, "pixz", flag, "-t", "-p", str(threads), corpus, "/dev/null"]
 
 
 def parse_time(stderr: str) -> dict[str, float]:
@@ -211,7 +212,7 @@ def token_table() -> tuple[bytes, ...]:
     while len(words) < 8192:
         h = hashlib.sha256(b"isobench-vocab:%d" % i).digest()
         i += 1
-        word = "".join(_SYLLABLES[b % len(_SYLLABLES)] for b in h[1:2 + h[0] % 4])
+        word = "".join(_SYLLABLES[b % len(_SYLLABLES)] for b in h[1 : 2 + h[0] % 4])
         if word not in seen:
             seen.add(word)
             words.append(word)

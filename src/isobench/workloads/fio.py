@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from isobench.envs.base import Environment, Paths
 from isobench.core.metric import THROUGHPUT, Metric
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment, Paths
 from isobench.workloads.base import (
     Footprint,
     Measurement,
@@ -103,15 +103,24 @@ class Fio(Workload):
         p = self.params
         rw, bs, sequential = CASES[case]
         argv = [
-            "fio", f"--name={case}", f"--filename={data_file(paths, p.size_mb)}",
-            f"--size={p.size_mb * MiB}", f"--rw={rw}", f"--bs={bs}",
-            "--ioengine=libaio", "--direct=1",
+            "fio",
+            f"--name={case}",
+            f"--filename={data_file(paths, p.size_mb)}",
+            f"--size={p.size_mb * MiB}",
+            f"--rw={rw}",
+            f"--bs={bs}",
+            "--ioengine=libaio",
+            "--direct=1",
             f"--iodepth={p.seq_iodepth if sequential else p.iodepth}",
-            f"--numjobs={p.numjobs}", "--group_reporting",
-            "--time_based", f"--runtime={p.runtime_s}", f"--ramp_time={p.ramp_s}",
+            f"--numjobs={p.numjobs}",
+            "--group_reporting",
+            "--time_based",
+            f"--runtime={p.runtime_s}",
+            f"--ramp_time={p.ramp_s}",
             f"--randseed={RANDSEED}",
             "--percentile_list=" + ":".join(f"{q:g}" for _, q in PERCENTILES),
-            "--output-format=json+", "--eta=never",
+            "--output-format=json+",
+            "--eta=never",
         ]
         if rw == "randrw":
             argv.append("--rwmixread=70")
@@ -124,8 +133,7 @@ class Fio(Workload):
         size = self.params.size_mb * MiB
         free = self.host.disk_free_bytes  # 0 = unknown
         if free and size > 0.9 * free:
-            raise WorkloadError(f"fio file of {size >> 20} MiB does not fit: "
-                                f"{free >> 20} MiB free on the host's disk")
+            raise WorkloadError(f"fio file of {size >> 20} MiB does not fit: {free >> 20} MiB free on the host's disk")
         path = data_file(env.paths, self.params.size_mb)
         check(env.exec(["mkdir", "-p", posixpath.dirname(path)], timeout=60))
         # Write every block once so reads hit real, allocated data: a fresh
@@ -159,9 +167,20 @@ def data_file(paths: Paths, size_mb: int) -> str:
 
 
 def layout_argv(path: str, size: int) -> list[str]:
-    return ["fio", "--name=layout", f"--filename={path}", f"--size={size}",
-            "--rw=write", "--bs=1M", "--ioengine=libaio", "--direct=1", "--iodepth=16",
-            "--end_fsync=1", "--output-format=json", "--eta=never"]
+    return [
+        "fio",
+        "--name=layout",
+        f"--filename={path}",
+        f"--size={size}",
+        "--rw=write",
+        "--bs=1M",
+        "--ioengine=libaio",
+        "--direct=1",
+        "--iodepth=16",
+        "--end_fsync=1",
+        "--output-format=json",
+        "--eta=never",
+    ]
 
 
 def case_metrics(case: str) -> list[Metric]:
@@ -170,18 +189,20 @@ def case_metrics(case: str) -> list[Metric]:
     _, _, sequential = CASES[case]
     metrics: list[Metric] = []
     if sequential:
-        metrics.append(Metric("bandwidth_mbs", "MB/s", True, "10^6 bytes per second", role=THROUGHPUT,
-                              primary=True))
+        metrics.append(Metric("bandwidth_mbs", "MB/s", True, "10^6 bytes per second", role=THROUGHPUT, primary=True))
     else:
         metrics.append(Metric("iops", "IO/s", True, "completed I/Os per second", role=THROUGHPUT, primary=True))
         if case == "randrw70":
-            metrics += [Metric("read_iops", "IO/s", True, "reads of the 70/30 mix", role=THROUGHPUT),
-                        Metric("write_iops", "IO/s", True, "writes of the 70/30 mix", role=THROUGHPUT)]
+            metrics += [
+                Metric("read_iops", "IO/s", True, "reads of the 70/30 mix", role=THROUGHPUT),
+                Metric("write_iops", "IO/s", True, "writes of the 70/30 mix", role=THROUGHPUT),
+            ]
     if case in READ_CASES:
         # no role: a storage latency stays out of the NAT vs host comparison (LATENCY's meaning)
-        metrics += [Metric(f"read_clat_{name}_us", "µs", False,
-                           f"read completion latency, {q:g}th percentile")
-                    for name, q in PERCENTILES]
+        metrics += [
+            Metric(f"read_clat_{name}_us", "µs", False, f"read completion latency, {q:g}th percentile")
+            for name, q in PERCENTILES
+        ]
     return metrics
 
 
@@ -246,8 +267,7 @@ def clat_percentiles_us(clat_ns: dict) -> dict[str, float]:
     out = {}
     for name, q in PERCENTILES:
         if q not in got:
-            raise ParseError(f"no {q:g}th percentile in clat_ns (run without "
-                             "--percentile_list?)")
+            raise ParseError(f"no {q:g}th percentile in clat_ns (run without --percentile_list?)")
         out[f"read_clat_{name}_us"] = got[q] / 1000
     return out
 
@@ -257,5 +277,4 @@ def clat_histogram_us(clat_ns: dict) -> list[list[float]]:
     bins = clat_ns.get("bins")
     if not bins:
         raise ParseError("no clat_ns bins: fio must run with --output-format=json+")
-    return [[int(ns) / 1000, int(count)]
-            for ns, count in sorted(bins.items(), key=lambda kv: int(kv[0])) if count]
+    return [[int(ns) / 1000, int(count)] for ns, count in sorted(bins.items(), key=lambda kv: int(kv[0])) if count]

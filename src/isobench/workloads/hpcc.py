@@ -39,9 +39,9 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from isobench.envs.base import Environment, Paths
 from isobench.core.metric import THROUGHPUT, Metric
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment, Paths
 from isobench.workloads.base import (
     Footprint,
     Measurement,
@@ -112,12 +112,14 @@ _METRIC_KEYS: tuple[tuple[str, str, bool], ...] = (
 
 class HpccParams(WorkloadParams):
     procs: int = Field(0, ge=0, le=4096, description="MPI processes; 0 = all host cores")
-    mem_fraction: float = Field(0.05, gt=0, le=0.8,
-                                description="share of host memory for the HPL matrix")
+    mem_fraction: float = Field(0.05, gt=0, le=0.8, description="share of host memory for the HPL matrix")
     n: int | None = Field(None, ge=256, le=1_000_000, description="explicit HPL N; overrides mem_fraction")
     nb: int = Field(192, ge=16, le=1024, description="HPL block size")
-    stream_metrics: bool = Field(True, description="report StarSTREAM's four figures as metrics; hpcc runs "
-                                 "STREAM either way (sized from N), false leaves them in extra.summary only")
+    stream_metrics: bool = Field(
+        True,
+        description="report StarSTREAM's four figures as metrics; hpcc runs "
+        "STREAM either way (sized from N), false leaves them in extra.summary only",
+    )
     timeout_s: float = Field(3600, gt=0, le=86_400)
 
     @model_validator(mode="after")
@@ -214,8 +216,7 @@ class Hpcc(Workload):
         if not result.ok:
             raise WorkloadError(result.describe(), result)
         text = check(env.exec(["cat", out], timeout=60)).stdout
-        return self.parse(case, ExecResult(result.argv, result.returncode, text,
-                                           result.stderr, result.wall_s))
+        return self.parse(case, ExecResult(result.argv, result.returncode, text, result.stderr, result.wall_s))
 
     def units(self, case: str, m: Measurement) -> list:
         return ["run", 1.0]  # one HPCC pass; its kernels share the run
@@ -236,8 +237,7 @@ class Hpcc(Workload):
     def cleanup(self, env: Environment) -> None:
         wd, shm = self.work_dir(env.paths), self.shm_dir(env.paths)
         env.exec(["rm", "-rf", wd, shm], timeout=60)
-        env.exec(["rmdir", "--ignore-fail-on-non-empty", posixpath.dirname(wd),
-                  posixpath.dirname(shm)], timeout=60)
+        env.exec(["rmdir", "--ignore-fail-on-non-empty", posixpath.dirname(wd), posixpath.dirname(shm)], timeout=60)
 
 
 def derive_n(mem_bytes: int, fraction: float, nb: int) -> int:
@@ -283,13 +283,29 @@ def build_argv(procs: int, shm: str) -> list[str]:
       which is 64 MB in a default Docker container.
     """
     return [
-        "mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-        "--mca", "plm", "isolated",
-        "--mca", "pml", "ob1",
-        "--mca", "btl", "self,vader",
-        "--mca", "btl_vader_single_copy_mechanism", "none",
-        "--mca", "btl_vader_backing_directory", shm,
-        "-np", str(procs), "hpcc",
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        "--mca",
+        "plm",
+        "isolated",
+        "--mca",
+        "pml",
+        "ob1",
+        "--mca",
+        "btl",
+        "self,vader",
+        "--mca",
+        "btl_vader_single_copy_mechanism",
+        "none",
+        "--mca",
+        "btl_vader_backing_directory",
+        shm,
+        "-np",
+        str(procs),
+        "hpcc",
     ]
 
 
@@ -300,12 +316,13 @@ _CMA_FAILURE_RE = re.compile(r"Read -1, expected \d+, errno = \d+")
 
 def check_mpi_stderr(stderr: str) -> None:
     if _CMA_FAILURE_RE.search(stderr):
-        raise ParseError("Open MPI shared-memory copies failed ('Read -1, expected ..., errno'): "
-                         "results are invalid; run with btl_vader_single_copy_mechanism none")
+        raise ParseError(
+            "Open MPI shared-memory copies failed ('Read -1, expected ..., errno'): "
+            "results are invalid; run with btl_vader_single_copy_mechanism none"
+        )
 
 
-_SUMMARY_RE = re.compile(r"^Begin of Summary section\.\n(.*?)^End of Summary section\.",
-                         re.M | re.S)
+_SUMMARY_RE = re.compile(r"^Begin of Summary section\.\n(.*?)^End of Summary section\.", re.M | re.S)
 
 
 def parse_summary(text: str) -> dict[str, float]:
@@ -327,8 +344,9 @@ def parse_summary(text: str) -> dict[str, float]:
 
 def summary_metrics(summary: dict[str, float]) -> dict[str, float]:
     if summary.get("Success") != 1:
-        raise ParseError(f"hpcc reports Success={summary.get('Success')} "
-                         "(a residual check failed or a test did not run)")
+        raise ParseError(
+            f"hpcc reports Success={summary.get('Success')} (a residual check failed or a test did not run)"
+        )
     procs = summary.get("CommWorldProcs", 0)
     if procs < 1:
         raise ParseError("CommWorldProcs missing from the summary")
@@ -364,7 +382,7 @@ def stream_vector_size(n: int, procs: int) -> int:
 
 
 def stream_validity(summary: dict, llc_bytes: int) -> str:
-    """"measures cache, not memory" when hpcc's STREAM arrays (8-byte
+    """ "measures cache, not memory" when hpcc's STREAM arrays (8-byte
     elements, STREAM_VectorSize of them per process) break STREAM's rule;
     "" when they do not, or when it cannot tell."""
     try:
@@ -373,6 +391,8 @@ def stream_validity(summary: dict, llc_bytes: int) -> str:
         return ""
     if llc_bytes <= 0 or array >= STREAM_CACHE_FACTOR * llc_bytes:
         return ""
-    return (f"STREAM measures cache, not memory: each array is {array / 2**20:.1f} MiB, under "
-            f"{STREAM_CACHE_FACTOR}x the {llc_bytes / 2**20:.0f} MiB last-level cache (raise mem_fraction or n, "
-            "or leave STREAM out: stream_metrics = false)")
+    return (
+        f"STREAM measures cache, not memory: each array is {array / 2**20:.1f} MiB, under "
+        f"{STREAM_CACHE_FACTOR}x the {llc_bytes / 2**20:.0f} MiB last-level cache (raise mem_fraction or n, "
+        "or leave STREAM out: stream_metrics = false)"
+    )

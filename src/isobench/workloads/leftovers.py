@@ -74,6 +74,7 @@ def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]
 # by what it holds, a socket bound to a benchmark address, and killed only if
 # it is a registered workload's server.
 
+
 def bench_socket_inodes(table: str) -> set[int]:
     """Inodes of the sockets in a /proc/net/{tcp,udp}[6] table bound to an
     address in the benchmarking range. Pure."""
@@ -89,7 +90,7 @@ def bench_socket_inodes(table: str) -> set[int]:
             if len(raw) == 4:  # little-endian u32
                 addr = ipaddress.IPv4Address(raw[::-1])
             elif len(raw) == 16:  # four little-endian u32 words
-                v6 = ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+                v6 = ipaddress.IPv6Address(b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
                 addr = v6.ipv4_mapped or v6
             else:
                 continue

@@ -15,19 +15,22 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import ClassVar
 
-from isobench.host import counters
+from isobench.core.metric import PER_INSTANCE, Metric, instance_metric
 from isobench.envs.base import Environment
 from isobench.envs.group import members_of
-from isobench.core.metric import PER_INSTANCE, Metric, instance_metric
+from isobench.host import counters
 from isobench.workloads.base import Measurement, WorkloadError
 from isobench.workloads.server import ServerWorkload, servers_dir
 
 
-def per_instance_metrics(name: str, unit: str, higher_is_better: bool, n: int,
-                         describe: Callable[[int], str]) -> list[Metric]:
+def per_instance_metrics(
+    name: str, unit: str, higher_is_better: bool, n: int, describe: Callable[[int], str]
+) -> list[Metric]:
     """Instance 1..n's own value of metric `name` (describe(i) says what it is)."""
-    return [Metric(instance_metric(i, name), unit, higher_is_better, describe(i), role=PER_INSTANCE)
-            for i in range(1, n + 1)]
+    return [
+        Metric(instance_metric(i, name), unit, higher_is_better, describe(i), role=PER_INSTANCE)
+        for i in range(1, n + 1)
+    ]
 
 
 def per_instance_values(name: str, values: list[float]) -> dict[str, float]:
@@ -104,8 +107,10 @@ class MultiServerWorkload(ServerWorkload):
     def instances(self, env: Environment, n: int) -> list[Environment]:
         members = members_of(env)
         if len(members) < n:
-            raise WorkloadError(f"{self.name} drives {n} instances but environment {env.name} has "
-                                f"{len(members)}: set instances = {n} in [environments.{env.name}]")
+            raise WorkloadError(
+                f"{self.name} drives {n} instances but environment {env.name} has "
+                f"{len(members)}: set instances = {n} in [environments.{env.name}]"
+            )
         return members[:n]
 
     def endpoints(self, env: Environment, n: int) -> list[tuple[str, int]]:

@@ -17,10 +17,10 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from isobench.envs.base import Environment
-from isobench.core.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadParams
 from isobench.core.metric import CPU_COST, THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams
 from isobench.workloads.server import CpuWindow, ServerWorkload, bounded_timeout, known_cases, per_gb
 
 PORT = 15201
@@ -55,10 +55,20 @@ class Netbw(ServerWorkload):
         who = "environment transmits" if case == "tx" else "environment receives"
         return [
             Metric("gbps", "Gbit/s", True, f"one TCP stream, {who}", role=THROUGHPUT, primary=True),
-            Metric("cpu_s_per_gb", "CPU-s/GB", False,
-                   "host CPU-seconds per 10^9 bytes, minus the client's own process", role=CPU_COST),
-            Metric("server_cpu_s_per_gb", "CPU-s/GB", False,
-                   "the iperf3 server process's own CPU-seconds per 10^9 bytes", role=CPU_COST),
+            Metric(
+                "cpu_s_per_gb",
+                "CPU-s/GB",
+                False,
+                "host CPU-seconds per 10^9 bytes, minus the client's own process",
+                role=CPU_COST,
+            ),
+            Metric(
+                "server_cpu_s_per_gb",
+                "CPU-s/GB",
+                False,
+                "the iperf3 server process's own CPU-seconds per 10^9 bytes",
+                role=CPU_COST,
+            ),
         ]
 
     def client_timeout(self, case: str) -> float:
@@ -68,8 +78,18 @@ class Netbw(ServerWorkload):
         return ["--server", "--bind", env.server_bind_addr(), "--port", str(PORT)]
 
     def client_argv(self, case: str, addr: str, port: int) -> list[str]:
-        argv = ["iperf3", "--client", addr, "--port", str(port), "--time", str(self.params.duration_s),
-                "--json", "--connect-timeout", "5000"]
+        argv = [
+            "iperf3",
+            "--client",
+            addr,
+            "--port",
+            str(port),
+            "--time",
+            str(self.params.duration_s),
+            "--json",
+            "--connect-timeout",
+            "5000",
+        ]
         if case == "tx":
             argv.append("--reverse")  # the server (environment) sends
         return argv
@@ -113,7 +133,10 @@ def parse_iperf3(stdout: str, reverse: bool) -> tuple[dict[str, float], dict]:
         raise ParseError(f"iperf3 JSON lacks {exc}") from exc
     if nbytes <= 0:
         raise ParseError("iperf3 moved no data")
-    extra = {"bytes": nbytes, "seconds": float(received.get("seconds", 0)),
-             "retransmits": sent.get("retransmits"),
-             "iperf3_cpu": doc["end"].get("cpu_utilization_percent", {})}
+    extra = {
+        "bytes": nbytes,
+        "seconds": float(received.get("seconds", 0)),
+        "retransmits": sent.get("retransmits"),
+        "iperf3_cpu": doc["end"].get("cpu_utilization_percent", {}),
+    }
     return {"gbps": gbps}, extra

@@ -18,10 +18,10 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from isobench.envs.base import Environment
-from isobench.core.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadParams
 from isobench.core.metric import LATENCY, Metric
+from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams
 from isobench.workloads.server import ServerWorkload, bounded_timeout, known_cases
 
 PORT = 11111
@@ -60,9 +60,11 @@ class Netlat(ServerWorkload):
 
     def metrics(self, case: str) -> list[Metric]:
         proto = case.upper()
-        return [Metric("mean_us", "µs", False, f"{proto} round trip, mean", role=LATENCY, primary=True),
-                Metric("p50_us", "µs", False, f"{proto} round trip, median", role=LATENCY, primary=True),
-                Metric("p99_us", "µs", False, f"{proto} round trip, 99th percentile", role=LATENCY)]
+        return [
+            Metric("mean_us", "µs", False, f"{proto} round trip, mean", role=LATENCY, primary=True),
+            Metric("p50_us", "µs", False, f"{proto} round trip, median", role=LATENCY, primary=True),
+            Metric("p99_us", "µs", False, f"{proto} round trip, 99th percentile", role=LATENCY),
+        ]
 
     def server_port(self, case: str) -> tuple[int, str]:
         return PORT, case
@@ -75,9 +77,19 @@ class Netlat(ServerWorkload):
         return argv + (["--tcp"] if case == "tcp" else [])
 
     def client_argv(self, case: str, addr: str, port: int) -> list[str]:
-        argv = ["sockperf", "ping-pong", "--ip", addr, "--port", str(port),
-                "--msg-size", str(self.params.msg_bytes), "--time", str(self.params.duration_s),
-                "--full-rtt"]
+        argv = [
+            "sockperf",
+            "ping-pong",
+            "--ip",
+            addr,
+            "--port",
+            str(port),
+            "--msg-size",
+            str(self.params.msg_bytes),
+            "--time",
+            str(self.params.duration_s),
+            "--full-rtt",
+        ]
         return argv + (["--tcp"] if case == "tcp" else [])
 
     def units(self, case: str, m: Measurement) -> list:

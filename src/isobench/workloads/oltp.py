@@ -27,10 +27,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from isobench.envs.base import Environment
-from isobench.core.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadError, WorkloadParams, check, distinct_counts
 from isobench.core.metric import LATENCY, THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment
+from isobench.workloads.base import Measurement, ParseError, WorkloadError, WorkloadParams, check, distinct_counts
 from isobench.workloads.server import (
     CpuWindow,
     ServerWorkload,
@@ -86,15 +86,16 @@ class Oltp(ServerWorkload):
         return sweep_cases("threads", self.params.threads)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("tps", "tx/s", True, "sysbench oltp_read_write transactions per second", role=THROUGHPUT,
-                       primary=True),
-                Metric("p95_ms", "ms", False, "95th percentile transaction latency", role=LATENCY),
-                # no role (not CPU_UTIL): the report has never drawn these against
-                # throughput, its cpu_util* naming rule did not match them
-                Metric("cpu_pct", "% host CPU", False,
-                       "host CPU busy minus sysbench's own, as % of all host CPUs"),
-                Metric("server_cpu_pct", "% host CPU", False,
-                       "the mariadbd process's own CPU time, as % of all host CPUs")]
+        return [
+            Metric(
+                "tps", "tx/s", True, "sysbench oltp_read_write transactions per second", role=THROUGHPUT, primary=True
+            ),
+            Metric("p95_ms", "ms", False, "95th percentile transaction latency", role=LATENCY),
+            # no role (not CPU_UTIL): the report has never drawn these against
+            # throughput, its cpu_util* naming rule did not match them
+            Metric("cpu_pct", "% host CPU", False, "host CPU busy minus sysbench's own, as % of all host CPUs"),
+            Metric("server_cpu_pct", "% host CPU", False, "the mariadbd process's own CPU time, as % of all host CPUs"),
+        ]
 
     # -- sizes and places ---------------------------------------------------------------
     def buffer_pool_mb(self) -> int:
@@ -114,23 +115,47 @@ class Oltp(ServerWorkload):
     # -- server ------------------------------------------------------------------------
     def server_argv(self, case: str, env: Environment) -> list[str]:
         tmp = servers_dir(env)
-        return ["--no-defaults", "--user=root", f"--datadir={self.datadir(env)}",
-                f"--socket={self.socket(env)}", f"--pid-file={tmp}/mariadbd.pid",
-                f"--port={PORT}", f"--bind-address={env.server_bind_addr()}",
-                "--skip-name-resolve", f"--innodb-buffer-pool-size={self.buffer_pool_mb()}M",
-                "--max-connections=2000", "--max-connect-errors=1000000",
-                f"--log-error={tmp}/mariadbd.err"]
+        return [
+            "--no-defaults",
+            "--user=root",
+            f"--datadir={self.datadir(env)}",
+            f"--socket={self.socket(env)}",
+            f"--pid-file={tmp}/mariadbd.pid",
+            f"--port={PORT}",
+            f"--bind-address={env.server_bind_addr()}",
+            "--skip-name-resolve",
+            f"--innodb-buffer-pool-size={self.buffer_pool_mb()}M",
+            "--max-connections=2000",
+            "--max-connect-errors=1000000",
+            f"--log-error={tmp}/mariadbd.err",
+        ]
 
     def sysbench_argv(self, addr: str, port: int, *extra: str) -> list[str]:
         p = self.params
-        return ["sysbench", "oltp_read_write", "--db-driver=mysql", f"--mysql-host={addr}",
-                f"--mysql-port={port}", f"--mysql-user={USER}", f"--mysql-password={self.password}",
-                f"--mysql-db={DB}", f"--tables={p.tables}", f"--table-size={p.table_size}", *extra]
+        return [
+            "sysbench",
+            "oltp_read_write",
+            "--db-driver=mysql",
+            f"--mysql-host={addr}",
+            f"--mysql-port={port}",
+            f"--mysql-user={USER}",
+            f"--mysql-password={self.password}",
+            f"--mysql-db={DB}",
+            f"--tables={p.tables}",
+            f"--table-size={p.table_size}",
+            *extra,
+        ]
 
     def client_argv(self, case: str, addr: str, port: int) -> list[str]:
-        return self.sysbench_argv(addr, port, f"--threads={sweep_value(case, 'threads')}",
-                                  f"--time={self.params.time_s}", "--percentile=95",
-                                  "--report-interval=0", "run")
+        return self.sysbench_argv(
+            addr,
+            port,
+            f"--threads={sweep_value(case, 'threads')}",
+            f"--time={self.params.time_s}",
+            "--percentile=95",
+            "--report-interval=0",
+            "run",
+        )
 
     def client_timeout(self, case: str) -> float:
         return bounded_timeout(self.params, self.params.time_s + 60)
@@ -140,18 +165,35 @@ class Oltp(ServerWorkload):
         d = self.datadir(env)
         check(env.exec(["rm", "-rf", d], timeout=120))
         check(env.exec(["mkdir", "-p", d], timeout=30))
-        check(env.exec(["mariadb-install-db", "--no-defaults", f"--datadir={d}", "--user=root",
-                        "--auth-root-authentication-method=socket", "--skip-test-db"], timeout=300))
+        check(
+            env.exec(
+                [
+                    "mariadb-install-db",
+                    "--no-defaults",
+                    f"--datadir={d}",
+                    "--user=root",
+                    "--auth-root-authentication-method=socket",
+                    "--skip-test-db",
+                ],
+                timeout=300,
+            )
+        )
         self.start_server(env, "setup")
         try:
-            sql = (f"CREATE DATABASE {DB}; CREATE USER '{USER}'@'%' IDENTIFIED BY '{self.password}'; "
-                   f"GRANT ALL ON {DB}.* TO '{USER}'@'%';")
-            check(env.exec(["mariadb", "--no-defaults", f"--socket={self.socket(env)}", "-u", "root",
-                            "-e", sql], timeout=60))
+            sql = (
+                f"CREATE DATABASE {DB}; CREATE USER '{USER}'@'%' IDENTIFIED BY '{self.password}'; "
+                f"GRANT ALL ON {DB}.* TO '{USER}'@'%';"
+            )
+            check(
+                env.exec(
+                    ["mariadb", "--no-defaults", f"--socket={self.socket(env)}", "-u", "root", "-e", sql], timeout=60
+                )
+            )
             addr, port = env.endpoint(PORT)
             rows = self.params.table_size * self.params.tables
-            run = self._client().run(self.sysbench_argv(addr, port, "--threads=1", "prepare"),
-                                     timeout=120 + rows / 1000)
+            run = self._client().run(
+                self.sysbench_argv(addr, port, "--threads=1", "prepare"), timeout=120 + rows / 1000
+            )
             if not run.result.ok:
                 raise WorkloadError(f"sysbench prepare: {run.result.describe()}", run.result)
         finally:
@@ -161,8 +203,9 @@ class Oltp(ServerWorkload):
         if self.params.warmup_s <= 0:
             return
         addr, port = env.endpoint(PORT)
-        argv = self.sysbench_argv(addr, port, f"--threads={sweep_value(case, 'threads')}",
-                                  f"--time={self.params.warmup_s}", "run")
+        argv = self.sysbench_argv(
+            addr, port, f"--threads={sweep_value(case, 'threads')}", f"--time={self.params.warmup_s}", "run"
+        )
         run = self._client().run(argv, timeout=self.params.warmup_s + 60)
         if not run.result.ok:
             raise WorkloadError(f"sysbench warm-up: {run.result.describe()}", run.result)

@@ -24,10 +24,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from isobench.envs.base import Environment
-from isobench.core.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadParams, distinct_counts
 from isobench.core.metric import LATENCY, THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams, distinct_counts
 from isobench.workloads.server import ServerWorkload, bounded_timeout, servers_dir, sweep_cases, sweep_value
 
 PORT = 16379
@@ -62,24 +62,59 @@ class Redis(ServerWorkload):
         return sweep_cases("clients", self.params.clients)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("rps", "req/s", True, "requests per second, SET and GET together", role=THROUGHPUT,
-                       primary=True),
-                Metric("mean_ms", "ms", False, "mean request latency (mean of SET's and GET's)", role=LATENCY),
-                Metric("p99_ms", "ms", False, "99th percentile latency (max of SET's and GET's)", role=LATENCY)]
+        return [
+            Metric("rps", "req/s", True, "requests per second, SET and GET together", role=THROUGHPUT, primary=True),
+            Metric("mean_ms", "ms", False, "mean request latency (mean of SET's and GET's)", role=LATENCY),
+            Metric("p99_ms", "ms", False, "99th percentile latency (max of SET's and GET's)", role=LATENCY),
+        ]
 
     def client_timeout(self, case: str) -> float:
         return bounded_timeout(self.params, 120)
 
     def server_argv(self, case: str, env: Environment) -> list[str]:
-        return ["--bind", env.server_bind_addr(), "--port", str(PORT), "--protected-mode", "no",
-                "--save", "", "--appendonly", "no", "--requirepass", self.password,
-                "--daemonize", "no", "--dir", servers_dir(env)]
+        return [
+            "--bind",
+            env.server_bind_addr(),
+            "--port",
+            str(PORT),
+            "--protected-mode",
+            "no",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--requirepass",
+            self.password,
+            "--daemonize",
+            "no",
+            "--dir",
+            servers_dir(env),
+        ]
 
     def client_argv(self, case: str, addr: str, port: int) -> list[str]:
         p = self.params
-        return ["redis-benchmark", "-h", addr, "-p", str(port), "-a", self.password,
-                "-t", "set,get", "-c", str(sweep_value(case, "clients")), "-n", str(p.requests),
-                "-P", str(p.pipeline), "-d", str(p.value_bytes), "-r", str(p.keyspace), "--csv"]
+        return [
+            "redis-benchmark",
+            "-h",
+            addr,
+            "-p",
+            str(port),
+            "-a",
+            self.password,
+            "-t",
+            "set,get",
+            "-c",
+            str(sweep_value(case, "clients")),
+            "-n",
+            str(p.requests),
+            "-P",
+            str(p.pipeline),
+            "-d",
+            str(p.value_bytes),
+            "-r",
+            str(p.keyspace),
+            "--csv",
+        ]
 
     def units(self, case: str, m: Measurement) -> list:
         return ["request", 2.0 * self.params.requests]  # N SETs then N GETs
@@ -112,9 +147,11 @@ def parse_redis_csv(stdout: str) -> tuple[dict[str, float], dict]:
     try:
         if s["rps"] <= 0 or g["rps"] <= 0:
             raise ParseError("redis-benchmark reported zero throughput")
-        values = {"rps": 2.0 / (1.0 / s["rps"] + 1.0 / g["rps"]),
-                  "mean_ms": (s["avg_latency_ms"] + g["avg_latency_ms"]) / 2,
-                  "p99_ms": max(s["p99_latency_ms"], g["p99_latency_ms"])}
+        values = {
+            "rps": 2.0 / (1.0 / s["rps"] + 1.0 / g["rps"]),
+            "mean_ms": (s["avg_latency_ms"] + g["avg_latency_ms"]) / 2,
+            "p99_ms": max(s["p99_latency_ms"], g["p99_latency_ms"]),
+        }
     except KeyError as exc:
         raise ParseError(f"redis-benchmark CSV lacks column {exc} (Redis < 7?)") from exc
     return values, {"per_command": rows}

@@ -22,14 +22,14 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from isobench.envs.base import Environment
-from isobench.core.proc import ExecResult
-from isobench.workloads.base import Measurement, ParseError, WorkloadParams, distinct_counts
 from isobench.core.metric import FAIRNESS, THROUGHPUT, Metric
+from isobench.core.proc import ExecResult
+from isobench.core.workspace import DATA_ROOT
+from isobench.envs.base import Environment
+from isobench.workloads.base import Measurement, ParseError, WorkloadParams, distinct_counts
 from isobench.workloads.multi import MultiServerWorkload, per_instance_metrics, per_instance_values
 from isobench.workloads.redis import parse_redis_csv_rows
 from isobench.workloads.server import bounded_timeout, sweep_cases, sweep_value
-from isobench.core.workspace import DATA_ROOT
 
 BASE_PORT = 16400
 PROXY_PORT = 22121  # on the client namespace's loopback
@@ -43,8 +43,9 @@ class RedisScaleoutParams(WorkloadParams):
     get_ratio: float = Field(0.75, gt=0, lt=1)
     value_bytes: int = Field(32, ge=1, le=1_000_000)
     keyspace: int = Field(100_000, ge=1, le=100_000_000)
-    appendfsync: str = Field("everysec", pattern=r"^(no|everysec|always|off)$",
-                             description="AOF fsync policy, or off (no AOF)")
+    appendfsync: str = Field(
+        "everysec", pattern=r"^(no|everysec|always|off)$", description="AOF fsync policy, or off (no AOF)"
+    )
 
     _instances = distinct_counts("instances", 64)
 
@@ -71,25 +72,54 @@ class RedisScaleout(MultiServerWorkload):
         return sweep_cases("instances", self.params.instances)
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("rps", "req/s", True, "aggregate GET+SET requests per second through the proxy",
-                       role=THROUGHPUT, primary=True),
-                Metric("get_rps", "req/s", True, "GET requests per second", role=THROUGHPUT),
-                Metric("set_rps", "req/s", True, "SET requests per second", role=THROUGHPUT),
-                # through the proxy: not in the NAT vs host comparison (LATENCY's meaning)
-                Metric("p99_ms", "ms", False, "99th percentile latency (max of GET's and SET's)"),
-                Metric("imbalance", "x", False, "most over least commands served by one instance",
-                       role=FAIRNESS),
-                Metric("jain", "", True, "Jain's fairness index of commands served per instance",
-                       role=FAIRNESS),
-                *per_instance_metrics("rps", "cmd/s", True, sweep_value(case, "instances"),
-                                      lambda i: f"commands per second instance {i} served")]
+        return [
+            Metric(
+                "rps",
+                "req/s",
+                True,
+                "aggregate GET+SET requests per second through the proxy",
+                role=THROUGHPUT,
+                primary=True,
+            ),
+            Metric("get_rps", "req/s", True, "GET requests per second", role=THROUGHPUT),
+            Metric("set_rps", "req/s", True, "SET requests per second", role=THROUGHPUT),
+            # through the proxy: not in the NAT vs host comparison (LATENCY's meaning)
+            Metric("p99_ms", "ms", False, "99th percentile latency (max of GET's and SET's)"),
+            Metric("imbalance", "x", False, "most over least commands served by one instance", role=FAIRNESS),
+            Metric("jain", "", True, "Jain's fairness index of commands served per instance", role=FAIRNESS),
+            *per_instance_metrics(
+                "rps",
+                "cmd/s",
+                True,
+                sweep_value(case, "instances"),
+                lambda i: f"commands per second instance {i} served",
+            ),
+        ]
 
     def instance_argv(self, case: str, env: Environment, index: int) -> list[str]:
         d = posixpath.join(env.paths.data, f"redis-scaleout-{index}")
-        aof = ["--appendonly", "no"] if self.params.appendfsync == "off" else \
-            ["--appendonly", "yes", "--appendfsync", self.params.appendfsync]
-        return ["--bind", env.server_bind_addr(), "--port", str(BASE_PORT + index), "--protected-mode", "no",
-                "--save", "", *aof, "--requirepass", self.password, "--daemonize", "no", "--dir", d]
+        aof = (
+            ["--appendonly", "no"]
+            if self.params.appendfsync == "off"
+            else ["--appendonly", "yes", "--appendfsync", self.params.appendfsync]
+        )
+        return [
+            "--bind",
+            env.server_bind_addr(),
+            "--port",
+            str(BASE_PORT + index),
+            "--protected-mode",
+            "no",
+            "--save",
+            "",
+            *aof,
+            "--requirepass",
+            self.password,
+            "--daemonize",
+            "no",
+            "--dir",
+            d,
+        ]
 
     def start_instances(self, env: Environment, case: str, n: int) -> None:
         for i, member in enumerate(self.instances(env, n)):
@@ -109,10 +139,19 @@ class RedisScaleout(MultiServerWorkload):
 
     def driver_argv(self, case: str, endpoints: list[tuple[str, int]]) -> list[str]:
         p = self.params
-        cfg = {"servers": endpoints, "password": self.password, "proxy_port": PROXY_PORT,
-               "clients": p.clients, "requests": p.requests, "pipeline": p.pipeline,
-               "get_ratio": p.get_ratio, "value_bytes": p.value_bytes, "keyspace": p.keyspace,
-               "timeout_s": self.client_timeout(case), "workdir": self._workdir()}
+        cfg = {
+            "servers": endpoints,
+            "password": self.password,
+            "proxy_port": PROXY_PORT,
+            "clients": p.clients,
+            "requests": p.requests,
+            "pipeline": p.pipeline,
+            "get_ratio": p.get_ratio,
+            "value_bytes": p.value_bytes,
+            "keyspace": p.keyspace,
+            "timeout_s": self.client_timeout(case),
+            "workdir": self._workdir(),
+        }
         return [sys.executable, "-m", "isobench.drivers.redis_mix", json.dumps(cfg)]
 
     def units(self, case: str, m: Measurement) -> list:
@@ -137,11 +176,16 @@ def parse_scaleout(stdout: str) -> tuple[dict[str, float], dict]:
         raise ParseError(f"redis scale-out output does not parse ({type(exc).__name__}: {exc})") from exc
     if wall <= 0 or not served:
         raise ParseError("redis scale-out output has no wall time or no servers")
-    values = {"rps": total / wall, "get_rps": get["rps"], "set_rps": set_["rps"],
-              "p99_ms": max(get["p99_latency_ms"], set_["p99_latency_ms"])}
+    values = {
+        "rps": total / wall,
+        "get_rps": get["rps"],
+        "set_rps": set_["rps"],
+        "p99_ms": max(get["p99_latency_ms"], set_["p99_latency_ms"]),
+    }
     values.update(per_instance_values("rps", [n / wall for n in served]))
     if len(served) > 1:
         from isobench.analysis.stats import jain_index, max_min_ratio  # here: scipy would slow every `validate`
+
         values["imbalance"] = max_min_ratio(served)
         values["jain"] = jain_index(served)
     else:

@@ -24,7 +24,7 @@ def register(cls: type[Workload]) -> type[Workload]:
     """Add a workload class under the name it defines; two classes under one name are refused."""
     name = vars(cls).get("name")
     if not isinstance(name, str) or not name:
-        raise TypeError(f"{_where(cls)}: a workload class must set name = \"...\" itself")
+        raise TypeError(f'{_where(cls)}: a workload class must set name = "..." itself')
     if WORKLOADS.get(name, cls) is not cls:
         raise TypeError(f"two workloads named {name!r}: {_where(WORKLOADS[name])} and {_where(cls)}")
     WORKLOADS[name] = cls
@@ -34,9 +34,14 @@ def register(cls: type[Workload]) -> type[Workload]:
 def workloads_in(module: ModuleType) -> list[type[Workload]]:
     """The concrete Workload classes a module defines (not those it imports;
     abstract bases such as ServerWorkload are not workloads)."""
-    return [obj for obj in vars(module).values()
-            if inspect.isclass(obj) and issubclass(obj, Workload) and obj.__module__ == module.__name__
-            and not inspect.isabstract(obj)]
+    return [
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj)
+        and issubclass(obj, Workload)
+        and obj.__module__ == module.__name__
+        and not inspect.isabstract(obj)
+    ]
 
 
 def register_module(module: ModuleType) -> list[type[Workload]]:

@@ -38,9 +38,9 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from isobench.clienthost import ClientHost
-from isobench.host import counters
-from isobench.envs.base import Environment, Paths
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment, Paths
+from isobench.host import counters
 from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
 
 READY_TIMEOUT_S = 60
@@ -54,6 +54,7 @@ def servers_dir(env: Environment) -> str:
 
 
 # -- host CPU accounting -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CpuTimes:
@@ -107,11 +108,13 @@ class CpuWindow:
         return 100.0 * cpu_s / (self.wall_s * self.ncpu) if self.wall_s > 0 else float("nan")
 
 
-def cpu_window(before: CpuTimes, after: CpuTimes, wall_s: float, client_cpu_s: float,
-               hz: int | None = None) -> CpuWindow:
+def cpu_window(
+    before: CpuTimes, after: CpuTimes, wall_s: float, client_cpu_s: float, hz: int | None = None
+) -> CpuWindow:
     hz = hz or clk_tck()
-    return CpuWindow(wall_s=wall_s, host_busy_s=(after.busy - before.busy) / hz,
-                     client_cpu_s=client_cpu_s, ncpu=after.ncpu)
+    return CpuWindow(
+        wall_s=wall_s, host_busy_s=(after.busy - before.busy) / hz, client_cpu_s=client_cpu_s, ncpu=after.ncpu
+    )
 
 
 def per_gb(cpu_s: float, nbytes: float) -> float:
@@ -119,6 +122,7 @@ def per_gb(cpu_s: float, nbytes: float) -> float:
 
 
 # -- the workload base ---------------------------------------------------------------
+
 
 def sweep_cases(param: str, values) -> list[str]:
     """Swept points as cases named ``param=value`` (the report's curves look for it)."""
@@ -172,9 +176,20 @@ class ServerWorkload(Workload):
     def start_server(self, env: Environment, case: str) -> None:
         pidfile, log = self._files(env)
         env.exec(["mkdir", "-p", posixpath.dirname(pidfile)], timeout=30)
-        argv = ["start-stop-daemon", "--start", "--background", "--make-pidfile",
-                "--pidfile", pidfile, "--output", log, "--exec", self.server_exe, "--",
-                *self.server_argv(case, env)]
+        argv = [
+            "start-stop-daemon",
+            "--start",
+            "--background",
+            "--make-pidfile",
+            "--pidfile",
+            pidfile,
+            "--output",
+            log,
+            "--exec",
+            self.server_exe,
+            "--",
+            *self.server_argv(case, env),
+        ]
         r = env.exec(argv, timeout=60)
         if not r.ok:
             raise WorkloadError(f"{self.name} server did not start: {r.describe()}", r)
@@ -273,9 +288,16 @@ class ServerWorkload(Workload):
         window = cpu_window(before, after, wall, run.cpu_s)
         if server_before is not None and server_after is not None:
             window = replace(window, server_cpu_s=(server_after - server_before) / clk_tck())
-        m.extra.setdefault("cpu_window", {"wall_s": window.wall_s, "host_busy_s": window.host_busy_s,
-                                          "client_cpu_s": window.client_cpu_s, "ncpu": window.ncpu,
-                                          "server_cpu_s": window.server_cpu_s})
+        m.extra.setdefault(
+            "cpu_window",
+            {
+                "wall_s": window.wall_s,
+                "host_busy_s": window.host_busy_s,
+                "client_cpu_s": window.client_cpu_s,
+                "ncpu": window.ncpu,
+                "server_cpu_s": window.server_cpu_s,
+            },
+        )
         self.add_cpu_metrics(case, m, window)
         return m
 
@@ -310,9 +332,13 @@ def stored_window(doc) -> CpuWindow | None:
         return None
     try:
         server = doc.get("server_cpu_s")
-        return CpuWindow(wall_s=float(doc["wall_s"]), host_busy_s=float(doc["host_busy_s"]),
-                         client_cpu_s=float(doc["client_cpu_s"]), ncpu=int(doc["ncpu"]),
-                         server_cpu_s=None if server is None else float(server))
+        return CpuWindow(
+            wall_s=float(doc["wall_s"]),
+            host_busy_s=float(doc["host_busy_s"]),
+            client_cpu_s=float(doc["client_cpu_s"]),
+            ncpu=int(doc["ncpu"]),
+            server_cpu_s=None if server is None else float(server),
+        )
     except (KeyError, TypeError, ValueError):
         return None
 

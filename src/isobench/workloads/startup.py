@@ -20,10 +20,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from isobench.envs.base import Environment, Paths
-from isobench.core.proc import ExecResult
-from isobench.workloads.base import Measurement, Workload, WorkloadError, WorkloadParams
 from isobench.core.metric import STARTUP, Metric
+from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment, Paths
+from isobench.workloads.base import Measurement, Workload, WorkloadError, WorkloadParams
 
 
 class StartupParams(WorkloadParams):
@@ -36,8 +36,14 @@ class Startup(Workload):
 
     def metrics(self, case: str) -> list[Metric]:
         return [
-            Metric("ready_s", "s", False, "start request to ready (process running / guest agent answering)",
-                   role=STARTUP, primary=True),
+            Metric(
+                "ready_s",
+                "s",
+                False,
+                "start request to ready (process running / guest agent answering)",
+                role=STARTUP,
+                primary=True,
+            ),
             Metric("guest_kernel_s", "s", False, "guest kernel boot: guest uptime when init started", role=STARTUP),
             Metric("guest_agent_start_s", "s", False, "guest uptime when the guest agent started", role=STARTUP),
         ]
@@ -62,5 +68,7 @@ class Startup(Workload):
         if values is None:
             raise WorkloadError(f"startup is not measurable in {env.kind} environments")
         keep = {m.name for m in self.metrics(case)}
-        return Measurement(values={k: v for k, v in values.items() if k in keep},
-                           extra={k: v for k, v in values.items() if k not in keep})
+        return Measurement(
+            values={k: v for k, v in values.items() if k in keep},
+            extra={k: v for k, v in values.items() if k not in keep},
+        )

@@ -23,11 +23,9 @@ import sys
 from importlib import resources
 from typing import ClassVar
 
-from pydantic import Field, field_validator, model_validator
-
-from isobench.envs.base import Environment
-from isobench.core.metric import FAIRNESS, THROUGHPUT, Metric, limit_metric
+from isobench.core.metric import Metric
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment
 from isobench.workloads import webstore_data
 from isobench.workloads.base import (
     Footprint,
@@ -35,12 +33,12 @@ from isobench.workloads.base import (
     ParseError,
     WorkloadError,
     WorkloadParams,
-    distinct_counts,
 )
-from isobench.workloads.multi import MultiServerWorkload, in_parallel, per_instance_metrics
+from isobench.workloads.multi import MultiServerWorkload, in_parallel
 from isobench.workloads.server import READY_TIMEOUT_S, bounded_timeout, servers_dir, sweep_cases, sweep_value
+from isobench.workloads.webstore_metrics import OPS, case_metrics, parse_webstore, peak_metrics, peak_search
+from isobench.workloads.webstore_params import WebstoreParams
 from isobench.workloads.webstore_scripts import Daemon, start_script, stop_script
-from isobench.workloads.webstore_metrics import LIMITS_MS, OPS, parse_webstore, peak_metrics, peak_search
 
 BASE_PORT = 18480
 PG_BIN = "/usr/lib/postgresql/15/bin"
@@ -49,65 +47,6 @@ USER = "postgres"  # PostgreSQL refuses root; php-fpm and nginx run as it too
 PREPARE_STEP_S = 900  # initdb / load under an emulated guest can be slow; a hang still ends
 TAGS = ("pg", "fpm", "nginx")  # start order; stopped in reverse
 STOP_GRACE_S = 20
-DEFAULT_MIX = {"login": 10, "newcust": 2, "browse": 30, "product": 30, "purchase": 18, "history": 10}
-
-
-class WebstoreParams(WorkloadParams):
-    instances: tuple[int, ...] = Field((1,), description="instance counts, one case each (instances=N)")
-    customers: int = Field(20_000, ge=100, le=10_000_000)
-    products: int = Field(10_000, ge=100, le=1_000_000)
-    seed: int = Field(1, ge=0, le=2**31 - 1)
-    stock: int = Field(webstore_data.INITIAL_STOCK, ge=0, le=1_000_000_000,
-                       description="initial stock per product; purchases beyond it roll back")
-    mode: str = Field("closed", pattern=r"^(closed|open)$")
-    users: int = Field(8, ge=1, le=2000, description="closed loop: users per instance")
-    think_s: float = Field(0.1, ge=0, le=60, description="closed loop: mean think time")
-    rate: float = Field(20, gt=0, le=100_000, description="open loop: arrivals per second per instance")
-    connections: int = Field(32, ge=1, le=2000, description="open loop: connections per instance")
-    duration_s: float = Field(60, ge=1, le=86_400)
-    warmup_s: float = Field(10, ge=0, le=3600)
-    mix: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_MIX), validate_default=True)
-    max_lines: int = Field(9, ge=1, le=50, description="order lines per purchase, 1..max_lines")
-    php_workers: int = Field(4, ge=1, le=256)
-    shared_buffers_mb: int = Field(64, ge=16, le=65_536)
-    max_error_rate: float = Field(0.05, ge=0, le=1)
-    rates: tuple[int, ...] = Field((), description="open-loop load sweep: one case rate=R each, per instance")
-    peak: bool = Field(False, description="add a case 'peak': Weathervane-style bounded search of the rate")
-    peak_min_rate: int = Field(5, ge=1, le=100_000)
-    peak_max_rate: int = Field(400, ge=1, le=100_000)
-    peak_steps: int = Field(6, ge=2, le=30, description="probes of the peak search, duration_s each")
-    peak_limit_ms: float = Field(250, gt=0, le=60_000, description="every operation's p90 must stay under it")
-    limits_ms: tuple[float, ...] = Field(LIMITS_MS, description="response-time limits (CloudStone's 250 and 500 "
-                                         "ms): each L is a metric pass_L, 1 when every operation's worst-instance "
-                                         "p90 stayed under L ms, and a line on the p90 figure")
-
-    _rates = distinct_counts("rates", 100_000, what="arrivals per second", allow_empty=True)
-    _instances = distinct_counts("instances", 64)
-
-    @field_validator("mix")
-    @classmethod
-    def _mix(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = sorted(set(v) - set(OPS))
-        if bad:
-            raise ValueError(f"unknown operations {bad} in mix; known: {list(OPS)}")
-        if any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
-            raise ValueError("mix weights must be >= 0 with a positive sum")
-        return {op: float(w) for op, w in v.items() if w > 0}
-
-    @field_validator("limits_ms")
-    @classmethod
-    def _limits(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not 1 <= len(v) <= 4 or len(set(v)) != len(v) or not all(0 < x <= 60_000 for x in v):
-            raise ValueError(f"limits_ms {list(v)}: one to four distinct limits, each above 0 and at most "
-                             "60000 ms")
-        return tuple(sorted(v))
-
-    @model_validator(mode="after")
-    def _peak_range(self) -> WebstoreParams:
-        if self.peak_min_rate > self.peak_max_rate:
-            raise ValueError(f"peak_min_rate ({self.peak_min_rate}) is above peak_max_rate "
-                             f"({self.peak_max_rate}); the search runs from the lower to the upper")
-        return self
 
 
 class Webstore(MultiServerWorkload):
@@ -132,8 +71,7 @@ class Webstore(MultiServerWorkload):
 
     def cases(self) -> list[str]:
         p = self.params
-        return (sweep_cases("instances", p.instances) + sweep_cases("rate", p.rates)
-                + (["peak"] if p.peak else []))
+        return sweep_cases("instances", p.instances) + sweep_cases("rate", p.rates) + (["peak"] if p.peak else [])
 
     def instance_count(self, case: str) -> int:
         # load sweeps and the peak search run on the fewest instances
@@ -162,31 +100,8 @@ class Webstore(MultiServerWorkload):
     def metrics(self, case: str) -> list[Metric]:
         if case == "peak":
             return peak_metrics()
-        n = self.instance_count(case)
-        # the primary: orders per minute in a closed loop (what the stacks serve);
-        # in an open loop the offered rate sets the orders, the latency is the answer
         open_loop = case.startswith("rate=") or self.params.mode == "open"
-        out = [Metric("orders_per_min", "orders/min", True, "committed purchases per minute, all instances",
-                      role=THROUGHPUT, primary=not open_loop),
-               Metric("ops_per_s", "ops/s", True, "successful operations per second, all instances"),
-               # a plain value: through nginx and PHP, not the NAT vs host comparison's
-               # latency (LATENCY's meaning); still the throughput-vs-latency axis
-               Metric("p90_ms", "ms", False, "90th percentile latency over all operations", primary=open_loop),
-               Metric("error_rate", "", False, "failed operations over all operations"),
-               Metric("rollback_rate", "", False, "purchases rolled back (out of stock) over purchases"),
-               *(Metric(limit_metric(ms), "", True, f"1 when every operation's p90 (worst instance) is under {ms:g} ms")
-                 for ms in self.params.limits_ms),
-               Metric("imbalance", "x", False, "most over fewest orders of one instance", role=FAIRNESS),
-               Metric("jain", "", True, "Jain's fairness index of per-instance orders", role=FAIRNESS),
-               Metric("driver_cpu_pct", "%", False, "load generator's CPU use, % of one core")]
-        for op in self.ops():
-            out += [Metric(f"{op}_mean_ms", "ms", False, f"{op}: mean latency"),
-                    Metric(f"{op}_p50_ms", "ms", False, f"{op}: median latency"),
-                    Metric(f"{op}_p90_ms", "ms", False, f"{op}: 90th percentile latency"),
-                    Metric(f"{op}_p99_ms", "ms", False, f"{op}: 99th percentile latency"),
-                    Metric(f"{op}_p90_worst_ms", "ms", False, f"{op}: the worst instance's p90")]
-        return out + per_instance_metrics("orders_per_min", "orders/min", True, n,
-                                          lambda i: f"instance {i}'s committed purchases per minute")
+        return case_metrics(self.ops(), self.params.limits_ms, self.instance_count(case), open_loop)
 
     # -- files --------------------------------------------------------------------
     def _base(self, env: Environment, index: int) -> str:
@@ -199,28 +114,44 @@ class Webstore(MultiServerWorkload):
     def _argv(self, env: Environment, index: int, tag: str) -> list[str]:
         base, run = self._base(env, index), self._run(env, index)
         if tag == "pg":
-            return ["-D", f"{base}/pg", "-k", run, "-c", "listen_addresses=", "-c",
-                    f"shared_buffers={self.params.shared_buffers_mb}MB", "-c", "max_connections=300",
-                    "-c", "logging_collector=off"]
+            return [
+                "-D",
+                f"{base}/pg",
+                "-k",
+                run,
+                "-c",
+                "listen_addresses=",
+                "-c",
+                f"shared_buffers={self.params.shared_buffers_mb}MB",
+                "-c",
+                "max_connections=300",
+                "-c",
+                "logging_collector=off",
+            ]
         if tag == "fpm":
             return ["--nodaemonize", "--fpm-config", f"{base}/php-fpm.conf"]
         return ["-c", f"{base}/nginx.conf", "-p", f"{base}/", "-e", f"{base}/log/nginx-error.log"]
 
     def config_files(self, env: Environment, index: int) -> dict[str, str]:
         base, run = self._base(env, index), self._run(env, index)
-        fpm = (f"[global]\npid = {run}/fpm.pid\nerror_log = {base}/log/fpm.log\ndaemonize = no\n"
-               f"[store]\nlisten = {run}/fpm.sock\npm = static\npm.max_children = {self.params.php_workers}\n"
-               f"clear_env = yes\nenv[WS_PGHOST] = {run}\n")
-        tmp = "".join(f"  {t}_temp_path {base}/tmp/{t};\n"
-                      for t in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi"))
-        nginx = (f"daemon off;\nworker_processes 1;\npid {run}/nginx.pid;\nerror_log {base}/log/nginx-error.log;\n"
-                 f"events {{ worker_connections 4096; }}\nhttp {{\n  access_log off;\n{tmp}"
-                 f"  keepalive_requests 1000000;\n"
-                 f"  server {{\n    listen {env.server_bind_addr()}:{BASE_PORT + index} backlog=1024;\n"
-                 f"    location = /ds.php {{\n      fastcgi_pass unix:{run}/fpm.sock;\n"
-                 f"      fastcgi_param SCRIPT_FILENAME {base}/www/ds.php;\n"
-                 f"      fastcgi_param QUERY_STRING $query_string;\n"
-                 f"      fastcgi_param REQUEST_METHOD $request_method;\n    }}\n  }}\n}}\n")
+        fpm = (
+            f"[global]\npid = {run}/fpm.pid\nerror_log = {base}/log/fpm.log\ndaemonize = no\n"
+            f"[store]\nlisten = {run}/fpm.sock\npm = static\npm.max_children = {self.params.php_workers}\n"
+            f"clear_env = yes\nenv[WS_PGHOST] = {run}\n"
+        )
+        tmp = "".join(
+            f"  {t}_temp_path {base}/tmp/{t};\n" for t in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi")
+        )
+        nginx = (
+            f"daemon off;\nworker_processes 1;\npid {run}/nginx.pid;\nerror_log {base}/log/nginx-error.log;\n"
+            f"events {{ worker_connections 4096; }}\nhttp {{\n  access_log off;\n{tmp}"
+            f"  keepalive_requests 1000000;\n"
+            f"  server {{\n    listen {env.server_bind_addr()}:{BASE_PORT + index} backlog=1024;\n"
+            f"    location = /ds.php {{\n      fastcgi_pass unix:{run}/fpm.sock;\n"
+            f"      fastcgi_param SCRIPT_FILENAME {base}/www/ds.php;\n"
+            f"      fastcgi_param QUERY_STRING $query_string;\n"
+            f"      fastcgi_param REQUEST_METHOD $request_method;\n    }}\n  }}\n}}\n"
+        )
         return {"php-fpm.conf": fpm, "nginx.conf": nginx}
 
     # -- prepare / cleanup ------------------------------------------------------------
@@ -263,13 +194,47 @@ class Webstore(MultiServerWorkload):
         for name, text in webstore_data.tables(p.customers, p.products, p.seed, p.stock).items():
             member.write_file(f"{base}/load/{name}", text.encode())
         self._own(member, base, run)
-        self._check(member, ["runuser", "-u", USER, "--", f"{PG_BIN}/initdb", "-D", f"{base}/pg",
-                             "--auth=trust", "-U", "postgres", "-E", "UTF8", "--locale=C"], "initdb")
+        self._check(
+            member,
+            [
+                "runuser",
+                "-u",
+                USER,
+                "--",
+                f"{PG_BIN}/initdb",
+                "-D",
+                f"{base}/pg",
+                "--auth=trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ],
+            "initdb",
+        )
         try:
             self._start_servers(member, i, ("pg",))
-            self._check(member, ["psql", "-h", run, "-U", "postgres", "-X", "-q", "-v", "ON_ERROR_STOP=1",
-                                 "-v", f"datadir={base}/load", "-f", f"{base}/load/schema.sql", "postgres"],
-                        "loading the database")
+            self._check(
+                member,
+                [
+                    "psql",
+                    "-h",
+                    run,
+                    "-U",
+                    "postgres",
+                    "-X",
+                    "-q",
+                    "-v",
+                    "ON_ERROR_STOP=1",
+                    "-v",
+                    f"datadir={base}/load",
+                    "-f",
+                    f"{base}/load/schema.sql",
+                    "postgres",
+                ],
+                "loading the database",
+            )
         finally:
             self._stop_servers(member, i, ("pg",))
         member.exec(["rm", "-rf", f"{base}/load"], timeout=60)
@@ -284,6 +249,7 @@ class Webstore(MultiServerWorkload):
         # the host as a scratch environment: its files under the run's own
         # directories, its temporary server's pidfile where `isobench clean` looks
         from isobench.envs.native import NativeEnvironment
+
         host = NativeEnvironment(name="webstore-seed", run_id=self.client.run_id)
         host.start()
         try:
@@ -308,6 +274,7 @@ class Webstore(MultiServerWorkload):
                 self._stop_servers(member, i)
             finally:
                 member.exec(["rm", "-rf", self._base(member, i), self._run(member, i)], timeout=120)
+
         in_parallel(self.instances(env, self.max_instances()), one)
 
     # -- servers ----------------------------------------------------------------------
@@ -322,8 +289,16 @@ class Webstore(MultiServerWorkload):
     def _daemons(self, env: Environment, index: int, tags: tuple[str, ...]) -> list[Daemon]:
         run = self._run(env, index)
         probes = {"pg": ("pg_isready", "-q", "-h", run), "fpm": ("test", "-S", f"{run}/fpm.sock"), "nginx": ()}
-        return [Daemon(tag, EXES[tag], tuple(self._argv(env, index, tag)), *self._instance_files(env, index, tag),
-                       probe=probes[tag]) for tag in tags]
+        return [
+            Daemon(
+                tag,
+                EXES[tag],
+                tuple(self._argv(env, index, tag)),
+                *self._instance_files(env, index, tag),
+                probe=probes[tag],
+            )
+            for tag in tags
+        ]
 
     def _start_servers(self, member: Environment, index: int, tags: tuple[str, ...] = TAGS) -> None:
         """One exec starts the instance's servers in order, each waited for
@@ -370,17 +345,27 @@ class Webstore(MultiServerWorkload):
     def driver_config(self, endpoints: list[tuple[str, int]], rate: float | None = None) -> dict:
         """The driver's settings; `rate` forces the open loop at that rate."""
         p = self.params
-        return {"endpoints": [list(e) for e in endpoints], "mode": "open" if rate else p.mode, "users": p.users,
-                "think_s": p.think_s, "rate": rate or p.rate, "connections": p.connections,
-                "duration_s": p.duration_s, "warmup_s": p.warmup_s,
-                "mix": p.mix, "customers": p.customers, "products": p.products, "seed": self._stream,
-                "lines": [1, p.max_lines], "timeout_s": 30.0}
+        return {
+            "endpoints": [list(e) for e in endpoints],
+            "mode": "open" if rate else p.mode,
+            "users": p.users,
+            "think_s": p.think_s,
+            "rate": rate or p.rate,
+            "connections": p.connections,
+            "duration_s": p.duration_s,
+            "warmup_s": p.warmup_s,
+            "mix": p.mix,
+            "customers": p.customers,
+            "products": p.products,
+            "seed": self._stream,
+            "lines": [1, p.max_lines],
+            "timeout_s": 30.0,
+        }
 
     def driver_argv(self, case: str, endpoints: list[tuple[str, int]], rate: float | None = None) -> list[str]:
         if rate is None and case.startswith("rate="):
             rate = sweep_value(case, "rate")
-        return [sys.executable, "-m", "isobench.drivers.webstore_load",
-                json.dumps(self.driver_config(endpoints, rate))]
+        return [sys.executable, "-m", "isobench.drivers.webstore_load", json.dumps(self.driver_config(endpoints, rate))]
 
     def run(self, case: str, env: Environment) -> Measurement:
         # the k-th sample of a cell draws request stream k (think times,
@@ -407,8 +392,7 @@ class Webstore(MultiServerWorkload):
         if not run.result.ok:
             raise WorkloadError(run.result.describe(), run.result)
         try:
-            return parse_webstore(run.result.stdout, self.ops(), self.params.max_error_rate,
-                                  self.params.limits_ms)[0]
+            return parse_webstore(run.result.stdout, self.ops(), self.params.max_error_rate, self.params.limits_ms)[0]
         except ParseError as exc:
             if "load generator" in str(exc):
                 raise
@@ -423,13 +407,14 @@ class Webstore(MultiServerWorkload):
 
     def cannot_reparse(self, case: str) -> str:
         if case == "peak":
-            return ("the peak search keeps each probe's p90s, not the probes' driver outputs; "
-                    "only a new run measures it with the current parser")
+            return (
+                "the peak search keeps each probe's p90s, not the probes' driver outputs; "
+                "only a new run measures it with the current parser"
+            )
         return ""
 
     def parse(self, case: str, result: ExecResult) -> Measurement:
-        values, extra = parse_webstore(result.stdout, self.ops(), self.params.max_error_rate,
-                                      self.params.limits_ms)
+        values, extra = parse_webstore(result.stdout, self.ops(), self.params.max_error_rate, self.params.limits_ms)
         return Measurement(values=values, extra=extra, raw=result.stdout)
 
 

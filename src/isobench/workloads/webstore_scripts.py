@@ -43,9 +43,11 @@ def start_script(daemons: list[Daemon], user: str, ready_s: float) -> str:
     for d in daemons:
         tail = f'"$(tail -n 5 {shlex.quote(d.log)} 2>/dev/null | tr "\\n" "|")"'
         lines.append(f"mkdir -p {shlex.quote(d.pidfile.rsplit('/', 1)[0])}")
-        lines.append(f"start-stop-daemon --start --background --make-pidfile --pidfile {shlex.quote(d.pidfile)} "
-                     f"--output {shlex.quote(d.log)} --chuid {shlex.quote(user)} --exec {shlex.quote(d.exe)} -- "
-                     f"{_q(d.argv)} || {{ echo {shlex.quote(d.tag + ' did not start')} >&2; exit 1; }}")
+        lines.append(
+            f"start-stop-daemon --start --background --make-pidfile --pidfile {shlex.quote(d.pidfile)} "
+            f"--output {shlex.quote(d.log)} --chuid {shlex.quote(user)} --exec {shlex.quote(d.exe)} -- "
+            f"{_q(d.argv)} || {{ echo {shlex.quote(d.tag + ' did not start')} >&2; exit 1; }}"
+        )
         if d.probe:
             lines += [
                 "n=0",
@@ -65,10 +67,13 @@ def stop_script(pidfiles: list[tuple[str, str]], grace_s: float) -> str:
     """Stop each (tag, pidfile) in order; a missing pidfile is nothing to
     stop. Exits non-zero naming a server that survives SIGKILL."""
     polls, kill_polls = max(1, int(grace_s / 0.05)), int(10 / 0.05)
-    lines = ["set -u", "rc=0",
-             # the state letter after the ") " that ends the command name
-             "state() { sed -n 's/.*) \\([A-Za-z]\\).*/\\1/p' /proc/$1/stat 2>/dev/null; }",
-             "gone() { s=$(state $1); [ -z \"$s\" ] || [ \"$s\" = Z ] || [ \"$s\" = X ]; }"]
+    lines = [
+        "set -u",
+        "rc=0",
+        # the state letter after the ") " that ends the command name
+        "state() { sed -n 's/.*) \\([A-Za-z]\\).*/\\1/p' /proc/$1/stat 2>/dev/null; }",
+        'gone() { s=$(state $1); [ -z "$s" ] || [ "$s" = Z ] || [ "$s" = X ]; }',
+    ]
     for tag, pidfile in pidfiles:
         p = shlex.quote(pidfile)
         lines += [
@@ -77,11 +82,11 @@ def stop_script(pidfiles: list[tuple[str, str]], grace_s: float) -> str:
             'if [ -n "$pid" ]; then',
             f"  start-stop-daemon --stop --pidfile {p} --oknodo --signal TERM >/dev/null",
             "  n=0",
-            f'  while ! gone $pid && [ $n -lt {polls} ]; do sleep 0.05; n=$((n+1)); done',
+            f"  while ! gone $pid && [ $n -lt {polls} ]; do sleep 0.05; n=$((n+1)); done",
             "  if ! gone $pid; then",
             f"    start-stop-daemon --stop --pidfile {p} --oknodo --signal KILL >/dev/null",
             "    n=0",
-            f'    while ! gone $pid && [ $n -lt {kill_polls} ]; do sleep 0.05; n=$((n+1)); done',
+            f"    while ! gone $pid && [ $n -lt {kill_polls} ]; do sleep 0.05; n=$((n+1)); done",
             f'    if ! gone $pid; then echo {shlex.quote(tag)}" server (pid $pid) survives SIGKILL" >&2; rc=1; fi',
             "  fi",
             "fi",

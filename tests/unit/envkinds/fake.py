@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from isobench.core.proc import ExecResult, run_argv
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Footprint
-from isobench.core.proc import ExecResult, run_argv
 
 EVENTS: list[tuple[str, str]] = []  # (what, environment or run id), for the test to read
 

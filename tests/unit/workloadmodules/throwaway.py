@@ -10,9 +10,9 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from isobench.envs.base import Environment
 from isobench.core.metric import LATENCY, THROUGHPUT, Metric
 from isobench.core.proc import ExecResult
+from isobench.envs.base import Environment
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
 from isobench.workloads.server import ServerWorkload
 
@@ -30,8 +30,10 @@ class Throwaway(ServerWorkload):
     server_exe: ClassVar[str] = os.path.realpath(shutil.which("sleep") or "/bin/sleep")
 
     def metrics(self, case: str) -> list[Metric]:
-        return [Metric("ops", "op/s", True, "operations per second", role=THROUGHPUT),
-                Metric("rtt_us", "µs", False, "round trip", role=LATENCY)]
+        return [
+            Metric("ops", "op/s", True, "operations per second", role=THROUGHPUT),
+            Metric("rtt_us", "µs", False, "round trip", role=LATENCY),
+        ]
 
     def server_argv(self, case: str, env: Environment) -> list[str]:
         return ["600"]

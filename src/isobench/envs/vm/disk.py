@@ -147,8 +147,19 @@ def _build(path: str, log, timeout_s: float) -> None:
     try:
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging)
-        _run(["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-C", staging,
-              "-xf", os.path.join(d, "rootfs.tar")], deadline)
+        _run(
+            [
+                "tar",
+                "--numeric-owner",
+                "--xattrs",
+                "--xattrs-include=*",
+                "-C",
+                staging,
+                "-xf",
+                os.path.join(d, "rootfs.tar"),
+            ],
+            deadline,
+        )
         init = os.path.join(staging, "usr/local/sbin/isobench-init")
         os.makedirs(os.path.dirname(init), exist_ok=True)
         with open(init, "w") as fh:
@@ -162,8 +173,22 @@ def _build(path: str, log, timeout_s: float) -> None:
         size_mb = int(size * 1.25 / 2**20) + 1024
         if os.path.exists(partial):
             os.unlink(partial)
-        _run(["mkfs.ext4", "-q", "-F", "-L", ROOT_LABEL, "-d", staging, "-E",
-              "lazy_itable_init=0,lazy_journal_init=0", partial, f"{size_mb}M"], deadline)
+        _run(
+            [
+                "mkfs.ext4",
+                "-q",
+                "-F",
+                "-L",
+                ROOT_LABEL,
+                "-d",
+                staging,
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                partial,
+                f"{size_mb}M",
+            ],
+            deadline,
+        )
         os.rename(partial, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -189,8 +214,10 @@ def make_data_disk(path: str, size_mb: int, timeout: float = 120) -> None:
     by the guest kernel in the background while workloads measure."""
     with open(path, "wb") as fh:
         fh.truncate(size_mb * 2**20)
-    _run(["mkfs.ext4", "-q", "-F", "-L", DATA_LABEL, "-E", "lazy_itable_init=0,lazy_journal_init=0",
-          "-m", "0", path], time.monotonic() + timeout)
+    _run(
+        ["mkfs.ext4", "-q", "-F", "-L", DATA_LABEL, "-E", "lazy_itable_init=0,lazy_journal_init=0", "-m", "0", path],
+        time.monotonic() + timeout,
+    )
 
 
 def docker_data_disk_path(h: str | None = None) -> str:

@@ -12,7 +12,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from isobench.host.counters import vmm_threads
+from isobench.core.errors import EnvironmentError_
+from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, run_argv
+from isobench.core.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR
 from isobench.envs.base import Environment, Paths
 from isobench.envs.vm import guestnet
 from isobench.envs.vm.guestagent import GuestAgent
@@ -20,9 +22,7 @@ from isobench.envs.vm.guestdocker import GUEST_DOCKER_BIP, GuestDocker, exec_arg
 from isobench.envs.vm.qemu import READY_TIMEOUT_KVM_S, READY_TIMEOUT_TCG_S, QemuProcess, qemu_config
 from isobench.envs.vm.qemu_cmdline import Nic, build_argv
 from isobench.envs.vm.spec import VmSpec
-from isobench.core.errors import EnvironmentError_
-from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, run_argv
-from isobench.core.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR
+from isobench.host.counters import vmm_threads
 
 SOCKET_ROOT = "/run/isobench"
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
@@ -103,11 +103,13 @@ class VmEnvironment(Environment):
         self._ensure_disk()
         if self.accel is None:
             from isobench.images import recipe_hash
+
             self._image = recipe_hash()
             self.accel = self._resolve_accel()
 
     def _ensure_disk(self) -> str:
         from isobench.envs.vm.disk import ensure_vm_disk
+
         try:
             return ensure_vm_disk(log=_warn)
         except Exception as exc:  # noqa: BLE001 - one line for the runner
@@ -131,9 +133,9 @@ class VmEnvironment(Environment):
             if self._tap is not None:
                 ga, nic, tap_index, qemu = self._ga, self._nic(), self._tap_index, self._qemu
                 assert ga is not None and nic is not None and tap_index is not None and qemu is not None  # booted
-                self._nic_facts = guestnet.configure_guest(ga, self.run_id, nic,
-                                                           guestnet.guest_iface(self.bench_addr, tap_index),
-                                                           qemu.check_alive)
+                self._nic_facts = guestnet.configure_guest(
+                    ga, self.run_id, nic, guestnet.guest_iface(self.bench_addr, tap_index), qemu.check_alive
+                )
             if self.docker:
                 self._start_docker()
         except BaseException:
@@ -146,6 +148,7 @@ class VmEnvironment(Environment):
             self.accel_note = f"accel={wanted} as configured"
             return wanted
         from isobench.envs.vm import kvm_probe
+
         v = kvm_probe.verdict(self._kvm_boot_probe, self._image)
         if v.usable:
             self.accel_note = "KVM: " + v.reason
@@ -160,19 +163,35 @@ class VmEnvironment(Environment):
         """Boot the real guest with accel=kvm and a short deadline."""
         # the smallest guest of this configuration (a copy as it is: nothing
         # here is validated again, as the study already was)
-        small = self.spec.model_copy(update={"docker": False, "pin": False, "hugepages": "off", "vcpus": 1,
-                                             "memory_mb": 512, "data_disk_mb": 256})
-        probe = VmEnvironment(name="kvmprobe", spec=small, run_id=f"{self.run_id}", host_cores=self.host_cores,
-                              accel="kvm", pin_cpus=self.pin_cpus)
+        small = self.spec.model_copy(
+            update={
+                "docker": False,
+                "pin": False,
+                "hugepages": "off",
+                "vcpus": 1,
+                "memory_mb": 512,
+                "data_disk_mb": 256,
+            }
+        )
+        probe = VmEnvironment(
+            name="kvmprobe",
+            spec=small,
+            run_id=f"{self.run_id}",
+            host_cores=self.host_cores,
+            accel="kvm",
+            pin_cpus=self.pin_cpus,
+        )
         probe.ready_timeout_override = deadline_s
         try:
             probe.start()
             return True, f"guest agent answered {probe._boot.get('ready_s', 0):.1f} s after start"
         except EnvironmentError_ as exc:
             if "stayed silent" in str(exc):
-                return False, (f"a guest booted with -accel kvm printed nothing and its agent did not answer "
-                               f"within {deadline_s:.0f} s: it hangs before the kernel starts (e.g. /dev/kvm "
-                               "of a paravirtual hypervisor such as PVM)")
+                return False, (
+                    f"a guest booted with -accel kvm printed nothing and its agent did not answer "
+                    f"within {deadline_s:.0f} s: it hangs before the kernel starts (e.g. /dev/kvm "
+                    "of a paravirtual hypervisor such as PVM)"
+                )
             return False, str(exc).split(": ", 1)[-1]
         finally:
             probe.stop()
@@ -188,14 +207,23 @@ class VmEnvironment(Environment):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d, mode=0o700)
         from isobench.images import rootfs_tar
+
         assert self.accel is not None  # resolved by start() before the boot
-        cfg, self._memory_note = qemu_config(self.spec, accel=self.accel, name=self.vm_name, vm_dir=self.vm_dir,
-                                             sock_dir=self.sock_dir, kernel=kernel,
-                                             extra_disks=(rootfs_tar(),) if self.docker else (), nic=self._nic())
+        cfg, self._memory_note = qemu_config(
+            self.spec,
+            accel=self.accel,
+            name=self.vm_name,
+            vm_dir=self.vm_dir,
+            sock_dir=self.sock_dir,
+            kernel=kernel,
+            extra_disks=(rootfs_tar(),) if self.docker else (),
+            nic=self._nic(),
+        )
         if len(cfg.qga_socket) > 100:
             raise EnvironmentError_(f"{self.name}: socket path too long: {cfg.qga_socket}")
         _check_run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, cfg.root_disk], 60)
         from isobench.envs.vm.disk import docker_data_disk_path, make_data_disk, seed_data_disk
+
         size_mb = self.spec.data_disk_mb
         cached = docker_data_disk_path(self._image) if self.docker else None
         if cached and os.path.isfile(cached):
@@ -223,9 +251,14 @@ class VmEnvironment(Environment):
     def _start_docker(self) -> None:
         assert self._ga is not None  # the guest agent is up once the VM booted
         boot, startup_s, published = GuestDocker(self._ga).start(
-            image=self._image, data_disk=os.path.join(self.vm_dir, "data.raw"), container=self.container_name,
-            run_id=self.run_id, tmpfs_mb=self.spec.tmpfs_mb,
-            publish_on=self.guest_addr if self._tap is not None else None, ports=self.bench_ports)
+            image=self._image,
+            data_disk=os.path.join(self.vm_dir, "data.raw"),
+            container=self.container_name,
+            run_id=self.run_id,
+            tmpfs_mb=self.spec.tmpfs_mb,
+            publish_on=self.guest_addr if self._tap is not None else None,
+            ports=self.bench_ports,
+        )
         self._container = self.container_name
         if published is not None:
             self._published = published
@@ -286,9 +319,15 @@ class VmEnvironment(Environment):
     def measure_startup(self, timeout: float) -> dict[str, float]:
         """Boot a fresh guest with this one's configuration, to ready, and
         stop it: the startup workload's sample."""
-        twin = VmEnvironment(name=f"{self.name[:22]}-boot", spec=self.spec, run_id=self.run_id,
-                             host_cores=self.host_cores, host_mem_bytes=self.host_mem_bytes, accel=self.accel,
-                             pin_cpus=self.pin_cpus)
+        twin = VmEnvironment(
+            name=f"{self.name[:22]}-boot",
+            spec=self.spec,
+            run_id=self.run_id,
+            host_cores=self.host_cores,
+            host_mem_bytes=self.host_mem_bytes,
+            accel=self.accel,
+            pin_cpus=self.pin_cpus,
+        )
         if self.attached:
             # the twin boots with a NIC too (same device set, comparable boot);
             # it takes the next free tap of the run, so the next address
@@ -332,8 +371,9 @@ class VmEnvironment(Environment):
                 with contextlib.suppress(ProcessLookupError):  # a thread that just ended
                     os.sched_setaffinity(int(tid), target)
         except OSError as exc:
-            raise EnvironmentError_(f"{self.name}: cannot move QEMU (pid {pid}) to CPUs {sorted(target)}: "
-                                    f"{exc}") from None
+            raise EnvironmentError_(
+                f"{self.name}: cannot move QEMU (pid {pid}) to CPUs {sorted(target)}: {exc}"
+            ) from None
         if cpus is None and self.spec.pin and self._qemu is not None:  # started: vmm_pid above
             self._pinning = self._qemu.pin_vcpus(self.pin_cpus, self.pin_offset)
 
@@ -371,19 +411,22 @@ class VmEnvironment(Environment):
 
     def facts(self) -> dict:
         from isobench.envs.vm.kvm_probe import qemu_version
+
         facts = super().facts()
-        facts.update({
-            "accel": self.accel,
-            "emulated": self.accel == "tcg",
-            "accel_reason": self.accel_note,
-            "qemu_version": qemu_version(),
-            "qemu_argv": list(self._argv),
-            "cpu_model_used": _arg_after(self._argv, "-cpu"),
-            "memory_backing": self._memory_note,
-            "pinning": self._pinning or None,
-            "boot": dict(self._boot),
-            "image": self._image,
-        })
+        facts.update(
+            {
+                "accel": self.accel,
+                "emulated": self.accel == "tcg",
+                "accel_reason": self.accel_note,
+                "qemu_version": qemu_version(),
+                "qemu_argv": list(self._argv),
+                "cpu_model_used": _arg_after(self._argv, "-cpu"),
+                "memory_backing": self._memory_note,
+                "pinning": self._pinning or None,
+                "boot": dict(self._boot),
+                "image": self._image,
+            }
+        )
         if self._nic_facts:
             facts["nic"] = dict(self._nic_facts)
         if self.docker:

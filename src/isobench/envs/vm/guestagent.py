@@ -9,9 +9,9 @@ import contextlib
 import os
 import time
 
-from isobench.envs.vm.qmp_sync import QmpCommandError, QmpTimeout, SyncQmp
 from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import ExecResult
+from isobench.envs.vm.qmp_sync import QmpCommandError, QmpTimeout, SyncQmp
 
 WRITE_CHUNK = 4 * 1024 * 1024
 
@@ -58,8 +58,7 @@ class GuestAgent:
                 break
             if time.monotonic() > deadline:
                 self.kill(pid)
-                return ExecResult(argv, -9, "", "killed at the deadline", time.perf_counter() - start,
-                                  timed_out=True)
+                return ExecResult(argv, -9, "", "killed at the deadline", time.perf_counter() - start, timed_out=True)
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
         wall = time.perf_counter() - start
@@ -86,10 +85,10 @@ class GuestAgent:
             try:
                 view = memoryview(content)
                 for off in range(0, len(view), WRITE_CHUNK):
-                    chunk = bytes(view[off:off + WRITE_CHUNK])
-                    got = self.client.execute("guest-file-write",
-                                              {"handle": handle, "buf-b64": base64.b64encode(chunk).decode()},
-                                              timeout=120)
+                    chunk = bytes(view[off : off + WRITE_CHUNK])
+                    got = self.client.execute(
+                        "guest-file-write", {"handle": handle, "buf-b64": base64.b64encode(chunk).decode()}, timeout=120
+                    )
                     if got.get("count") != len(chunk):
                         raise EnvironmentError_(f"{self.owner}: short write to {path}: {got}")
             finally:
@@ -105,8 +104,11 @@ class GuestAgent:
             r = self.exec(["cat", "/run/isobench-kernel-uptime", "/run/isobench-agent-uptime", "/proc/uptime"], 30)
             vals = r.stdout.split()
             if r.ok and len(vals) >= 3:
-                out = {"guest_kernel_s": float(vals[0]), "guest_agent_start_s": float(vals[1]),
-                       "guest_uptime_at_ready_s": float(vals[2])}
+                out = {
+                    "guest_kernel_s": float(vals[0]),
+                    "guest_agent_start_s": float(vals[1]),
+                    "guest_uptime_at_ready_s": float(vals[2]),
+                }
         else:
             r = self.exec(["cat", "/proc/uptime"], 30)
             if r.ok and r.stdout.split():

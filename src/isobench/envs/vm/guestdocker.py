@@ -9,10 +9,10 @@ import json
 import sys
 import time
 
-from isobench.envs.vm.guestagent import GuestAgent
 from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import ExecResult
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
+from isobench.envs.vm.guestagent import GuestAgent
 
 # Docker Engine inside the guest: its own addresses in the benchmarking
 # range, distinct from the host's 198.18.0.1/24 bridge
@@ -33,8 +33,10 @@ def import_room(tar_bytes: int, avail_bytes: int, disk_bytes: int) -> str | None
     if avail_bytes >= need:
         return None
     fits = -(-(disk_bytes + need - avail_bytes) // (512 * MiB)) * 512
-    return (f"the image ({tar_bytes // MiB} MiB) does not fit the guest's data disk ({avail_bytes // MiB} MiB free "
-            f"of {disk_bytes // MiB} MiB): set data_disk_mb = {fits} or more for this environment in the study")
+    return (
+        f"the image ({tar_bytes // MiB} MiB) does not fit the guest's data disk ({avail_bytes // MiB} MiB free "
+        f"of {disk_bytes // MiB} MiB): set data_disk_mb = {fits} or more for this environment in the study"
+    )
 
 
 def exec_argv(container: str, argv: list[str], cwd: str | None) -> list[str]:
@@ -50,8 +52,17 @@ class GuestDocker:
     def cmd(self, argv: list[str], timeout: float) -> ExecResult:
         return self.ga.exec(["docker", "-H", GUEST_DOCKER_SOCK, *argv], timeout)
 
-    def start(self, *, image: str, data_disk: str, container: str, run_id: str, tmpfs_mb: int | None,
-              publish_on: str | None, ports: list[tuple[int, str]]) -> tuple[dict, float, dict | None]:
+    def start(
+        self,
+        *,
+        image: str,
+        data_disk: str,
+        container: str,
+        run_id: str,
+        tmpfs_mb: int | None,
+        publish_on: str | None,
+        ports: list[tuple[int, str]],
+    ) -> tuple[dict, float, dict | None]:
         """dockerd up, the image there, the container running. Returns the
         boot facts to add, the seconds that count as startup (dockerd and
         the container, not the one-off import) and the published ports
@@ -62,6 +73,7 @@ class GuestDocker:
         boot["guest_docker_version"] = self._wait_dockerd(time.monotonic() + DOCKERD_TIMEOUT_S)
         t_docker = time.monotonic()
         from isobench.images import DOCKER_CHANGES, image_tag
+
         tag = image_tag(image)
         have = self.cmd(["image", "inspect", "--format", "{{.Id}}", tag], 60)
         if not have.ok:
@@ -75,26 +87,63 @@ class GuestDocker:
         tmpfs = f"{GUEST_TMP_DIR}:size={int(tmpfs_mb)}m" if tmpfs_mb else GUEST_TMP_DIR
         # NAT as on the host's docker-nat: each server port published on the
         # guest's bridge address only, the guest port chosen by dockerd
-        publish = [a for port, proto in (ports if publish_on is not None else [])
-                   for a in ("-p", f"{publish_on}::{port}/{proto}")]
-        r = self.cmd(["run", "-d", "--name", container, "--label", f"{LABEL}=1",
-                      "--label", f"{LABEL}.run={run_id}", "--tmpfs", tmpfs, "--shm-size", "1g",
-                      *publish, tag, "sleep", "infinity"], 300)
+        publish = [
+            a
+            for port, proto in (ports if publish_on is not None else [])
+            for a in ("-p", f"{publish_on}::{port}/{proto}")
+        ]
+        r = self.cmd(
+            [
+                "run",
+                "-d",
+                "--name",
+                container,
+                "--label",
+                f"{LABEL}=1",
+                "--label",
+                f"{LABEL}.run={run_id}",
+                "--tmpfs",
+                tmpfs,
+                "--shm-size",
+                "1g",
+                *publish,
+                tag,
+                "sleep",
+                "infinity",
+            ],
+            300,
+        )
         if not r.ok:
             raise EnvironmentError_(f"{self.owner}: cannot start the container in the guest: {r.describe()}")
         published = self._published(container) if publish else None
         t_run = time.monotonic()
-        boot.update({"guest_dockerd_s": round(t_docker - t0, 3), "guest_image_import_s": round(t_import - t_docker, 3),
-                     "guest_container_start_s": round(t_run - t_import, 3)})
+        boot.update(
+            {
+                "guest_dockerd_s": round(t_docker - t0, 3),
+                "guest_image_import_s": round(t_import - t_docker, 3),
+                "guest_container_start_s": round(t_run - t_import, 3),
+            }
+        )
         return boot, (t_docker - t0) + (t_run - t_import), published
 
     def write(self, container: str, path: str, content: bytes) -> None:
         """Through a staging file on the guest's data disk, then `docker exec
         -i ... cat` into the container."""
         self.ga.write(STAGING, content)
-        r = self.ga.exec(["sh", "-c", 'docker -H "$4" exec -i "$1" sh -c \'mkdir -p "$(dirname "$1")" && cat > "$1"\' '
-                          'sh "$2" < "$3"; rc=$?; rm -f "$3"; exit $rc', "sh", container, path, STAGING,
-                          GUEST_DOCKER_SOCK], 600)
+        r = self.ga.exec(
+            [
+                "sh",
+                "-c",
+                'docker -H "$4" exec -i "$1" sh -c \'mkdir -p "$(dirname "$1")" && cat > "$1"\' '
+                'sh "$2" < "$3"; rc=$?; rm -f "$3"; exit $rc',
+                "sh",
+                container,
+                path,
+                STAGING,
+                GUEST_DOCKER_SOCK,
+            ],
+            600,
+        )
         if not r.ok:
             raise EnvironmentError_(f"{self.owner}: could not write {path}: {r.describe()}")
 
@@ -112,10 +161,27 @@ class GuestDocker:
             raise EnvironmentError_(f"{self.owner}: {why}")
 
     def _spawn_dockerd(self) -> None:
-        r = self.ga.exec(["sh", "-c", 'setsid dockerd "$@" </dev/null >/run/dockerd.log 2>&1 &', "sh",
-                          "--host", GUEST_DOCKER_SOCK, "--bip", GUEST_DOCKER_BIP,
-                          "--default-address-pool", GUEST_DOCKER_POOL, "--pidfile", "/run/docker.pid",
-                          "--data-root", "/isobench/data/docker", "--storage-driver", "overlay2"], 30)
+        r = self.ga.exec(
+            [
+                "sh",
+                "-c",
+                'setsid dockerd "$@" </dev/null >/run/dockerd.log 2>&1 &',
+                "sh",
+                "--host",
+                GUEST_DOCKER_SOCK,
+                "--bip",
+                GUEST_DOCKER_BIP,
+                "--default-address-pool",
+                GUEST_DOCKER_POOL,
+                "--pidfile",
+                "/run/docker.pid",
+                "--data-root",
+                "/isobench/data/docker",
+                "--storage-driver",
+                "overlay2",
+            ],
+            30,
+        )
         if not r.ok:
             raise EnvironmentError_(f"{self.owner}: cannot start dockerd in the guest: {r.describe()}")
 
@@ -148,17 +214,35 @@ class GuestDocker:
         while the host copies the raw file, then both back. Returns
         dockerd's version once it answers again."""
         from isobench.envs.vm.disk import docker_data_disk_path, save_data_disk
-        stop = self.ga.exec(["sh", "-c", 'kill "$(cat /run/docker.pid)"; i=0; while [ -e /run/docker.pid ] && '
-                             '[ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; pkill containerd; sleep 0.5; sync; '
-                             'umount /isobench/data'], 120)
+
+        stop = self.ga.exec(
+            [
+                "sh",
+                "-c",
+                'kill "$(cat /run/docker.pid)"; i=0; while [ -e /run/docker.pid ] && '
+                "[ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; pkill containerd; sleep 0.5; sync; "
+                "umount /isobench/data",
+            ],
+            120,
+        )
         if stop.ok:
             try:
                 save_data_disk(data_disk, docker_data_disk_path(image))
             except Exception as exc:  # noqa: BLE001 - only a cache
-                print(f"isobench: {self.owner}: could not keep the guest's Docker disk: {exc}", file=sys.stderr,
-                      flush=True)
-        r = self.ga.exec(["sh", "-c", 'for b in /sys/block/vd*; do [ "$(cat $b/serial)" = isobench-data ] && '
-                          'mount -o noatime "/dev/${b##*/}" /isobench/data; done; mountpoint -q /isobench/data'], 60)
+                print(
+                    f"isobench: {self.owner}: could not keep the guest's Docker disk: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        r = self.ga.exec(
+            [
+                "sh",
+                "-c",
+                'for b in /sys/block/vd*; do [ "$(cat $b/serial)" = isobench-data ] && '
+                'mount -o noatime "/dev/${b##*/}" /isobench/data; done; mountpoint -q /isobench/data',
+            ],
+            60,
+        )
         if not r.ok:
             raise EnvironmentError_(f"{self.owner}: could not remount the data disk: {r.describe()}")
         self._spawn_dockerd()

@@ -9,10 +9,10 @@ import socket
 import time
 from collections.abc import Callable
 
-from isobench.envs.vm.guestagent import GuestAgent
-from isobench.envs.vm.qemu_cmdline import Nic
 from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import ExecResult, run_argv
+from isobench.envs.vm.guestagent import GuestAgent
+from isobench.envs.vm.qemu_cmdline import Nic
 
 VHOST_NET = "/dev/vhost-net"
 NET_STEP_TIMEOUT_S = 30
@@ -40,6 +40,7 @@ def ip_step(argv: list[str]) -> ExecResult:
 
 def nic(run_id: str, tap: str, index: int) -> Nic:
     from isobench.clienthost import guest_mac
+
     return Nic(tap=tap, mac=guest_mac(run_id, index), vhost=os.path.exists(VHOST_NET))
 
 
@@ -48,6 +49,7 @@ def create_tap(run_id: str, owner: str) -> tuple[str, int]:
     measured guest takes the next one, and so the next address): (name,
     index). join_bridge() then joins it to the client host's bridge."""
     from isobench.clienthost import MAX_GUESTS, tap_name
+
     for index in range(MAX_GUESTS):
         name = tap_name(run_id, index)
         if ip_step(["ip", "link", "show", "dev", name]).returncode == 0:
@@ -64,10 +66,13 @@ def create_tap(run_id: str, owner: str) -> tuple[str, int]:
 def join_bridge(run_id: str, tap: str, owner: str) -> None:
     """The tap on the client host's bridge, MTU 1500, up."""
     from isobench.clienthost import link_names
+
     bridge = link_names(run_id)[0]
-    for step in (["ip", "link", "set", "dev", tap, "mtu", "1500"],
-                 ["ip", "link", "set", "dev", tap, "master", bridge],
-                 ["ip", "link", "set", "dev", tap, "up"]):
+    for step in (
+        ["ip", "link", "set", "dev", tap, "mtu", "1500"],
+        ["ip", "link", "set", "dev", tap, "master", bridge],
+        ["ip", "link", "set", "dev", tap, "up"],
+    ):
         r = ip_step(step)
         if r.returncode != 0:
             raise EnvironmentError_(f"{owner}: {' '.join(step)}: {r.stderr.strip()}")
@@ -80,6 +85,7 @@ def delete_tap(tap: str) -> None:
 def guest_iface(bench_addr: str, index: int):
     """The guest's interface address (IPv4Interface) for tap `index`."""
     from isobench.clienthost import guest_addr
+
     return guest_addr(bench_addr, index)
 
 
@@ -100,6 +106,7 @@ def configure_guest(ga: GuestAgent, run_id: str, nic_: Nic, iface, check_alive: 
     initramfs), then wait until the host reaches the guest. Returns the
     NIC's facts."""
     from isobench.clienthost import link_names
+
     t0 = time.monotonic()
     r = ga.exec(["sh", "-c", GUEST_NET_SCRIPT, "sh", nic_.mac, str(iface)], NET_STEP_TIMEOUT_S)
     if not r.ok:
@@ -108,10 +115,15 @@ def configure_guest(ga: GuestAgent, run_id: str, nic_: Nic, iface, check_alive: 
     while not reaches(str(iface.ip)):
         check_alive()
         if time.monotonic() > deadline:
-            raise EnvironmentError_(f"{ga.owner}: the host cannot reach the guest at {iface.ip} "
-                                    f"(tap {nic_.tap})")
+            raise EnvironmentError_(f"{ga.owner}: the host cannot reach the guest at {iface.ip} (tap {nic_.tap})")
         time.sleep(0.1)
-    return {"tap": nic_.tap, "bridge": link_names(run_id)[0], "mac": nic_.mac,
-            "model": "virtio-net-pci", "vhost": bool(nic_.vhost),
-            "address": str(iface), "guest_interface": r.stdout.strip(),
-            "setup_s": round(time.monotonic() - t0, 3)}
+    return {
+        "tap": nic_.tap,
+        "bridge": link_names(run_id)[0],
+        "mac": nic_.mac,
+        "model": "virtio-net-pci",
+        "vhost": bool(nic_.vhost),
+        "address": str(iface),
+        "guest_interface": r.stdout.strip(),
+        "setup_s": round(time.monotonic() - t0, 3),
+    }

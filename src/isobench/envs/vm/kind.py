@@ -35,9 +35,14 @@ class VmKind(EnvKind):
     def duet_problems(self, spec, side_cpus: int) -> list[tuple[str, str]]:
         problems = placed_duet_problems(spec.instances, {"pin": spec.pin})
         if spec.vcpus > side_cpus:
-            problems.append(("vcpus", f"{spec.vcpus} vCPUs do not fit a duet side of {side_cpus} host "
-                                      f"CPU{'s' if side_cpus != 1 else ''}; use vcpus = {side_cpus} or "
-                                      "schedule = \"sequential\""))
+            problems.append(
+                (
+                    "vcpus",
+                    f"{spec.vcpus} vCPUs do not fit a duet side of {side_cpus} host "
+                    f"CPU{'s' if side_cpus != 1 else ''}; use vcpus = {side_cpus} or "
+                    'schedule = "sequential"',
+                )
+            )
         return problems
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
@@ -45,8 +50,15 @@ class VmKind(EnvKind):
         # i's vCPUs start where instance i-1's ended
         where = placement(spec.pin, index) if spec.pin == "node" else None  # "node" always places
         node_cpus = parse_cpulist(where) if where is not None else None
-        return VmEnvironment(name=name, spec=spec, run_id=run_id, host_cores=host.cores,
-                             host_mem_bytes=host.mem_bytes, pin_offset=index * spec.vcpus, pin_cpus=node_cpus)
+        return VmEnvironment(
+            name=name,
+            spec=spec,
+            run_id=run_id,
+            host_cores=host.cores,
+            host_mem_bytes=host.mem_bytes,
+            pin_offset=index * spec.vcpus,
+            pin_cpus=node_cpus,
+        )
 
     def footprint(self, spec: VmSpec) -> list[Footprint]:  # type: ignore[override]  # kind_of pairs kind and spec
         # guests' RAM, every instance at once (all environments are up together)
@@ -72,11 +84,16 @@ class VmKind(EnvKind):
             elif cached.usable:
                 kvm = f"KVM: yes ({cached.reason})"
             else:
-                kvm = (f"KVM: cannot run a guest ({cached.reason}; probed {cached.probed_at}); "
-                       "VMs run under TCG (emulated)")
+                kvm = (
+                    f"KVM: cannot run a guest ({cached.reason}; probed {cached.probed_at}); "
+                    "VMs run under TCG (emulated)"
+                )
         free_mb, mount = hugetlbfs_free_mb()
-        huge = (f"huge pages: {free_mb} MiB reserved free on {mount}" if mount and free_mb
-                else f"huge pages: none reserved, THP {thp_mode()}")
+        huge = (
+            f"huge pages: {free_mb} MiB reserved free on {mount}"
+            if mount and free_mb
+            else f"huge pages: none reserved, THP {thp_mode()}"
+        )
         vhost = "vhost-net: yes" if os.path.exists("/dev/vhost-net") else "vhost-net: no (/dev/vhost-net missing)"
         kernel = "guest kernel: built" if kernel_paths() else "guest kernel: not built yet (isobench images build)"
         return EnvProbe("vm", True, f"QEMU {qemu}; {kvm}; {huge}; {vhost}; {kernel}")
@@ -87,28 +104,49 @@ class VmKind(EnvKind):
     def host_readings(self) -> dict:
         from isobench.envs.vm import kvm_probe
         from isobench.images import recipe_hash
+
         try:
             cached = kvm_probe.load(kvm_probe.host_key(recipe_hash()))
         except Exception:  # noqa: BLE001 - informative only
             cached = None
-        return {"kvm_present": os.path.exists("/dev/kvm"),
-                "kvm_verdict": None if cached is None else (cached.usable, cached.reason),
-                "vhost_net": os.path.exists("/dev/vhost-net")}
+        return {
+            "kvm_present": os.path.exists("/dev/kvm"),
+            "kvm_verdict": None if cached is None else (cached.usable, cached.reason),
+            "vhost_net": os.path.exists("/dev/vhost-net"),
+        }
 
     def host_findings(self, r: dict) -> list[Finding]:
         out = []
         if not r.get("kvm_present"):
-            out.append(Finding("kvm", "warn", "/dev/kvm missing", "load kvm_intel/kvm_amd or enable virtualisation "
-                               "in firmware; VMs will run emulated (TCG)"))
+            out.append(
+                Finding(
+                    "kvm",
+                    "warn",
+                    "/dev/kvm missing",
+                    "load kvm_intel/kvm_amd or enable virtualisation in firmware; VMs will run emulated (TCG)",
+                )
+            )
         elif r.get("kvm_verdict"):
             usable, why = r["kvm_verdict"]
-            out.append(Finding("kvm", "ok" if usable else "warn", "guest boots" if usable else f"unusable: {why}",
-                               "" if usable else "VM columns run under TCG and are marked emulated"))
+            out.append(
+                Finding(
+                    "kvm",
+                    "ok" if usable else "warn",
+                    "guest boots" if usable else f"unusable: {why}",
+                    "" if usable else "VM columns run under TCG and are marked emulated",
+                )
+            )
         else:
             out.append(Finding("kvm", "info", "/dev/kvm present, not yet probed", "isobench envs probes it"))
         vhost = r.get("vhost_net")
-        out.append(Finding("vhost-net", "ok" if vhost else "info", "available" if vhost else "missing",
-                           "" if vhost else "modprobe vhost_net; without it virtio-net runs in QEMU's thread"))
+        out.append(
+            Finding(
+                "vhost-net",
+                "ok" if vhost else "info",
+                "available" if vhost else "missing",
+                "" if vhost else "modprobe vhost_net; without it virtio-net runs in QEMU's thread",
+            )
+        )
         return out
 
 
@@ -122,7 +160,7 @@ def is_isobench_qemu(cmdline: list[str], run_id: str | None) -> bool:
     except (ValueError, IndexError):
         return False
     if name.startswith("guest="):
-        name = name[len("guest="):]
+        name = name[len("guest=") :]
     prefix = f"isobench-{run_id}-" if run_id else "isobench-"
     return name.startswith(prefix)
 

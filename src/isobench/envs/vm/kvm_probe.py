@@ -42,8 +42,9 @@ class Verdict:
 
 def qemu_version(qemu: str = "qemu-system-x86_64") -> str:
     try:
-        out = subprocess.run([qemu, "--version"], capture_output=True, text=True, timeout=10,
-                             stdin=subprocess.DEVNULL).stdout
+        out = subprocess.run(
+            [qemu, "--version"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "not installed"
     first = out.splitlines()[0] if out else ""
@@ -69,8 +70,9 @@ def load(key: str, path: str = CACHE_FILE) -> Verdict | None:
     if not isinstance(data, dict) or data.get("key") != key:
         return None
     try:
-        return Verdict(bool(data["usable"]), str(data["reason"]), key, str(data["probed_at"]),
-                       float(data["probe_s"]), cached=True)
+        return Verdict(
+            bool(data["usable"]), str(data["reason"]), key, str(data["probed_at"]), float(data["probe_s"]), cached=True
+        )
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -94,8 +96,9 @@ def kvm_device_problem() -> str | None:
     return None
 
 
-def verdict(boot_probe, image: str, deadline_s: float = PROBE_DEADLINE_S, path: str = CACHE_FILE,
-            refresh: bool = False) -> Verdict:
+def verdict(
+    boot_probe, image: str, deadline_s: float = PROBE_DEADLINE_S, path: str = CACHE_FILE, refresh: bool = False
+) -> Verdict:
     """The cached verdict, or a fresh one from boot_probe(deadline_s) ->
     (usable, reason), saved for next time."""
     key = host_key(image)

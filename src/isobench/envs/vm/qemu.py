@@ -9,20 +9,29 @@ import os
 import subprocess
 import time
 
+from isobench.core.errors import EnvironmentError_
+from isobench.core.lifetime import die_with_parent
 from isobench.envs.vm.guestagent import GuestAgent
 from isobench.envs.vm.qemu_cmdline import MemoryBacking, Nic, QemuConfig, Topology
 from isobench.envs.vm.qmp_sync import QmpTimeout, SyncQmp
 from isobench.envs.vm.spec import VmSpec
-from isobench.core.errors import EnvironmentError_
 from isobench.host.hostinfo import hugetlbfs_free_mb, thp_mode
-from isobench.core.lifetime import die_with_parent
 
 READY_TIMEOUT_TCG_S = 240.0
 READY_TIMEOUT_KVM_S = 120.0
 
 
-def qemu_config(spec: VmSpec, *, accel: str, name: str, vm_dir: str, sock_dir: str, kernel: tuple[str, str],
-                extra_disks: tuple[str, ...], nic: Nic | None) -> tuple[QemuConfig, str]:
+def qemu_config(
+    spec: VmSpec,
+    *,
+    accel: str,
+    name: str,
+    vm_dir: str,
+    sock_dir: str,
+    kernel: tuple[str, str],
+    extra_disks: tuple[str, ...],
+    nic: Nic | None,
+) -> tuple[QemuConfig, str]:
     """The guest's QEMU configuration, and how its memory is backed (a
     fact: huge pages fall back to THP when too few are reserved)."""
     vcpus = spec.vcpus
@@ -43,20 +52,37 @@ def qemu_config(spec: VmSpec, *, accel: str, name: str, vm_dir: str, sock_dir: s
             memory_note = f"hugetlbfs {path}, preallocated ({free_mb} MiB reserved and free)"
         else:
             memory = MemoryBacking("thp-prealloc")
-            memory_note = (f"THP: anonymous memory, preallocated (no {mem_mb} MiB of reserved huge pages: "
-                           f"{free_mb} MiB free; host THP: {thp_mode()})")
+            memory_note = (
+                f"THP: anonymous memory, preallocated (no {mem_mb} MiB of reserved huge pages: "
+                f"{free_mb} MiB free; host THP: {thp_mode()})"
+            )
     kargs: tuple[str, ...] = ()
     if spec.tmpfs_mb:
         kargs = (f"isobench.tmpfs_mb={spec.tmpfs_mb}",)
     cfg = QemuConfig(
-        name=name, accel=accel, vcpus=vcpus, memory_mb=mem_mb, cpu_model=cpu_model,
-        kernel=kernel[0], initrd=kernel[1],
-        root_disk=os.path.join(vm_dir, "root.qcow2"), data_disk=os.path.join(vm_dir, "data.raw"),
-        qga_socket=os.path.join(sock_dir, "qga.sock"), qmp_socket=os.path.join(sock_dir, "qmp.sock"),
-        serial_log=os.path.join(vm_dir, "serial.log"), pidfile=os.path.join(vm_dir, "qemu.pid"),
-        topology=topology, memory=memory, disk_cache=spec.disk_cache,
-        disk_aio=spec.disk_aio, root_bus=spec.root_bus, guest_init=spec.guest_init,
-        extra_disks=extra_disks, kernel_args=kargs, nic=nic)
+        name=name,
+        accel=accel,
+        vcpus=vcpus,
+        memory_mb=mem_mb,
+        cpu_model=cpu_model,
+        kernel=kernel[0],
+        initrd=kernel[1],
+        root_disk=os.path.join(vm_dir, "root.qcow2"),
+        data_disk=os.path.join(vm_dir, "data.raw"),
+        qga_socket=os.path.join(sock_dir, "qga.sock"),
+        qmp_socket=os.path.join(sock_dir, "qmp.sock"),
+        serial_log=os.path.join(vm_dir, "serial.log"),
+        pidfile=os.path.join(vm_dir, "qemu.pid"),
+        topology=topology,
+        memory=memory,
+        disk_cache=spec.disk_cache,
+        disk_aio=spec.disk_aio,
+        root_bus=spec.root_bus,
+        guest_init=spec.guest_init,
+        extra_disks=extra_disks,
+        kernel_args=kargs,
+        nic=nic,
+    )
     return cfg, memory_note
 
 
@@ -76,8 +102,14 @@ class QemuProcess:
     def spawn(self, argv: list[str]) -> None:
         log = open(os.path.join(self.vm_dir, "qemu.log"), "wb")
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, preexec_fn=die_with_parent)
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
         except OSError as exc:
             raise EnvironmentError_(f"{self.owner}: cannot start {argv[0]}: {exc}") from None
         finally:
@@ -113,8 +145,10 @@ class QemuProcess:
             if ga.answers(n):
                 return
             if time.monotonic() > deadline:
-                raise EnvironmentError_(f"{self.owner}: no answer from the guest agent within {limit:.0f} s "
-                                        f"(accel {accel}; {self.serial_summary()})")
+                raise EnvironmentError_(
+                    f"{self.owner}: no answer from the guest agent within {limit:.0f} s "
+                    f"(accel {accel}; {self.serial_summary()})"
+                )
 
     def serial_summary(self) -> str:
         try:

@@ -90,11 +90,17 @@ class QemuConfig:
 def kernel_cmdline(cfg: QemuConfig) -> str:
     root = "/dev/nvme0n1" if cfg.root_bus == "nvme" else "/dev/vda"
     args = [
-        f"root={root}", "rw", "rootfstype=ext4",
+        f"root={root}",
+        "rw",
+        "rootfstype=ext4",
         # the serial console is slow to emulate: only errors go to it
-        "console=ttyS0", "quiet", "loglevel=3",
+        "console=ttyS0",
+        "quiet",
+        "loglevel=3",
         "panic=-1",  # with -no-reboot: a guest panic ends QEMU at once
-        "8250.nr_uarts=1", "i8042.noaux", "i8042.nokbd",
+        "8250.nr_uarts=1",
+        "i8042.noaux",
+        "i8042.nokbd",
     ]
     if cfg.guest_init == "isobench":
         args.append(f"init={GUEST_INIT}")
@@ -111,14 +117,23 @@ def build_argv(cfg: QemuConfig) -> list[str]:
         raise ValueError("root_bus=virtio needs the initramfs (virtio-blk is a module)")
     argv = [
         cfg.qemu,
-        "-name", f"{cfg.name},debug-threads=on",
-        "-machine", _machine(cfg),
-        "-cpu", cfg.cpu_model,
-        "-smp", _smp(cfg),
-        "-m", f"{cfg.memory_mb}M",
-        "-nodefaults", "-no-user-config", "-no-reboot",
-        "-display", "none",
-        "-pidfile", cfg.pidfile,
+        "-name",
+        f"{cfg.name},debug-threads=on",
+        "-machine",
+        _machine(cfg),
+        "-cpu",
+        cfg.cpu_model,
+        "-smp",
+        _smp(cfg),
+        "-m",
+        f"{cfg.memory_mb}M",
+        "-nodefaults",
+        "-no-user-config",
+        "-no-reboot",
+        "-display",
+        "none",
+        "-pidfile",
+        cfg.pidfile,
     ]
     argv += _memory_args(cfg)
     argv += ["-kernel", cfg.kernel]
@@ -132,20 +147,34 @@ def build_argv(cfg: QemuConfig) -> list[str]:
     else:
         argv += ["-device", "virtio-blk-pci,drive=root"]
     # data: what workloads measure
-    argv += ["-drive", _drive("data", cfg.data_disk, "raw", cfg.disk_cache, cfg.disk_aio),
-             "-device", "virtio-blk-pci,drive=data,serial=isobench-data"]
+    argv += [
+        "-drive",
+        _drive("data", cfg.data_disk, "raw", cfg.disk_cache, cfg.disk_aio),
+        "-device",
+        "virtio-blk-pci,drive=data,serial=isobench-data",
+    ]
     for i, path in enumerate(cfg.extra_disks):
-        argv += ["-drive", _drive(f"ro{i}", path, "raw", "writeback", "threads", read_only=True),
-                 "-device", f"virtio-blk-pci,drive=ro{i},serial=isobench-ro{i}"]
+        argv += [
+            "-drive",
+            _drive(f"ro{i}", path, "raw", "writeback", "threads", read_only=True),
+            "-device",
+            f"virtio-blk-pci,drive=ro{i},serial=isobench-ro{i}",
+        ]
     argv += [
         # the guest agent's channel
-        "-chardev", f"socket,id=qga0,path={cfg.qga_socket},server=on,wait=off",
-        "-device", "virtio-serial-pci,id=vser0",
-        "-device", f"virtserialport,bus=vser0.0,chardev=qga0,name={GA_PORT}",
+        "-chardev",
+        f"socket,id=qga0,path={cfg.qga_socket},server=on,wait=off",
+        "-device",
+        "virtio-serial-pci,id=vser0",
+        "-device",
+        f"virtserialport,bus=vser0.0,chardev=qga0,name={GA_PORT}",
         # the control channel
-        "-chardev", f"socket,id=mon0,path={cfg.qmp_socket},server=on,wait=off",
-        "-mon", "chardev=mon0,mode=control",
-        "-serial", f"file:{cfg.serial_log}",
+        "-chardev",
+        f"socket,id=mon0,path={cfg.qmp_socket},server=on,wait=off",
+        "-mon",
+        "chardev=mon0,mode=control",
+        "-serial",
+        f"file:{cfg.serial_log}",
     ]
     argv += _nic_args(cfg.nic)
     return argv
@@ -195,6 +224,13 @@ def _drive(node: str, path: str, fmt: str, cache: str, aio: str, read_only: bool
     # cache it must flush; aio=native needs O_DIRECT (cache none/directsync)
     if aio == "native" and cache not in ("none", "directsync"):
         raise ValueError(f"aio=native needs cache=none or directsync, not {cache}")
-    parts = [f"file={path}", "if=none", f"id={node}", f"format={fmt}", f"cache={cache}", f"aio={aio}",
-             "discard=unmap" if not read_only else "readonly=on"]
+    parts = [
+        f"file={path}",
+        "if=none",
+        f"id={node}",
+        f"format={fmt}",
+        f"cache={cache}",
+        f"aio={aio}",
+        "discard=unmap" if not read_only else "readonly=on",
+    ]
     return ",".join(parts)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 
 from isobench.core.metric import STARTUP
-from isobench.results.attribution import counters_of, cpu_per_unit
 from isobench.report.figures.attribution import cpu_per_unit_figure
 from isobench.report.figures.bars import cpu_cost_figure, startup_figure
 from isobench.report.figures.cdf import HIST_SUFFIX, histograms, latency_cdf_figure
@@ -18,6 +17,7 @@ from isobench.report.figures.instances import density_figure, fairness_figure, p
 from isobench.report.figures.limits import p90_limits_figure
 from isobench.report.figures.normalised import normalised_figure
 from isobench.report.sweeps import is_startup, sweeps
+from isobench.results.attribution import counters_of, cpu_per_unit
 from isobench.results.table import Table
 
 # Figure kinds, in the order a report shows them.
@@ -34,8 +34,21 @@ KIND_INSTANCES = "per-instance"
 KIND_FAIRNESS = "fairness"
 KIND_DENSITY = "density"
 KIND_ATTRIBUTION = "attribution"
-KIND_ORDER = (KIND_NORMALISED, KIND_SWEEP, KIND_TPUT_LAT, KIND_P90_LIMITS, KIND_CDF, KIND_CPU_COST, KIND_TPUT_CPU,
-              KIND_STARTUP, KIND_SCALEOUT, KIND_INSTANCES, KIND_FAIRNESS, KIND_DENSITY, KIND_ATTRIBUTION)
+KIND_ORDER = (
+    KIND_NORMALISED,
+    KIND_SWEEP,
+    KIND_TPUT_LAT,
+    KIND_P90_LIMITS,
+    KIND_CDF,
+    KIND_CPU_COST,
+    KIND_TPUT_CPU,
+    KIND_STARTUP,
+    KIND_SCALEOUT,
+    KIND_INSTANCES,
+    KIND_FAIRNESS,
+    KIND_DENSITY,
+    KIND_ATTRIBUTION,
+)
 KIND_TITLES = {
     KIND_NORMALISED: "Performance relative to the baseline",
     KIND_SWEEP: "Curves vs the swept parameter (concurrency, noise step, instances)",
@@ -66,8 +79,9 @@ def slugify(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "figure"
 
 
-def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] | None = None,
-                  env_facts: dict[str, dict] | None = None) -> list[FigureSpec]:
+def build_figures(
+    table: Table, extras: dict[tuple[str, str, str], list[dict]] | None = None, env_facts: dict[str, dict] | None = None
+) -> list[FigureSpec]:
     """Every figure the run has data for, in report order. ``extras``
     (Store.extras) gives latency CDFs, ``env_facts`` (RunData.env_facts)
     the density figure of instance groups."""
@@ -80,37 +94,76 @@ def build_figures(table: Table, extras: dict[tuple[str, str, str], list[dict]] |
     workloads = list(dict.fromkeys(r.key.workload for r in table.rows))
     for w in workloads:
         if not all(is_startup(r) for r in table.rows if r.key.workload == w):
-            add(KIND_NORMALISED, slugify("normalised", w), f"{w}: performance relative to {table.baseline}",
-                normalised_figure(table, w))
+            add(
+                KIND_NORMALISED,
+                slugify("normalised", w),
+                f"{w}: performance relative to {table.baseline}",
+                normalised_figure(table, w),
+            )
     found = sweeps(table)
     for s in found:
-        add(KIND_SWEEP, slugify("sweep", s.workload, s.series, s.param), f"{s.label} vs {s.param}",
-            sweep_figure(table, s))
+        add(
+            KIND_SWEEP,
+            slugify("sweep", s.workload, s.series, s.param),
+            f"{s.label} vs {s.param}",
+            sweep_figure(table, s),
+        )
     for s in found:
-        add(KIND_TPUT_LAT, slugify("throughput-latency", s.workload, s.series, s.param),
-            f"{s.label}: throughput vs latency", throughput_latency_figure(table, s))
-        add(KIND_P90_LIMITS, slugify("p90-limits", s.workload, s.series, s.param),
-            f"{s.label}: per-operation p90 vs {s.param}", p90_limits_figure(table, s))
+        add(
+            KIND_TPUT_LAT,
+            slugify("throughput-latency", s.workload, s.series, s.param),
+            f"{s.label}: throughput vs latency",
+            throughput_latency_figure(table, s),
+        )
+        add(
+            KIND_P90_LIMITS,
+            slugify("p90-limits", s.workload, s.series, s.param),
+            f"{s.label}: per-operation p90 vs {s.param}",
+            p90_limits_figure(table, s),
+        )
     for (w, case, name), per_env in histograms(extras or {}).items():
-        add(KIND_CDF, slugify("cdf", w, case, name[: -len(HIST_SUFFIX)]), f"{w} {case}: latency CDF",
-            latency_cdf_figure(table, w, case, name, per_env))
+        add(
+            KIND_CDF,
+            slugify("cdf", w, case, name[: -len(HIST_SUFFIX)]),
+            f"{w} {case}: latency CDF",
+            latency_cdf_figure(table, w, case, name, per_env),
+        )
     for w in workloads:
         add(KIND_CPU_COST, slugify("cpu-cost", w), f"{w}: CPU cost per GB", cpu_cost_figure(table, w))
     for s in found:
-        add(KIND_TPUT_CPU, slugify("throughput-cpu", s.workload, s.series, s.param),
-            f"{s.label}: throughput vs CPU utilisation", throughput_cpu_figure(table, s))
+        add(
+            KIND_TPUT_CPU,
+            slugify("throughput-cpu", s.workload, s.series, s.param),
+            f"{s.label}: throughput vs CPU utilisation",
+            throughput_cpu_figure(table, s),
+        )
     add(KIND_STARTUP, KIND_STARTUP, "Startup time per environment", startup_figure(table))
     for s in found:
-        add(KIND_SCALEOUT, slugify("scale-out", s.workload, s.series), f"{s.label}: scale-out",
-            scaleout_figure(table, s))
-        add(KIND_INSTANCES, slugify("per-instance", s.workload, s.series, s.param),
-            f"{s.label}: per instance vs {s.param}", per_instance_figure(table, s))
-        add(KIND_FAIRNESS, slugify("fairness", s.workload, s.series, s.param),
-            f"{s.label}: fairness vs {s.param}", fairness_figure(table, s))
-    add(KIND_DENSITY, "density", "Density: footprint and startup vs instances",
-        density_figure(table, env_facts or {}))
-    add(KIND_ATTRIBUTION, "attribution-cpu-per-unit", "CPU per unit of work by category",
-        cpu_per_unit_figure(cpu_per_unit(counters_of(extras or {})), [c.env for c in table.columns]))
+        add(
+            KIND_SCALEOUT,
+            slugify("scale-out", s.workload, s.series),
+            f"{s.label}: scale-out",
+            scaleout_figure(table, s),
+        )
+        add(
+            KIND_INSTANCES,
+            slugify("per-instance", s.workload, s.series, s.param),
+            f"{s.label}: per instance vs {s.param}",
+            per_instance_figure(table, s),
+        )
+        add(
+            KIND_FAIRNESS,
+            slugify("fairness", s.workload, s.series, s.param),
+            f"{s.label}: fairness vs {s.param}",
+            fairness_figure(table, s),
+        )
+    add(KIND_DENSITY, "density", "Density: footprint and startup vs instances", density_figure(table, env_facts or {}))
+    add(
+        KIND_ATTRIBUTION,
+        "attribution-cpu-per-unit",
+        "CPU per unit of work by category",
+        cpu_per_unit_figure(cpu_per_unit(counters_of(extras or {})), [c.env for c in table.columns]),
+    )
     # Unique slugs even if two names slugify alike.
     seen: dict[str, int] = {}
     out = []

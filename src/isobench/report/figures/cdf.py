@@ -37,8 +37,9 @@ def histograms(extras: dict[tuple[str, str, str], list[dict]]) -> dict[tuple[str
     return {k: {env: pool_histograms(h) for env, h in per_env.items()} for k, per_env in out.items()}
 
 
-def latency_cdf_figure(table: Table, workload: str, case: str, name: str,
-                       per_env: dict[str, Histogram]) -> Figure | None:
+def latency_cdf_figure(
+    table: Table, workload: str, case: str, name: str, per_env: dict[str, Histogram]
+) -> Figure | None:
     """Cumulative fraction of completions against latency, one line per
     environment (histograms of all repetitions pooled)."""
     colors = env_colors(table.columns)
@@ -56,8 +57,7 @@ def latency_cdf_figure(table: Table, workload: str, case: str, name: str,
             xs.append(lat)
             ys.append(acc / total)
         lo, hi = min(lo, xs[0]), max(hi, xs[-1])
-        ax.step(xs, ys, where="post", color=colors[col.env], linestyle=line_style(col),
-                label=env_label(col))
+        ax.step(xs, ys, where="post", color=colors[col.env], linestyle=line_style(col), label=env_label(col))
     if lo > 0 and hi / lo >= 10:
         ax.set_xscale("log")
     metric = name[: -len(HIST_SUFFIX)]

@@ -36,7 +36,7 @@ def sweep_figure(table: Table, sweep: Sweep) -> Figure | None:
     rows = -(-len(metrics) // cols)
     fig = new_figure(min(5.2 * cols, 20), 4.2 * rows)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    for ax in axes[len(metrics):]:
+    for ax in axes[len(metrics) :]:
         ax.set_visible(False)
     for ax, metric in zip(axes, metrics):
         pts = sweep.metric_rows(metric)
@@ -71,14 +71,28 @@ def _xy_figure(table: Table, sweep: Sweep, x_metric: str, y_metric: str, title: 
             continue
         drawn += 1
         xs += [cx.mean for _, cx, _ in pts]
-        ax.errorbar([cx.mean for _, cx, _ in pts], [cy.mean for _, _, cy in pts],
-                    xerr=[ci_half(cx) for _, cx, _ in pts], yerr=[ci_half(cy) for _, _, cy in pts],
-                    marker="o", markersize=4, capsize=2, color=colors[col.env],
-                    linestyle=line_style(col), label=env_label(col))
+        ax.errorbar(
+            [cx.mean for _, cx, _ in pts],
+            [cy.mean for _, _, cy in pts],
+            xerr=[ci_half(cx) for _, cx, _ in pts],
+            yerr=[ci_half(cy) for _, _, cy in pts],
+            marker="o",
+            markersize=4,
+            capsize=2,
+            color=colors[col.env],
+            linestyle=line_style(col),
+            label=env_label(col),
+        )
         if col.is_baseline:  # the swept value beside each point, once
             for v, cx, cy in pts:
-                ax.annotate(f"{v:g}", (cx.mean, cy.mean), textcoords="offset points",
-                            xytext=(4, 4), fontsize=7, color=BASELINE_COLOR)
+                ax.annotate(
+                    f"{v:g}",
+                    (cx.mean, cy.mean),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=7,
+                    color=BASELINE_COLOR,
+                )
     if not drawn:
         return None
     # latencies spanning 8x or more (ms natively, tens of ms emulated) on a

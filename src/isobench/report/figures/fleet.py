@@ -32,15 +32,15 @@ def fleet_overhead_figure(rep: FleetReport) -> Figure | None:
                 if v is not None and math.isfinite(v.pct):
                     xs.append(x)
                     ys.append(v.pct)
-            ax.scatter(xs, ys, marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)], label=host,
-                       zorder=3)
+            ax.scatter(xs, ys, marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)], label=host, zorder=3)
         ax.axhline(0, color=REFERENCE_COLOR, lw=0.8)
         ax.set_xticks(range(len(cells)))
         ax.set_xticklabels([f"{c.workload}\n{c.label}" for c in cells], fontsize=7, rotation=20, ha="right")
         base = cells[0].is_baseline if cells else False
         ax.set_ylabel("% vs fleet median" if base else "overhead vs host's baseline %")
-        ax.set_title(f"{env}: " + ("each host vs the fleet's median" if base else "overhead per host (+ = worse)"),
-                     fontsize=10)
+        ax.set_title(
+            f"{env}: " + ("each host vs the fleet's median" if base else "overhead per host (+ = worse)"), fontsize=10
+        )
         ax.legend(fontsize=8, loc="best")
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(f"Fleet {rep.fleet_id}: {len(rep.hosts)} hosts")

@@ -6,11 +6,11 @@ marked where it happened, labelled with the facts that changed across it."""
 from __future__ import annotations
 
 import math
+
 from matplotlib.figure import Figure
 
 from isobench.report.style import PALETTE, REFERENCE_COLOR, new_figure
-from isobench.results.history import Series
-from isobench.results.history import parse_started
+from isobench.results.history import Series, parse_started
 
 # A step's label holds this many changed facts, each cut to this many
 # characters: the full list is printed beside the figure.
@@ -19,7 +19,7 @@ LABEL_CHARS = 38
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
+    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "\u2026"
 
 
 def step_label(change) -> str:
@@ -46,7 +46,7 @@ def history_figure(title: str, series: list[Series]) -> Figure | None:
     rows = -(-len(panels) // cols)
     fig = new_figure(max(7.5, min(5.6 * cols, 17)), 3.8 * rows + 0.8)
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True).ravel()
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_visible(False)
     for ax, (label, members) in zip(axes, panels.items()):
         for s in members:
@@ -65,9 +65,18 @@ def history_figure(title: str, series: list[Series]) -> Figure | None:
                     continue
                 x = a + (b - a) / 2
                 ax.axvline(x, color=color, linestyle="--", linewidth=1)
-                ax.annotate(step_label(c), xy=(x, 0.98), xycoords=("data", "axes fraction"), fontsize=6.5,
-                            ha="left", va="top", color=color, xytext=(3, 0), textcoords="offset points",
-                            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.85})
+                ax.annotate(
+                    step_label(c),
+                    xy=(x, 0.98),
+                    xycoords=("data", "axes fraction"),
+                    fontsize=6.5,
+                    ha="left",
+                    va="top",
+                    color=color,
+                    xytext=(3, 0),
+                    textcoords="offset points",
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.85},
+                )
         ax.axhline(0, color=REFERENCE_COLOR, linewidth=0.8)
         ax.set_title(label, fontsize=10)
         ax.set_ylabel("change vs baseline (%)")

@@ -8,8 +8,8 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from isobench.report.instances import (
-    MiB,
     SCALE_PARAM,
+    MiB,
     fairness_metrics,
     per_instance_series,
     scaleout_metric,
@@ -41,8 +41,11 @@ def per_instance_figure(table: Table, sweep: Sweep) -> Figure | None:
     if series is None:
         return None
     name, metrics = series
-    cols = [(i, c) for i, c in enumerate(table.columns)
-            if any(row.cells[i].status == OK for _, m in metrics for _, row in sweep.metric_rows(m))]
+    cols = [
+        (i, c)
+        for i, c in enumerate(table.columns)
+        if any(row.cells[i].status == OK for _, m in metrics for _, row in sweep.metric_rows(m))
+    ]
     if not cols:
         return None
     fig = new_figure(min(4.0 * len(cols), 16), 3.8)
@@ -51,9 +54,16 @@ def per_instance_figure(table: Table, sweep: Sweep) -> Figure | None:
         for label, metric in metrics:
             pts = [(v, row.cells[i]) for v, row in sweep.metric_rows(metric) if row.cells[i].status == OK]
             if pts:
-                ax.errorbar([v for v, _ in pts], [c.mean for _, c in pts],
-                            yerr=[ci_half(c) for _, c in pts], marker="o", markersize=3, capsize=2,
-                            label=label, linestyle=line_style(col))
+                ax.errorbar(
+                    [v for v, _ in pts],
+                    [c.mean for _, c in pts],
+                    yerr=[ci_half(c) for _, c in pts],
+                    marker="o",
+                    markersize=3,
+                    capsize=2,
+                    label=label,
+                    linestyle=line_style(col),
+                )
         key = sweep.metric_rows(metrics[0][1])[0][1].key
         ax.set_title(env_label(col), fontsize=9)
         step_ticks(ax, [v for v, _ in sweep.metric_rows(metrics[0][1])])
@@ -62,8 +72,10 @@ def per_instance_figure(table: Table, sweep: Sweep) -> Figure | None:
         value_axis(ax, [v for v, _ in sweep.metric_rows(metrics[0][1])])
     axes[0].set_ylabel(f"{name} ({key.unit})" if key.unit else name)
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"{sweep.label}: {name} per instance vs {sweep.param} "
-                 f"({HIGHER if key.higher_is_better else LOWER}; mean, 95% CI)")
+    fig.suptitle(
+        f"{sweep.label}: {name} per instance vs {sweep.param} "
+        f"({HIGHER if key.higher_is_better else LOWER}; mean, 95% CI)"
+    )
     emulated_note(fig, [c for _, c in cols])
     return fig
 
@@ -131,14 +143,27 @@ def density_figure(table: Table, env_facts: dict[str, dict]) -> Figure | None:
     for col, pts in series:
         ns = [p["n"] for p in pts]
         style = line_style(col)
-        ax_m.plot(ns, [p["mem_per_instance_bytes"] / MiB for p in pts], marker="o", color=colors[col.env],
-                  linestyle=style, label=f"{env_label(col)}: MemAvailable drop / N")
+        ax_m.plot(
+            ns,
+            [p["mem_per_instance_bytes"] / MiB for p in pts],
+            marker="o",
+            color=colors[col.env],
+            linestyle=style,
+            label=f"{env_label(col)}: MemAvailable drop / N",
+        )
         pss = [(p["n"], p["vmm_pss_bytes"] / MiB) for p in pts if p.get("vmm_pss_bytes")]
         if pss:
-            ax_m.plot([n for n, _ in pss], [v for _, v in pss], marker="x", color=colors[col.env],
-                      linestyle=":", label=f"{col.env}: VMM PSS of instance N")
-        ax_s.plot(ns, [p["startup_s"] for p in pts], marker="o", color=colors[col.env], linestyle=style,
-                  label=env_label(col))
+            ax_m.plot(
+                [n for n, _ in pss],
+                [v for _, v in pss],
+                marker="x",
+                color=colors[col.env],
+                linestyle=":",
+                label=f"{col.env}: VMM PSS of instance N",
+            )
+        ax_s.plot(
+            ns, [p["startup_s"] for p in pts], marker="o", color=colors[col.env], linestyle=style, label=env_label(col)
+        )
     ax_m.set_ylabel("MiB per instance")
     ax_m.set_title("memory footprint vs instances", fontsize=10)
     ax_s.set_ylabel("s to start instance N")

@@ -29,6 +29,7 @@ def performance(cell, higher_is_better: bool) -> tuple[float, float, float] | No
     r, lo, hi = v.effect.ratio, v.low, v.high
     if higher_is_better:
         return r, lo, hi
+
     def inv(x: float) -> float:
         return 1 / x if finite(x) and x > 0 else math.nan
 
@@ -58,8 +59,12 @@ def overview_figure(table: Table, keys) -> Figure | None:
     wanted = set(keys)
     skip = swept_rows(table)
     rows = [r for r in table.rows if r.key in wanted and r not in skip]
-    return ratio_figure(table, rows, f"Primary metrics: performance relative to {table.baseline}",
-                        labels=[f"{r.key.workload} {r.label}" for r in rows])
+    return ratio_figure(
+        table,
+        rows,
+        f"Primary metrics: performance relative to {table.baseline}",
+        labels=[f"{r.key.workload} {r.label}" for r in rows],
+    )
 
 
 def ratio_figure(table: Table, rows, title: str, labels: list[str] | None = None) -> Figure | None:
@@ -97,14 +102,29 @@ def ratio_figure(table: Table, rows, title: str, labels: list[str] | None = None
         drawn_labels.add(col.env)
         shown = min(max(value, left), right_edge)
         # bars grow from 1 (no change) towards the ratio, left for worse
-        ax.barh(y, shown - 1, left=1, height=bar_h * 0.9, color=colors[col.env], label=label,
-                hatch="//" if col.emulated else None, edgecolor="white" if not col.emulated else "black",
-                linewidth=0.5)
+        ax.barh(
+            y,
+            shown - 1,
+            left=1,
+            height=bar_h * 0.9,
+            color=colors[col.env],
+            label=label,
+            hatch="//" if col.emulated else None,
+            edgecolor="white" if not col.emulated else "black",
+            linewidth=0.5,
+        )
         lo_c = min(max(lo, left), right_edge) if finite(lo) else shown
         hi_c = min(max(hi, left), right_edge) if finite(hi) else shown
         if finite(lo) or finite(hi):
-            ax.errorbar(shown, y, xerr=[[max(shown - lo_c, 0.0)], [max(hi_c - shown, 0.0)]], fmt="none",
-                        ecolor="black", elinewidth=1, capsize=2)
+            ax.errorbar(
+                shown,
+                y,
+                xerr=[[max(shown - lo_c, 0.0)], [max(hi_c - shown, 0.0)]],
+                fmt="none",
+                ecolor="black",
+                elinewidth=1,
+                capsize=2,
+            )
         for beyond, edge, arrow in ((lo < left, left, "<"), (hi > right_edge, right_edge, ">")):
             if beyond:  # nan compares False: no interval, no arrow
                 ax.plot(edge, y, marker=arrow, color="black", markersize=5, clip_on=False)
@@ -113,16 +133,19 @@ def ratio_figure(table: Table, rows, title: str, labels: list[str] | None = None
     ax.set_xlim(left, right_edge)
     # ratios as plain numbers at powers of two; matplotlib's default labels
     # the minor ticks of a sub-decade log axis in overlapping 10^x notation
-    ticks = [2.0 ** k for k in range(-6, 7) if left <= 2.0 ** k <= right_edge]
+    ticks = [2.0**k for k in range(-6, 7) if left <= 2.0**k <= right_edge]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FixedFormatter([f"1/{1 / t:g}" if t < 1 else f"{t:g}" for t in ticks]))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(range(len(used_rows)), [labels[ri] for ri in used_rows], fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlabel(f"performance relative to {table.baseline}, log scale (>1 better; \u2193 metrics inverted: "
-                  f"{table.baseline}/value);\nthe table's interval, \u25b6 where it runs off the axis; "
-                  f"{MARKS['changed']} changed, {MARKS['equivalent']} equivalent, {MARKS['inconclusive']} "
-                  f"inconclusive", fontsize=8)
+    ax.set_xlabel(
+        f"performance relative to {table.baseline}, log scale (>1 better; \u2193 metrics inverted: "
+        f"{table.baseline}/value);\nthe table's interval, \u25b6 where it runs off the axis; "
+        f"{MARKS['changed']} changed, {MARKS['equivalent']} equivalent, {MARKS['inconclusive']} "
+        f"inconclusive",
+        fontsize=8,
+    )
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="x", alpha=0.3)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from isobench.results.attribution import TITLE, section_lines
 from isobench.report.blocks import DIM, Item, Items, Para
 from isobench.report.section import ReportContext, Section
+from isobench.results.attribution import TITLE, section_lines
 
 
 class AttributionSection(Section):

@@ -18,5 +18,7 @@ class DensitySection(Section):
         if not rows:
             return []
         header = ("environment", "N", "startup of instance N (s)", "MiB per instance", "VMM PSS (MiB)")
-        return [Para("As each environment's instances started (page cache dropped before each reading):"),
-                Grid(header, tuple(tuple(r) for r in rows))]
+        return [
+            Para("As each environment's instances started (page cache dropped before each reading):"),
+            Grid(header, tuple(tuple(r) for r in rows)),
+        ]

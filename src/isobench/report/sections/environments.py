@@ -31,9 +31,19 @@ class EnvironmentsSection(Section):
             kind = fmt_fact(facts.pop("kind", None))
             options, tools = facts.pop("options", None) or {}, facts.pop("tool_versions", None) or {}
             emulated = is_emulated(ctx.run, col.env)
-            note = "; ".join(n for n in ("baseline" if col.is_baseline else "", EMULATED_NOTE if emulated else "")
-                             if n)
-            records.append(Record(col.env, note, ((("", kind),), _pairs(options), _pairs(tools), _pairs(facts)),
-                                  tone=NOTE if emulated else PLAIN))
-        return [Records(("environment", "kind", "options", "tool versions", "other facts"), tuple(records),
-                        empty=("?", "defaults", "-", "-"))]
+            note = "; ".join(n for n in ("baseline" if col.is_baseline else "", EMULATED_NOTE if emulated else "") if n)
+            records.append(
+                Record(
+                    col.env,
+                    note,
+                    ((("", kind),), _pairs(options), _pairs(tools), _pairs(facts)),
+                    tone=NOTE if emulated else PLAIN,
+                )
+            )
+        return [
+            Records(
+                ("environment", "kind", "options", "tool versions", "other facts"),
+                tuple(records),
+                empty=("?", "defaults", "-", "-"),
+            )
+        ]

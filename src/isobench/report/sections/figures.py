@@ -8,10 +8,10 @@ from isobench.report.section import HTML, ReportContext, Section
 
 CAPTIONS = {
     "attribution": "stacked: host CPU µs per unit of work by category, client host's share removed; "
-                   "the VMM's threads taken out of user/system (docs/attribution.md)",
+    "the VMM's threads taken out of user/system (docs/attribution.md)",
     "normalised": "bars: candidate vs baseline on a log axis, >1 is better for every metric (latency-like "
-                  "metrics inverted), whiskers: the table's corrected interval (an arrow where it runs off "
-                  "the axis), * changed after Benjamini-Hochberg correction",
+    "metrics inverted), whiskers: the table's corrected interval (an arrow where it runs off "
+    "the axis), * changed after Benjamini-Hochberg correction",
     "sweep": "mean and 95% CI at each swept value",
     "throughput-latency": "each point one swept value, mean and 95% CI on both axes",
     "latency-cdf": "histograms of every repetition pooled",
@@ -33,5 +33,9 @@ class FiguresSection(Section):
 
     def blocks(self, ctx: ReportContext):
         specs = ctx.figure_specs
-        return [Figure(s.slug, s.title, CAPTIONS.get(kind, ""), s.figure, group=KIND_TITLES[kind])
-                for kind in KIND_ORDER for s in specs if s.kind == kind]
+        return [
+            Figure(s.slug, s.title, CAPTIONS.get(kind, ""), s.figure, group=KIND_TITLES[kind])
+            for kind in KIND_ORDER
+            for s in specs
+            if s.kind == kind
+        ]

@@ -15,6 +15,11 @@ class HostSection(Section):
     def blocks(self, ctx: ReportContext) -> list[Block]:
         out: list[Block] = [Facts(tuple(run_facts(ctx.run)) + tuple(host_facts(ctx.run)))]
         if warnings := doctor_warnings(ctx.run):
-            out.append(Items(tuple(Item(w) for w in warnings), tone=WARN,
-                             heading="Host settings that may bias these results (isobench doctor):"))
+            out.append(
+                Items(
+                    tuple(Item(w) for w in warnings),
+                    tone=WARN,
+                    heading="Host settings that may bias these results (isobench doctor):",
+                )
+            )
         return out

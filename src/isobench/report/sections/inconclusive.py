@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from isobench.analysis.verdicts import INCONCLUSIVE
 from isobench.report.blocks import Item, Items
 from isobench.report.section import ReportContext, Section
-from isobench.analysis.verdicts import INCONCLUSIVE
 from isobench.results.table import Table
 
 
 def inconclusive_lines(table: Table) -> list[str]:
     """One line per inconclusive cell: what the data allow, and the rounds
     per side that would settle it at the observed noise."""
-    return [f"{row.key.workload} {row.label} on {cell.env}: {cell.verdict.text}"
-            for row in table.rows for cell in row.cells
-            if cell.verdict is not None and cell.verdict.verdict == INCONCLUSIVE]
+    return [
+        f"{row.key.workload} {row.label} on {cell.env}: {cell.verdict.text}"
+        for row in table.rows
+        for cell in row.cells
+        if cell.verdict is not None and cell.verdict.verdict == INCONCLUSIVE
+    ]
 
 
 class InconclusiveSection(Section):

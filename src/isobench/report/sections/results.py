@@ -8,8 +8,10 @@ from isobench.report.section import TERMINAL, ReportContext, Section
 
 def short_key(baseline: str) -> str:
     """What a short cell holds (the first legend line where cells are short)."""
-    return (f"Cell: mean, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
-            f"(min..max) are in `report --format md` and `html`.")
+    return (
+        f"Cell: mean, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
+        f"(min..max) are in `report --format md` and `html`."
+    )
 
 
 class ResultsSection(Section):
@@ -22,5 +24,8 @@ class ResultsSection(Section):
         legend = list(table.legend)
         if legend and ctx.fmt == TERMINAL:  # the terminal draws short cells (report.terminal.short_text)
             legend[0] = short_key(table.baseline)
-        return [Results(table), *(Para(n, NOTE) for n in table.footnotes),
-                Items(tuple(Item(line) for line in legend), tone=DIM)]
+        return [
+            Results(table),
+            *(Para(n, NOTE) for n in table.footnotes),
+            Items(tuple(Item(line) for line in legend), tone=DIM),
+        ]

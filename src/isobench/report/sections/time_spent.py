@@ -8,8 +8,9 @@ from isobench.report.section import ReportContext, Section
 from isobench.results.numbers import fmt_duration
 
 
-def time_rows(time_spent: dict[tuple[str, str], tuple[float, int]], workloads: list[str],
-              envs: list[str]) -> tuple[tuple[str, ...], list[tuple[str, ...]], float]:
+def time_rows(
+    time_spent: dict[tuple[str, str], tuple[float, int]], workloads: list[str], envs: list[str]
+) -> tuple[tuple[str, ...], list[tuple[str, ...]], float]:
     """(header, rows, total seconds): a row per workload, a column per
     environment, then the workload's total and its share. Pure."""
     total = sum(wall for wall, _ in time_spent.values())
@@ -22,8 +23,14 @@ def time_rows(time_spent: dict[tuple[str, str], tuple[float, int]], workloads: l
         if not any(cells):
             continue
         sub = sum(c[0] for c in cells if c)
-        rows.append((w, *(fmt_duration(c[0]) if c else "-" for c in cells), fmt_duration(sub),
-                     f"{100 * sub / total:.0f}%" if total > 0 else "-"))
+        rows.append(
+            (
+                w,
+                *(fmt_duration(c[0]) if c else "-" for c in cells),
+                fmt_duration(sub),
+                f"{100 * sub / total:.0f}%" if total > 0 else "-",
+            )
+        )
     return header, rows, total
 
 
@@ -39,6 +46,10 @@ class TimeSpentSection(Section):
         workloads = list(dict.fromkeys(k.workload for k in run.metrics))
         header, rows, total = time_rows(run.time_spent, workloads, run.environments)
         samples = sum(n for _, n in run.time_spent.values())
-        return [Para(f"Wall time of the {samples} samples, warm-up and failed ones included: "
-                     f"{fmt_duration(total)} (starting and stopping environments is not counted)."),
-                Grid(header, tuple(rows), numeric_from=1)]
+        return [
+            Para(
+                f"Wall time of the {samples} samples, warm-up and failed ones included: "
+                f"{fmt_duration(total)} (starting and stopping environments is not counted)."
+            ),
+            Grid(header, tuple(rows), numeric_from=1),
+        ]

@@ -25,11 +25,12 @@ def warning_items(table: Table) -> tuple[Item, ...]:
     for text, cells in grouped_warnings(table):
         n = sum(len(envs) for _, envs in cells)
         if n == 1:
-            (label, (env,)), = cells
+            ((label, (env,)),) = cells
             items.append(Item(f"{label} on {env}: {text}"))
         else:
-            items.append(Item(f"{text} ({n} cells)", sub=tuple(f"{label} on {', '.join(envs)}"
-                                                                for label, envs in cells)))
+            items.append(
+                Item(f"{text} ({n} cells)", sub=tuple(f"{label} on {', '.join(envs)}" for label, envs in cells))
+            )
     return tuple(items)
 
 
