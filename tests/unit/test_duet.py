@@ -255,3 +255,19 @@ def test_pairs_carry_the_side_of_each_duet():
     assert pair_sides(run, k, "a", "native") == ["1", "0"]
     del run.sides[(k, "a")]
     assert pair_sides(run, k, "a", "native") is None
+
+
+def test_a_filler_that_fails_ends_the_filling_not_the_duet(monkeypatch):
+    def fake_run(self, case, env):
+        time.sleep(0.3 if env.name == "docker" else 0.02)
+        return Measurement({"throughput_mbs": 1.0, "real_s": 1.0, "user_s": 1.0, "sys_s": 0.0})
+
+    class Broken(Env):
+        def exec(self, argv, timeout, cwd=None):
+            raise RuntimeError("engine gone")
+
+    monkeypatch.setattr(Compression, "run", fake_run)
+    takens = run_duet(compression(), "default", (Broken("native"), Env("docker")), ((0,), (1,)))
+    assert all(t.measurement is not None for t in takens)
+    # the long side ran alone once the short one could not fill: its overlap says so
+    assert takens[0].extra["duet"]["fillers"] == 0 and takens[1].extra["duet"]["overlap"] < 0.5

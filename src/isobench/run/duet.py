@@ -70,9 +70,12 @@ def _side(
     chunk = filler_s(me.taken.wall_s)
     while not other.done.is_set():
         t0 = time.perf_counter()
-        me.env.exec(
-            filler_argv(workload, case, me.env, chunk), timeout=chunk + 30, cwd=workload.cwd(case, me.env.paths)
-        )
+        try:
+            me.env.exec(
+                filler_argv(workload, case, me.env, chunk), timeout=chunk + 30, cwd=workload.cwd(case, me.env.paths)
+            )
+        except Exception:  # noqa: BLE001 - an uncounted filler; the other side's sample says what failed
+            break
         me.busy.append((t0, time.perf_counter()))
         me.fillers += 1
 
