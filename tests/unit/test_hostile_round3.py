@@ -588,3 +588,11 @@ def test_8_a_default_history_page_is_replaced_but_a_calibration_json_is_not(capf
     victim.write_text("keep me")
     code, _, err = isobench(capfd, "calibrate", "--show", "r1", "--json", victim)
     assert code == 2 and "--json" in err and "exists" in err and victim.read_text() == "keep me", err
+
+
+def test_a_density_point_may_read_negative_memory():
+    # measured on a busy host: MemAvailable rose while the instance started
+    from isobench.store.shapes import EnvFacts, readable
+
+    point = {"n": 1, "startup_s": 0.5, "mem_used_bytes": -100, "mem_per_instance_bytes": -100.0}
+    assert readable(EnvFacts, {"density": [point]}, "w")["density"] == [point]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich import box
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from isobench.cli.common import STORE_OPTION, console, default_output, err_console, writing
@@ -85,6 +86,13 @@ def runs(store_path: str, as_json: bool, output: str | None) -> None:
     for i, column in enumerate(table.columns):
         column.no_wrap = i != 4  # the environments wrap, at spaces
         column.justify = "right" if i >= 5 else "left"
+    # a run id and a status are never cut (scripts and people copy them);
+    # what does not fit is taken from the study and the environments
+    for i, values in ((0, [r.run_id for r in rows]), (3, [status[r.run_id] for r in rows])):
+        table.columns[i].min_width = max((len(v) for v in values), default=0)
+    for column in table.columns[5:]:  # the counts, whole
+        column.min_width = len(str(column.header))
+    table.columns[1].overflow = "fold"
     for r in rows:
         table.add_row(
             *map(
@@ -101,7 +109,18 @@ def runs(store_path: str, as_json: bool, output: str | None) -> None:
                 ),
             )
         )
-    terminal_to(output, lambda out: out.print(table), console)
+
+    # a listing is never cut to fit (ids, statuses and counts are copied by
+    # scripts and people): past the width, the line is longer instead
+    def wide(out) -> None:
+        need = Measurement.get(out, out.options.update_width(1000), table).maximum
+        width, out.width = out.width, max(out.width, need)
+        try:
+            out.print(table)
+        finally:
+            out.width = width
+
+    terminal_to(output, wide, console)
     if rows:
         err_console.print(
             "samples: measured ones; warm-ups are run first and left out of every statistic",

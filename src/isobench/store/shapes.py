@@ -81,7 +81,9 @@ class HostFacts(_Part):
 class DensityPoint(_Part):
     n: Annotated[int, Field(ge=1, le=100_000)]
     startup_s: Count
-    mem_per_instance_bytes: Count
+    # a difference of two MemAvailable readings: negative when the host freed
+    # more than the instance took (a busy host's page cache moving)
+    mem_per_instance_bytes: Finite
     vmm_pss_bytes: Count | None = None
 
 
