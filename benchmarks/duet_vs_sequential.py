@@ -24,7 +24,7 @@ from collections import defaultdict
 
 from isobench.analysis.stats import compare_cell, interval
 from isobench.core.workspace import DEFAULT_STORE
-from isobench.results.analysis import pair_sides, pairs
+from isobench.results.analysis import pairs_and_sides
 from isobench.results.primary import primary_keys
 from isobench.store.db import Store, StoreError
 
@@ -42,14 +42,10 @@ def walls(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, str], float]:
             duet[(workload, rnd, frozenset({env, record["partner"]}))].append(float(wall))
         else:
             per[(workload, env)].append(float(wall))
-    out: dict[tuple[str, str], float] = {}
     for (workload, _rnd, members), ws in duet.items():
         for env in members:
-            out.setdefault((workload, env), 0.0)
             per[(workload, f"duet:{env}")].append(max(ws))
-    for (workload, env), ws in per.items():
-        out[(workload, env)] = sum(ws) / len(ws)
-    return out
+    return {k: sum(ws) / len(ws) for k, ws in per.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in primary_keys(run):
         duet = any(run.partners.get((key, e)) for e in others)
         for env in others:
-            p = pairs(run, key, env, run.baseline)
+            p, sides = pairs_and_sides(run, key, env, run.baseline)
             if not p or len(p) < 3:
                 continue
             d = [math.log(v / r) for v, r in p if v > 0 and r > 0]
@@ -82,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 [r for _, r in p],
                 key.higher_is_better,
                 pairs=p,
-                sides=pair_sides(run, key, env, run.baseline),
+                sides=sides,
             )
             lo, hi = interval(effect, 0.95)
             blocked = effect.noise_sd  # within CPU sides, where the pairs ran as duets

@@ -243,7 +243,7 @@ def test_a_cpu_set_that_is_faster_cancels_instead_of_spreading():
 
 
 def test_pairs_carry_the_side_of_each_duet():
-    from isobench.results.analysis import pair_sides
+    from isobench.results.analysis import pairs_and_sides
 
     k = key()
     run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "a"], {}, [k])
@@ -252,9 +252,9 @@ def test_pairs_carry_the_side_of_each_duet():
     run.values[(k, "a")], run.rounds[(k, "a")] = [9.0, 12.0], [0, 1]
     run.partners[(k, "a")] = {0: "native", 1: "native"}
     run.sides[(k, "a")] = {0: "1", 1: "0"}
-    assert pair_sides(run, k, "a", "native") == ["1", "0"]
+    assert pairs_and_sides(run, k, "a", "native") == ([(9.0, 10.0), (12.0, 11.0)], ["1", "0"])
     del run.sides[(k, "a")]
-    assert pair_sides(run, k, "a", "native") is None
+    assert pairs_and_sides(run, k, "a", "native")[1] is None
 
 
 def test_a_filler_that_fails_ends_the_filling_not_the_duet(monkeypatch):

@@ -226,7 +226,7 @@ def compare_cell(
     ``pairs``: (candidate, baseline) values measured in the same round. With
     2 or more, the paired test decides (it cancels the host's drift between
     rounds); with fewer, or None, Welch on the logs of all values. ``sides``
-    (a duet's CPU set of each pair, results.analysis.pair_sides) blocks the
+    (a duet's CPU set of each pair, results.analysis.pairs_and_sides) blocks the
     paired test by side (``log_crossover``) when both sides hold 2 or more
     pairs. Never raises on data: untestable cells come back with test "none"
     and a reason.

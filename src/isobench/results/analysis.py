@@ -109,13 +109,16 @@ def pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[fl
     return None if found is None else [(v, r) for v, r, _ in found]
 
 
-def pair_sides(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[str] | None:
-    """The CPU set env had in each of ``pairs``' duets (same order); None
-    when none of them ran as a duet."""
+def pairs_and_sides(
+    run: RunData, key: MetricKey, env: str, ref_env: str
+) -> tuple[list[tuple[float, float]] | None, list[str] | None]:
+    """``pairs`` and the CPU set env had in each of their duets (same order;
+    None when none of them ran as a duet), from one pass."""
     found = _paired(run, key, env, ref_env)
-    if not found or not any(s for _, _, s in found):
-        return None
-    return [s for _, _, s in found]
+    if found is None:
+        return None, None
+    sides = [s for _, _, s in found] if any(s for _, _, s in found) else None
+    return [(v, r) for v, r, _ in found], sides
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ def baseline_question(run: RunData, key: MetricKey, env: str, settings: Settings
         return None
     if not settings.paired:
         return Question(key, vals, ref)
-    return Question(key, vals, ref, pairs(run, key, env, run.baseline), pair_sides(run, key, env, run.baseline))
+    return Question(key, vals, ref, *pairs_and_sides(run, key, env, run.baseline))
 
 
 @dataclass(frozen=True)

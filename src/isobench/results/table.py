@@ -27,8 +27,7 @@ from isobench.results.analysis import (
     Settings,
     interval_text,
     judge_families,
-    pair_sides,
-    pairs,
+    pairs_and_sides,
     settings_of,
 )
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
@@ -231,9 +230,7 @@ def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKe
             vals = _values(run, key, col.env)
             if col.is_baseline or not vals or not base:
                 continue
-            out[(key, col.env)] = Question(
-                key, vals, base, pairs(run, key, col.env, run.baseline), pair_sides(run, key, col.env, run.baseline)
-            )
+            out[(key, col.env)] = Question(key, vals, base, *pairs_and_sides(run, key, col.env, run.baseline))
     return out
 
 
