@@ -17,7 +17,8 @@ from isobench.envs.pinning import duet_sides
 from isobench.host.hostinfo import HostInfo
 from isobench.results.analysis import pairs
 from isobench.results.model import MetricKey, RunData
-from isobench.run.duet import filler_s, overlap, run_duet
+from isobench.run import duet as duet_mod
+from isobench.run.duet import filler_s, home_share, overlap, run_duet
 from isobench.run.schedule import Duet, Sequential
 from isobench.study import parse_study
 from isobench.workloads.base import Measurement
@@ -271,3 +272,79 @@ def test_a_filler_that_fails_ends_the_filling_not_the_duet(monkeypatch):
     assert all(t.measurement is not None for t in takens)
     # the long side ran alone once the short one could not fill: its overlap says so
     assert takens[0].extra["duet"]["fillers"] == 0 and takens[1].extra["duet"]["overlap"] < 0.5
+
+
+def test_home_share_counts_the_time_before_each_flip():
+    assert home_share((0.0, 10.0), []) == 1.0
+    assert home_share((0.0, 10.0), [5.0]) == pytest.approx(0.5)
+    assert home_share((0.0, 10.0), [2.0, 4.0, 6.0, 8.0]) == pytest.approx(0.6)  # home 0-2, 4-6, 8-10
+    assert home_share((0.0, 10.0), [-1.0, 3.0]) == pytest.approx(0.7)  # flipped before it started: away 0-3
+    assert home_share((0.0, 10.0), [3.0, 12.0]) == pytest.approx(0.3)  # a flip after the end changes nothing
+    assert home_share((5.0, 5.0), [1.0]) == 1.0
+
+
+def test_sides_swap_cpus_while_their_samples_run(monkeypatch):
+    # both samples 0.6 s, a swap every 0.05 s: each side spends about half on each set
+    monkeypatch.setattr(duet_mod, "ROTATE_S", 0.05)
+
+    def fake_run(self, case, env):
+        time.sleep(0.6)
+        return Measurement({"throughput_mbs": 1.0, "real_s": 1.0, "user_s": 1.0, "sys_s": 0.0})
+
+    monkeypatch.setattr(Compression, "run", fake_run)
+    base, other = Env("native"), Env("docker")
+    takens = run_duet(compression(), "default", (base, other), ((0,), (1,)))
+    rec_base, rec_other = takens[0].extra["duet"], takens[1].extra["duet"]
+    assert rec_base["swaps"] >= 6 and rec_base["swaps"] == rec_other["swaps"]
+    # every move puts a side on the set the other just left: they alternate, in step
+    assert base.placed[:4] == [(0,), (1,), (0,), (1,)] and other.placed[:4] == [(1,), (0,), (1,), (0,)]
+    assert 0.3 < rec_base["home_share"] < 0.7 and 0.3 < rec_other["home_share"] < 0.7
+    assert "rotate_error" not in rec_base
+
+
+def test_a_side_that_cannot_move_keeps_its_sample_and_says_so(monkeypatch):
+    monkeypatch.setattr(duet_mod, "ROTATE_S", 0.05)
+
+    def fake_run(self, case, env):
+        time.sleep(0.3)
+        return Measurement({"throughput_mbs": 1.0, "real_s": 1.0, "user_s": 1.0, "sys_s": 0.0})
+
+    class Stuck(Env):
+        def place(self, cpus):
+            if self.placed:
+                raise OSError("the engine said no")
+            self.placed.append(cpus)
+
+    monkeypatch.setattr(Compression, "run", fake_run)
+    takens = run_duet(compression(), "default", (Stuck("native"), Env("docker")), ((0,), (1,)))
+    assert all(t.status == "ok" for t in takens)
+    assert "the engine said no" in takens[0].extra["duet"]["rotate_error"]
+
+
+def test_native_place_moves_the_commands_already_running():
+    import os
+
+    from isobench.envs.native import NativeEnvironment
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    env = NativeEnvironment(name="native", run_id="unit-place")
+    env.place((cpus[0],))
+    worker = threading.Thread(target=env.exec, args=(["sh", "-c", "sleep 3 & wait"], 10))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not env._live and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (root,) = env._live
+    time.sleep(0.2)  # the shell has started its child
+    env.place((cpus[1],))
+    from isobench.core.proc import tree
+
+    moved = tree(root)
+    assert len(moved) >= 2  # the shell and its sleep
+    assert all(os.sched_getaffinity(pid) == {cpus[1]} for pid in moved)
+    for pid in moved[1:]:
+        os.kill(pid, 15)
+    worker.join(10)
+    assert not env._live

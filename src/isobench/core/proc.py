@@ -3,6 +3,8 @@ module starts a process and reads its result."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import time
 from dataclasses import dataclass
@@ -39,19 +41,66 @@ def as_text(data: bytes | str | None) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def run_argv(argv: list[str], timeout: float, cwd: str | None = None, env: dict | None = None) -> ExecResult:
+def run_argv(
+    argv: list[str], timeout: float, cwd: str | None = None, env: dict | None = None, live: set[int] | None = None
+) -> ExecResult:
     """subprocess.run with the timeout and output capture every step needs;
-    never raises for a failing or missing command."""
+    never raises for a failing or missing command. `live` holds the
+    process's pid while it runs (a duet moves it between CPUs: move_tree)."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
-    except subprocess.TimeoutExpired as exc:
-        return ExecResult(
-            argv, -9, as_text(exc.stdout), as_text(exc.stderr), time.perf_counter() - start, timed_out=True
+        proc = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
     except (FileNotFoundError, PermissionError) as exc:
         return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
-    return ExecResult(argv, proc.returncode, as_text(proc.stdout), as_text(proc.stderr), time.perf_counter() - start)
+    if live is not None:
+        live.add(proc.pid)
+    try:
+        with proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # as subprocess.run does
+                out, err = proc.communicate()
+                return ExecResult(argv, -9, as_text(out), as_text(err), time.perf_counter() - start, timed_out=True)
+    finally:
+        if live is not None:
+            live.discard(proc.pid)
+    return ExecResult(argv, proc.returncode, as_text(out), as_text(err), time.perf_counter() - start)
+
+
+def tree(root: int) -> list[int]:
+    """root and every process descended from it, from /proc's parent links
+    (this kernel has no /proc/PID/task/TID/children)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:  # ended since the listing
+            continue
+        # the name in parentheses may hold spaces and parentheses: parse after the last ')'
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def move_tree(root: int, cpus: set[int]) -> None:
+    """Every thread of root and its descendants onto these CPUs; processes
+    that end meanwhile are skipped."""
+    for pid in tree(root):
+        with contextlib.suppress(OSError):  # ended since the walk
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(int(tid), cpus)
 
 
 def bounded(argv: list[str], timeout: float) -> list[str]:

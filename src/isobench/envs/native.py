@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from isobench.core.proc import ExecResult, run_argv
+from isobench.core.proc import ExecResult, move_tree, run_argv
 from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin, placed_duet_problems
@@ -50,6 +50,9 @@ class NativeEnvironment(Environment):
     # the host CPUs pin gave this instance (taskset -c: everything it runs
     # stays on them); None: not pinned
     cpu: str | None = None
+    # pids of the commands running now: place() moves them too (a duet
+    # swaps its sides' CPUs while their samples run)
+    _live: set[int] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         slug = f"{self.run_id}-{self.name}"
@@ -66,16 +69,17 @@ class NativeEnvironment(Environment):
         os.makedirs(self._paths.tmp, exist_ok=True)
 
     def place(self, cpus: tuple[int, ...] | None) -> None:
-        # taskset on every command it runs, as pin does
-        if cpus is None:
-            self.cpu = self._own_cpu
-        else:
-            self.cpu = ",".join(map(str, cpus))
+        # taskset on every command it runs next, as pin does; the running
+        # ones (and their children) moved with sched_setaffinity
+        self.cpu = self._own_cpu if cpus is None else ",".join(map(str, cpus))
+        target = set(os.sched_getaffinity(0)) if self.cpu is None else {int(c) for c in self.cpu.split(",")}
+        for pid in list(self._live):
+            move_tree(pid, target)
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         if self.cpu is not None:  # pinned: everything it runs stays on its core
             argv = ["taskset", "-c", self.cpu, *argv]
-        return run_argv(argv, timeout, cwd)
+        return run_argv(argv, timeout, cwd, live=self._live)
 
     def recorded_options(self) -> dict:
         options = super().recorded_options()

@@ -2,7 +2,13 @@
 own host CPUs (Bulej, Horký, Tůma, Farquet and Prokopec, "Duet
 Benchmarking", ICPE 2020).
 
-Both sides are placed, then released by one barrier. The side that finishes
+Both sides are placed, then released by one barrier. While both samples
+run, the sides swap CPUs every ROTATE_S seconds, so each spends about half
+its sample on each CPU set: on a shared host the two vCPUs are not equally
+fast (one may share a physical core with a busy neighbour), and swapping
+only between rounds leaves that difference in every ratio (measured here,
+A/A, xz: paired SD 11.2% swapping per round, 3.2% swapping every 0.5 s;
+docs/statistics.md#duet). The side that finishes
 first keeps the same work running, uncounted, in short chunks until the other
 finishes, so that neither ever runs alone; a chunk is cut at a tenth of the
 sample's length so the other side waits little for it. Each sample keeps its
@@ -20,6 +26,7 @@ from isobench.envs.base import Environment
 from isobench.run.measure import Taken, take
 from isobench.workloads.base import Workload
 
+ROTATE_S = 0.5  # a docker move takes about 16 ms here: 3% of each half-second
 FILLER_SHARE = 0.1  # a filler chunk's length, as a share of the finished sample
 FILLER_MIN_S, FILLER_MAX_S = 0.3, 5.0
 BARRIER_TIMEOUT_S = 60.0
@@ -33,6 +40,48 @@ class Side:
     busy: list[tuple[float, float]] = field(default_factory=list)  # perf_counter intervals: sample, then fillers
     fillers: int = 0
     done: threading.Event = field(default_factory=threading.Event)
+    moves: list[float] = field(default_factory=list)  # perf_counter instants it changed CPU sets
+
+
+def home_share(mine: tuple[float, float], moves: list[float]) -> float:
+    """The share of interval `mine` spent on the side's first CPU set, when
+    each of `moves` (in order) flips it to the other set. Pure."""
+    start, end = mine
+    if end <= start:
+        return 1.0
+    home, at, on_home = 0.0, start, True
+    for m in moves:
+        if m <= start:
+            on_home = not on_home
+            continue
+        if m >= end:
+            break
+        if on_home:
+            home += m - at
+        at, on_home = m, not on_home
+    if on_home:
+        home += end - at
+    return home / (end - start)
+
+
+def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event, errors: list[str]) -> None:
+    """Swap the sides' CPU sets every ROTATE_S until both samples are done;
+    who moves first alternates, so neither always has the moment when both
+    share a set."""
+    try:
+        barrier.wait(BARRIER_TIMEOUT_S)
+    except threading.BrokenBarrierError:
+        return
+    k = 0
+    while not both.wait(ROTATE_S):
+        k += 1
+        try:
+            for i in (0, 1) if k % 2 else (1, 0):
+                sides[i].env.place(sides[(i + k) % 2].cpus)
+                sides[i].moves.append(time.perf_counter())
+        except Exception as exc:  # noqa: BLE001 - the samples go on where they are; the record says so
+            errors.append(str(exc))
+            return
 
 
 def overlap(mine: tuple[float, float], theirs: list[tuple[float, float]]) -> float:
@@ -55,7 +104,13 @@ def filler_argv(workload: Workload, case: str, env: Environment, seconds: float)
 
 
 def _side(
-    workload: Workload, case: str, me: Side, other: Side, barrier: threading.Barrier, noise_facts: dict | None
+    workload: Workload,
+    case: str,
+    me: Side,
+    other: Side,
+    barrier: threading.Barrier,
+    both: threading.Event,
+    noise_facts: dict | None,
 ) -> None:
     try:
         barrier.wait(BARRIER_TIMEOUT_S)
@@ -67,6 +122,8 @@ def _side(
         me.busy.append((me.taken.t0, me.taken.t0 + me.taken.wall_s))
     finally:
         me.done.set()
+        if other.done.is_set():  # each side sets, then looks: at least one sees both
+            both.set()
     chunk = filler_s(me.taken.wall_s)
     while not other.done.is_set():
         t0 = time.perf_counter()
@@ -93,16 +150,17 @@ def run_duet(
     sides = [Side(env, c) for env, c in zip(pair, cpus)]
     for s in sides:
         s.env.place(s.cpus)
-    barrier = threading.Barrier(2)
+    barrier, both, errors = threading.Barrier(3), threading.Event(), []
     threads = [
         threading.Thread(
             target=_side,
-            args=(workload, case, me, other, barrier, noise_facts),
+            args=(workload, case, me, other, barrier, both, noise_facts),
             name=f"duet-{me.env.name}",
             daemon=True,
         )
         for me, other in (sides, sides[::-1])
     ]
+    threads.append(threading.Thread(target=_rotate, args=(sides, barrier, both, errors), name="duet-rotate", daemon=True))
     for t in threads:
         t.start()
     for t in threads:
@@ -118,8 +176,12 @@ def run_duet(
                     "skew_s": round(abs(me.taken.t0 - other.taken.t0), 6),
                     "overlap": round(overlap(me.busy[0], other.busy), 4),
                     "fillers": me.fillers,
+                    "swaps": len(me.moves),
+                    "home_share": round(home_share(me.busy[0], me.moves), 4),
                 }
             )
+        if errors:
+            record["rotate_error"] = errors[0][:200]
         taken.extra["duet"] = record
         out.append(taken)
     return out
