@@ -114,10 +114,13 @@ def test_settle_line_counts_rounds():
         "12 settle 2 of 5; 40 settle 3 of 5; 2 need more than 1000."
     )
     assert settle_line([], 5) == ""
-    # and in time, at the run's own pace: 40 rounds of 42 s are 28 min
-    assert "12 (about 8 min) settle 2 of 5; 40 (about 28 min) settle 3 of 5" in settle_line(
-        [8, 12, 40, 2000, None], 5, 42.0
+    # and in time, at the run's own pace: 40 rounds of 42 s are 28 min, and the --budget that buys them
+    assert (
+        "12 (about 8 min here, --budget 9m) settle 2 of 5; 40 (about 28 min here, --budget 28m) settle 3 of 5"
+        in settle_line([8, 12, 40, 2000, None], 5, 42.0)
     )
+    # a run of 40 rounds takes its warm-up round again: 41 x 42 s
+    assert "40 (about 29 min here, --budget 29m)" in settle_line([40], 5, 42.0, warmup=1)
 
 
 def test_a_run_knows_its_pace_and_answers_in_minutes():
@@ -141,7 +144,14 @@ def test_a_run_knows_its_pace_and_answers_in_minutes():
     assert run.seconds_per_round() is None  # no times stored
     run.time_spent = {("w", "native"): (30.0, 10), ("w", "docker"): (50.0, 10)}
     assert run.seconds_per_round() == 8.0  # 4 s a sample, 1 case x 2 environments
-    assert rounds_text(72, 8.0, 1000) == "about 72 rounds (about 10 min)"
+    assert rounds_text(72, 8.0, 1000) == "about 72 rounds (about 10 min here, --budget 10m)"
+    # a run of 72 rounds takes its warm-up round and its starts too: 73 x 8 s + 60 s = 644 s
+    assert rounds_text(72, 8.0, 1000, warmup=1, fixed_s=60.0) == "about 72 rounds (about 11 min here, --budget 11m)"
+    # a budget stops at 100 rounds unless the study raises max_repetitions; none is longer than 24h
+    assert (
+        rounds_text(150, 8.0, 1000) == "about 150 rounds (about 20 min here, --budget 20m with max_repetitions = 150)"
+    )
+    assert rounds_text(900, 120.0, 1000) == "about 900 rounds (about 30.0 h here, more than any --budget (24h))"
     assert rounds_text(72, None, 1000) == "about 72 rounds"
     assert rounds_text(2000, 8.0, 1000) == "more than 1000 rounds"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, console, default_output, err_console, own, writing
+from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, output_option, to_stdout
+from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, gate_exit, output_option, to_stdout
 from isobench.core.ids import printable
 from isobench.core.numbers import plural
 
@@ -152,6 +152,15 @@ def _repetitions_text(meta, plan=None) -> str:
     "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "
     "Overrides the study's schedule.",
 )
+@click.option(
+    "--require-resolution",
+    "resolution_pct",
+    type=Finite(min=0, min_open=True),
+    metavar="PCT",
+    help="Exit 4 unless every primary cell of Table I was resolved (changed or equivalent against the "
+    "baseline) or its interval's half-width is at most PCT percent; names the blind cells and the "
+    "rounds, time and --budget that would resolve them.",
+)
 def run(
     study_file: str | None,
     store_path: str,
@@ -163,6 +172,7 @@ def run(
     new_id: str | None,
     budget: str | None,
     schedule: str | None,
+    resolution_pct: float | None,
 ) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
@@ -172,6 +182,13 @@ def run(
     the end the report is printed and written as Markdown to -o FILE
     (default results/RUN_ID.md; `--out DIR`, deprecated, writes DIR/RUN_ID.md).
     One study runs at a time per host.
+
+    \b
+    Exit status (docs/output.md): 0 done (and not blind); 4 blind: a primary
+    cell could not have seen a change of --require-resolution PCT; 2 usage
+    error or bad study; 130 interrupted.
+    \b
+    Example (CI): isobench run studies/quick.toml --budget 30m --require-resolution 5
     """
     from isobench.cli.execution import execute
     from isobench.store.db import StoreError
@@ -226,6 +243,34 @@ def run(
             highlight=False,
             markup=False,
         )
+    if resolution_pct is not None:
+        _blind_gate(store.load_run(run_id), resolution_pct)
+
+
+def _blind_gate(run, pct: float) -> None:
+    """--require-resolution on the run's own Table I: name the blind cells
+    and what would resolve each, and exit 4 (output.EXIT_BLIND)."""
+    from isobench.results.gate import cell_name, gated_count, table_blind, why_blind
+    from isobench.results.table import build_table
+
+    table = build_table(run)
+    blind = table_blind(table, pct)
+    if not blind:
+        return
+    n = gated_count(table)
+    err_console.print(
+        f"blind: {len(blind)} of {plural(n, 'primary cell')} could not have seen a change of {pct:g}% "
+        f"against {run.baseline} (neither resolved nor an interval within \u00b1{pct:g}%):",
+        style="bold red",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    for key, env, verdict in blind:
+        err_console.print(
+            f"  {cell_name(key, env)}: {why_blind(verdict, run)}", markup=False, highlight=False, soft_wrap=True
+        )
+    gate_exit(False, True)
 
 
 def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -> None:
