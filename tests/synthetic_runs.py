@@ -206,9 +206,11 @@ def simple_run(
     workload="compression",
     case="default",
     envs=("native", "docker-nat"),
+    study=None,
 ) -> str:
-    """A one-metric run: values[env] are that environment's repetitions."""
-    store.create_run(run_id, fake_study(envs), {"cores": 2})
+    """A one-metric run: values[env] are that environment's repetitions;
+    stored as a run of STUDY (a loaded study) when given."""
+    store.create_run(run_id, study or fake_study(envs), {"cores": 2})
     store.define_metrics(run_id, workload, case, [Metric(*metric)])
     for env in envs:
         store.set_env_facts(run_id, env, {"kind": env.split("-")[0]})
