@@ -1,9 +1,9 @@
 """The pipelines in ci-examples/ (docs/ci.md) say what works: every isobench
 command line in them is parsed by the real command line, and the ones that
-need no host run, in the pipeline's order, on a scratch store: `validate` on
-the shipped study, `run` with its measuring replaced by a stored run,
-`export-run`, `import`, `compare` (exit 0, 1 or 4 as the runs say) and
-`history`. A line with an option or a command that does not exist, a
+need no host run, in the pipeline's order, on a scratch store: `validate
+--strict` on the shipped study (at a quiet and at a loud host noise), `run`
+with its measuring replaced by a stored run, `export-run`, `import`,
+`compare` (exit 0, 1 or 4 as the runs say) and `history`. A line with an option or a command that does not exist, a
 malformed line, or a variable the test does not know fails the test."""
 
 import os
@@ -20,7 +20,7 @@ from isobench.cli import output as out
 from isobench.cli.main import main
 from isobench.store.db import Store
 from isobench.study import load_study
-from synthetic_runs import simple_run
+from synthetic_runs import fake_pilot, simple_run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "ci-examples"
@@ -31,10 +31,12 @@ PARSE_ONLY = {"doctor", "envs", "images", "clean", "calibrate", "try", "fleet"}
 
 TIGHT = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0]
 NOISY = [100.0, 90.0, 110.0, 95.0, 105.0]
-SCENARIOS = {  # base run's values, candidate's values, compare's exit status
-    "pass": (TIGHT, TIGHT, 0),
-    "regression": (TIGHT, [v * 0.8 for v in TIGHT], out.EXIT_GATE),
-    "blind": (NOISY, list(reversed(NOISY)), out.EXIT_BLIND),
+QUIET, LOUD = (0.01, 0.02), (5.0, 5.0)  # the host's noise as `doctor` measured it (CPU, I/O)
+SCENARIOS = {  # base run's values, candidate's values, host noise, the command that fails and its status
+    "pass": (TIGHT, TIGHT, QUIET, None, 0),
+    "regression": (TIGHT, [v * 0.8 for v in TIGHT], QUIET, "compare", out.EXIT_GATE),
+    "blind": (NOISY, list(reversed(NOISY)), QUIET, "compare", out.EXIT_BLIND),
+    "blind-host": (TIGHT, TIGHT, LOUD, "validate", out.EXIT_BLIND),  # validate --strict stops it before it runs
 }
 
 
@@ -100,7 +102,7 @@ def run_pipeline(text: str, scenario: str, tmp_path: Path, monkeypatch) -> list[
     import isobench.checks.noisepilot as pilot
     import isobench.cli.execution as execution
 
-    base_values, new_values, compare_status = SCENARIOS[scenario]
+    base_values, new_values, noise, failing, status = SCENARIOS[scenario]
     work = tmp_path / scenario
     (work / "results").mkdir(parents=True)  # the pipelines' `mkdir -p results`
     (work / "studies").symlink_to(ROOT / "studies")
@@ -127,7 +129,7 @@ def run_pipeline(text: str, scenario: str, tmp_path: Path, monkeypatch) -> list[
         return simple_run(store, new_id, values(new_values), envs=tuple(study.environments), study=study)
 
     monkeypatch.setattr(execution, "execute", fake_execute)  # measuring needs the host
-    monkeypatch.setattr(pilot, "cached", lambda *a, **k: None)  # validate reads this host's last pilot
+    monkeypatch.setattr(pilot, "cached", lambda *a, **k: fake_pilot(*noise))  # as `doctor` measured it
     variables = {"NEW": "ci-new", "BASE": "ci-base", "ISOBENCH_STORE": store_path}
     env = {"ISOBENCH_STORE": store_path, "COLUMNS": "100"}
     ran = []
@@ -139,7 +141,7 @@ def run_pipeline(text: str, scenario: str, tmp_path: Path, monkeypatch) -> list[
                 parse_only(args)
                 continue
             r = CliRunner().invoke(main, args, env=env, catch_exceptions=False)
-            expected = compare_status if args[0] == "compare" else 0
+            expected = status if args[0] == failing else 0
             assert r.exit_code == expected, f"isobench {' '.join(args)}: exit {r.exit_code}\n{r.output}"
             if "--junit" in args:
                 assert Path(args[args.index("--junit") + 1]).is_file()
@@ -154,10 +156,14 @@ def run_pipeline(text: str, scenario: str, tmp_path: Path, monkeypatch) -> list[
 def test_the_pipelines_command_lines_run(name, scenario, tmp_path, monkeypatch):
     ran = run_pipeline((EXAMPLES / name).read_text(), scenario, tmp_path, monkeypatch)
     commands = [args[0] for args, _ in ran]
+    *_, failing, status = SCENARIOS[scenario]
+    assert ran[-1][1] == status and (failing is None or commands[-1] == failing), ran  # the last word: 0, 1 or 4
+    if failing == "validate":
+        assert commands == ["validate"] and "--strict" in ran[0][0]
+        return
     assert {"validate", "run", "export-run", "compare"} <= set(commands), commands
     compare = next(args for args, _ in ran if args[0] == "compare")
     assert "--fail-on-change" in compare and "--require-resolution" in compare and "--junit" in compare
-    assert ran[-1][1] == SCENARIOS[scenario][2]  # the gate is the last word: 0, 1 or 4
     if scenario == "blind":
         junit = Path(compare[compare.index("--junit") + 1]).read_text()
         assert "<failure" in junit and "blind: could not have seen" in junit
@@ -169,7 +175,7 @@ def test_the_pipelines_command_lines_run(name, scenario, tmp_path, monkeypatch):
         ("--fail-on-change", "--fail-on-chnage"),  # an option that does not exist
         ("--budget 30m --run-id", "--budget 30x --run-id"),  # a value run refuses
         ("isobench doctor", "isobench doctr"),  # a command that does not exist
-        ("isobench validate studies/quick.toml", "isobench validate studies/quick.toml --stric"),
+        ("--budget 30m --strict", "--budget 30m --stric"),
         ('"$NEW"', '"$NEWER"'),  # a variable nobody sets
         ('"$NEW" --no-progress', '"$NEW --no-progress'),  # an open quote
     ],

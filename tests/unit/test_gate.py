@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from isobench.cli import output as out
 from isobench.cli.main import main
 from isobench.store.db import Store
-from synthetic_runs import Synthetic, simple_run, write_run
+from synthetic_runs import Synthetic, fake_pilot, simple_run, write_run
 
 NOISY = [100.0, 90.0, 110.0, 95.0, 105.0]
 TIGHT = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0]
@@ -101,3 +101,47 @@ def test_each_gate_says_its_exit_codes_in_its_help():
     for command in ("compare", "history", "run"):
         text = " ".join(invoke(command, "--help").output.split())
         assert "4 blind" in text and "--require-resolution PCT" in text, command
+
+
+# -- validate --strict: a study blind at its size fails before it runs ---------------------
+
+TINY = STUDY.replace('name = "synthetic"\n', 'name = "synthetic"\nrepetitions = 2\n')
+
+
+@pytest.mark.parametrize(
+    "text, noise, strict_code",
+    [
+        (STUDY, fake_pilot(0.01, 0.02), 0),  # a quiet host: 5 rounds find changes of some %
+        (TINY, fake_pilot(1.0, 1.0), out.EXIT_BLIND),  # 2 rounds at 100% noise: nothing
+        (STUDY, None, out.EXIT_BLIND),  # never measured: it cannot say, so strict does not pass
+    ],
+)
+def test_validate_strict_fails_a_study_that_can_resolve_nothing_here(tmp_path, monkeypatch, text, noise, strict_code):
+    import isobench.checks.noisepilot as npl
+
+    monkeypatch.setattr(npl, "cached", lambda *a, **k: noise)
+    monkeypatch.setattr(npl, "measure", lambda *a, **k: pytest.fail("validate must not measure"))
+    study = tmp_path / "s.toml"
+    study.write_text(text)
+    assert invoke("validate", str(study)).exit_code == 0  # without --strict: advice, exit 0
+    r = invoke("validate", str(study), "--strict")
+    assert r.exit_code == strict_code, r.output
+    if noise is None:
+        assert "blind: the host's noise is not measured here lately" in r.stderr
+    elif strict_code:
+        assert "can find only changes beyond +999%" in r.stdout  # what validate always said
+        assert "blind: at 2 rounds it can resolve nothing here" in r.stderr
+        assert re.search(
+            r"\u00b15% equivalence needs more rounds \((about \d+ rounds \(about .* --budget|more than)", r.stderr
+        )
+    # --json prints the document, and the same status
+    assert invoke("validate", str(study), "--strict", "--json").exit_code == strict_code
+
+
+def test_one_figure_that_resolves_is_enough():
+    from isobench.checks.resolution import Outlook, resolve
+
+    hopeless, fine = resolve(1.0, 2, 0.01, 5.0), resolve(0.01, 30, 0.01, 5.0)
+    assert Outlook("at 2 rounds", 2, 1, 4, ((hopeless, "CPU"),)).resolves_nothing()
+    assert not Outlook("at 2 rounds", 2, 1, 4, ((hopeless, "CPU"), (fine, "I/O"))).resolves_nothing()
+    assert not Outlook("at 2 rounds", 2, 1, 4, ()).resolves_nothing()  # unknown is not nothing
