@@ -218,9 +218,9 @@ def test_formats_and_applies_choose_the_sections(quick):
     run, _ = quick
     ctx = ReportContext(run)
     terminal = [s.slug for s, _ in sections_for(ctx, TERMINAL)]
-    assert "study" not in terminal and terminal[0] == "host-vm" and terminal[-1] == "answer"
+    assert "study" not in terminal and terminal[0] == "guest-host" and terminal[-1] == "answer"
     assert "figures" not in [s.slug for s, _ in sections_for(ctx, MARKDOWN)]
-    assert [s.slug for s, _ in sections_for(ctx, HTML)][:3] == ["host-vm", "answer", "results"]
+    assert [s.slug for s, _ in sections_for(ctx, HTML)][:3] == ["guest-host", "answer", "results"]
     # a run without failures has no Failures section
     assert "failures" not in terminal
 

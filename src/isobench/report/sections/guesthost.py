@@ -8,8 +8,8 @@ from isobench.report.section import ReportContext, Section
 from isobench.results.runfacts import vm_lines
 
 
-class HostVmSection(Section):
-    slug = "host-vm"
+class GuestHostSection(Section):
+    slug = "guest-host"
     title = "The host is a virtual machine"
     order = -10
     head = True  # first in every format: it changes what every number below means
