@@ -206,9 +206,11 @@ def simple_run(
     workload="compression",
     case="default",
     envs=("native", "docker-nat"),
+    study=None,
 ) -> str:
-    """A one-metric run: values[env] are that environment's repetitions."""
-    store.create_run(run_id, fake_study(envs), {"cores": 2})
+    """A one-metric run: values[env] are that environment's repetitions;
+    stored as a run of STUDY (a loaded study) when given."""
+    store.create_run(run_id, study or fake_study(envs), {"cores": 2})
     store.define_metrics(run_id, workload, case, [Metric(*metric)])
     for env in envs:
         store.set_env_facts(run_id, env, {"kind": env.split("-")[0]})
@@ -296,3 +298,20 @@ def history_run(
             )
     store.finish_run(run_id, status)
     return run_id
+
+
+def fake_pilot(cpu: float | None = 0.01, io: float | None = 0.02, age_s: float = 60.0):
+    """A host-noise pilot (isobench.checks.noisepilot.Pilot) measured AGE_S
+    ago with per-sample paired SDs CPU and IO (a kernel left out at None),
+    for what `validate` and `run` say a study can resolve here."""
+    import time
+
+    from isobench.checks.noisepilot import PILOT_VERSION, KernelNoise, Pilot
+
+    kernels = {
+        name: KernelNoise(name, f"fake {name}", 20, sd, sd * 0.76, sd * 1.46, 0.1, -0.2, 0.4, 0.35)
+        for name, sd in (("cpu", cpu), ("io", io))
+        if sd is not None
+    }
+    host = {"hostname": "h1", "boot_id": "b1", "cpu_model": "cpu", "cores": "2", "kernel": "6.1", "scratch": "/s"}
+    return Pilot(PILOT_VERSION, host, "2026-05-01 12:00:00", time.time() - age_s, 31.0, kernels, {}, True)

@@ -38,6 +38,19 @@ def test_not_durations(text):
         b.parse_duration(text)
 
 
+@pytest.mark.parametrize(
+    "seconds, text", [(1, "1m"), (60, "1m"), (61, "2m"), (2820, "47m"), (3600, "1h"), (7501, "2h6m"), (86400, "24h")]
+)
+def test_the_budget_that_pays_for_a_time_is_whole_minutes_run_reads(seconds, text):
+    assert b.budget_text(seconds) == text
+    assert seconds <= b.parse_duration(text) < seconds + 60  # --budget reads it back, never short
+
+
+@pytest.mark.parametrize("seconds", [0, -5, 86401, math.inf])
+def test_no_budget_pays_for_nothing_or_more_than_a_day(seconds):
+    assert b.budget_text(seconds) is None
+
+
 def test_points_are_whole_latin_squares_growing_by_half_up_to_the_cap():
     pts = b.points(6, 3, 100)
     assert pts == (6, 9, 15, 24, 36, 54, 81, 100)

@@ -470,7 +470,7 @@ def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
     assert first.startswith(
         f"at 5 rounds this host can find changes of about {cpu_pct:.0f}% or more "
         f"(CPU noise 4.1%, {m} cells compared); \u00b15% equivalence needs about "
-        f"{rounds_to_resolve(0.041, 0.05 / m, 5)} rounds, about "
+        f"{rounds_to_resolve(0.041, 0.05 / m, 5)} rounds (about "
     )
     assert (
         f"; I/O-bound fio (I/O noise 9.5%): about {io_pct:.0f}%, and \u00b15% needs about "
@@ -483,6 +483,7 @@ def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
 
 
 def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
+    from isobench.analysis.budget import budget_text
     from isobench.checks.preflight import study_size
     from isobench.results.numbers import fmt_duration
 
@@ -491,7 +492,9 @@ def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
     )
     size = study_size(study, HOST)
     n = int(first.split("needs about ")[1].split()[0])
-    assert first.endswith(f"rounds, about {fmt_duration(size.seconds_at(n))}")
+    # said as a run's inconclusive cell says it (results.numbers.rounds_text), with the --budget that buys it
+    wall = size.seconds_at(n)
+    assert first.endswith(f"about {n} rounds (about {fmt_duration(wall)} here, --budget {budget_text(wall)})")
     assert size.seconds_at(study.meta.repetitions) == pytest.approx(size.estimated_s)
 
 

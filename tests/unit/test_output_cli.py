@@ -5,6 +5,7 @@ gate fails when it is blind, widths follow COLUMNS, durations are read one
 way, counts are plural-aware."""
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -194,15 +195,21 @@ def test_a_blind_compare_fails_naming_the_cells_and_what_would_resolve_them(tmp_
         "--junit",
         str(junit),
     )
-    assert r.exit_code == 1
+    assert r.exit_code == out.EXIT_BLIND == 4  # blind, not a regression: its own status
     assert "blind: 2 of 2 primary cells could not have seen a change of 5%" in r.stderr
     line = next(ln for ln in r.stderr.splitlines() if "compression throughput_mbs on docker-nat:" in ln)
-    # 1 s a sample (simple_run), 1 case in 2 environments: 2 s a round
+    # 1 s a sample (simple_run), 1 case in 2 environments: 2 s a round; no warm-up stored
     m = re.search(
-        r"its interval is \u00b1(\d+\.\d)%; about (\d+) rounds \(about (\d+) (s|min)\) would resolve it", line
+        r"its interval is \u00b1(\d+\.\d)%; about (\d+) rounds \(about (\d+) (s|min) here, "
+        r"--budget (\d+)m(?: with max_repetitions = (\d+))?\) would resolve it",
+        line,
     )
     assert m and float(m[1]) > 5, line
-    assert int(m[3]) * (60 if m[4] == "min" else 1) == pytest.approx(int(m[2]) * 2, abs=60 if m[4] == "min" else 1)
+    rounds, seconds = int(m[2]), int(m[3]) * (60 if m[4] == "min" else 1)
+    assert seconds == pytest.approx(rounds * 2, abs=60 if m[4] == "min" else 1)
+    assert int(m[5]) == math.ceil(rounds * 2 / 60)  # the budget that pays for those rounds, in whole minutes
+    # a budget stops at 100 rounds unless the study raises its cap: the line says so
+    assert (m[6] is not None) == (rounds > 100) and (m[6] is None or int(m[6]) == rounds)
     xml = junit.read_text()
     assert xml.count("<failure") == 2 and "<skipped" not in xml and "blind: could not have seen" in xml
 
@@ -236,7 +243,7 @@ def test_history_json_and_a_short_history_is_blind(tmp_path):
     s.close()
     assert invoke("history", "--store", path, "--fail-on-change", "5").exit_code == 0  # too short: was green
     r = invoke("history", "--store", path, "--format", "json", "--require-resolution", "5")
-    assert r.exit_code == 1
+    assert r.exit_code == out.EXIT_BLIND
     doc = json.loads(r.stdout)
     assert doc["schema"] == "isobench.history" and set(out.SCHEMAS["history"]) <= set(doc)
     assert doc["newest_run"] == "r2" and len(doc["groups"][0]["series"][0]["points"]) == 2

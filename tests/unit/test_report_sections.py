@@ -85,7 +85,10 @@ def test_each_warning_is_said_once_with_the_cells_it_covers(quick):
 def test_the_answer_comes_first_on_a_page_and_last_in_a_terminal(quick):
     run, _ = quick
     md = render_markdown(run)
-    assert md.split("\n## ")[1].startswith("The answer: what each environment costs against native")
+    # this host is a VM (steal seen in its counters): said first, then the answer
+    first, second = md.split("\n## ")[1:3]
+    assert first.startswith("The host is a virtual machine\n\n- This host is itself a virtual machine: native here")
+    assert second.startswith("The answer: what each environment costs against native")
     html = render_html(run)
     assert html.index('<section id="answer">') < html.index('<section id="results">')
     assert '<figure id="overview"' in html  # the overview figure, HTML only
@@ -114,10 +117,13 @@ def test_settle_line_counts_rounds():
         "12 settle 2 of 5; 40 settle 3 of 5; 2 need more than 1000."
     )
     assert settle_line([], 5) == ""
-    # and in time, at the run's own pace: 40 rounds of 42 s are 28 min
-    assert "12 (about 8 min) settle 2 of 5; 40 (about 28 min) settle 3 of 5" in settle_line(
-        [8, 12, 40, 2000, None], 5, 42.0
+    # and in time, at the run's own pace: 40 rounds of 42 s are 28 min, and the --budget that buys them
+    assert (
+        "12 (about 8 min here, --budget 9m) settle 2 of 5; 40 (about 28 min here, --budget 28m) settle 3 of 5"
+        in settle_line([8, 12, 40, 2000, None], 5, 42.0)
     )
+    # a run of 40 rounds takes its warm-up round again: 41 x 42 s
+    assert "40 (about 29 min here, --budget 29m)" in settle_line([40], 5, 42.0, warmup=1)
 
 
 def test_a_run_knows_its_pace_and_answers_in_minutes():
@@ -141,7 +147,14 @@ def test_a_run_knows_its_pace_and_answers_in_minutes():
     assert run.seconds_per_round() is None  # no times stored
     run.time_spent = {("w", "native"): (30.0, 10), ("w", "docker"): (50.0, 10)}
     assert run.seconds_per_round() == 8.0  # 4 s a sample, 1 case x 2 environments
-    assert rounds_text(72, 8.0, 1000) == "about 72 rounds (about 10 min)"
+    assert rounds_text(72, 8.0, 1000) == "about 72 rounds (about 10 min here, --budget 10m)"
+    # a run of 72 rounds takes its warm-up round and its starts too: 73 x 8 s + 60 s = 644 s
+    assert rounds_text(72, 8.0, 1000, warmup=1, fixed_s=60.0) == "about 72 rounds (about 11 min here, --budget 11m)"
+    # a budget stops at 100 rounds unless the study raises max_repetitions; none is longer than 24h
+    assert (
+        rounds_text(150, 8.0, 1000) == "about 150 rounds (about 20 min here, --budget 20m with max_repetitions = 150)"
+    )
+    assert rounds_text(900, 120.0, 1000) == "about 900 rounds (about 30.0 h here, more than any --budget (24h))"
     assert rounds_text(72, None, 1000) == "about 72 rounds"
     assert rounds_text(2000, 8.0, 1000) == "more than 1000 rounds"
 
@@ -205,9 +218,9 @@ def test_formats_and_applies_choose_the_sections(quick):
     run, _ = quick
     ctx = ReportContext(run)
     terminal = [s.slug for s, _ in sections_for(ctx, TERMINAL)]
-    assert "study" not in terminal and terminal[-1] == "answer"
+    assert "study" not in terminal and terminal[0] == "guest-host" and terminal[-1] == "answer"
     assert "figures" not in [s.slug for s, _ in sections_for(ctx, MARKDOWN)]
-    assert [s.slug for s, _ in sections_for(ctx, HTML)][:2] == ["answer", "results"]
+    assert [s.slug for s, _ in sections_for(ctx, HTML)][:3] == ["guest-host", "answer", "results"]
     # a run without failures has no Failures section
     assert "failures" not in terminal
 

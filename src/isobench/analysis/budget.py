@@ -81,6 +81,18 @@ def parse_duration(text: str) -> float:
     return float(seconds)
 
 
+def budget_text(seconds: float) -> str | None:
+    """The `--budget` that pays for SECONDS, as ``duration_seconds`` reads it:
+    whole minutes, rounded up ("50m", "1h", "2h5m"); None beyond the longest
+    budget (24h) or for no time at all."""
+    if not 0 < seconds <= MAX_BUDGET_S:
+        return None
+    hours, minutes = divmod(math.ceil(seconds / 60), 60)
+    if not hours:
+        return f"{minutes}m"
+    return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+
+
 def points(first: int, unit: int, cap: int) -> tuple[int, ...]:
     """Round counts at which a budgeted run looks: ``first``, then growing by
     GROWTH, each a multiple of ``unit`` (the environments, so every block is

@@ -33,7 +33,7 @@ from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectabl
 from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, KernelNoise, Pilot, fmt_noise
 from isobench.checks.preflight import StudySize
 from isobench.host.hostinfo import HostInfo
-from isobench.results.numbers import fmt_duration
+from isobench.results.numbers import rounds_text
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 
@@ -93,7 +93,8 @@ def _needs_text(r: Resolution, size: StudySize) -> str:
         return f"{tol} equivalence is out of reach here (more than {ROUNDS_NEEDED_CAP} rounds)"
     if n <= r.rounds:
         return f"{tol} equivalence needs about {n} rounds, within the planned {r.rounds}"
-    return f"{tol} equivalence needs about {n} rounds, about {fmt_duration(size.seconds_at(n))}"
+    # said as the run's inconclusive cells say it, at the study's own estimate of a round
+    return f"{tol} equivalence needs {rounds_text(n, size.round_s, ROUNDS_NEEDED_CAP, size.warmup, size.fixed_s)}"
 
 
 def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
@@ -105,14 +106,32 @@ def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
     return min(max(fits, plan.first), plan.cap)
 
 
-def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None, now: float) -> list[str]:
-    """Two lines: what the planned rounds can find here and the rounds
-    ±tolerance equivalence needs (CPU-bound cells, then I/O-bound ones),
-    and that a workload can be noisier than the pilot; nothing when no cell
-    is compared."""
-    m = compared.cells
-    if m == 0:
-        return []
+@dataclass(frozen=True)
+class Outlook:
+    """What the planned rounds can resolve, per noise figure: ``groups``
+    (the figure's resolution, what it is called), CPU-bound cells first;
+    empty when the host's noise was not measured lately."""
+
+    at: str  # "at 5 rounds", "in the 30m budget (...)"
+    rounds: int
+    looks: int
+    cells: int
+    groups: tuple[tuple[Resolution, str], ...]
+
+    def resolves_nothing(self) -> bool:
+        """No cell can resolve at the study's size: under every noise figure
+        only changes beyond what is printed (+999%) can be found, and ±tol
+        equivalence needs more rounds than planned. False when unknown (no
+        pilot, no cell compared)."""
+        return bool(self.groups) and all(
+            change_text(r.change_pct).startswith(">") and (r.rounds_needed is None or r.rounds_needed > r.rounds)
+            for r, _ in self.groups
+        )
+
+
+def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None) -> Outlook:
+    """The study's planned rounds (a budget's: what it pays for) against the
+    pilot's noise, at q = alpha/(K·m)."""
     meta = study.meta
     rounds = meta.planned_rounds
     at = f"at {'up to ' if meta.adaptive else ''}{rounds} rounds"
@@ -121,17 +140,14 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     if plan is not None:
         rounds, looks = budget_rounds(plan, size, meta.warmup), plan.looks
         at = f"in the {meta.budget} budget (about {rounds} rounds of every case, more for the cases still open)"
-    if pilot is None or not pilot.kernels:
-        return [
-            f"host noise not measured here lately, so what {at.split(' ', 1)[1]} can resolve is unknown: "
-            f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"
-        ]
+    m = compared.cells
+    if m == 0 or pilot is None or not pilot.kernels:
+        return Outlook(at, rounds, looks, m, ())
     q = sequential_alpha(looks, alpha=ALPHA) / m
     cpu, io = pilot.noise("cpu"), pilot.noise("io")
     lent = cpu or io
     assert lent is not None  # the pilot's kernels are cpu, io or both
-    io_keys = ", ".join(compared.io_workloads)
-    # (figure, what it is called); a kernel that did not run lends the other's figure, said so
+    # a kernel that did not run lends the other's figure, said so
     groups: list[tuple[KernelNoise, str]] = []
     if m > compared.io_cells:
         figure = cpu or lent
@@ -144,18 +160,37 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
             else f"I/O not measured, {figure.label} noise {fmt_noise(figure.sd)}"
         )
         groups.append((figure, named))
-    (figure, named), *rest = groups
-    r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
+    return Outlook(
+        at, rounds, looks, m, tuple((resolve(f.sd, rounds, q, meta.tolerance_pct), named) for f, named in groups)
+    )
+
+
+def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None, now: float) -> list[str]:
+    """Two lines: what the planned rounds can find here and the rounds
+    ±tolerance equivalence needs (CPU-bound cells, then I/O-bound ones),
+    and that a workload can be noisier than the pilot; nothing when no cell
+    is compared."""
+    if compared.cells == 0:
+        return []
+    o = outlook(study, size, compared, pilot)
+    if not o.groups:
+        return [
+            f"host noise not measured here lately, so what {o.at.split(' ', 1)[1]} can resolve is unknown: "
+            f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"
+        ]
+    assert pilot is not None  # groups come from its figures
+    io_keys = ", ".join(compared.io_workloads)
+    (r, named), *rest = o.groups
     if not rest and compared.io_cells:
         named += f", {io_keys} I/O-bound"
     first = (
-        f"{at} this host can find {findable(r.change_pct)} ({named}, "
-        f"{m} cells compared" + (f", tested at alpha/{looks} for {looks} looks" if looks > 1 else "") + ")"
+        f"{o.at} this host can find {findable(r.change_pct)} ({named}, {o.cells} cells compared"
+        + (f", tested at alpha/{o.looks} for {o.looks} looks" if o.looks > 1 else "")
+        + ")"
     )
     needs = _needs_text(r, size)
     first += f"; {needs}" if needs else ""
-    for figure, named in rest:
-        r = resolve(figure.sd, rounds, q, meta.tolerance_pct)
+    for r, named in rest:
         needs = _needs_text(r, size).replace(" equivalence", "")
         first += f"; I/O-bound {io_keys} ({named}): about {change_text(r.change_pct)}" + (
             f", and {needs}" if needs else ""

@@ -3,15 +3,22 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 from rich.text import Text
 
 from isobench.cli.common import STORE_OPTION, Finite, check_output, console, err_console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.cli.output import deprecated, document, emit, format_option, output_option, terminal_to, to_stdout
+from isobench.cli.output import (
+    deprecated,
+    document,
+    emit,
+    format_option,
+    gate_exit,
+    output_option,
+    terminal_to,
+    to_stdout,
+)
 from isobench.core.ids import printable
 
 
@@ -56,9 +63,9 @@ from isobench.core.ids import printable
     "resolution_pct",
     type=Finite(min=0, min_open=True),
     metavar="PCT",
-    help="Exit 1 unless every primary cell was resolved (changed or equivalent) or its interval's "
+    help="Exit 4 unless every primary cell was resolved (changed or equivalent) or its interval's "
     "half-width is at most PCT percent: a gate that could not have seen a PCT change fails "
-    "instead of passing green; names the blind cells and the rounds (and time) that would do.",
+    "instead of passing green; names the blind cells and the rounds, time and --budget that would do.",
 )
 @click.option(
     "--overhead",
@@ -114,8 +121,9 @@ def compare_cmd(
 
     \b
     Exit status (docs/output.md): 0 no regression (or no --fail-on-change)
-    and not blind; 1 a regression beyond --fail-on-change, or a primary cell
-    blind to --require-resolution; 2 usage error or nothing to compare.
+    and not blind; 1 a regression beyond --fail-on-change (even when cells
+    are blind too); 4 blind: a primary cell could not have seen a change of
+    --require-resolution PCT; 2 usage error or nothing to compare.
     --fail-on-regression, the old name of --fail-on-change, works for one
     more release.
     \b
@@ -168,7 +176,7 @@ def compare_cmd(
         )
     regressions = result.regressions(fail_pct) if fail_pct is not None else []
     blind = result.blind(resolution_pct) if resolution_pct is not None else []
-    pace = b.seconds_per_round() or a.seconds_per_round()
+    pace = b if b.seconds_per_round() else a  # the run whose pace says the time that would resolve
     if fmt == "json":
         emit(document("compare", compare_json(result, fail_pct, regressions, resolution_pct, blind)), output)
     elif fmt == "terminal":
@@ -231,8 +239,7 @@ def compare_cmd(
         )
         for c in blind:
             err_console.print(f"  {cmp.blind_line(c, pace)}", markup=False, highlight=False, soft_wrap=True)
-    if regressions or blind:
-        sys.exit(1)
+    gate_exit(bool(regressions), bool(blind))
 
 
 def cells_word(n: int) -> str:

@@ -42,10 +42,16 @@ def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "stu
 def resolution_text(study, size, pilot) -> list[str]:
     """What the planned rounds can resolve here, before anything starts
     (isobench.checks.resolution)."""
-    from isobench.checks.resolution import compared_cells, resolution_lines
+    return study_outlook(study, size, pilot)[0]
+
+
+def study_outlook(study, size, pilot):
+    """resolution_text's lines, and the figures behind them (checks.resolution.Outlook)."""
+    from isobench.checks.resolution import compared_cells, outlook, resolution_lines
     from isobench.host.hostinfo import host_info
 
-    return resolution_lines(study, size, compared_cells(study, host_info()), pilot, time.time())
+    compared = compared_cells(study, host_info())
+    return resolution_lines(study, size, compared, pilot, time.time()), outlook(study, size, compared, pilot)
 
 
 def say_resolution(study, size, pilot, out) -> None:

@@ -4,7 +4,6 @@ docs/history.md). Parsing and printing only."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -13,7 +12,16 @@ from rich.text import Text
 from isobench.cli.common import STORE_OPTION, Finite, check_output, console, err_console, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.cli.output import STDOUT, deprecated, document, emit, format_option, output_option, terminal_to
+from isobench.cli.output import (
+    STDOUT,
+    deprecated,
+    document,
+    emit,
+    format_option,
+    gate_exit,
+    output_option,
+    terminal_to,
+)
 
 DATE = click.DateTime(formats=["%Y-%m-%d"])
 
@@ -52,9 +60,9 @@ DATE = click.DateTime(formats=["%Y-%m-%d"])
     "resolution_pct",
     type=Finite(min=0, min_open=True),
     metavar="PCT",
-    help="Exit 1 unless every primary cell of the newest run could have shown a step of PCT percent: "
+    help="Exit 4 unless every primary cell of the newest run could have shown a step of PCT percent: "
     "its series has enough runs for a step and the newest run's interval is within \u00b1PCT; "
-    "names the blind cells.",
+    "names the blind cells and what would resolve them.",
 )
 @click.option(
     "--junit",
@@ -87,8 +95,10 @@ def history(
     \b
     Exit status (docs/output.md): 0 no step for the worse beyond
     --fail-on-change (or no --fail-on-change) and not blind; 1 the newest
-    run sits after one, or a cell is blind to --require-resolution; 2 usage
-    error. --fail-on-regression is taken as --fail-on-change for one release.
+    run sits after one (even when cells are blind too); 4 blind: a cell of
+    the newest run could not have shown a step of --require-resolution PCT;
+    2 usage error. --fail-on-regression is taken as --fail-on-change for one
+    release.
     \b
     Example (CI, after `isobench run studies/quick.toml`):
       isobench history quick --fail-on-change 5 --require-resolution 5 --junit history.xml
@@ -181,8 +191,7 @@ def history(
         )
         for c in failing:
             err_console.print(f"  {gate_line(c)}", markup=False, highlight=False, soft_wrap=True)
-    if failing or blind:
-        sys.exit(1)
+    gate_exit(bool(failing), bool(blind))
 
 
 def gate_line(c) -> str:

@@ -15,6 +15,18 @@ from rich.console import Console
 
 from isobench.cli.common import FORCE_OPTION, columns, err_console, writing
 
+# Exit statuses besides 0 (docs/output.md#exit-status; 2 and 3 are cli/entry.py's)
+EXIT_GATE = 1  # a gate failed: a change for the worse beyond --fail-on-change
+EXIT_BLIND = 4  # blind: --require-resolution unmet, or validate --strict on a study that can resolve nothing
+
+
+def gate_exit(failed: bool, blind: bool) -> None:
+    """Exit as the gates say: a regression found wins over blindness (it was
+    seen, whatever else was not); nothing when neither."""
+    if failed or blind:
+        raise SystemExit(EXIT_GATE if failed else EXIT_BLIND)
+
+
 SCHEMA_VERSION = 1  # of every document below; bumped when a field changes meaning or goes
 STDOUT = "-"
 FORMATS = ("terminal", "md", "html", "json")

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, console, default_output, err_console, own, writing
+from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, output_option, to_stdout
+from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, gate_exit, output_option, to_stdout
 from isobench.core.ids import printable
 from isobench.core.numbers import plural
 
@@ -24,10 +24,29 @@ from isobench.core.numbers import plural
     metavar="DURATION",
     help="Check the study as `run --budget DURATION` would run it (30m, 1h30m, 90s or plain seconds).",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 4 when the study can resolve nothing at its size on this host (only changes beyond "
+    "+999% findable, ±tolerance equivalence beyond the planned rounds), or when the host's noise "
+    "is not measured (`isobench doctor` measures it).",
+)
 @JSON_OPTION
 @output_option()
-def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bool, output: str | None) -> None:
-    """Check a study file without running anything."""
+def validate(
+    study_file: str, allow_large: bool, budget: str | None, strict: bool, as_json: bool, output: str | None
+) -> None:
+    """Check a study file without running anything: its size, and what its
+    rounds (or --budget) can resolve on this host, from the host's noise as
+    `isobench doctor` last measured it.
+
+    \b
+    Exit status (docs/output.md): 0 valid; 4 with --strict, a study that can
+    resolve nothing at its size here (or a host whose noise is not
+    measured); 2 a study that does not validate, or is too large.
+    \b
+    Example (CI): isobench validate studies/quick.toml --budget 30m --strict
+    """
     from isobench.study import StudyError, load_study, with_budget
 
     try:
@@ -41,9 +60,9 @@ def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bo
     size = preflight_or_fail(study, allow_large, "--budget" if budget is not None else "study.budget")
     instances = sum(spec.instances for spec in study.environments.values())
     from isobench.checks.noisepilot import cached
-    from isobench.cli.execution import resolution_text
+    from isobench.cli.execution import study_outlook
 
-    resolution = resolution_text(study, size, cached())  # the last pilot's figures: validate measures nothing
+    resolution, outlook = study_outlook(study, size, cached())  # the last pilot's figures: validate measures nothing
     unsupported = study.unsupported()
     if as_json:
         emit(
@@ -74,6 +93,7 @@ def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bo
             ),
             output,
         )
+        _strict(strict, outlook, size, study.meta.tolerance_pct)
         return
     lines = [
         f"{study_file}: ok \u2014 {plural(len(study.environments), 'environment')}"
@@ -91,9 +111,38 @@ def validate(study_file: str, allow_large: bool, budget: str | None, as_json: bo
     lines += [f"not run: {key} in {env}: {reason}" for (env, key), reason in unsupported.items()]
     if not to_stdout(output):
         emit("\n".join(lines), output)
+    else:
+        for line in lines:
+            console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
+    _strict(strict, outlook, size, study.meta.tolerance_pct)
+
+
+def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
+    """validate --strict: exit 4 (output.EXIT_BLIND), saying why, when the
+    study is blind at its size here or cannot tell (checks.resolution.Outlook)."""
+    if not strict:
         return
-    for line in lines:
-        console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
+    from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
+    from isobench.results.numbers import rounds_text
+
+    if outlook.cells and not outlook.groups:
+        why = (
+            "the host's noise is not measured here lately, so what it can resolve is unknown; "
+            "`isobench doctor` measures it"
+        )
+    elif outlook.resolves_nothing():
+        needed = [r.rounds_needed for r, _ in outlook.groups if r.rounds_needed is not None]
+        more = rounds_text(min(needed), size.round_s, ROUNDS_NEEDED_CAP, size.warmup, size.fixed_s) if needed else ""
+        why = (
+            f"{outlook.at} it can resolve nothing here: only changes beyond +999% can be found and "
+            f"\u00b1{tol_pct:g}% equivalence needs more rounds"
+            + (f" ({more})" if more else "")
+            + "; give it more rounds (repetitions, or --budget), or run it on a quieter host"
+        )
+    else:
+        return
+    err_console.print(f"blind: {why}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    gate_exit(False, True)
 
 
 def _repetitions_text(meta, plan=None) -> str:
@@ -152,6 +201,15 @@ def _repetitions_text(meta, plan=None) -> str:
     "baseline's, each on half the host's CPUs, so the host's noise hits both (docs/statistics.md#duet). "
     "Overrides the study's schedule.",
 )
+@click.option(
+    "--require-resolution",
+    "resolution_pct",
+    type=Finite(min=0, min_open=True),
+    metavar="PCT",
+    help="Exit 4 unless every primary cell of Table I was resolved (changed or equivalent against the "
+    "baseline) or its interval's half-width is at most PCT percent; names the blind cells and the "
+    "rounds, time and --budget that would resolve them.",
+)
 def run(
     study_file: str | None,
     store_path: str,
@@ -163,6 +221,7 @@ def run(
     new_id: str | None,
     budget: str | None,
     schedule: str | None,
+    resolution_pct: float | None,
 ) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
@@ -172,6 +231,13 @@ def run(
     the end the report is printed and written as Markdown to -o FILE
     (default results/RUN_ID.md; `--out DIR`, deprecated, writes DIR/RUN_ID.md).
     One study runs at a time per host.
+
+    \b
+    Exit status (docs/output.md): 0 done (and not blind); 4 blind: a primary
+    cell could not have seen a change of --require-resolution PCT; 2 usage
+    error or bad study; 130 interrupted.
+    \b
+    Example (CI): isobench run studies/quick.toml --budget 30m --require-resolution 5
     """
     from isobench.cli.execution import execute
     from isobench.store.db import StoreError
@@ -226,6 +292,34 @@ def run(
             highlight=False,
             markup=False,
         )
+    if resolution_pct is not None:
+        _blind_gate(store.load_run(run_id), resolution_pct)
+
+
+def _blind_gate(run, pct: float) -> None:
+    """--require-resolution on the run's own Table I: name the blind cells
+    and what would resolve each, and exit 4 (output.EXIT_BLIND)."""
+    from isobench.results.gate import cell_name, gated_count, table_blind, why_blind
+    from isobench.results.table import build_table
+
+    table = build_table(run)
+    blind = table_blind(table, pct)
+    if not blind:
+        return
+    n = gated_count(table)
+    err_console.print(
+        f"blind: {len(blind)} of {plural(n, 'primary cell')} could not have seen a change of {pct:g}% "
+        f"against {run.baseline} (neither resolved nor an interval within \u00b1{pct:g}%):",
+        style="bold red",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    for key, env, verdict in blind:
+        err_console.print(
+            f"  {cell_name(key, env)}: {why_blind(verdict, run)}", markup=False, highlight=False, soft_wrap=True
+        )
+    gate_exit(False, True)
 
 
 def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -> None:

@@ -105,19 +105,12 @@ def regression_line(cell) -> str:
     return f"{cell.name}: {cell.verdict.text}"
 
 
-def blind_line(cell, seconds_per_round: float | None) -> str:
+def blind_line(cell, run) -> str:
     """A cell the gate could not see through: its interval's half-width and
-    the rounds (and time, at the run's pace) that would resolve it."""
-    from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
-    from isobench.results.numbers import rounds_text
+    the rounds, time and --budget (at RUN's pace) that would resolve it."""
+    from isobench.results.gate import why_blind
 
-    v = cell.verdict
-    if not v.effect.tested:
-        return f"{cell.name}: not tested ({v.effect.reason})"
-    return (
-        f"{cell.name}: its interval is \u00b1{v.half_width_pct:.1f}%; "
-        f"{rounds_text(v.rounds_needed, seconds_per_round, ROUNDS_NEEDED_CAP)} would resolve it"
-    )
+    return f"{cell.name}: {why_blind(cell.verdict, run)}"
 
 
 def legend(result) -> list[str]:

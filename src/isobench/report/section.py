@@ -62,6 +62,8 @@ class Section(ABC):
     # the answer: first on a page; last in a terminal, where the end of the
     # output is what stays on the screen
     lead: ClassVar[bool] = False
+    # what every number below depends on (the host is a VM): first in every format, before the answer
+    head: ClassVar[bool] = False
 
     def applies(self, ctx: ReportContext) -> bool:
         return True

@@ -48,6 +48,7 @@ from isobench.results.analysis import (
     settings_of,
 )
 from isobench.results.between import Spread
+from isobench.results.gate import cell_name
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
 from isobench.results.runfacts import fmt_fact
@@ -74,7 +75,7 @@ class CellDiff:
 
     @property
     def name(self) -> str:
-        return _cell_name(self.key, self.env, self.baseline)
+        return cell_name(self.key, self.env, self.baseline)
 
     @property
     def flagged(self) -> bool:
@@ -205,11 +206,6 @@ class RunComparison:
         )
 
 
-def _cell_name(key: MetricKey, env: str, baseline: str = "") -> str:
-    case = "" if key.case in ("", "default") else f"/{key.case}"
-    return f"{key.workload}{case} {key.metric} on {env}" + (f" vs {baseline}" if baseline else "")
-
-
 def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     """Host and environment facts that differ: what the two runs compare."""
     out = []
@@ -327,11 +323,11 @@ def _match(ma: dict[Any, Any], mb: dict[Any, Any], base: str = "") -> tuple[list
         ka, xa = ma[ident]
         env = ident[3]
         if ka.unit != kb.unit or ka.higher_is_better != kb.higher_is_better:
-            mismatched.append(f"{_cell_name(kb, env, base)}: {ka.unit} {_arrow(ka)} vs {kb.unit} {_arrow(kb)}")
+            mismatched.append(f"{cell_name(kb, env, base)}: {ka.unit} {_arrow(ka)} vs {kb.unit} {_arrow(kb)}")
             continue
         matched.append((kb, env, xa, xb))
-    only_a = [_cell_name(k, i[3], base) for i, (k, _) in ma.items() if i not in mb]
-    only_b = [_cell_name(k, i[3], base) for i, (k, _) in mb.items() if i not in ma]
+    only_a = [cell_name(k, i[3], base) for i, (k, _) in ma.items() if i not in mb]
+    only_b = [cell_name(k, i[3], base) for i, (k, _) in mb.items() if i not in ma]
     return matched, only_a, only_b, mismatched
 
 

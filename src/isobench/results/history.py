@@ -23,6 +23,7 @@ from isobench.analysis.stats import ALPHA
 from isobench.analysis.verdicts import Verdict, fmt_level
 from isobench.results.analysis import interval_text
 from isobench.results.fingerprint import HostClass, facts_diff, group_runs, host_name
+from isobench.results.gate import why_blind
 from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import fmt_pct
 from isobench.results.primary import primary_keys
@@ -208,14 +209,7 @@ class History:
             if s.too_short:
                 out.append((s, s.shortfall))
             elif not v.resolves(pct):
-                out.append(
-                    (
-                        s,
-                        f"its interval in the newest run is \u00b1{v.half_width_pct:.1f}%"
-                        if v.effect.tested
-                        else f"the newest run is not tested ({v.effect.reason})",
-                    )
-                )
+                out.append((s, f"the newest run: {why_blind(v, self.newest)}"))
         return out
 
     def gate(self, pct: float) -> list[Change]:

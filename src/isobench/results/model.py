@@ -60,6 +60,8 @@ class RunData:
     # (workload, environment) -> (wall seconds, samples) over every sample, warm-up
     # and failed ones included: where the run's time went; filled by Store.load_run
     time_spent: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
+    # warm-up rounds the run measured first (a run of n more rounds takes them again)
+    warmup_rounds: int = 0
 
     def seconds_per_round(self) -> float | None:
         """One round of every case in every environment, at this run's own

@@ -18,7 +18,10 @@ HOST_KEYS = (
     ("thp", "THP"),
     ("governor", "Governor"),
     ("docker_version", "Docker"),
+    ("hypervisor", "Hypervisor"),
 )
+# /proc/stat's CPU time (guest time is inside user and nice already)
+_CPU_TIME = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
 def fmt_bytes(n: Any) -> str:
@@ -82,3 +85,51 @@ def run_facts(run: RunData) -> list[tuple[str, str]]:
         ("Finished", run.finished_at or DASH),
         ("Baseline", run.baseline),
     ]
+
+
+def steal_seen(run: RunData) -> tuple[float, float] | None:
+    """The share of the host's CPU time the hypervisor gave to others while
+    the run's samples ran (steal over all CPU time, host-wide, summed over
+    every measured sample's counters) and the largest share in one sample;
+    None when no sample kept counters."""
+    steal = total = peak = 0.0
+    for samples in run.counters.values():
+        for _, deltas, _ in samples:
+            cpu = sum(float(deltas.get(f"cpu.{f}_s") or 0.0) for f in _CPU_TIME)
+            if cpu <= 0:
+                continue
+            stolen = float(deltas.get("cpu.steal_s") or 0.0)
+            steal, total, peak = steal + stolen, total + cpu, max(peak, stolen / cpu)
+    return (steal / total, peak) if total > 0 else None
+
+
+def vm_lines(run: RunData) -> list[str]:
+    """One or two lines for the report's top when the host is itself a
+    virtual machine (its stored hypervisor fact, or steal time seen in a run
+    stored before that fact): what native means then, and the steal time
+    seen during the run. Nothing on bare metal."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    name = facts.get("hypervisor")
+    steal = steal_seen(run)
+    if name == "none" or (not isinstance(name, str) and not (steal and steal[0] > 0)):
+        return []
+    which = f" ({name})" if isinstance(name, str) and name != "unnamed" else ""
+    lines = [
+        f"This host is itself a virtual machine{which}: native here means native inside that VM, every "
+        f"environment runs under its hypervisor, and the costs below come on top of it."
+    ]
+    if steal is None:
+        lines.append("Steal time during the run: not measured (no sample kept the host's counters).")
+    else:
+        share, peak = steal
+        lines.append(
+            f"Steal time during the run: {_share(share)} of the host's CPU time (the hypervisor ran "
+            f"something else on these CPUs), at most {_share(peak)} in one sample."
+            if share > 0
+            else "Steal time during the run: none seen."
+        )
+    return lines
+
+
+def _share(x: float) -> str:
+    return f"{x * 100:.1f}%" if x >= 0.001 else "under 0.1%"

@@ -86,6 +86,10 @@ def read_run(db: sqlite3.Connection, path: str, run_id: str, role_sql: str, prim
         (run_id,),
     ):
         run.time_spent[(w, env)] = (float(wall), int(n))
+    (warmups,) = db.execute(
+        "SELECT COUNT(DISTINCT round) FROM samples WHERE run_id=? AND warmup=1", (run_id,)
+    ).fetchone()
+    run.warmup_rounds = int(warmups)
     return run
 
 

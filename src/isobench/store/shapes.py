@@ -72,6 +72,7 @@ class HostFacts(_Part):
     mem_bytes: Count | None = None
     hostname: str | None = None
     cpu_model: str | None = None
+    hypervisor: Name | None = None  # "none" on bare metal (host/facts.py)
     doctor: list[Finding] = []
     adaptive: dict[Name, list[Look]] = {}
     budget: Budget | None = None

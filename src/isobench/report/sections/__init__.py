@@ -13,10 +13,11 @@ def sections_for(ctx: ReportContext, fmt: str) -> list[tuple[Section, list[Block
     """The sections a format shows for this run, in order, with their blocks."""
     ctx.fmt = fmt
     chosen = sorted((s for s in SECTIONS.values() if fmt in s.formats), key=lambda s: s.order)
+    heads, chosen = [s for s in chosen if s.head], [s for s in chosen if not s.head]
     if fmt == TERMINAL:
-        chosen = [s for s in chosen if not s.lead] + [s for s in chosen if s.lead]
+        chosen = heads + [s for s in chosen if not s.lead] + [s for s in chosen if s.lead]
     else:
-        chosen = [s for s in chosen if s.lead] + [s for s in chosen if not s.lead]
+        chosen = heads + [s for s in chosen if s.lead] + [s for s in chosen if not s.lead]
     out = []
     for section in chosen:
         if section.applies(ctx):

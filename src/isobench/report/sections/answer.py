@@ -13,7 +13,7 @@ from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS
 from isobench.report.blocks import BAD, GOOD, Block, Figure, Grid, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
-from isobench.results.numbers import fmt_duration, fmt_pct, rounds_text
+from isobench.results.numbers import fmt_pct, rounds_text, rounds_time
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.schedule import schedule_summary
 from isobench.results.stopping import budget_summary
@@ -64,7 +64,9 @@ def _name(row: Row) -> str:
     return f"{row.key.workload} {row.label}"
 
 
-def settle_line(needed: list[int | None], n: int | None, seconds_per_round: float | None = None) -> str:
+def settle_line(
+    needed: list[int | None], n: int | None, seconds_per_round: float | None = None, warmup: int = 0
+) -> str:
     """How many rounds would settle how many inconclusive cells, and how long
     they take at the run's own pace. Pure."""
     finite = sorted(k for k in needed if k is not None and k <= ROUNDS_NEEDED_CAP)
@@ -77,7 +79,8 @@ def settle_line(needed: list[int | None], n: int | None, seconds_per_round: floa
             break
         k = finite[min(len(finite) - 1, math.ceil(q * len(finite)) - 1)]
         settled = sum(1 for x in finite if x <= k)
-        when = f" (about {fmt_duration(k * seconds_per_round)})" if seconds_per_round else ""
+        when = rounds_time(k, seconds_per_round, warmup)
+        when = f" ({when})" if when else ""
         text = f"{k}{when} settle {settled} of {len(needed)}"
         if not parts or text.split(" ", 1)[0] != parts[-1].split(" ", 1)[0]:
             parts.append(text)
@@ -163,12 +166,14 @@ class AnswerSection(Section):
             pace = ctx.run.seconds_per_round()
             out.append(
                 Items(
-                    tuple(item for a in found for item in _open_items(a, pace)),
+                    tuple(item for a in found for item in _open_items(a, pace, ctx.run.warmup_rounds)),
                     heading="Inconclusive: these rounds cannot tell (cheapest to settle first)",
                 )
             )
             n = next((col.n for col in table.columns if col.is_baseline), None)
-            out.append(Para(settle_line([_judged(c).rounds_needed for _, _, c in open_cells], n, pace)))
+            out.append(
+                Para(settle_line([_judged(c).rounds_needed for _, _, c in open_cells], n, pace, ctx.run.warmup_rounds))
+            )
         untold = [
             Item(
                 f"{_name(r)}: {c.status if c.status != OK else 'not tested'}"
@@ -187,7 +192,7 @@ class AnswerSection(Section):
         return out
 
 
-def _open_items(a: EnvAnswer, pace: float | None = None) -> list[Item]:
+def _open_items(a: EnvAnswer, pace: float | None = None, warmup: int = 0) -> list[Item]:
     """The SHOWN cells cheapest to settle, one line each; the rest in one line
     (the Inconclusive section lists every one)."""
     cells = sorted(a.inconclusive, key=lambda rc: _cost(_judged(rc[1]).rounds_needed))
@@ -195,7 +200,7 @@ def _open_items(a: EnvAnswer, pace: float | None = None) -> list[Item]:
         Item(
             f"{_name(r)}: {interval_text(_judged(c))}; "
             + (f"{_judged(c).callable_text}; " if _judged(c).callable_text else "")
-            + f"{rounds_text(_judged(c).rounds_needed, pace, ROUNDS_NEEDED_CAP)} would settle it",
+            + f"{rounds_text(_judged(c).rounds_needed, pace, ROUNDS_NEEDED_CAP, warmup)} would settle it",
             strong=f"{a.env}:",
         )
         for r, c in cells[:SHOWN]
