@@ -112,6 +112,9 @@ class CommandParams(WorkloadParams):
     repeat: int = Field(1, ge=1, le=10_000)
     files: tuple[str, ...] = ()
     metrics: dict[str, OutputMetric] = Field(default_factory=dict)
+    # false: measure even when an environment runs other bytes than the
+    # baseline (its executable, a copied file, a package version), and say so
+    same_program: bool = True
 
     @field_validator("command", mode="before")
     @classmethod
@@ -272,6 +275,13 @@ class Command(Workload):
             )
         digest, _, path = r.stdout.strip().partition("  ")
         return {"executable": path, "sha256": digest}
+
+    def program(self, env: str) -> dict | None:
+        return self._program.get(env)
+
+    @property
+    def same_program(self) -> bool:
+        return self.params.same_program
 
     # -- one sample -------------------------------------------------------------
     def run(self, case: str, env: Environment) -> Measurement:
