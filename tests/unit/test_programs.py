@@ -42,11 +42,12 @@ def test_every_difference_names_what_differs_with_both_digests_or_versions():
     }
     found = differences({"native": SEVENZ, "docker": SEVENZ, "vm": other}, "native")
     assert found == [
-        Difference("vm", "executable /usr/bin/7z", A, f"{B} (at /usr/local/bin/7z)"),
+        Difference("vm", "executable /usr/bin/7z", A, B, "/usr/local/bin/7z"),
         Difference("vm", "file src/", "c" * 64, "d" * 64),
         Difference("vm", "package p7zip-full", "16.02", "16.03"),
         Difference("vm", "file extra.txt", "missing", "e" * 64),
     ]
+    assert found[0].text("native") == f"executable /usr/bin/7z: {A} in native, {B} in vm (at /usr/local/bin/7z)"
     assert found[1].text("native") == f"file src/: {'c' * 64} in native, {'d' * 64} in vm"
 
 

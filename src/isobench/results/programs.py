@@ -23,9 +23,11 @@ class Difference:
     what: str  # "executable /usr/bin/7z", "file src/", "package p7zip-full"
     baseline: str  # the baseline's digest or version
     other: str  # the environment's
+    at: str = ""  # where the environment found its executable, when not where the baseline did
 
     def text(self, baseline_env: str) -> str:
-        return f"{self.what}: {self.baseline} in {baseline_env}, {self.other} in {self.env}"
+        at = f" (at {self.at})" if self.at else ""
+        return f"{self.what}: {self.baseline} in {baseline_env}, {self.other} in {self.env}{at}"
 
 
 def _items(record: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -58,11 +60,9 @@ def differences(records: dict[str, dict[str, Any]], baseline: str) -> list[Diffe
         for key in dict.fromkeys([*ours, *theirs]):
             name, mine = ours.get(key, (key, MISSING))
             other_name, other = theirs.get(key, (key, MISSING))
-            if mine == other:
-                continue
-            if other_name != name and other != MISSING:  # an executable found at another path
-                other += f" (at {other_name.removeprefix('executable ')})"
-            out.append(Difference(env, name, mine, other))
+            if mine != other:
+                at = other_name.removeprefix("executable ") if other_name != name and other != MISSING else ""
+                out.append(Difference(env, name, mine, other, at))
     return out
 
 
