@@ -29,6 +29,7 @@ warmup = 0
 
 [workloads.primes]
 command = ["sysbench", "cpu", "--cpu-max-prime=3000", "--events=500", "--threads=1", "run"]
+packages = ["sysbench"]
 
 [workloads.primes.metrics.eps]
 regex = 'events per second:\\s+(?P<eps>[0-9.]+)'
@@ -76,6 +77,9 @@ def test_a_command_workload_runs_natively_and_in_docker_and_is_stored(tmp_path):
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
     facts = json.loads(db.execute("SELECT facts FROM env_facts WHERE env = 'docker-nat'").fetchone()[0])
     assert facts["programs"]["digest"] == programs[("docker-nat", "digest")]
+    version = facts["programs"]["primes"]["packages"]["sysbench"]
+    assert version != "not installed" and programs[("native", "primes")]["packages"] == {"sysbench": version}
+    assert f"native, docker-nat: package sysbench {version}" in md
     doc = json.loads(isobench("export", run_id, "--format", "json", "-o", "-", store=store, cwd=tmp_path).stdout)
     assert doc["run"]["programs"]["primes"]["same"] is True
     assert not isobench_containers()
