@@ -133,6 +133,37 @@ def test_a_run_allowed_to_differ_says_so_in_table_i_the_run_section_and_json():
 # -- the runner ---------------------------------------------------------------
 
 
+class Ran:
+    """A workload's side of the check: its record per environment, whether it must be the same."""
+
+    def __init__(self, records: dict[str, dict], same: bool = True):
+        self.records, self.same_program = records, same
+
+    def program(self, env: str) -> dict | None:
+        return self.records.get(env)
+
+
+def test_the_check_skips_environments_that_never_run_the_workload_and_notes_allowed_ones():
+    from types import SimpleNamespace
+
+    from isobench.run.prepare import ProgramsDiffer, check_same, programs
+
+    envs = [SimpleNamespace(name=n) for n in ("native", "gvisor", "vm")]
+    differ = {"native": SEVENZ, "gvisor": {**SEVENZ, "sha256": B}, "vm": SEVENZ}
+    found = programs({"zip": Ran(differ)}, envs, {("gvisor", "zip"): "no such system call"})
+    assert found == {"native": {"zip": SEVENZ}, "vm": {"zip": SEVENZ}}
+    notes: list[str] = []
+    check_same({"zip": Ran(differ)}, found, "native", SimpleNamespace(note=notes.append))
+    assert notes == []
+    found = programs({"zip": Ran(differ)}, envs, {})
+    with pytest.raises(ProgramsDiffer, match=r"^zip: gvisor does not run the same program as native: executable"):
+        check_same({"zip": Ran(differ)}, found, "native", SimpleNamespace(note=notes.append))
+    check_same({"zip": Ran(differ, same=False)}, found, "native", SimpleNamespace(note=notes.append))
+    assert notes == [
+        f"zip: executable /usr/bin/7z: {A} in native, {B} in gvisor (same_program = false: measured anyway, and said)"
+    ]
+
+
 def own_study(tmp_path, run_id: str, same: bool):
     from isobench.study import parse_study
 

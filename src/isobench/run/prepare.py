@@ -39,12 +39,19 @@ def prepare(workloads: dict[str, Workload], envs: list[Environment], progress: N
     return failures
 
 
-def programs(workloads: dict[str, Workload], envs: list[Environment]) -> dict[str, dict[str, dict]]:
+def programs(
+    workloads: dict[str, Workload], envs: list[Environment], skip: dict[tuple[str, str], str]
+) -> dict[str, dict[str, dict]]:
     """Environment -> {workload: what it runs there}, for the workloads
-    that record one (an environment whose preparation failed has none)."""
+    that record one (an environment whose preparation failed has none, nor
+    one that never runs the workload: ``skip``'s (environment, workload))."""
     out: dict[str, dict[str, dict]] = {}
     for env in envs:
-        found = {key: record for key, w in workloads.items() if (record := w.program(env.name)) is not None}
+        found = {
+            key: record
+            for key, w in workloads.items()
+            if (env.name, key) not in skip and (record := w.program(env.name)) is not None
+        }
         if found:
             out[env.name] = found
     return out

@@ -168,7 +168,7 @@ def run_study(
             store.set_env_facts(run_id, env.name, env_facts[env.name])
         workloads = {c.key: c.workload for c in cells}
         prepare_failures = prepare(workloads, started, progress)
-        found = programs(workloads, started)  # what each environment runs, kept with its facts
+        found = programs(workloads, started, skip)  # what each environment runs, kept with its facts
         for name, table in found.items():
             store.set_env_facts(run_id, name, with_programs(env_facts[name], table))
         check_same(workloads, found, study.meta.baseline, progress)  # before the first sample
