@@ -1,13 +1,20 @@
 """Your own program as a workload, end to end against the real Docker Engine:
 a study's command workload (a copied file, a setup step, a metric read from
 the output) measured natively and in Docker, read back from the store and the
-report; and `isobench try` with its saved study."""
+report; a planted difference (the host's PATH finds another program than the
+image's) refused before measuring, or measured and said with same_program =
+false; and `isobench try` with its saved study."""
 
+import hashlib
 import json
+import os
+import re
 import sqlite3
 
 import pytest
 from tests.integration.test_cli_run import isobench, isobench_containers
+
+from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -22,6 +29,7 @@ warmup = 0
 
 [workloads.primes]
 command = ["sysbench", "cpu", "--cpu-max-prime=3000", "--events=500", "--threads=1", "run"]
+packages = ["sysbench"]
 
 [workloads.primes.metrics.eps]
 regex = 'events per second:\\s+(?P<eps>[0-9.]+)'
@@ -62,6 +70,89 @@ def test_a_command_workload_runs_natively_and_in_docker_and_is_stored(tmp_path):
     assert sorted(primaries) == [("digest", "wall_s"), ("primes", "wall_s")]
     md = isobench("report", "--format", "md", store=store, cwd=tmp_path).stdout.replace("\\_", "_")
     assert "| primes | wall_s (s) ↓ |" in md and "eps (ev/s) ↑" in md and "| digest |" in md
+    # the run section: what each environment ran, the same bytes on one line
+    file_digest = programs[("native", "digest")]["files"]["input.bin"]
+    assert "**digest:** the same in native, docker-nat" in md
+    assert f"native, docker-nat: file input.bin sha256 {file_digest}" in md
+    run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
+    facts = json.loads(db.execute("SELECT facts FROM env_facts WHERE env = 'docker-nat'").fetchone()[0])
+    assert facts["programs"]["digest"] == programs[("docker-nat", "digest")]
+    version = facts["programs"]["primes"]["packages"]["sysbench"]
+    assert version != "not installed" and programs[("native", "primes")]["packages"] == {"sysbench": version}
+    assert f"native, docker-nat: package sysbench {version}" in md
+    doc = json.loads(isobench("export", run_id, "--format", "json", "-o", "-", store=store, cwd=tmp_path).stdout)
+    assert doc["run"]["programs"]["primes"]["same"] is True
+    assert not isobench_containers()
+
+
+PLANTED = """
+[study]
+name = "planted-diff"
+repetitions = 2
+warmup = 0
+
+[environments.native]
+[environments.docker-nat]
+
+[workloads.sum]
+command = ["sha256sum", "input.bin"]
+files = ["input.bin"]
+env = { PATH = "SHADOW:/usr/bin:/bin" }
+"""
+
+
+def test_a_planted_difference_is_refused_before_measuring_or_measured_and_said(tmp_path):
+    # the host's PATH finds a wrapper first (as a ~/bin or a virtualenv would); the image has none
+    shadow = tmp_path / "bin"
+    shadow.mkdir()
+    (shadow / "sha256sum").write_text('#!/bin/sh\nexec /usr/bin/sha256sum "$@"\n')
+    os.chmod(shadow / "sha256sum", 0o755)
+    wrapper = hashlib.sha256((shadow / "sha256sum").read_bytes()).hexdigest()
+    (tmp_path / "input.bin").write_bytes(b"same bytes everywhere\n" * 1000)
+    (tmp_path / "planted.toml").write_text(PLANTED.replace("SHADOW", str(shadow)))
+    store = tmp_path / "r.sqlite"
+    proc = isobench("run", "planted.toml", "--no-progress", store=store, cwd=tmp_path, check=False)
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
+    m = re.fullmatch(
+        rf"error: sum: docker-nat does not run the same program as native: executable {shadow}/sha256sum: "
+        rf"{wrapper} in native, ([0-9a-f]{{64}}) in docker-nat \(at /usr/bin/sha256sum\); nothing was measured\. "
+        r"Make them the same \(docs/workloads/command\.md\), or set same_program = false in \[workloads\.sum\] "
+        r"to measure them anyway",
+        errors[0],
+    )
+    assert m and m.group(1) != wrapper, errors[0]
+    # nothing measured, nothing left: no run in the store, no container, no scratch directory
+    db = sqlite3.connect(store)
+    assert [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "env_facts", "samples")] == [
+        0,
+        0,
+        0,
+    ]
+    assert not isobench_containers()
+    left = [
+        d for root in (DATA_ROOT, TMP_ROOT) if os.path.isdir(root) for d in os.listdir(root) if "-planted-diff-" in d
+    ]
+    assert left == []
+
+    # allowed: measured, and every output says the programs differ
+    (tmp_path / "planted.toml").write_text(PLANTED.replace("SHADOW", str(shadow)) + "same_program = false\n")
+    isobench("run", "planted.toml", "--no-progress", store=store, cwd=tmp_path)
+    assert db.execute("SELECT count(*) FROM samples WHERE status = 'ok'").fetchone()[0] == 4
+    run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
+    note = f"docker-nat: sum ran a different program than native (same_program = false): executable {shadow}/sha256sum"
+    md = isobench("report", "--format", "md", store=store, cwd=tmp_path).stdout.replace("\\_", "_")
+    assert note in md and "**sum:** DIFFERENT in docker-nat than in native (same_program = false)" in md
+    assert f"native: executable {shadow}/sha256sum sha256 {wrapper}" in md
+    terminal = isobench("report", store=store, cwd=tmp_path).stdout
+    assert "ran a different program than native" in terminal and "DIFFERENT in docker-nat" in terminal
+    doc = json.loads(isobench("report", "--format", "json", store=store, cwd=tmp_path).stdout)
+    assert doc["run"]["programs"]["sum"]["same"] is False
+    assert doc["run"]["programs"]["sum"]["environments"]["native"]["sha256"] == wrapper
+    exported = json.loads(isobench("export", run_id, "--format", "json", "-o", "-", store=store, cwd=tmp_path).stdout)
+    assert exported["run"]["programs"]["sum"]["differences"] == [
+        f"executable {shadow}/sha256sum: {wrapper} in native, {m.group(1)} in docker-nat (at /usr/bin/sha256sum)"
+    ]
     assert not isobench_containers()
 
 

@@ -81,6 +81,14 @@ def test_a_table_that_is_neither_names_the_way_in():
         ('command = ["true"]\nworkdir = "../up"', "workdir", "no '..'"),
         ('command = ["true"]\nfiles = ["a/src", "b/src"]', "files", "two entries are named 'src'"),
         ('command = ["true"]\nshell = true', "shell", "unknown field; allowed: cleanup, command, duet, env, files"),
+        ('command = ["true"]\npackages = ["P7zip"]', "packages", "'P7zip' is not a Debian package name"),
+        ('command = ["true"]\npackages = ["time", "time"]', "packages", "names a package twice"),
+        (
+            'command = ["true"]\npackages = ["cowsay"]',
+            "packages",
+            "'cowsay' is not one isobench installs on the host and in the image",
+        ),
+        ('command = ["true"]\nsame_program = "no"', "same_program", "valid boolean"),
     ],
 )
 def test_bad_tables_are_one_line_naming_the_field(table, field, says):
@@ -359,6 +367,7 @@ def test_one_sample_copies_times_and_reads_the_output(tmp_path):
         workdir="src",
         files=[str(src)],
         env={"CC_NAME": "cc"},
+        packages=["time", "coreutils"],
         setup=["sh", "-c", "test ! -e app"],
         cleanup=["rm", "-f", "app"],
         repeat=2,
@@ -370,7 +379,8 @@ def test_one_sample_copies_times_and_reads_the_output(tmp_path):
     assert m.values["lines"] == 1.0 and m.values["wall_s"] >= 0 and m.extra["runs"] == 2
     program = m.extra["program"]
     assert program["executable"] == os.path.realpath("/bin/sh") and len(program["sha256"]) == 64
-    assert set(program["files"]) == {"src/"}
+    assert set(program["files"]) == {"src/"} and program == w.program("local")
+    assert set(program["packages"]) == {"time", "coreutils"} and "not installed" not in program["packages"].values()
     w.cleanup(env)
     assert not os.path.exists(w.scratch(env.paths))
 

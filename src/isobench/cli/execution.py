@@ -105,11 +105,15 @@ def execute(
     resume_id: str | None = None,
     new_id: str | None = None,
     budget_label: str = "study.budget",
+    where_to_allow: str = "",
 ) -> str:
     """Run ``study`` into ``store`` and return its run id; every refusal and
-    fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130)."""
+    fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130).
+    ``where_to_allow`` follows the line refusing environments that run other
+    programs (where same_program = false can be set, when not in the study)."""
     from isobench.core.errors import EnvironmentError_
     from isobench.core.lock import AlreadyRunning, RunLock
+    from isobench.run.prepare import ProgramsDiffer
     from isobench.run.progress import RichProgress
     from isobench.run.runner import run_study
     from isobench.store.db import StoreError
@@ -155,3 +159,5 @@ def execute(
         sys.exit(130)
     except EnvironmentError_ as exc:
         _fail(str(exc))
+    except ProgramsDiffer as exc:
+        _fail(f"{exc}{where_to_allow}")

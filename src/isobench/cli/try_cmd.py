@@ -163,7 +163,9 @@ def try_cmd(
             Path(save_path).write_text(study_text(command, envs, rounds, warmup, repeat, timeout_s, budget))
         err_console.print(f"study written to {save_path}", highlight=False, markup=False)
     store = _open_store(store_path, create=True)
-    run_id = execute(study, store, progress, budget_label="--budget")
+    # there is no table to set same_program in until --save writes one
+    where = f" (in {save_path})" if save_path else " (--save STUDY.toml writes the study to set it in)"
+    run_id = execute(study, store, progress, budget_label="--budget", where_to_allow=where)
     print_answer(store.load_run(run_id))
     console.print(
         f"\nstored as run {run_id}: `isobench report {run_id}` shows the whole report", highlight=False, markup=False

@@ -33,6 +33,7 @@ from isobench.results.analysis import (
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
+from isobench.results.programs import footnotes as program_footnotes
 from isobench.results.roles import role_of
 from isobench.results.stopping import adaptive_lines, budget_lines
 
@@ -411,6 +412,7 @@ def build_table(run: RunData) -> Table:
         rows.append(Row(key, label, cells, family[key]))
     rows_t = tuple(rows)
     footnotes = tuple(f"{EMULATED} {c.env}: {EMULATED_NOTE}." for c in columns if c.emulated)
+    footnotes += tuple(program_footnotes(run))
     footnotes += tuple(
         f"{c.env}: {workload} not run: {reason}."
         for c in columns

@@ -33,6 +33,7 @@ from isobench.run.clean import clean
 from isobench.run.duet import run_duet
 from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptive, record_budget_plan
 from isobench.run.measure import record, record_failure, take
+from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
 from isobench.run.schedule import Schedule, Slot, make_schedule
 from isobench.store.db import Store, StoreWriteError
 from isobench.study import Study, StudyMeta
@@ -148,7 +149,7 @@ def run_study(
     started: list[Environment] = []
     client: ClientHost | None = None
     noise = Noise(study.noise, run_id) if study.noise is not None else None
-    status = "failed"
+    status, env_facts = "failed", {}
     try:
         # server workloads: the client host exists before environments start,
         # so Docker bridge environments can publish on its bridge address
@@ -159,16 +160,18 @@ def run_study(
             started.append(env)
             packages = sorted({p for c in cells for p in c.workload.versioned_packages()})
             not_run = {key: reason for (name, key), reason in skip.items() if name == env.name}
-            store.set_env_facts(
-                run_id,
-                env.name,
-                {
-                    **env.facts(),
-                    "tool_versions": env.package_versions(packages),
-                    **({"unsupported": not_run} if not_run else {}),
-                },
-            )
-        prepare_failures = _prepare(cells, started, progress)
+            env_facts[env.name] = {
+                **env.facts(),
+                "tool_versions": env.package_versions(packages),
+                **({"unsupported": not_run} if not_run else {}),
+            }
+            store.set_env_facts(run_id, env.name, env_facts[env.name])
+        workloads = {c.key: c.workload for c in cells}
+        prepare_failures = prepare(workloads, started, progress)
+        found = programs(workloads, started, skip)  # what each environment runs, kept with its facts
+        for name, table in found.items():
+            store.set_env_facts(run_id, name, with_programs(env_facts[name], table))
+        check_same(workloads, found, study.meta.baseline, progress)  # before the first sample
         meta = study.meta
         runnable = sum(
             schedule.samples_per_round(c.workload, sum((e.name, c.key) not in skip for e in envs)) for c in cells
@@ -255,6 +258,9 @@ def run_study(
     except KeyboardInterrupt:
         status = "interrupted"
         raise
+    except ProgramsDiffer:  # nothing measured: a new run leaves no trace, a resumed one is as it was
+        status = "discard" if resume is None else "interrupted"
+        raise
     except StoreWriteError as exc:
         status = "interrupted"
         raise StoreWriteError(
@@ -273,7 +279,10 @@ def run_study(
                 "(or `isobench clean`) removes what is left"
             )
         try:
-            store.finish_run(run_id, status)
+            if status == "discard":
+                store.discard_run(run_id)
+            else:
+                store.finish_run(run_id, status)
         except Exception:  # noqa: BLE001 - a full disk: `isobench runs` shows the run as died
             pass
     return run_id
@@ -307,21 +316,6 @@ def attach_client_host(run_id: str, workloads: list[Workload], envs: list[Enviro
     for w in servers:
         w.client = ch
     return ch
-
-
-def _prepare(cells: list[Cell], envs: list[Environment], progress: Progress) -> dict[tuple[str, str], str]:
-    """Prepare each workload once per environment. A failure fails that
-    workload's cells in that environment only; returns why, per (workload, env)."""
-    failures = {}
-    for key, workload in {c.key: c.workload for c in cells}.items():
-        for env in envs:
-            progress.note(f"preparing {key} in {env.name}")
-            try:
-                workload.prepare(env)
-            except Exception as exc:  # noqa: BLE001 - any failure fails this workload here, not the study
-                failures[(key, env.name)] = workload.hide(f"prepare failed: {exc}")[:500]
-                progress.note(f"prepare {key} in {env.name} failed: {workload.hide(str(exc))}")
-    return failures
 
 
 @dataclass

@@ -233,6 +233,13 @@ class Store:
         except sqlite3.DatabaseError as exc:  # rolled back: the run is as it was
             raise StoreError(store_problem(self.path, exc)) from None
 
+    def discard_run(self, run_id: str) -> None:
+        """Remove a run that measured nothing (refused after its environments
+        started: results/programs.py), so no trace of it is left."""
+        with self.db:
+            for table in ("samples", "metric_defs", "env_facts", "runs"):
+                self.db.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))  # the fixed names above
+
     def reopen_run(self, run_id: str) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET status='running', finished_at=NULL WHERE run_id=?", (run_id,))

@@ -19,6 +19,7 @@ from pathlib import Path
 from isobench.core import sink
 from isobench.results.attribution import derived
 from isobench.results.model import RunData
+from isobench.results.programs import summary as program_summary
 from isobench.results.table import FAILED, OK, build_table
 
 # 2: cells carry the log-scale, BH-corrected verdicts; ``verdict`` is
@@ -273,6 +274,8 @@ def run_fields(run: RunData) -> dict:
         "baseline": run.baseline,
         "environments": run.environments,
         "study_hash": run.study_hash,
+        # per workload that records it: the same bytes everywhere, or which differ
+        **({"programs": programs} if (programs := program_summary(run)) else {}),
     }
 
 

@@ -201,6 +201,23 @@ class Workload(abc.ABC):
     def prepare(self, env: Environment) -> None:  # noqa: B027 - optional: most workloads need no inputs
         """Once per environment before any run (inputs, corpus); not timed."""
 
+    def program(self, env: str) -> dict | None:
+        """What this workload runs in the environment named ``env``, as its
+        prepare() found it there: {"executable", "sha256", "files": {name:
+        digest}, "packages": {name: version}}, each part optional. The runner
+        keeps it in the environment's facts and, before measuring, compares
+        it with the baseline's (results/programs.py). None: nothing of its
+        own to compare (a built-in runs the image's packages, whose versions
+        every environment records)."""
+        return None
+
+    @property
+    def same_program(self) -> bool:
+        """Must every environment run the same bytes? False: the study
+        allows them to differ (same_program = false), and every output says
+        they do."""
+        return True
+
     @abc.abstractmethod
     def argv(self, case: str, paths: Paths) -> list[str]: ...
 

@@ -14,8 +14,11 @@ resident memory from GNU time, and any metric read from the command's output
 by a regular expression or a JSON path (command_rules.py). The ``files`` are
 copied byte-identical into each environment's scratch directory
 (command_files.py), the command's working directory unless ``workdir``
-says otherwise; the digest of every file and of the executable each
-environment resolves go with every sample (docs/workloads/command.md).
+says otherwise. What each environment runs (the digest of the executable
+it resolves and of every copied file, the versions of the table's
+``packages``: Workload.program) is compared with the baseline's before
+the first sample, and a difference refuses the run unless ``same_program
+= false`` (run/prepare.py; docs/workloads/command.md).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from isobench.core.metric import DURATION, Metric
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
 from isobench.envs.base import Environment, Paths
+from isobench.host.packages import tool_packages
 from isobench.workloads import command_files as cf
 from isobench.workloads.base import Footprint, Measurement, ParseError, Workload, WorkloadError, WorkloadParams, check
 from isobench.workloads.command_rules import (
@@ -55,6 +59,7 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BUILTIN = ("wall_s", "user_s", "sys_s", "peak_rss_mib")
 _METRIC_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]{1,99}")  # Debian policy 5.6.1
 # A stored sample keeps at most this much of each stream (the tail): enough
 # for any summary a rule reads, bounded for a command that prints a lot.
 KEEP_CHARS = 1 << 20
@@ -112,6 +117,12 @@ class CommandParams(WorkloadParams):
     repeat: int = Field(1, ge=1, le=10_000)
     files: tuple[str, ...] = ()
     metrics: dict[str, OutputMetric] = Field(default_factory=dict)
+    # Debian packages the command runs (the one behind a wrapper script):
+    # their versions recorded in every environment and compared
+    packages: tuple[str, ...] = ()
+    # false: measure even when an environment runs other bytes than the
+    # baseline (its executable, a copied file, a package version), and say so
+    same_program: bool = True
 
     @field_validator("command", mode="before")
     @classmethod
@@ -149,6 +160,24 @@ class CommandParams(WorkloadParams):
         twice = [n for n in names if names.count(n) > 1]
         if twice:
             raise ValueError(f"two entries are named {twice[0]!r} in the scratch directory; copy their parent")
+        return v
+
+    @field_validator("packages")
+    @classmethod
+    def _packages(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [p for p in v if not _DEBIAN_NAME.fullmatch(p)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a Debian package name (lower-case letters, digits, '+', '-', '.')")
+        if len(set(v)) != len(v):
+            raise ValueError("names a package twice")
+        held = tool_packages()
+        other = [p for p in v if p not in held]
+        if other:
+            raise ValueError(
+                f"{other[0]!r} is not one isobench installs on the host and in the image (its list: "
+                "python3 -m isobench.host.packages); a study cannot add packages yet: copy a static "
+                "binary or a script in files"
+            )
         return v
 
     @field_validator("metrics")
@@ -250,7 +279,12 @@ class Command(Workload):
                 env.exec(["find", ".", "-type", "f", "-exec", "sha256sum", "{}", "+"], timeout=600, cwd=scratch)
             )
             cf.check_copied(entries, copied.stdout, env.name)
-        self._program[env.name] = {**self.resolve(env), **({"files": cf.digests(entries)} if entries else {})}
+        packages = list(self.params.packages)
+        self._program[env.name] = {
+            **self.resolve(env),
+            **({"files": cf.digests(entries)} if entries else {}),
+            **({"packages": env.package_versions(packages)} if packages else {}),
+        }
 
     def resolve(self, env: Environment) -> dict:
         """The executable the environment runs for ``command[0]`` (as execvp
@@ -272,6 +306,13 @@ class Command(Workload):
             )
         digest, _, path = r.stdout.strip().partition("  ")
         return {"executable": path, "sha256": digest}
+
+    def program(self, env: str) -> dict | None:
+        return self._program.get(env)
+
+    @property
+    def same_program(self) -> bool:
+        return self.params.same_program
 
     # -- one sample -------------------------------------------------------------
     def run(self, case: str, env: Environment) -> Measurement:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from isobench.report.blocks import NOTE, PLAIN, Record, Records
 from isobench.report.section import HTML, MARKDOWN, ReportContext, Section
+from isobench.results.programs import PROGRAMS
 from isobench.results.runfacts import fmt_fact
 from isobench.results.table import EMULATED_NOTE, is_emulated
 
@@ -30,6 +31,7 @@ class EnvironmentsSection(Section):
             facts = dict(ctx.run.env_facts.get(col.env) or {})
             kind = fmt_fact(facts.pop("kind", None))
             options, tools = facts.pop("options", None) or {}, facts.pop("tool_versions", None) or {}
+            facts.pop(PROGRAMS, None)  # the run section lists them, side by side
             emulated = is_emulated(ctx.run, col.env)
             note = "; ".join(n for n in ("baseline" if col.is_baseline else "", EMULATED_NOTE if emulated else "") if n)
             records.append(

@@ -1,0 +1,140 @@
+"""The same program everywhere: what each environment runs for a workload
+(the digest of the executable it resolved, of every copied file, its
+packages' versions: Workload.program, kept in the environment's facts
+under ``programs``), whether an environment's differs from the baseline's,
+the one line that refuses such a run before it measures, and the lines
+every output prints about them. Pure; the runner decides and the report
+reads the same records back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from isobench.results.model import RunData
+
+PROGRAMS = "programs"  # the key of the records in an environment's facts
+MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Difference:
+    env: str  # the environment whose program is not the baseline's
+    what: str  # "executable /usr/bin/7z", "file src/", "package p7zip-full"
+    baseline: str  # the baseline's digest or version
+    other: str  # the environment's
+    at: str = ""  # where the environment found its executable, when not where the baseline did
+
+    def text(self, baseline_env: str) -> str:
+        at = f" (at {self.at})" if self.at else ""
+        return f"{self.what}: {self.baseline} in {baseline_env}, {self.other} in {self.env}{at}"
+
+
+def _items(record: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """A record as {what is compared: (its name as printed, its digest or version)}."""
+    out: dict[str, tuple[str, str]] = {}
+    if "sha256" in record:
+        out["executable"] = (f"executable {record.get('executable', '?')}", str(record["sha256"]))
+    for name, digest in sorted((record.get("files") or {}).items()):
+        out[f"file {name}"] = (f"file {name}", str(digest))
+    for name, version in sorted((record.get("packages") or {}).items()):
+        out[f"package {name}"] = (f"package {name}", str(version))
+    return out
+
+
+def differences(records: dict[str, dict[str, Any]], baseline: str) -> list[Difference]:
+    """Every way an environment's record differs from the baseline's, in the
+    records' order. An executable is the same when its bytes are (the path
+    it was found at may differ: named beside the other digest). Nothing to
+    compare without the baseline's record (its preparation failed, and so
+    do its cells)."""
+    base = records.get(baseline)
+    if base is None:
+        return []
+    ours = _items(base)
+    out = []
+    for env, record in records.items():
+        if env == baseline:
+            continue
+        theirs = _items(record)
+        for key in dict.fromkeys([*ours, *theirs]):
+            name, mine = ours.get(key, (key, MISSING))
+            other_name, other = theirs.get(key, (key, MISSING))
+            if mine != other:
+                at = other_name.removeprefix("executable ") if other_name != name and other != MISSING else ""
+                out.append(Difference(env, name, mine, other, at))
+    return out
+
+
+def refusal(workload: str, found: list[Difference], baseline: str) -> str:
+    """The one line that refuses a run whose environments run other bytes
+    than the baseline: the first difference with both digests, how many more."""
+    first = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return (
+        f"{workload}: {first.env} does not run the same program as {baseline}: {first.text(baseline)}{more}; "
+        f"nothing was measured. Make them the same (docs/workloads/command.md), or set same_program = false "
+        f"in [workloads.{workload}] to measure them anyway"
+    )
+
+
+def run_programs(run: RunData) -> dict[str, dict[str, dict[str, Any]]]:
+    """workload -> environment -> its record, from the run's environment
+    facts, environments in the run's column order (the baseline first)."""
+    order = [run.baseline, *(e for e in run.environments if e != run.baseline)]
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for env in order:
+        facts = run.env_facts.get(env)
+        table = facts.get(PROGRAMS) if isinstance(facts, dict) else None
+        for workload, record in (table or {}).items() if isinstance(table, dict) else ():
+            if isinstance(record, dict):
+                out.setdefault(workload, {})[env] = record
+    return out
+
+
+def run_differences(run: RunData) -> dict[str, list[Difference]]:
+    """workload -> its differences from the baseline; a stored run holds
+    some only when its study allowed them (same_program = false)."""
+    return {w: found for w, records in run_programs(run).items() if (found := differences(records, run.baseline))}
+
+
+def footnotes(run: RunData) -> list[str]:
+    """Table I's notes: each environment that ran other bytes than the baseline."""
+    out = []
+    for workload, found in run_differences(run).items():
+        for env in dict.fromkeys(d.env for d in found):
+            first = [d for d in found if d.env == env]
+            more = f" (and {len(first) - 1} more)" if len(first) > 1 else ""
+            out.append(
+                f"{env}: {workload} ran a different program than {run.baseline} (same_program = false): "
+                f"{first[0].text(run.baseline)}{more}."
+            )
+    return out
+
+
+def program_lines(records: dict[str, dict[str, Any]]) -> list[str]:
+    """What each environment ran, environments with identical records on
+    one line each: "native, docker-nat: executable /usr/bin/7z sha256 ..."."""
+    groups: dict[tuple[tuple[str, tuple[str, str]], ...], list[str]] = {}
+    for env, record in records.items():
+        groups.setdefault(tuple(sorted(_items(record).items())), []).append(env)
+    out = []
+    for items, envs in groups.items():
+        for _, (name, value) in items:
+            kind = "sha256 " if not name.startswith("package ") else ""
+            out.append(f"{', '.join(envs)}: {name} {kind}{value}")
+    return out
+
+
+def summary(run: RunData) -> dict[str, dict[str, Any]]:
+    """The JSON documents' ``programs``: per workload, whether every
+    environment ran the same bytes, each one's record, the differences."""
+    found = run_differences(run)
+    return {
+        workload: {
+            "same": workload not in found,
+            "environments": records,
+            "differences": [d.text(run.baseline) for d in found.get(workload, [])],
+        }
+        for workload, records in run_programs(run).items()
+    }
