@@ -160,7 +160,9 @@ def run_duet(
         )
         for me, other in (sides, sides[::-1])
     ]
-    threads.append(threading.Thread(target=_rotate, args=(sides, barrier, both, errors), name="duet-rotate", daemon=True))
+    threads.append(
+        threading.Thread(target=_rotate, args=(sides, barrier, both, errors), name="duet-rotate", daemon=True)
+    )
     for t in threads:
         t.start()
     for t in threads:
