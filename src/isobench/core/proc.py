@@ -60,10 +60,14 @@ def run_argv(
         with proc:
             try:
                 out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # as subprocess.run does
-                out, err = proc.communicate()
-                return ExecResult(argv, -9, as_text(out), as_text(err), time.perf_counter() - start, timed_out=True)
+            except subprocess.TimeoutExpired as exc:
+                # as subprocess.run does: the output so far, without waiting
+                # for grandchildren that still hold the pipes
+                proc.kill()
+                proc.wait()
+                return ExecResult(
+                    argv, -9, as_text(exc.stdout), as_text(exc.stderr), time.perf_counter() - start, timed_out=True
+                )
     finally:
         if live is not None:
             live.discard(proc.pid)

@@ -150,7 +150,8 @@ def run_duet(
     sides = [Side(env, c) for env, c in zip(pair, cpus)]
     for s in sides:
         s.env.place(s.cpus)
-    barrier, both, errors = threading.Barrier(3), threading.Event(), []
+    barrier, both = threading.Barrier(3), threading.Event()
+    errors: list[str] = []
     threads = [
         threading.Thread(
             target=_side,
