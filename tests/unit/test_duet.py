@@ -222,6 +222,12 @@ def test_the_answer_says_the_schedule():
     text = schedule_summary(run)
     assert "at the same time as native's" in text and "on host CPUs 0 | 1" in text
     assert "(compression/default)" in text and "one sample at a time: fio/randread" in text
+    assert "sides swapped every round" in text  # stored before sides rotated within a sample
+    run.host_facts["schedule"]["rotate_s"] = 0.5
+    assert "sides swapped every 0.5 s while both ran" in schedule_summary(run)
+    run.host_facts["schedule"]["rotate_s"] = "\x1b[2J"
+    assert "every round" in schedule_summary(run)
+    assert Duet("native", "interleaved", cpus=[0, 1]).facts()["rotate_s"] == duet_mod.ROTATE_S
     run.host_facts = {"schedule": "nonsense"}
     assert schedule_summary(run) == ""
 

@@ -20,9 +20,15 @@ def schedule_summary(run: RunData) -> str:
     where = ""
     if isinstance(sides, list) and len(sides) == 2 and all(isinstance(s, list) for s in sides):
         where = " on host CPUs " + " | ".join(",".join(str(c) for c in s) for s in sides)
+    rotate = record.get("rotate_s")
+    swapped = (
+        f"sides swapped every {rotate:g} s while both ran"
+        if isinstance(rotate, (int, float)) and not isinstance(rotate, bool) and 0 < rotate < 1e6
+        else "sides swapped every round"  # a run stored before sides rotated within a sample
+    )
     text = (
         f"Schedule: duet: each environment's sample ran at the same time as {run.baseline}'s, each side on "
-        f"its own CPUs{where}, sides swapped every round; ratios are taken within each duet"
+        f"its own CPUs{where}, {swapped}; ratios are taken within each duet"
     )
     text += f" ({', '.join(duets)})" if duets else ""
     if alone:

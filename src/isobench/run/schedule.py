@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from isobench.envs.base import Environment
 from isobench.envs.pinning import duet_sides, usable_cpus
+from isobench.run.duet import ROTATE_S
 from isobench.workloads.base import Workload
 
 SCHEDULES = ("sequential", "duet")
@@ -117,7 +118,7 @@ class Duet(Schedule):
         return self.name if workload.duets else self._sequential.name
 
     def facts(self) -> dict:
-        return {"sides": [list(s) for s in self.sides]}
+        return {"sides": [list(s) for s in self.sides], "rotate_s": ROTATE_S}
 
     def samples_per_round(self, workload: Workload, envs: int) -> int:
         # the baseline runs once beside each other environment
