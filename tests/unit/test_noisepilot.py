@@ -318,8 +318,10 @@ def kernel(name, sd, pairs=20):
     return KernelNoise(name, f"fake {name}", pairs, sd, sd * 0.76, sd * 1.46, 0.1, -0.2, 0.4, 0.35)
 
 
-def pilot(at, host=ME, cpu=0.041, io=0.095, cached=False):
+def pilot(at, host=ME, cpu=0.041, io=0.095, cached=False, duet=None):
     kernels = {"cpu": kernel("cpu", cpu)}
+    if duet is not None:
+        kernels["cpu-duet"] = kernel("cpu-duet", duet)
     if io is not None:
         kernels["io"] = kernel("io", io)
     return Pilot(npl.PILOT_VERSION, dict(host), "2025-01-01 12:00:00", at, 31.0, kernels, {}, cached)
@@ -498,6 +500,33 @@ def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
     assert size.seconds_at(study.meta.repetitions) == pytest.approx(size.estimated_s)
 
 
+def test_a_duet_study_is_told_the_duet_kernels_figure():
+    duet_study = STUDY.replace("warmup = 1", 'warmup = 1\nschedule = "duet"').replace("threads = 0", "threads = 1")
+    (first, _), _ = lines_for(duet_study, pilot(5000.0, duet=0.012))
+    # compression runs as duets: the duet figure; fio cannot: I/O; nothing is left for the sequential CPU one
+    assert "(CPU duet noise 1.2%, " in first and "CPU noise 4.1%" not in first
+    assert "; I/O-bound fio (I/O noise 9.5%)" in first
+    (first, _), _ = lines_for(duet_study, pilot(5000.0))  # a pilot before the duet kernel: the CPU figure, said
+    assert "(CPU noise 4.1%, the duet's not measured, " in first
+    (first, _), _ = lines_for(STUDY, pilot(5000.0, duet=0.012))  # sequential: the duet figure is not its noise
+    assert "(CPU noise 4.1%, " in first and "duet" not in first
+
+
+def test_the_duet_kernel_times_both_sides_at_once_and_swaps_them():
+    import os
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    k = pk.DuetCpuKernel(((cpus[0],), (cpus[1],)))
+    k.data = k.data[:3_000_000]  # about 0.2 s: a few swaps at 0.05 s
+    t0 = time.perf_counter()
+    (start_a, a), (start_b, b) = k.pair(time.perf_counter, t0)
+    assert abs(start_a - start_b) < 0.05  # released together
+    assert max(start_a + a, start_b + b) - min(start_a, start_b) < a + b  # they overlapped
+    assert a > 0 and b > 0 and k.pairs == 1
+
+
 def test_resolution_variants():
     from isobench.checks.resolution import compared_cells
 
@@ -506,7 +535,7 @@ def test_resolution_variants():
     assert first.startswith("at up to 12 rounds") and "tested at alpha/4 for 4 looks" in first
     only_fio = STUDY.replace("[workloads.compression]\nsize_mb = 32\nthreads = 0\nlevel = 2\n", "")
     (first, _), _ = lines_for(only_fio, pilot(5000.0))
-    assert "(I/O noise 9.5%, fio I/O-bound" in first and "CPU noise" not in first
+    assert "(I/O noise 9.5%, I/O-bound fio" in first and "CPU noise" not in first
     (first, _), _ = lines_for(STUDY, pilot(5000.0, io=None))
     assert "I/O-bound fio (I/O not measured, CPU noise 4.1%)" in first
     (_, second), _ = lines_for(STUDY, pilot(5000.0), now=5000.0 + 4 * 3600)

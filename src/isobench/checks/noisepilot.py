@@ -29,13 +29,13 @@ from isobench.host.hostinfo import Finding, cpu_model, read_text
 
 # Bump when a kernel or the schedule (checks/pilotkernels.py) changes: a
 # cached figure of other work is not this pilot's figure.
-PILOT_VERSION = 1
+PILOT_VERSION = 2  # 2: the duet kernel
 CACHE_FILE = os.path.join(STATE_ROOT, "noise-pilot.json")
 MAX_AGE_S = 3600.0  # a shared host's neighbours come and go: older figures are measured again
 TIMEOUT_S = 75.0  # the caller has an answer by then, whatever a kernel does (a hung fsync)
 ABOUT_S = 30  # what the user is told to wait: 20 rounds of four samples of ~0.35 s here
 
-KERNEL_LABELS = {"cpu": "CPU", "io": "I/O"}
+KERNEL_LABELS = {"cpu": "CPU", "cpu-duet": "CPU duet", "io": "I/O"}
 
 # Above this paired SD a host is worth a warning: a ~100-cell table then
 # needs more than 15 rounds to resolve ±5%, and 5 rounds find only changes

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from isobench.core.workspace import DATA_ROOT
+from isobench.envs.pinning import duet_sides, usable_cpus
 from isobench.workloads.compress import corpus_bytes
 
 SCRATCH_DIR = os.path.join(DATA_ROOT, "noise-pilot")  # `isobench clean` removes it after a SIGKILL
@@ -28,6 +29,12 @@ BUDGET_S = 40.0  # no round of pairs starts that would end past this
 # The kernels: fixed work, sized to ~0.35 s each on the 2-core development
 # VM, so that timer and scheduler granularity are far below the noise.
 CPU_BYTES = 6_000_000
+# The duet kernel: the CPU kernel twice at once, ~0.7 s, the sides swapped
+# every DUET_ROTATE_S (a study's duet swaps every 0.5 s over samples of
+# seconds: about as many swaps per sample)
+DUET_BYTES = 12_000_000
+DUET_ROTATE_S = 0.05
+FILL_BYTES = 1_000_000  # what the side done first keeps compressing, uncounted, until the other ends
 ZLIB_LEVEL = 6
 IO_FILE_MIB = 16
 IO_SYNCS = 128  # 4 KiB writes each made durable, as a database commits
@@ -50,6 +57,68 @@ class CpuKernel:
 
     def run(self) -> None:
         zlib.compress(self.data, ZLIB_LEVEL)
+
+    def close(self) -> None:
+        pass
+
+
+class DuetCpuKernel:
+    """The CPU kernel twice at the same time, one thread on each duet
+    side's CPUs, the sides swapped while both run and the first done kept
+    busy until the other ends: the paired noise a study's duets see
+    (run/duet.py), as CpuKernel's A/A pairs are a sequential run's."""
+
+    name = "cpu-duet"
+
+    def __init__(self, sides: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+        self.sides = sides
+        self.data = corpus_bytes(DUET_BYTES)
+        self.pairs = 0
+        self.what = (
+            f"zlib level {ZLIB_LEVEL} over {DUET_BYTES / 1e6:g} MB twice at once on CPUs "
+            + " | ".join(",".join(map(str, s)) for s in sides)
+            + f", swapped every {DUET_ROTATE_S:g} s"
+        )
+
+    def run(self) -> None:  # the warm-up
+        zlib.compress(self.data[:FILL_BYTES], ZLIB_LEVEL)
+
+    def pair(self, clock: Callable[[], float], t0: float) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Both timed at once: (start, seconds) of each side."""
+        first = self.pairs % 2  # who starts on which side alternates
+        self.pairs += 1
+        tids, out = [0, 0], [(0.0, 0.0), (0.0, 0.0)]
+        done = [threading.Event(), threading.Event()]
+        barrier = threading.Barrier(3)
+
+        def side(i: int) -> None:
+            tids[i] = threading.get_native_id()
+            os.sched_setaffinity(0, self.sides[(i + first) % 2])
+            barrier.wait(30)
+            start = clock()
+            try:
+                zlib.compress(self.data, ZLIB_LEVEL)  # releases the GIL: the two run in parallel
+                out[i] = (start - t0, clock() - start)
+            finally:
+                done[i].set()
+            while not done[1 - i].is_set():
+                zlib.compress(self.data[:FILL_BYTES], ZLIB_LEVEL)
+
+        threads = [threading.Thread(target=side, args=(i,), daemon=True) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        barrier.wait(30)
+        k = 0
+        while not (done[0].wait(DUET_ROTATE_S) and done[1].is_set()):
+            k += 1
+            for i in (0, 1):
+                try:
+                    os.sched_setaffinity(tids[i], self.sides[(i + first + k) % 2])
+                except OSError:  # its thread just ended
+                    pass
+        for t in threads:
+            t.join()
+        return out[0], out[1]
 
     def close(self) -> None:
         pass
@@ -189,7 +258,7 @@ def time_kernels(
         began = clock()
         for k in list(live):
             try:
-                a, b = once(k), once(k)
+                a, b = k.pair(clock, t0) if isinstance(k, DuetCpuKernel) else (once(k), once(k))
             except OSError as exc:
                 drop(k, exc)
                 continue
@@ -198,8 +267,14 @@ def time_kernels(
 
 
 def default_kernels(timings: Timings) -> list:
-    """The CPU kernel, and the I/O one where the scratch directory is writable."""
+    """The CPU kernel, the duet one where there are two CPUs for it, and
+    the I/O one where the scratch directory is writable."""
     kernels: list = [CpuKernel()]
+    sides = duet_sides(usable_cpus())
+    if sides[0] and sides[1]:
+        kernels.append(DuetCpuKernel(sides))
+    else:
+        timings.notes["cpu-duet"] = "not measured: fewer than two usable CPUs"
     try:
         kernels.append(IoKernel())
     except OSError as exc:

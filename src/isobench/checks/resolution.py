@@ -45,14 +45,16 @@ class Compared:
     cells: int  # m: primary metrics x cases (x noise steps) x non-baseline environments that run them
     io_cells: int  # of them, those of I/O-bound workloads
     io_workloads: tuple[str, ...]  # their keys in the study
+    duet_cells: int = 0  # of the others, those that run as duets (schedule = "duet")
+    duet_workloads: tuple[str, ...] = ()
 
 
 def compared_cells(study: Study, host: HostInfo) -> Compared:
     steps = len(study.noise.steps) if study.noise is not None else 1
     skip = study.unsupported()
     baseline = study.meta.baseline
-    cells = io_cells = 0
-    io_keys = []
+    cells = io_cells = duet_cells = 0
+    io_keys, duet_keys = [], []
     for entry in study.workloads:
         if (baseline, entry.key) in skip:
             continue  # no baseline cell: nothing of it is compared
@@ -64,7 +66,10 @@ def compared_cells(study: Study, host: HostInfo) -> Compared:
         if workload.io_bound and envs:
             io_cells += rows * len(envs)
             io_keys.append(entry.key)
-    return Compared(cells, io_cells, tuple(io_keys))
+        elif study.meta.schedule == "duet" and workload.duets and envs:
+            duet_cells += rows * len(envs)
+            duet_keys.append(entry.key)
+    return Compared(cells, io_cells, tuple(io_keys), duet_cells, tuple(duet_keys))
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ class Outlook:
     rounds: int
     looks: int
     cells: int
-    groups: tuple[tuple[Resolution, str], ...]
+    groups: tuple[tuple[Resolution, str, str], ...]  # (resolution, noise named, which cells; "" for the rest)
 
     def resolves_nothing(self) -> bool:
         """No cell can resolve at the study's size: under every noise figure
@@ -125,7 +130,7 @@ class Outlook:
         pilot, no cell compared)."""
         return bool(self.groups) and all(
             change_text(r.change_pct).startswith(">") and (r.rounds_needed is None or r.rounds_needed > r.rounds)
-            for r, _ in self.groups
+            for r, _, _ in self.groups
         )
 
 
@@ -144,14 +149,18 @@ def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | No
     if m == 0 or pilot is None or not pilot.kernels:
         return Outlook(at, rounds, looks, m, ())
     q = sequential_alpha(looks, alpha=ALPHA) / m
-    cpu, io = pilot.noise("cpu"), pilot.noise("io")
+    cpu, duet, io = pilot.noise("cpu"), pilot.noise("cpu-duet"), pilot.noise("io")
     lent = cpu or io
     assert lent is not None  # the pilot's kernels are cpu, io or both
     # a kernel that did not run lends the other's figure, said so
-    groups: list[tuple[KernelNoise, str]] = []
-    if m > compared.io_cells:
+    groups: list[tuple[KernelNoise, str, str]] = []
+    if m > compared.io_cells + compared.duet_cells:
         figure = cpu or lent
-        groups.append((figure, f"{figure.label} noise {fmt_noise(figure.sd)}"))
+        groups.append((figure, f"{figure.label} noise {fmt_noise(figure.sd)}", ""))
+    if compared.duet_cells:
+        figure = duet or cpu or lent
+        named = f"{figure.label} noise {fmt_noise(figure.sd)}" + ("" if duet else ", the duet's not measured")
+        groups.append((figure, named, f"duets {', '.join(compared.duet_workloads)}"))
     if compared.io_cells:
         figure = io or lent
         named = (
@@ -159,9 +168,13 @@ def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | No
             if io is not None
             else f"I/O not measured, {figure.label} noise {fmt_noise(figure.sd)}"
         )
-        groups.append((figure, named))
+        groups.append((figure, named, f"I/O-bound {', '.join(compared.io_workloads)}"))
     return Outlook(
-        at, rounds, looks, m, tuple((resolve(f.sd, rounds, q, meta.tolerance_pct), named) for f, named in groups)
+        at,
+        rounds,
+        looks,
+        m,
+        tuple((resolve(f.sd, rounds, q, meta.tolerance_pct), named, cells) for f, named, cells in groups),
     )
 
 
@@ -179,10 +192,9 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
             f"`isobench doctor` measures it (about {ABOUT_S} s); `isobench run` does before its first round"
         ]
     assert pilot is not None  # groups come from its figures
-    io_keys = ", ".join(compared.io_workloads)
-    (r, named), *rest = o.groups
-    if not rest and compared.io_cells:
-        named += f", {io_keys} I/O-bound"
+    (r, named, cells), *rest = o.groups
+    if not rest and cells:
+        named += f", {cells}"
     first = (
         f"{o.at} this host can find {findable(r.change_pct)} ({named}, {o.cells} cells compared"
         + (f", tested at alpha/{o.looks} for {o.looks} looks" if o.looks > 1 else "")
@@ -190,11 +202,9 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     )
     needs = _needs_text(r, size)
     first += f"; {needs}" if needs else ""
-    for r, named in rest:
+    for r, named, cells in rest:
         needs = _needs_text(r, size).replace(" equivalence", "")
-        first += f"; I/O-bound {io_keys} ({named}): about {change_text(r.change_pct)}" + (
-            f", and {needs}" if needs else ""
-        )
+        first += f"; {cells} ({named}): about {change_text(r.change_pct)}" + (f", and {needs}" if needs else "")
     age = pilot.when(now) + ("" if pilot.age_s(now) < MAX_AGE_S else "; `isobench doctor --fresh` measures again")
     second = (
         f"a workload can be noisier than the pilot's kernels ({age}): its inconclusive cells then "

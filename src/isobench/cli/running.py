@@ -131,7 +131,7 @@ def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
             "`isobench doctor` measures it"
         )
     elif outlook.resolves_nothing():
-        needed = [r.rounds_needed for r, _ in outlook.groups if r.rounds_needed is not None]
+        needed = [r.rounds_needed for r, _, _ in outlook.groups if r.rounds_needed is not None]
         more = rounds_text(min(needed), size.round_s, ROUNDS_NEEDED_CAP, size.warmup, size.fixed_s) if needed else ""
         why = (
             f"{outlook.at} it can resolve nothing here: only changes beyond +999% can be found and "
