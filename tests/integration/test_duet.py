@@ -60,13 +60,13 @@ def test_a_duet_study_runs_both_sides_at_once_and_leaves_nothing(tmp_path):
         assert max(s_a, s_b) < min(e_a, e_b), f"the two samples did not overlap: {pair}"
         assert rec_a["cpus"] != rec_b["cpus"]
         assert rec_a["skew_s"] < 1.0 and min(rec_a["overlap"], rec_b["overlap"]) > 0.5
-        # the sides swapped CPUs while both ran (every 0.5 s): the docker one
+        # the sides swapped CPUs while both ran (every 0.1 s): the docker one
         # by its cpuset, native's running processes by their affinity
         assert "rotate_error" not in rec_a and "rotate_error" not in rec_b
-        if min(e_a - s_a, e_b - s_b) > 2.0:
+        if min(e_a - s_a, e_b - s_b) > 0.6:
             assert rec_a["swaps"] >= 2 and 0.15 < rec_a["home_share"] < 0.85, pair
             rotated += 1
-    assert rotated >= 2, duets  # compression's 8 MB takes seconds a sample
+    assert rotated >= 4, duets  # compression and hpcc take over a second a sample
     facts = json.loads(db.execute("SELECT host_facts FROM runs").fetchone()[0])
     assert facts["schedule"]["name"] == "duet"
     assert set(facts["schedule"]["cells"].values()) == {"duet"}

@@ -92,6 +92,12 @@ class Environment(abc.ABC):
         so before anything starts."""
         raise EnvironmentError_(f"{self.name}: a {self.kind} environment cannot be placed on chosen host CPUs")
 
+    def move(self, cpus: tuple[int, ...]) -> None:
+        """place(), while a sample runs: a duet swaps its sides' CPUs many
+        times a second, so a kind with a faster way than place() to move
+        everything it runs overrides this (a container's cgroup)."""
+        self.place(cpus)
+
     def counters(self) -> dict[str, float]:
         """This environment's own cumulative counters (isobench.host.counters
         names: cgroup.*, vmm.*), read before and after every sample; empty

@@ -395,6 +395,34 @@ class DockerEnvironment(Environment):
         except docker.errors.DockerException as exc:
             raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {target}: {exc}") from None
 
+    def move(self, cpus: tuple[int, ...]) -> None:
+        # the container's cgroup cpuset written directly: 0.02 ms where
+        # `docker update` takes about 16 ms, too slow for a swap every 0.1 s;
+        # the next place() goes through the engine again
+        path = self._cpuset_file()
+        if path is None:
+            self.place(cpus)
+            return
+        try:
+            with open(path, "w") as fh:
+                fh.write(",".join(map(str, cpus)))
+        except OSError as exc:
+            raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {cpus}: {exc}") from None
+
+    def _cpuset_file(self) -> str | None:
+        if self._container is None:
+            raise EnvironmentError_(f"{self.name}: not started")
+        cid = self._container.id
+        for base in (
+            f"/sys/fs/cgroup/cpuset/docker/{cid}",  # v1, cgroupfs driver
+            f"/sys/fs/cgroup/cpuset/system.slice/docker-{cid}.scope",  # v1, systemd driver
+            f"/sys/fs/cgroup/system.slice/docker-{cid}.scope",  # v2
+            f"/sys/fs/cgroup/docker/{cid}",
+        ):
+            if os.path.exists(f"{base}/cpuset.cpus"):
+                return f"{base}/cpuset.cpus"
+        return None
+
     def stop(self) -> None:
         problems = [
             p

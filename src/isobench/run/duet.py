@@ -5,10 +5,9 @@ Benchmarking", ICPE 2020).
 Both sides are placed, then released by one barrier. While both samples
 run, the sides swap CPUs every ROTATE_S seconds, so each spends about half
 its sample on each CPU set: on a shared host the two vCPUs are not equally
-fast (one may share a physical core with a busy neighbour), and swapping
-only between rounds leaves that difference in every ratio (measured here,
-A/A, xz: paired SD 11.2% swapping per round, 3.2% swapping every 0.5 s;
-docs/statistics.md#duet). The side that finishes
+fast (one may share a physical core with a busy neighbour, or be descheduled by
+the hypervisor), and swapping only between rounds leaves that difference in
+every ratio (docs/statistics.md#duet). The side that finishes
 first keeps the same work running, uncounted, in short chunks until the other
 finishes, so that neither ever runs alone; a chunk is cut at a tenth of the
 sample's length so the other side waits little for it. Each sample keeps its
@@ -26,7 +25,10 @@ from isobench.envs.base import Environment
 from isobench.run.measure import Taken, take
 from isobench.workloads.base import Workload
 
-ROTATE_S = 0.5  # a docker move takes about 16 ms here: 3% of each half-second
+# Measured here (A/A xz, 10 pairs each): paired SD 7.3% swapping every 0.5 s,
+# 2.8% every 0.1 s, 1.1% every 0.02 s; a move costs about 1 ms natively (the
+# /proc walk) and 0.02 ms for a container (its cgroup), nothing beside a sample
+ROTATE_S = 0.1
 FILLER_SHARE = 0.1  # a filler chunk's length, as a share of the finished sample
 FILLER_MIN_S, FILLER_MAX_S = 0.3, 5.0
 BARRIER_TIMEOUT_S = 60.0
@@ -77,7 +79,7 @@ def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event
         k += 1
         try:
             for i in (0, 1) if k % 2 else (1, 0):
-                sides[i].env.place(sides[(i + k) % 2].cpus)
+                sides[i].env.move(sides[(i + k) % 2].cpus)
                 sides[i].moves.append(time.perf_counter())
         except Exception as exc:  # noqa: BLE001 - the samples go on where they are; the record says so
             errors.append(str(exc))
