@@ -206,8 +206,11 @@ def report(
         console.print(f"HTML report written to {escape(str(path))}", highlight=False)
         return
     if fmt == "json":
+        from isobench.results.attribution import attribution_json, build_rows, primary_changed_cells
+        from isobench.results.table import build_table
         from isobench.store.export import CELL_COLUMNS, cell_rows
 
+        rows = build_rows(run)
         emit(
             document(
                 "report",
@@ -216,6 +219,7 @@ def report(
                     "host_facts": run.host_facts,
                     "cell_columns": list(CELL_COLUMNS),
                     "cells": cell_rows(run),
+                    "attribution": attribution_json(run, rows, primary_changed_cells(run, build_table(run))),
                 },
             ),
             output,
