@@ -136,7 +136,6 @@ class VmKind(EnvKind):
                 )
             )
         else:
-
             out.append(Finding("kvm", "info", kvm_probe.NOT_PROBED, kvm_probe.when_probed()))
         vhost = r.get("vhost_net")
         out.append(
