@@ -111,9 +111,10 @@ def runs(store_path: str, as_json: bool, output: str | None) -> None:
         )
 
     # a listing is never cut to fit (ids, statuses and counts are copied by
-    # scripts and people): past the width, the line is longer instead
+    # scripts and people): the environments wrap and the study folds first;
+    # when that is not narrow enough, the line is longer instead
     def wide(out) -> None:
-        need = Measurement.get(out, out.options.update_width(1000), table).maximum
+        need = Measurement.get(out, out.options.update_width(1000), table).minimum
         width, out.width = out.width, max(out.width, need)
         try:
             out.print(table)
