@@ -80,6 +80,13 @@ class Synthetic:
     # (workload, metric) stored as primaries (DECLARED); empty: a run stored
     # before primaries, no metric flagged
     primaries: tuple[tuple[str, str], ...] = ()
+    baseline: str = "native"
+    # (env, workload) -> counter deltas of each measured sample (extra["counters"],
+    # 1% noise per sample from a generator of their own), over COUNTER_UNITS
+    counters: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+
+
+COUNTER_UNITS = ["MB", 100.0]
 
 
 def fake_study(envs=ENVS, baseline="native"):
@@ -102,10 +109,11 @@ def _hist(rng, median_us: float, n: int = 4000) -> list[list[float]]:
 
 def write_run(store, spec: Synthetic) -> str:
     rng = np.random.default_rng(spec.seed)
+    counter_rng = np.random.default_rng(spec.seed + 1000)  # the values' sequence stays what it was
     run_id = spec.run_id
     store.create_run(
         run_id,
-        fake_study(spec.envs),
+        fake_study(spec.envs, spec.baseline),
         {
             "cpu_model": "Synthetic CPU @ 2.0GHz",
             "cores": 2,
@@ -163,6 +171,11 @@ def write_run(store, spec: Synthetic) -> str:
                 extra = {}
                 if w == "fio" and case == "randread":
                     extra["read_clat_hist"] = _hist(rng, vals["read_clat_p50_us"])
+                if (env, w) in spec.counters:
+                    deltas = spec.counters[(env, w)]
+                    noise = counter_rng.normal(1.0, 0.01, len(deltas))
+                    extra["counters"] = {k: v * f for (k, v), f in zip(deltas.items(), noise)}
+                    extra["units"] = COUNTER_UNITS
                 store.add_sample(
                     Sample(
                         run_id,

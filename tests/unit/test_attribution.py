@@ -1,9 +1,30 @@
 """The attribution section: per-unit costs, paired test, BH verdicts, figure data."""
 
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from isobench.cli.main import main
 from isobench.report.figures.attribution import cpu_per_unit_figure
+from isobench.report.html import render_html
 from isobench.report.markdown import render_markdown
-from isobench.results.attribution import build_rows, categories, changed, cpu_per_unit, derived, section_lines
+from isobench.report.section import ReportContext
+from isobench.report.sections import sections_for
+from isobench.report.terminal import render_terminal
+from isobench.results.attribution import (
+    ENVIRONMENT,
+    HOST,
+    build_rows,
+    categories,
+    changed,
+    cpu_per_unit,
+    derived,
+    scope,
+)
 from isobench.results.model import RunData
+from isobench.store.db import Store
+from synthetic_runs import DECLARED, Synthetic, write_run
 
 
 def sample(system_s, softirq_s, rtts=1000.0, user_s=0.5, client_s=0.1, ctxt=2000.0):
@@ -42,20 +63,118 @@ def test_extra_system_cpu_per_round_trip_is_found_and_ranked():
     assert abs(rows[0].delta) >= abs(rows[1].delta)
 
 
+def _slugs(run, fmt="md"):
+    return {section.slug: blocks for section, blocks in sections_for(ReportContext(run), fmt)}
+
+
 def test_nothing_changed_says_so():
-    lines = section_lines(run_with(0.0))
-    assert any("No per-unit counter changed" in line for line in lines)
+    blocks = _slugs(run_with(0.0))["attribution"]
+    assert any("No per-unit counter changed" in getattr(b, "text", "") for b in blocks)
+    assert "attribution-unchanged" not in _slugs(run_with(0.0))
 
 
 def test_no_counters_no_section():
     run = run_with(0.0)
     run.counters.clear()
-    assert section_lines(run) == []
+    assert not {"attribution", "attribution-unchanged"} & set(_slugs(run))
 
 
 def test_section_in_markdown():
+    # an in-memory run has no metrics, so no primary changed: the rows are
+    # not a cost, and Markdown shows that section whole
     md = render_markdown(run_with(0.5))
-    assert "## Where the overhead comes from" in md and "system CPU (host)" in md
+    assert "## Counters that changed where the result did not" in md and "system CPU (host)" in md
+
+
+def test_scope_of_each_counter():
+    assert scope("cgroup.user_s") == scope("vmm.vcpu_s") == ENVIRONMENT
+    for name in ("cpu.system_s", "cpu.sut_s", "disk.read_bytes", "intr", "softirq.NET_RX", "conntrack.new"):
+        assert scope(name) == HOST
+
+
+# compression on docker-nat is 20% slower (its primary changed) and costs more
+# container CPU and host system CPU per MB; compression on native reads far
+# less from disk than on docker-host, the baseline, while its throughput is
+# the same: the issue's "-96% bytes read from disk" that is not a cost.
+BASE = {"cgroup.user_s": 2.0, "cgroup.system_s": 0.5, "cpu.user_s": 2.2, "cpu.system_s": 0.6, "disk.read_bytes": 1e7}
+COUNTERS = {
+    ("docker-host", "compression"): BASE,
+    ("docker-nat", "compression"): {**BASE, "cgroup.user_s": 2.6, "cpu.system_s": 0.9},
+    ("native", "compression"): {k: v for k, v in BASE.items() if not k.startswith("cgroup.")}
+    | {"disk.read_bytes": 4e5},
+}
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    s = Store(path)
+    write_run(
+        s,
+        Synthetic(
+            "a",
+            envs=("native", "docker-nat", "docker-host"),
+            baseline="docker-host",
+            primaries=DECLARED,
+            inject={("docker-nat", "compression", "throughput_mbs"): 0.8},
+            counters=COUNTERS,
+        ),
+    )
+    yield s
+    s.close()
+
+
+def _texts(blocks):
+    return [(b.heading, [(i.text, i.sub) for i in b.items]) for b in blocks if hasattr(b, "items")]
+
+
+def test_own_and_host_counters_in_separate_lists_and_only_changed_primaries_as_cost(store):
+    run = store.load_run("a")
+    slugs = _slugs(run)
+    costs = dict(_texts(slugs["attribution"]))
+    assert list(costs) == ["compression/default on docker-nat"]
+    lists = dict(costs["compression/default on docker-nat"])
+    own = lists["the environment's own counters (its cgroup, its VMM's threads)"]
+    host = lists["host-wide counters, including neighbours (other processes on this host)"]
+    assert any("container user CPU" in t for t in own) and not any("(host)" in t for t in own)
+    assert any("system CPU (host)" in t for t in host) and not any("container" in t for t in host)
+    # native's disk reads changed, its throughput did not: not a cost, in the other section
+    others = dict(_texts(slugs["attribution-unchanged"]))
+    assert list(others) == ["compression/default on native (primary result not changed)"]
+    ((heading, rows),) = others["compression/default on native (primary result not changed)"]
+    assert heading.startswith("host-wide") and any("bytes read from disk" in t for t in rows)
+    assert not any("bytes read from disk" in t for _h, items in costs.items() for _x, sub in items for t in sub)
+
+
+def test_not_a_cost_is_folded_in_the_terminal_unless_all(store):
+    from rich.console import Console
+
+    run = store.load_run("a")
+    outputs = {}
+    for show_all in (False, True):
+        console = Console(record=True, width=120)
+        render_terminal(run, console, show_all)
+        outputs[show_all] = console.export_text()
+    assert "system CPU (host)" in outputs[False]  # docker-nat's cost, always shown
+    assert "bytes read from disk" not in outputs[False]
+    assert "1 cell whose primary result did not change still shows" in outputs[False]
+    assert "bytes read from disk" in outputs[True] and "primary result not changed" in outputs[True]
+    html = render_html(run)
+    assert "host-wide counters, including neighbours" in html and "bytes read from disk" in html  # folded
+
+
+def test_report_json_has_both_lists_and_the_flag(store, tmp_path):
+    store.close()
+    r = CliRunner().invoke(main, ["report", "a", "--store", store.path, "--format", "json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    att = json.loads(r.stdout)["attribution"]
+    groups = {(g["env"], g["primary_changed"]): g for g in att["groups"]}
+    assert set(groups) == {("docker-nat", True), ("native", False)}
+    nat = groups[("docker-nat", True)]
+    assert {x["counter"] for x in nat["environment"]} == {"cgroup.user_s"}
+    assert "cpu.system_s" in {x["counter"] for x in nat["host"]} and nat["host_includes_neighbours"]
+    assert [x["counter"] for x in groups[("native", False)]["host"]] == ["disk.read_bytes"]
+    assert att["baseline"] == "docker-host" and att["tested"] > 0
 
 
 def test_client_share_and_vmm_threads_not_double_counted():

@@ -75,4 +75,22 @@ def test_each_kind_judges_its_own_settings():
     assert found["docker storage driver"].value == "engine not reachable"
     assert found["vhost-net"].status == "info" and "modprobe vhost_net" in found["vhost-net"].fix
     unprobed = by_check({**CLEAN, "kinds": {"vm": {"kvm_present": True, "kvm_verdict": None}}})
-    assert unprobed["kvm"].status == "info" and unprobed["kvm"].value == "/dev/kvm present, not yet probed"
+    assert unprobed["kvm"].status == "info" and unprobed["kvm"].value == "/dev/kvm present, not probed yet"
+
+
+def test_doctor_and_envs_say_the_same_about_an_unprobed_kvm(monkeypatch):
+    """Neither command probes KVM; both say, in one sentence, that starting a
+    vm environment does, and where its verdict is kept."""
+    from isobench.envs.kinds import kinds
+    from isobench.envs.vm import kind as vmkind
+    from isobench.envs.vm import kvm_probe
+
+    monkeypatch.setattr(vmkind.shutil, "which", lambda _name: "/usr/bin/qemu-system-x86_64")
+    monkeypatch.setattr(kvm_probe, "qemu_version", lambda: "7.2.0")
+    monkeypatch.setattr(kvm_probe, "kvm_device_problem", lambda: None)
+    monkeypatch.setattr(kvm_probe, "load", lambda *_a, **_k: None)
+    envs_line = kinds()["vm"].probe().details
+    doctor = by_check({**CLEAN, "kinds": {"vm": {"kvm_present": True, "kvm_verdict": None}}})["kvm"]
+    said = kvm_probe.when_probed()
+    assert f"KVM: {doctor.value} ({doctor.fix})" in envs_line and doctor.fix == said
+    assert "isobench run" in said and kvm_probe.CACHE_FILE in said and "envs probes" not in said

@@ -46,13 +46,30 @@ def _section(md: str, title: str) -> list[str]:
     return [ln for ln in m.group(1).splitlines() if ln.strip()]
 
 
-@pytest.mark.parametrize(
-    "title,renamed", [("Results", "Table I"), ("Inconclusive", None), ("Where the overhead comes from", None)]
-)
+@pytest.mark.parametrize("title,renamed", [("Results", "Table I"), ("Inconclusive", None)])
 def test_the_same_run_renders_the_same_numbers_and_verdicts(quick, title, renamed):
     run, before = quick
     after = render_markdown(run)
     assert _section(after, renamed or title) == _section(before, title)
+
+
+def test_the_same_counters_now_split_by_whether_the_primary_changed(quick):
+    """The attribution rows are the same numbers as before; no primary cell of
+    this run changed, so every one moved to the section that says they are not
+    a cost, each cell's rows under the host-wide heading (a native baseline
+    has no cgroup or VMM counters to compare with)."""
+    run, before = quick
+    after = render_markdown(run)
+    old = _section(before, "Where the overhead comes from")
+    cost = _section(after, "Where the overhead comes from")
+    moved = _section(after, "Counters that changed where the result did not")
+    assert "No per-unit counter changed significantly in a cell whose primary result changed." in cost
+    assert [ln for ln in old if ln.startswith("  - ")] == [ln for ln in moved if ln.startswith("  - ")]
+    cells = [ln[2:].removesuffix(":") for ln in old if ln.startswith("- ")]
+    assert [ln.removesuffix(" (primary result not changed):") for ln in moved if ln.endswith("changed):")] == cells
+    assert {ln for ln in moved if ln.startswith("- ")} == {
+        "- host-wide counters, including neighbours (other processes on this host)"
+    }
 
 
 def _said(lines: list[str], envs: list[str]) -> list[tuple[str, str, str]]:
@@ -255,7 +272,9 @@ def test_long_lists_are_folded_in_a_terminal_and_a_page_but_not_in_markdown(quic
     opened = _terminal(run, 120, show_all=True)
     assert "values fall across 5 rounds" in opened and "--all` shows them" not in opened
     html = render_html(run)
-    assert html.count("<details>") == 2 and "<summary>8 warning(s) on 16 cell(s)</summary>" in html
+    # warnings, inconclusive cells, counters that changed where the result did not
+    assert html.count("<details>") == 3 and "<summary>8 warning(s) on 16 cell(s)</summary>" in html
+    assert "still show changed counters (not a cost)</summary>" in html
     warnings = html.index('<section id="warnings">')
     assert warnings < html.index("<details>", warnings) < html.index("values fall across", warnings)
     md = render_markdown(run)

@@ -127,7 +127,9 @@ def compare_cmd(
     --fail-on-regression, the old name of --fail-on-change, works for one
     more release.
     \b
-    Example (CI): isobench compare A B --fail-on-change 5 --require-resolution 5 --junit compare.xml
+    Example (CI):
+      isobench compare A B --fail-on-change 5 --require-resolution 5 \\
+        --junit compare.xml
     """
     if old_fail_pct is not None and fail_pct is None:
         fail_pct = old_fail_pct

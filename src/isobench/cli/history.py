@@ -101,7 +101,8 @@ def history(
     release.
     \b
     Example (CI, after `isobench run studies/quick.toml`):
-      isobench history quick --fail-on-change 5 --require-resolution 5 --junit history.xml
+      isobench history quick --fail-on-change 5 --require-resolution 5 \\
+        --junit history.xml
     """
     if old_fail_pct is not None and fail_pct is None:
         fail_pct = old_fail_pct

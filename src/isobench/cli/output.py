@@ -107,7 +107,7 @@ SCHEMAS = {
     "doctor": ("findings",),
     "fleet-list": ("hosts",),
     "calibrate": ("run_id", "env", "rates"),
-    "report": ("run", "host_facts", "cell_columns", "cells"),
+    "report": ("run", "host_facts", "cell_columns", "cells", "attribution"),
     "compare": (
         "run_a",
         "run_b",

@@ -111,9 +111,10 @@ def runs(store_path: str, as_json: bool, output: str | None) -> None:
         )
 
     # a listing is never cut to fit (ids, statuses and counts are copied by
-    # scripts and people): past the width, the line is longer instead
+    # scripts and people): the environments wrap and the study folds first;
+    # when that is not narrow enough, the line is longer instead
     def wide(out) -> None:
-        need = Measurement.get(out, out.options.update_width(1000), table).maximum
+        need = Measurement.get(out, out.options.update_width(1000), table).minimum
         width, out.width = out.width, max(out.width, need)
         try:
             out.print(table)
@@ -206,8 +207,11 @@ def report(
         console.print(f"HTML report written to {escape(str(path))}", highlight=False)
         return
     if fmt == "json":
+        from isobench.results.attribution import attribution_json, build_rows, primary_changed_cells
+        from isobench.results.table import build_table
         from isobench.store.export import CELL_COLUMNS, cell_rows
 
+        rows = build_rows(run)
         emit(
             document(
                 "report",
@@ -216,6 +220,7 @@ def report(
                     "host_facts": run.host_facts,
                     "cell_columns": list(CELL_COLUMNS),
                     "cells": cell_rows(run),
+                    "attribution": attribution_json(run, rows, primary_changed_cells(run, build_table(run))),
                 },
             ),
             output,

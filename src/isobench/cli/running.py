@@ -237,7 +237,8 @@ def run(
     cell could not have seen a change of --require-resolution PCT; 2 usage
     error or bad study; 130 interrupted.
     \b
-    Example (CI): isobench run studies/quick.toml --budget 30m --require-resolution 5
+    Example (CI):
+      isobench run studies/quick.toml --budget 30m --require-resolution 5
     """
     from isobench.cli.execution import execute
     from isobench.store.db import StoreError

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import ClassVar
 
 from isobench.report.blocks import Block
+from isobench.results.attribution import Group, Row, build_rows, group_rows, primary_changed_cells
 from isobench.results.model import RunData
 from isobench.results.table import Table, build_table
 
@@ -42,6 +43,13 @@ class ReportContext:
     @cached_property
     def table(self) -> Table:
         return self._table or build_table(self.run)
+
+    @cached_property
+    def attribution(self) -> tuple[list[Row], list[Group]]:
+        """Every tested counter row and the changed ones' groups (results/attribution.py),
+        for the two attribution sections."""
+        rows = build_rows(self.run)
+        return rows, group_rows(rows, primary_changed_cells(self.run, self.table))
 
     @cached_property
     def figure_specs(self) -> list:

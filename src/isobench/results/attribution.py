@@ -8,7 +8,9 @@ per request ...). For each workload case and environment, those costs are
 compared with the baseline's by ``stats.compare_cell`` (paired by round when
 both have the round), and the verdicts of the whole attribution table come
 from ``verdicts.adjust`` (Benjamini-Hochberg, three verdicts). The sections
-list the changed rows, largest first. Meanings and limits: docs/attribution.md.
+list the changed rows, largest first, the environment's own counters apart
+from the host-wide ones, and as a cost only where the case's primary result
+changed. Meanings and limits: docs/attribution.md.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from isobench.analysis.stats import compare_cell
 from isobench.analysis.verdicts import CHANGED, Verdict, adjust
 from isobench.core.numbers import MINUS, signed
 from isobench.results.model import RunData
+from isobench.results.primary import primary_keys
+from isobench.results.table import Table
 
 US = 1e6  # CPU-seconds -> µs
 
@@ -192,31 +196,116 @@ def changed(rows: list[Row]) -> list[Row]:
 
 
 TITLE = "Where the overhead comes from"
+UNCHANGED_TITLE = "Counters that changed where the result did not"
+
+# Where a counter is read: the environment's own (Environment.counters(): its
+# cgroup, its VMM's threads) or host-wide (/proc/stat, softirqs, vmstat,
+# diskstats, conntrack), which also counts every other process on the host.
+ENVIRONMENT, HOST = "environment", "host"
+OWN_PREFIXES = ("cgroup.", "vmm.")
+SCOPE_HEADINGS = {
+    ENVIRONMENT: "the environment's own counters (its cgroup, its VMM's threads)",
+    HOST: "host-wide counters, including neighbours (other processes on this host)",
+}
 
 
-def section_lines(run: RunData, limit: int = 8) -> list[str]:
-    """Title, intro, then per cell and environment a heading line followed by
-    its changed counters (indented with two spaces). Empty without counters."""
-    if not run.counters:
-        return []
-    rows = build_rows(run)
-    out = [
-        TITLE,
-        f"Per-unit counter costs against {run.baseline}, changed rows only (Benjamini-Hochberg over "
-        f"{rows[0].verdict.m if rows else 0} tested counters, paired by round; host-wide counters also "
-        "see neighbours: docs/attribution.md).",
-    ]
-    groups: dict[tuple[str, str, str], list[Row]] = {}
+def scope(counter: str) -> str:
+    return ENVIRONMENT if counter.startswith(OWN_PREFIXES) else HOST
+
+
+@dataclass(frozen=True)
+class Group:
+    """One cell and environment's changed counters, the environment's own
+    apart from the host-wide ones; ``primary_changed``: a primary metric of
+    the case changed in Table I in this environment (only then are the
+    counters a cost of the environment)."""
+
+    workload: str
+    case: str
+    env: str
+    primary_changed: bool
+    own: tuple[Row, ...]
+    host: tuple[Row, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.workload}/{self.case} on {self.env}"
+
+    def lists(self) -> list[tuple[str, tuple[Row, ...]]]:
+        """(scope, rows) of the non-empty lists, the environment's own first."""
+        return [(s, rows) for s, rows in ((ENVIRONMENT, self.own), (HOST, self.host)) if rows]
+
+
+def primary_changed_cells(run: RunData, table: Table) -> set[tuple[str, str, str]]:
+    """(workload, case, env) whose primary metric (results/primary.py) changed in Table I."""
+    primaries = set(primary_keys(run))
+    return {
+        (row.key.workload, row.key.case, cell.env)
+        for row in table.rows
+        if row.key in primaries
+        for cell in row.cells
+        if cell.verdict is not None and cell.verdict.changed
+    }
+
+
+def group_rows(rows: list[Row], primary_changed: set[tuple[str, str, str]]) -> list[Group]:
+    """The changed rows per cell and environment (ordered as ``changed``),
+    split by scope, each group flagged by whether its primary cell changed."""
+    by_cell: dict[tuple[str, str, str], list[Row]] = {}
     for r in changed(rows):
-        groups.setdefault((r.workload, r.case, r.env), []).append(r)
-    if not groups:
-        out.append(f"No per-unit counter changed significantly against {run.baseline}.")
-    for (w, c, env), rs in groups.items():
-        out.append(f"{w}/{c} on {env}:")
-        out += [f"  {r.text()}" for r in rs[:limit]]
-        if len(rs) > limit:
-            out.append(f"  ... and {len(rs) - limit} more changed counters (see the export)")
-    return out
+        by_cell.setdefault((r.workload, r.case, r.env), []).append(r)
+    return [
+        Group(
+            *key,
+            key in primary_changed,
+            tuple(r for r in rs if scope(r.counter) == ENVIRONMENT),
+            tuple(r for r in rs if scope(r.counter) == HOST),
+        )
+        for key, rs in by_cell.items()
+    ]
+
+
+def intro(run: RunData, rows: list[Row]) -> str:
+    return (
+        f"Per-unit counter costs against {run.baseline}, changed rows only (Benjamini-Hochberg over "
+        f"{rows[0].verdict.m if rows else 0} tested counters, paired by round), for the cells whose primary "
+        "result changed in Table I; the environment's own counters apart from host-wide ones, which also "
+        "count neighbours: docs/attribution.md."
+    )
+
+
+def row_json(r: Row) -> dict[str, Any]:
+    return {
+        "counter": r.counter,
+        "label": r.label,
+        "unit": r.unit,
+        "baseline": r.baseline_mean,
+        "value": r.env_mean,
+        "delta": r.delta,
+        "pct": r.verdict.pct,
+        "p_adjusted": r.verdict.p_adjusted,
+        "text": r.text(),
+    }
+
+
+def attribution_json(run: RunData, rows: list[Row], primary_changed: set[tuple[str, str, str]]) -> dict[str, Any]:
+    """The report document's ``attribution``: every group, a cost or not."""
+    return {
+        "baseline": run.baseline,
+        "tested": rows[0].verdict.m if rows else 0,
+        "groups": [
+            {
+                "workload": g.workload,
+                "case": g.case,
+                "env": g.env,
+                "primary_changed": g.primary_changed,
+                "environment": [row_json(r) for r in g.own],
+                "host": [row_json(r) for r in g.host],
+                "host_includes_neighbours": True,
+            }
+            for g in group_rows(rows, primary_changed)
+        ],
+    }
 
 
 def counters_of(extras: dict[tuple[str, str, str], list[dict[str, Any]]]) -> dict[tuple[str, str, str], list[Any]]:
@@ -294,12 +383,12 @@ def compare_section_lines(a: RunData, b: RunData, limit: int = 8) -> list[str]:
         f"Per-unit counter costs of {b.run_id} against {a.run_id}, changed rows only (Benjamini-Hochberg "
         f"over {rows[0].verdict.m if rows else 0} tested counters; docs/attribution.md).",
     ]
-    groups: dict[tuple[str, str, str], list[Row]] = {}
-    for r in changed(rows):
-        groups.setdefault((r.workload, r.case, r.env), []).append(r)
+    groups = group_rows(rows, set())
     if not groups:
         out.append("No per-unit counter changed significantly between the runs.")
-    for (w, c, env), rs in groups.items():
-        out.append(f"{w}/{c} on {env}:")
-        out += [f"  {r.text()}" for r in rs[:limit]]
+    for g in groups:
+        out.append(f"{g.name}:")
+        for where, rs in g.lists():
+            out.append(f"  {SCOPE_HEADINGS[where]}:")
+            out += [f"    {r.text()}" for r in rs[:limit]]
     return out

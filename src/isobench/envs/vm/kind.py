@@ -13,6 +13,7 @@ import time
 from isobench.envs.base import Environment
 from isobench.envs.kinds import EnvKind, EnvProbe, Footprint, placed_duet_problems
 from isobench.envs.pinning import placement
+from isobench.envs.vm import kvm_probe
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
 from isobench.envs.vm.spec import VmSpec
 from isobench.host.hostinfo import Finding, parse_cpulist
@@ -67,7 +68,6 @@ class VmKind(EnvKind):
     def probe(self) -> EnvProbe:
         """QEMU, whether KVM can run a guest (the cached verdict of the boot
         probe; none yet means the first vm run will probe), huge pages, vhost."""
-        from isobench.envs.vm import kvm_probe
         from isobench.host.hostinfo import hugetlbfs_free_mb, thp_mode
         from isobench.images import kernel_paths, recipe_hash
 
@@ -80,7 +80,7 @@ class VmKind(EnvKind):
         else:
             cached = kvm_probe.load(kvm_probe.host_key(recipe_hash()))
             if cached is None:
-                kvm = "KVM: /dev/kvm present, not probed yet (the first vm run boots a guest to find out, <30 s)"
+                kvm = f"KVM: {kvm_probe.NOT_PROBED} ({kvm_probe.when_probed()})"
             elif cached.usable:
                 kvm = f"KVM: yes ({cached.reason})"
             else:
@@ -102,7 +102,6 @@ class VmKind(EnvKind):
         return kill_leftover_vms(run_id)
 
     def host_readings(self) -> dict:
-        from isobench.envs.vm import kvm_probe
         from isobench.images import recipe_hash
 
         try:
@@ -137,7 +136,7 @@ class VmKind(EnvKind):
                 )
             )
         else:
-            out.append(Finding("kvm", "info", "/dev/kvm present, not yet probed", "isobench envs probes it"))
+            out.append(Finding("kvm", "info", kvm_probe.NOT_PROBED, kvm_probe.when_probed()))
         vhost = r.get("vhost_net")
         out.append(
             Finding(

@@ -40,6 +40,19 @@ class Verdict:
         return f"{state}: {self.reason} (probed {self.probed_at} in {self.probe_s:.1f} s{cached})"
 
 
+NOT_PROBED = "/dev/kvm present, not probed yet"
+
+
+def when_probed() -> str:
+    """When and how the verdict comes, said alike by `envs` and `doctor`:
+    neither of them probes; starting a guest does."""
+    return (
+        'the first vm environment started with accel = "auto" (isobench run, try or calibrate) boots its '
+        f"guest with KVM, at most {PROBE_DEADLINE_S:.0f} s, and keeps the verdict in {CACHE_FILE} "
+        "(delete it to ask again)"
+    )
+
+
 def qemu_version(qemu: str = "qemu-system-x86_64") -> str:
     try:
         out = subprocess.run(

@@ -1,0 +1,180 @@
+"""Every command that prints a table or text, at 80 and 120 columns: no line
+over the width (docs/output.md#width). The commands run as a pipe sees them
+(CliRunner, COLUMNS set; the shared consoles get the width the program reads
+from COLUMNS at start), on stored runs and faked host readings, without
+Docker. What may be wider says so below, each with its rule:
+
+- `report --format md`, `compare --format md`: Markdown is not drawn to a
+  width (a table row is one line; docs/output.md);
+- `runs` at 80: a run id, its start time, status and counts are never cut
+  (docs/output.md), so the listing is as narrow as it gets whole (the
+  environments wrap) and may be wider than 80; it fits 120.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from isobench.cli import common
+from isobench.cli.main import main
+from isobench.store.db import Store
+from isobench.store.transfer import import_run
+from synthetic_runs import Synthetic, history_run, write_run
+
+ROOT = Path(__file__).resolve().parents[2]
+WIDTHS = (80, 120)
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory):
+    """The quick study as run on this host, two synthetic runs (one with a
+    regression) and a history series."""
+    path = str(tmp_path_factory.mktemp("w") / "w.sqlite")
+    s = Store(path)
+    quick = import_run(s, json.load(gzip.open(ROOT / "tests" / "data" / "quick-20261125.run.json.gz")))
+    write_run(s, Synthetic("a", seed=1))
+    write_run(s, Synthetic("c", seed=1, inject={("docker-nat", "fio", "iops"): 0.8}))
+    for day in (1, 2, 3, 4, 5):
+        history_run(s, f"h{day}", day, 0.95 if day < 4 else 0.85, seed=day)
+    s.close()
+    return path, quick
+
+
+@pytest.fixture
+def width(request, monkeypatch):
+    """COLUMNS as the program reads it: click's help and the consoles built
+    at start (cli/common.py: a pipe gets COLUMNS)."""
+    w = request.param
+    monkeypatch.setenv("COLUMNS", str(w))
+    monkeypatch.setattr(common.console, "width", w)
+    monkeypatch.setattr(common.err_console, "width", w)
+    return w
+
+
+def run(width: int, *args: str):
+    r = CliRunner().invoke(main, list(args), catch_exceptions=False, env={"COLUMNS": str(width)})
+    return r
+
+
+def over(text: str, width: int, allowed=lambda line: False) -> list[str]:
+    return [ln for ln in text.splitlines() if len(ln) > width and not allowed(ln)]
+
+
+def _commands(cmd=main, path=()):
+    if isinstance(cmd, click.Group):
+        for name, sub in sorted(cmd.commands.items()):
+            yield from _commands(sub, path + (name,))
+    yield path
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_every_help_fits(width):
+    seen = 0
+    for path in _commands():
+        r = run(width, *path, "--help")
+        assert r.exit_code == 0, (path, r.output)
+        assert not over(r.output, width), (" ".join(path), over(r.output, width))
+        seen += 1
+    assert seen > 20
+
+
+def _stored(store_path):
+    path, quick = store_path
+    return [
+        ("report", quick, "--store", path),
+        ("report", quick, "--store", path, "--all"),
+        ("report", "a", "--store", path),
+        ("compare", "a", "c", "--store", path),
+        ("compare", "a", "c", "--store", path, "--overhead"),
+        ("history", "synthetic", "--store", path),
+        ("fleet", "list", "--store", path),
+    ]
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_commands_on_stored_runs_fit(width, store_path):
+    for args in _stored(store_path):
+        r = run(width, *args)
+        assert r.exit_code in (0, 1), (args, r.output)  # 1: compare's gate, when given
+        assert not over(r.stdout, width), (args, over(r.stdout, width))
+        assert not over(r.stderr, width), (args, over(r.stderr, width))
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_runs_fits_but_never_cuts_a_run_id(width, store_path):
+    path, quick = store_path
+    r = run(width, "runs", "--store", path)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert all(any(ln.startswith(i + " ") for ln in lines) for i in (quick, "a", "h1"))  # whole
+    if width >= 120:
+        assert not over(r.stdout, width), over(r.stdout, width)
+    else:
+        # the rule: a run id, its start time, status and counts are never cut,
+        # so at 80 the listing is as narrow as it gets whole: the environments wrap
+        assert "native, docker-nat, docker-host, vm-tcg" not in r.stdout
+        assert len({len(ln) for ln in lines}) == 1  # one table, no line longer than it
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="validate prints one line per fact, unwrapped (soft_wrap; test_noisepilot reads lines[1] as "
+    "the size line): its resolution lines pass 120; left for the lead to decide (wrap, or scripts use --json)",
+)
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_validate_fits(width):
+    for study in ("quick.toml", "network-attribution.toml"):
+        r = run(width, "validate", str(ROOT / "studies" / study))
+        assert r.exit_code == 0, r.output
+        assert not over(r.stdout, width), (study, over(r.stdout, width))
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_envs_and_doctor_fit(width, monkeypatch):
+    """With the kinds' own texts (the KVM sentence, the longest) and the
+    doctor's findings judged from readings of a biased host."""
+    from isobench.checks import doctor, noisepilot
+    from isobench.envs import kinds
+    from isobench.envs.vm import kvm_probe
+
+    details = {
+        "native": "the host itself",
+        "docker": "Docker 20.10.24 (overlay2, cgroup v2); runtimes: runc, runsc (gVisor): not installed",
+        "vm": f"QEMU 7.2.0; KVM: {kvm_probe.NOT_PROBED} ({kvm_probe.when_probed()}); huge pages: none "
+        "reserved, THP madvise; vhost-net: yes; guest kernel: not built yet (isobench images build)",
+    }
+    monkeypatch.setattr(
+        kinds, "probe_all", lambda: [SimpleNamespace(name=n, available=True, details=d) for n, d in details.items()]
+    )
+    r = run(width, "envs")
+    assert r.exit_code == 0 and "boots its" in r.stdout, r.output
+    assert not over(r.stdout, width), over(r.stdout, width)
+
+    readings = {
+        "governors": ["powersave"],
+        "turbo": "on",
+        "thp": "always",
+        "irqbalance": True,
+        "swap_devices": 1,
+        "loadavg1": 1.9,
+        "cores": 2,
+        "busy": [("stress-ng", 99.0), ("a-process-with-a-rather-long-name", 12.0)],
+        "hugepages_total": 0,
+        "kinds": {"vm": {"kvm_present": True, "kvm_verdict": None, "vhost_net": False}, "docker": {}},
+        "mem_available": 1 * 2**30,
+        "disk_free": 2 * 2**30,
+    }
+    judged = doctor.judge(readings)
+    monkeypatch.setattr(noisepilot, "without_a_run", lambda fresh, on_measure: (None, "no pilot in a test"))
+    monkeypatch.setattr(doctor, "read_host", lambda: None)
+    monkeypatch.setattr(doctor, "judge", lambda host: judged)
+    r = run(width, "doctor")
+    assert r.exit_code == 0 and "boots its" in " ".join(r.stdout.split()), r.output
+    assert not over(r.stdout, width), over(r.stdout, width)
