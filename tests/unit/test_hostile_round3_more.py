@@ -144,3 +144,41 @@ def test_a_reader_of_a_stored_time():
     for bad in ("[/x]", b"2026", 5, "", "x" * 10_000):
         assert shapes.stored_instant(bad, where) is None
     assert where in shapes._said
+
+
+# -- click's usage errors quoting user input ---------------------------------------------------
+
+BIG = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["compare", "a", "b", "--tolerance", BIG], "Invalid value for '--tolerance': 'xxx"),
+        (["report", "--format", BIG], "Invalid value for '--format': 'xxx"),
+        (["--" + BIG], "No such option '--xxx"),
+        (["runs", "--" + BIG], "No such option '--xxx"),
+        ([BIG], "No such command 'xxx"),
+        (["fleet", BIG], "No such command 'xxx"),
+        (["history", "--since", BIG], "Invalid value for '--since'"),
+        (["report", "--format", "md" + OSC + BIG], "Invalid value for '--format'"),
+        (["validate"], "Missing argument 'STUDY_FILE'"),
+    ],
+    ids=lambda a: " ".join(a)[:40] if isinstance(a, list) else None,
+)
+def test_a_usage_error_is_one_bounded_line(capfd, sandbox, args, needle):
+    code, out, err = isobench(capfd, *args)
+    assert code == 2 and out == "", err[:500]
+    assert err.count("\n") == 1 and err.startswith("error: " + needle), err[:500]
+    assert len(err) <= entry.USAGE_LIMIT + 100, len(err)
+    assert "\x1b" not in err and "\x07" not in err and "Usage:" not in err
+    assert err.rstrip().endswith(" --help`"), err[-200:]  # where to look instead
+
+
+def test_help_and_no_arguments_are_as_click_prints_them(capfd, sandbox):
+    code, out, _ = isobench(capfd, "--help")
+    assert code == 0 and out.startswith("Usage: isobench")
+    code, out, err = isobench(capfd)
+    assert code == 2 and err.startswith("Usage: isobench") and "Commands:" in err  # no command: the help
+    code, out, _ = isobench(capfd, "report", "-h")
+    assert code == 0 and "--format" in out
