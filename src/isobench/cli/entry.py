@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in args or os.environ.get("ISOBENCH_DEBUG") == "1"
     args = [a for a in args if a != DEBUG_FLAG]
-    from isobench.cli.main import main as cli_main
-
     import click
+
+    from isobench.cli.main import main as cli_main
 
     try:
         # not standalone: a usage error is said here, in one bounded line
