@@ -39,6 +39,7 @@ from isobench.workloads.webstore_metrics import OPS, parse_webstore
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 ENVS = ("native", "docker-nat")
+T = "2026-05-01T10:00:00+0000"  # a sample's start: a UTC instant, as the runner stores it
 STUDY = """[study]
 name = "reparse"
 repetitions = 2
@@ -181,7 +182,7 @@ def build_run(store: Store, run_id: str = "r1") -> dict:
                     extra["cpu_window"] = WINDOW
                 if key == "netbw":
                     extra["bytes"] = parse_iperf3(raw, reverse=case == "tx")[1]["bytes"]
-                store.add_sample(Sample(run_id, env, key, case, rnd, rnd == 0, "ok", "t", 1.0, stored, extra, raw))
+                store.add_sample(Sample(run_id, env, key, case, rnd, rnd == 0, "ok", T, 1.0, stored, extra, raw))
                 sid = store.db.execute("SELECT MAX(id) FROM samples").fetchone()[0]
                 expected[sid] = values
     for key, case, values, raw in (
@@ -190,7 +191,7 @@ def build_run(store: Store, run_id: str = "r1") -> dict:
     ):
         store.define_metrics(run_id, key, case, metrics_of(study, key, case))
         for env in ENVS:
-            store.add_sample(Sample(run_id, env, key, case, 1, False, "ok", "t", 1.0, values, {}, raw))
+            store.add_sample(Sample(run_id, env, key, case, 1, False, "ok", T, 1.0, values, {}, raw))
     store.add_sample(
         Sample(
             run_id,
@@ -200,7 +201,7 @@ def build_run(store: Store, run_id: str = "r1") -> dict:
             2,
             False,
             "failed",
-            "t",
+            T,
             1.0,
             {},
             {},

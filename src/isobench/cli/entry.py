@@ -73,15 +73,30 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in args or os.environ.get("ISOBENCH_DEBUG") == "1"
     args = [a for a in args if a != DEBUG_FLAG]
+    import click
+
     from isobench.cli.main import main as cli_main
 
     try:
-        cli_main.main(args=args, prog_name="isobench", standalone_mode=True)
+        # not standalone: a usage error is said here, in one bounded line
+        code = cli_main.main(args=args, prog_name="isobench", standalone_mode=False)
     except SystemExit:
         raise
+    except click.ClickException as exc:  # a bad option, a bad value, an unknown command
+        if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+            exc.show()  # `isobench` alone: its help, as click prints it
+        else:
+            _say_usage(exc)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:  # Ctrl-C or end of input at a prompt, as click says it
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    except BrokenPipeError:  # `isobench runs | head`: the reader left; nothing more to say
+        _quiet_stdout()
+        sys.exit(1)
     except _known_errors() as exc:
         if debug:
             traceback.print_exc()
@@ -97,6 +112,41 @@ def main(argv: list[str] | None = None) -> None:
             f"run again with {DEBUG_FLAG} to print it)"
         )
         sys.exit(EXIT_UNEXPECTED)
+    # a command's end, --help or ctx.exit(N): click returns the code (or the command's None)
+    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
+
+
+# A usage error quotes what was typed (a 100 KB option value, an unknown
+# option): its one line is cut to this.
+USAGE_LIMIT = 300
+
+
+def usage_line(exc) -> str:
+    """Click's error as one line of at most USAGE_LIMIT characters (plus the
+    help hint), control characters escaped."""
+    from isobench.core.ids import printable
+
+    text = printable(" ".join(exc.format_message().split())).removesuffix(".")
+    if len(text) > USAGE_LIMIT:
+        text = f"{text[:USAGE_LIMIT]}... (cut at {USAGE_LIMIT} characters)"
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        text += f"; see `{ctx.command_path} --help`"
+    return text
+
+
+def _say_usage(exc) -> None:
+    sys.stderr.write(f"error: {usage_line(exc)}\n")
+    sys.stderr.flush()
+
+
+def _quiet_stdout() -> None:
+    """Stdout's reader is gone: later writes (the interpreter's final flush) go nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

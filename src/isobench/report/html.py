@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from isobench.core import sink
 from isobench.report import compare_render as cmp
 from isobench.report.blocks import Code, Facts, Figure, Grid, Items, Para, Records, Results
 from isobench.report.figures import FigureSpec, to_svg
@@ -26,11 +27,19 @@ def _version() -> str:
         return "dev"
 
 
+def _visible(value):
+    """Every {{ value }} before autoescape: a string's control characters
+    written as escapes, newlines kept (core/sink.py: the file may be read
+    with cat, and XML has no ESC). Markup (inline SVG) is isobench's own."""
+    return sink.lines(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 _env = Environment(
     loader=PackageLoader("isobench.report", "templates"),
     autoescape=select_autoescape(["html", "j2"]),
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=_visible,
 )
 
 

@@ -17,7 +17,7 @@ from isobench.results.model import RunData
 from isobench.store.readback import read_run
 from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
-from isobench.store.shapes import SampleExtra, stored, stored_names
+from isobench.store.shapes import SampleExtra, stored, stored_instant, stored_names
 
 now_iso = now_utc  # runs' times are UTC instants (core/instants.py)
 
@@ -379,7 +379,11 @@ class Store:
         return out
 
     def samples(self, run_id: str) -> list[dict]:
-        """Raw samples, for exports and resume."""
+        """Raw samples, for exports and reparse; a start time as a UTC
+        instant, or None when the store holds no time there."""
         cur = self.db.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
         cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur]
+        rows = [dict(zip(cols, row)) for row in cur]
+        for r in rows:
+            r["started_at"] = stored_instant(r["started_at"], f"{self.path}: run {run_id}: samples' start times")
+        return rows

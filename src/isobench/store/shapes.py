@@ -236,6 +236,21 @@ def stored_values(text, where: str) -> dict:
     return {k: v for k, v in value.items() if k not in bad}
 
 
+def stored_instant(text, where: str) -> str | None:
+    """A stored time for a reader: its UTC instant (core/instants.py), or
+    None when it is no time (a store written by hand or before times were
+    checked), said once."""
+    from isobench.core.instants import utc
+
+    if text is None:
+        return None
+    try:
+        return utc(text)
+    except ValueError:
+        _say(where, ["started_at"])
+        return None
+
+
 def stored_names(text, where: str) -> list:
     """A run's stored environment names for a reader; unreadable: none, said once."""
     value = _json(text)

@@ -150,6 +150,13 @@ def _bounded_name(row: dict, col: str, where: str) -> None:
         raise _Bad(f"{where}.{col}: {len(value)} characters; a name has at most {NAME_LIMIT}")
 
 
+def _instant(value: str, where: str, what: str) -> None:
+    try:
+        utc(value)
+    except ValueError as exc:
+        raise _Bad(f"{where}: {shown(value)} is not a time ({exc}); {what} are ISO 8601 with a UTC offset") from None
+
+
 def _shape(model, value: dict, where: str) -> None:
     try:
         check(model, value, where)
@@ -184,12 +191,7 @@ def _check(doc: dict) -> None:
     _typed(run, "finished_at", (str,), "runs", optional=True)
     for col in ("started_at", "finished_at"):
         if run.get(col) is not None:
-            try:
-                utc(run[col])
-            except ValueError as exc:
-                raise _Bad(
-                    f"runs.{col}: {shown(run[col])} is not a time ({exc}); a run's times are ISO 8601 with a UTC offset"
-                ) from None
+            _instant(run[col], f"runs.{col}", "a run's times")
     if run["status"] not in STATUSES:
         raise _Bad(f"runs.status: {shown(run['status'])} is not one of {', '.join(STATUSES)}")
     check_name(run["study_name"], "runs.study_name")
@@ -234,6 +236,7 @@ def _check(doc: dict) -> None:
             _typed(row, col, (str,), where)
         for col in ("workload", "ccase"):
             _bounded_name(row, col, where)
+        _instant(row["started_at"], f"{where}.started_at", "samples' start times")
         _typed(row, "error", (str,), where, optional=True)
         if not 0 <= _typed(row, "round", (int,), where) <= MAX_ROUND:
             raise _Bad(f"{where}.round: {row['round']} is not a round a study makes (0 to {MAX_ROUND})")
@@ -293,8 +296,8 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                             "isobench version"
                         )
                     row = {**row, "run_id": run_id}
-                    if table == "runs":  # stored as UTC instants: sorted as times
-                        row.update({c: utc(row[c]) for c in ("started_at", "finished_at") if row.get(c)})
+                    # stored as UTC instants: sorted as times, one form for every reader
+                    row.update({c: utc(row[c]) for c in ("started_at", "finished_at") if row.get(c)})
                     if table == "runs" and tag is not None:
                         facts = json.loads(row["host_facts"])
                         facts["fleet"] = tag

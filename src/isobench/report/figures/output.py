@@ -11,6 +11,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from isobench.core import sink
 from isobench.report.figures.catalog import FigureSpec
 
 if TYPE_CHECKING:
@@ -29,6 +30,9 @@ LITERAL_RC: dict[RcKeyType, Any] = {"text.parse_math": False}
 def _literal(fig: Figure) -> None:
     for text in fig.findobj(Text):
         text.set_parse_math(False)
+        shown = text.get_text()
+        if not shown.replace("\n", "").isprintable():  # a control character: drawn as its escape (core/sink.py)
+            text.set_text(sink.lines(shown))
 
 
 def to_svg(fig: Figure) -> str:
