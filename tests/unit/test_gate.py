@@ -142,6 +142,8 @@ def test_one_figure_that_resolves_is_enough():
     from isobench.checks.resolution import Outlook, resolve
 
     hopeless, fine = resolve(1.0, 2, 0.01, 5.0), resolve(0.01, 30, 0.01, 5.0)
-    assert Outlook("at 2 rounds", 2, 1, 4, ((hopeless, "CPU"),)).resolves_nothing()
-    assert not Outlook("at 2 rounds", 2, 1, 4, ((hopeless, "CPU"), (fine, "I/O"))).resolves_nothing()
+    assert Outlook("at 2 rounds", 2, 1, 4, ((hopeless, "CPU", ""),)).resolves_nothing()
+    assert not Outlook(
+        "at 2 rounds", 2, 1, 4, ((hopeless, "CPU", ""), (fine, "I/O", "I/O-bound fio"))
+    ).resolves_nothing()
     assert not Outlook("at 2 rounds", 2, 1, 4, ()).resolves_nothing()  # unknown is not nothing

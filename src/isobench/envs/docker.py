@@ -23,7 +23,7 @@ from isobench.envs.base import Environment, Paths
 from isobench.envs.docker_spec import DockerSpec
 from isobench.envs.kinds import EnvKind, EnvProbe, placed_duet_problems
 from isobench.envs.pinning import placement
-from isobench.host.counters import cgroup_cpu
+from isobench.host.counters import cgroup_cpu, cgroup_cpuset_file
 from isobench.host.hostinfo import Finding
 
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
@@ -396,32 +396,16 @@ class DockerEnvironment(Environment):
             raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {target}: {exc}") from None
 
     def move(self, cpus: tuple[int, ...]) -> None:
-        # the container's cgroup cpuset written directly: 0.02 ms where
-        # `docker update` takes about 16 ms, too slow for a swap every 0.1 s;
-        # the next place() goes through the engine again
-        path = self._cpuset_file()
+        # its cgroup's cpuset written directly: 0.02 ms where `docker update`
+        # takes 16 ms, too slow for a duet's swaps; the next place() uses the engine
+        path = cgroup_cpuset_file(self._container.id) if self._container is not None else None
         if path is None:
-            self.place(cpus)
-            return
+            return self.place(cpus)
         try:
             with open(path, "w") as fh:
                 fh.write(",".join(map(str, cpus)))
         except OSError as exc:
             raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {cpus}: {exc}") from None
-
-    def _cpuset_file(self) -> str | None:
-        if self._container is None:
-            raise EnvironmentError_(f"{self.name}: not started")
-        cid = self._container.id
-        for base in (
-            f"/sys/fs/cgroup/cpuset/docker/{cid}",  # v1, cgroupfs driver
-            f"/sys/fs/cgroup/cpuset/system.slice/docker-{cid}.scope",  # v1, systemd driver
-            f"/sys/fs/cgroup/system.slice/docker-{cid}.scope",  # v2
-            f"/sys/fs/cgroup/docker/{cid}",
-        ):
-            if os.path.exists(f"{base}/cpuset.cpus"):
-                return f"{base}/cpuset.cpus"
-        return None
 
     def stop(self) -> None:
         problems = [

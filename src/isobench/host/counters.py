@@ -323,6 +323,20 @@ def cgroup_cpu(container_id: str, hz: int | None = None, root: str = "/sys/fs/cg
     return {}
 
 
+def cgroup_cpuset_file(container_id: str, root: str = "/sys/fs/cgroup") -> str | None:
+    """A container's cgroup cpuset.cpus (v1 or v2, cgroupfs or systemd
+    driver); None when none is there (another runtime's layout)."""
+    for base in (
+        f"{root}/cpuset/docker/{container_id}",
+        f"{root}/cpuset/system.slice/docker-{container_id}.scope",
+        f"{root}/system.slice/docker-{container_id}.scope",
+        f"{root}/docker/{container_id}",
+    ):
+        if os.path.exists(f"{base}/cpuset.cpus"):
+            return f"{base}/cpuset.cpus"
+    return None
+
+
 def parse_cpu_stat_v2(text: str) -> dict[str, float]:
     names = {"usage_usec": "cgroup.usage_s", "user_usec": "cgroup.user_s", "system_usec": "cgroup.system_s"}
     out = {}
