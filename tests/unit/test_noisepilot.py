@@ -562,7 +562,7 @@ def test_validate_says_what_the_study_can_resolve(tmp_path, monkeypatch):
     monkeypatch.setattr(npl, "measure", lambda *a, **k: pytest.fail("validate must not measure"))
     out = CliRunner().invoke(main, ["validate", str(path)])
     assert out.exit_code == 0, out.output
-    lines = out.output.splitlines()
+    lines = [ln for ln in out.output.splitlines() if not ln.startswith("  ")]  # each fact's first line
     assert lines[1].startswith("size: ")
     assert lines[2].startswith("at 5 rounds this host can find changes of about ")
     assert lines[3].startswith("a workload can be noisier than the pilot's kernels (measured just now, cached)")

@@ -123,11 +123,6 @@ def test_runs_fits_but_never_cuts_a_run_id(width, store_path):
         assert len({len(ln) for ln in lines}) == 1  # one table, no line longer than it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="validate prints one line per fact, unwrapped (soft_wrap; test_noisepilot reads lines[1] as "
-    "the size line): its resolution lines pass 120; left for the lead to decide (wrap, or scripts use --json)",
-)
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)
 def test_validate_fits(width):
     for study in ("quick.toml", "network-attribution.toml"):

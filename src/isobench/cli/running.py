@@ -3,6 +3,8 @@ report printed and written. Parsing and printing only."""
 
 from __future__ import annotations
 
+import textwrap
+
 from pathlib import Path
 
 import click
@@ -111,9 +113,12 @@ def validate(
     lines += [f"not run: {key} in {env}: {reason}" for (env, key), reason in unsupported.items()]
     if not to_stdout(output):
         emit("\n".join(lines), output)
-    else:
+    else:  # each fact folded to the terminal's width, its continuation indented
         for line in lines:
-            console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
+            for part in textwrap.wrap(
+                printable(line), console.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+            ):
+                console.print(part, highlight=False, markup=False, soft_wrap=True)
     _strict(strict, outlook, size, study.meta.tolerance_pct)
 
 
