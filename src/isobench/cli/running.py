@@ -4,7 +4,6 @@ report printed and written. Parsing and printing only."""
 from __future__ import annotations
 
 import textwrap
-
 from pathlib import Path
 
 import click
