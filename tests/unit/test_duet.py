@@ -250,6 +250,14 @@ def test_a_cpu_set_that_is_faster_cancels_instead_of_spreading():
     assert plain.se > 5 * crossed.se  # the set's advantage no longer counts as noise
     assert abs(crossed.pct) < 1.0 and crossed.df == 8
     assert log_crossover([0.1, 0.2, 0.3], ["0", "0", "1"]) is None  # a side of one: the plain paired test
+    from isobench.analysis.anomalies import side_asymmetry
+
+    # the same run says the sets were not alike, once, as a warning
+    warned = side_asymmetry(pairs_, sides)
+    assert warned.flagged and "CPUs 0 is \u221218" in warned.text and warned.p < 0.01
+    alike = [(1.0 * (1 + 0.01 * ((r * 7) % 3 - 1)), 1.0) for r in range(10)]
+    assert not side_asymmetry(alike, sides).flagged
+    assert not side_asymmetry(pairs_[:4], sides[:4]).flagged  # two a side: too few to say
 
 
 def test_pairs_carry_the_side_of_each_duet():

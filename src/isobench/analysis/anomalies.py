@@ -224,3 +224,48 @@ def drift(values_by_round: Sequence[float], alpha: float = ALPHA, min_rho: float
     else:
         text = f"no drift across {n} rounds (Spearman rho {signed(rho, 2)}, p = {p:.3g})"
     return Drift(flagged, rho, p, n, slope_pct, text)
+
+
+SIDES_ALPHA = 0.01  # per cell: a warning, not a verdict; at 0.05 one duet cell in 20 would cry wolf
+
+
+@dataclass(frozen=True)
+class SideAsymmetry:
+    """A duet cell whose ratio read differently on the two CPU sets the
+    candidate started on: the sets were not alike during the run."""
+
+    flagged: bool
+    diff_pct: float = math.nan  # first set's ratio against the second's
+    p: float = math.nan
+    text: str = ""
+
+
+def side_asymmetry(
+    pairs: Sequence[tuple[float, float]], sides: Sequence[str], alpha: float = SIDES_ALPHA
+) -> SideAsymmetry:
+    """Welch's test of the pairs' log ratios, one CPU set against the other
+    (at least 3 pairs on each). The crossover estimate averages the two
+    sides, so an asymmetry does not bias it; it widens nothing either, since
+    the spread is taken within sides. Said so the reader knows the two
+    halves of the host were not alike."""
+    by: dict[str, list[float]] = {}
+    for (v, r), s in zip(pairs, sides):
+        if v > 0 and r > 0 and math.isfinite(v) and math.isfinite(r):
+            by.setdefault(str(s), []).append(math.log(v / r))
+    if len(by) != 2 or min(len(x) for x in by.values()) < 3:
+        return SideAsymmetry(False)
+    (sa, a), (sb, b) = sorted(by.items())
+    if np.std(a) == 0 and np.std(b) == 0:
+        return SideAsymmetry(False)
+    p = float(_st.ttest_ind(a, b, equal_var=False).pvalue)
+    diff = math.expm1(float(np.mean(a) - np.mean(b))) * 100
+    if not (p < alpha and math.isfinite(diff)):
+        return SideAsymmetry(False, diff, p)
+    return SideAsymmetry(
+        True,
+        diff,
+        p,
+        f"the two CPU sets read differently: the ratio started on CPUs {sa} is {signed(diff, 1)}% against CPUs "
+        f"{sb} (Welch p = {p:.2g}); the estimate averages both sets, so this cancels, but the host's halves "
+        "were not alike",
+    )

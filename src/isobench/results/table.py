@@ -15,7 +15,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from isobench.analysis.anomalies import Drift, Outliers, SlowFirstRound, drift, outliers, slow_first_round
+from isobench.analysis.anomalies import (
+    Drift,
+    Outliers,
+    SideAsymmetry,
+    SlowFirstRound,
+    drift,
+    outliers,
+    side_asymmetry,
+    slow_first_round,
+)
 from isobench.analysis.repetitions import converged
 from isobench.analysis.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
@@ -206,11 +215,15 @@ def cell_warnings(run: RunData, key: MetricKey, env: str, target_ci_pct: float |
     cell that did not converge (never a changed value)."""
     vals = _values(run, key, env)
     by_round = [v for _, v in sorted(zip(run.rounds.get((key, env), range(len(vals))), vals))]
-    found: list[Outliers | SlowFirstRound | Drift] = [
+    found: list[Outliers | SlowFirstRound | Drift | SideAsymmetry] = [
         outliers(vals),
         slow_first_round(by_round, key.higher_is_better),
         drift(by_round),
     ]
+    if env != run.baseline:
+        pairs, sides = pairs_and_sides(run, key, env, run.baseline)
+        if pairs is not None and sides is not None:
+            found.append(side_asymmetry(pairs, sides))
     texts = [f.text for f in found if f.flagged]
     if target_ci_pct is not None and not converged(vals, target_ci_pct):
         texts.append(f"not converged: the 95% CI is wider than \u00b1{target_ci_pct:g}% after {len(vals)} rounds")
