@@ -2,7 +2,7 @@
 command line in them is parsed by the real command line, and the ones that
 need no host run, in the pipeline's order, on a scratch store: `validate
 --strict` on the shipped study (at a quiet and at a loud host noise), `run`
-with its measuring replaced by a stored run, `export-run`, `import`,
+with its measuring replaced by a stored run, `archive`, `import`,
 `compare` (exit 0, 1 or 4 as the runs say) and `history`. A line with an option or a command that does not exist, a
 malformed line, or a variable the test does not know fails the test."""
 
@@ -121,7 +121,7 @@ def run_pipeline(text: str, scenario: str, tmp_path: Path, monkeypatch) -> list[
     simple_run(s, "main-run", values(base_values), envs=envs, study=study)  # the cached export (GitHub)
     s.close()
     r = CliRunner().invoke(
-        main, ["export-run", "main-run", "--store", str(work / "main.sqlite"), "-o", "baseline.run.json"]
+        main, ["archive", "main-run", "--store", str(work / "main.sqlite"), "-o", "baseline.run.json"]
     )
     assert r.exit_code == 0, r.output
 
@@ -161,7 +161,7 @@ def test_the_pipelines_command_lines_run(name, scenario, tmp_path, monkeypatch):
     if failing == "validate":
         assert commands == ["validate"] and "--strict" in ran[0][0]
         return
-    assert {"validate", "run", "export-run", "compare"} <= set(commands), commands
+    assert {"validate", "run", "archive", "compare"} <= set(commands), commands
     compare = next(args for args, _ in ran if args[0] == "compare")
     assert "--fail-on-change" in compare and "--require-resolution" in compare and "--junit" in compare
     if scenario == "blind":

@@ -49,7 +49,7 @@ def files_under(d: Path) -> set[str]:
 
 @pytest.fixture
 def export(tmp_path):
-    """A real run export (export-run's format) to mutate."""
+    """A real run export (archive's format) to mutate."""
     store = Store(str(tmp_path / "src.sqlite"))
     simple_run(store, "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
     from isobench.store.transfer import export_run
@@ -84,7 +84,7 @@ def test_rename_is_checked_too(tmp_path, export):
 
 def test_a_stored_id_that_is_a_path_never_becomes_one(tmp_path):
     """A store written by someone else may hold any id: report, export and
-    export-run refuse to make a default path of it."""
+    archive refuse to make a default path of it."""
     store = tmp_path / "s.sqlite"
     s = Store(str(store))
     simple_run(s, "../../escaped", {"native": [1.0, 1.1], "docker-nat": [1.0, 1.2]})
@@ -93,7 +93,7 @@ def test_a_stored_id_that_is_a_path_never_becomes_one(tmp_path):
     for args in (
         ["report", "../../escaped", "--format", "html"],
         ["export", "../../escaped"],
-        ["export-run", "../../escaped"],
+        ["archive", "../../escaped"],
     ):
         one_line_refusal(isobench(*args, cwd=tmp_path, store=store), "bad run id")
     assert files_under(tmp_path) - before <= {"home"}
@@ -247,7 +247,7 @@ def test_another_programs_runs_table_is_left_untouched(tmp_path):
 
 def test_a_read_command_never_creates_a_store(tmp_path):
     typo = tmp_path / "resluts" / "s.sqlite"
-    for args in (["runs"], ["report"], ["export"], ["compare", "a", "b"], ["export-run"]):
+    for args in (["runs"], ["report"], ["export"], ["compare", "a", "b"], ["archive"]):
         one_line_refusal(isobench(*args, "--store", str(typo), cwd=tmp_path), "no such store")
     assert not typo.parent.exists()
 
@@ -276,7 +276,7 @@ def test_an_underscore_in_a_prefix_is_literal(tmp_path):
         ["report", "r1", "-o", "/dev/full"],
         ["compare", "r1", "r2", "-o", "{missing}/c.txt"],
         ["export", "r1", "--format", "json", "-o", "/dev/full"],
-        ["export-run", "r1", "-o", "/dev/full"],
+        ["archive", "r1", "-o", "/dev/full"],
     ],
 )
 def test_output_that_cannot_be_written_is_one_line(tmp_path, args):

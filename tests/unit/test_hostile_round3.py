@@ -349,7 +349,7 @@ OUTPUTS = [
     ["report", "r1", "--format", "html", "-o"],
     ["compare", "r1", "r1", "-o"],
     ["compare", "r1", "r1", "--junit"],
-    ["export-run", "r1", "-o"],
+    ["archive", "r1", "-o"],
     ["export", "r1", "--format", "json", "-o"],
     ["history", "-o"],
     ["history", "--junit"],
@@ -396,7 +396,7 @@ def test_8_an_existing_file_or_a_symlink_needs_force(capfd, sandbox, stored, arg
 
 def test_8_a_default_output_is_isobench_s_own_and_replaced(capfd, sandbox, stored):
     for _ in range(2):
-        code, _, err = isobench(capfd, "export-run", "r1")
+        code, _, err = isobench(capfd, "archive", "r1")
         assert code == 0, err
     assert (sandbox / "results" / "r1.run.json").exists()
 

@@ -300,3 +300,14 @@ def test_validate_json_and_its_words():
     assert doc["size"]["samples"] > 0 and doc["size"]["estimated_s"] > 0 and doc["resolution"]
     text = invoke("validate", quick).stdout
     assert "3 environments" in text and "size: 3 environments (3 instances)" in text
+
+
+def test_archive_is_the_name_and_export_run_still_works_for_a_release(synthetic, tmp_path):
+    new, old = tmp_path / "new.run.json", tmp_path / "old.run.json"
+    r = invoke("archive", "a", "--store", synthetic, "-o", str(new))
+    assert r.exit_code == 0 and "deprecated" not in r.stderr, r.output
+    r = invoke("export-run", "a", "--store", synthetic, "-o", str(old))
+    assert r.exit_code == 0, r.output
+    assert "export-run is deprecated and goes in the next release; use archive" in r.stderr
+    assert json.loads(new.read_text())["samples"] == json.loads(old.read_text())["samples"]
+    assert "export-run" not in invoke("--help").stdout  # hidden: the help names one command

@@ -101,7 +101,7 @@ FORCE_OPTION = click.option(
 
 def check_output(path, what: str = "-o") -> None:
     """The one rule for every file a command writes (-o, --junit, --figures,
-    export-run -o): never the open store (nor its -wal/-shm, nor a path
+    archive -o): never the open store (nor its -wal/-shm, nor a path
     resolving to it); never through a symlink nor over an existing regular
     file unless --force (a default output under results/ is isobench's own
     and is replaced). Devices (/dev/null, /dev/stdout) are written as given."""

@@ -14,7 +14,7 @@ from isobench.cli.host import clean, doctor, envs, images
 from isobench.cli.reparse import reparse
 from isobench.cli.reporting import export_cmd, report, runs
 from isobench.cli.running import run, validate
-from isobench.cli.transfer import export_run_cmd, import_cmd
+from isobench.cli.transfer import archive_cmd, export_run_cmd, import_cmd
 from isobench.cli.try_cmd import try_cmd
 
 
@@ -50,6 +50,7 @@ for _command in (
     images,
     clean,
     fleet,
+    archive_cmd,
     export_run_cmd,
     import_cmd,
     calibrate,

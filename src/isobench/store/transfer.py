@@ -1,7 +1,7 @@
 """A whole run as one JSON document, and back: every store row of the run
 (runs, env_facts, metric_defs, samples) column for column, so a run exported
 on one host imports on another exactly as it was measured. `isobench
-export-run` / `isobench import` and the fleet use this one code path."""
+archive` / `isobench import` and the fleet use this one code path."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def read_export(path) -> dict:
         raise TransferError(f"{path}: not a readable run export ({one_line(exc)})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not doc.get("runs"):
         raise TransferError(
-            f"{path}: not an isobench run export (expected format {FORMAT!r}; make one with `isobench export-run RUN`)"
+            f"{path}: not an isobench run export (expected format {FORMAT!r}; make one with `isobench archive RUN`)"
         )
     return doc
 
