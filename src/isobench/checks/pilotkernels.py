@@ -89,7 +89,7 @@ class DuetCpuKernel:
         self.pairs += 1
         tids, out = [0, 0], [(0.0, 0.0), (0.0, 0.0)]
         done = [threading.Event(), threading.Event()]
-        barrier = threading.Barrier(3)
+        both, barrier = threading.Event(), threading.Barrier(3)
 
         def side(i: int) -> None:
             tids[i] = threading.get_native_id()
@@ -101,6 +101,8 @@ class DuetCpuKernel:
                 out[i] = (start - t0, clock() - start)
             finally:
                 done[i].set()
+                if done[1 - i].is_set():  # each sets, then looks: at least one sees both
+                    both.set()
             while not done[1 - i].is_set():
                 zlib.compress(self.data[:FILL_BYTES], ZLIB_LEVEL)
 
@@ -109,7 +111,7 @@ class DuetCpuKernel:
             t.start()
         barrier.wait(30)
         k = 0
-        while not (done[0].wait(DUET_ROTATE_S) and done[1].is_set()):
+        while not both.wait(DUET_ROTATE_S):
             k += 1
             for i in (0, 1):
                 try:
