@@ -29,7 +29,7 @@ from isobench.host.hostinfo import Finding, cpu_model, read_text
 
 # Bump when a kernel or the schedule (checks/pilotkernels.py) changes: a
 # cached figure of other work is not this pilot's figure.
-PILOT_VERSION = 2  # 2: the duet kernel
+PILOT_VERSION = 3  # 2: the duet kernel; 3: its rotation no longer spins once one side is done
 CACHE_FILE = os.path.join(STATE_ROOT, "noise-pilot.json")
 MAX_AGE_S = 3600.0  # a shared host's neighbours come and go: older figures are measured again
 TIMEOUT_S = 75.0  # the caller has an answer by then, whatever a kernel does (a hung fsync)
