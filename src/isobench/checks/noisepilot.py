@@ -1,5 +1,6 @@
-"""The host's noise, measured: a short pilot of two fixed kernels, one CPU
-and one I/O, each run as A/A pairs (the same work twice, back to back), so
+"""The host's noise, measured: a short pilot of fixed kernels, one CPU and
+one I/O, each run as A/A pairs (the same work twice, back to back), and the
+CPU one as a duet (both at once, on their own CPUs), so
 that `doctor`, `validate` and `run` can say up front what a study's rounds
 can resolve here (isobench.checks.resolution; docs/statistics.md#host-noise).
 

@@ -45,7 +45,8 @@ def envs(as_json: bool, output: str | None) -> None:
 def doctor(as_json: bool, output: str | None, fresh: bool) -> None:
     """Host settings that bias results, each with how to fix it, and the
     host's noise: a pilot of about 30 s (fixed CPU and I/O kernels as A/A
-    pairs) whose paired SD per sample says what a study can resolve here,
+    pairs, and the CPU one as a duet, both at once on their own CPUs) whose
+    paired SD per sample says what a study can resolve here,
     reused for an hour (docs/statistics.md#host-noise).
 
     The same findings are stored with every run and shown in its report.
