@@ -12,6 +12,7 @@ import pytest
 from tests.synthetic_runs import Synthetic, simple_run, write_run
 
 from isobench.cli import entry
+from isobench.store import shapes
 from isobench.store.db import Store
 from isobench.store.transfer import export_run
 
@@ -39,6 +40,7 @@ def sandbox(tmp_path, monkeypatch):
     monkeypatch.setenv("ISOBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ISOBENCH_STORE", str(tmp_path / "s.sqlite"))
     monkeypatch.delenv("ISOBENCH_DEBUG", raising=False)
+    shapes._said.clear()  # "said once" is per process: each command here is one
     return tmp_path
 
 

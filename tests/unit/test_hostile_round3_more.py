@@ -9,41 +9,12 @@ import json
 import sqlite3
 
 import pytest
-from tests.synthetic_runs import simple_run
 
 from isobench.cli import entry
 from isobench.store import shapes
-from isobench.store.db import Store
-from isobench.store.transfer import export_run
 
-OSC = "\x1b]52;c;aGk=\x07\x1b[2J"
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    store = Store(str(tmp_path_factory.mktemp("small") / "src.sqlite"))
-    simple_run(store, "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
-    return export_run(store, "r1")
-
-
-@pytest.fixture
-def sandbox(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ISOBENCH_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("ISOBENCH_STORE", str(tmp_path / "s.sqlite"))
-    monkeypatch.delenv("ISOBENCH_DEBUG", raising=False)
-    shapes._said.clear()  # "said once" is per process: each command here is one
-    return tmp_path
-
-
-def isobench(capfd, *args) -> tuple[int, str, str]:
-    try:
-        entry.main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 2
-    out, err = capfd.readouterr()
-    return code, out, err
+# the store, the sandbox and the in-process CLI are round three's own
+from unit.test_hostile_round3 import OSC, isobench, sandbox, small  # noqa: E402, F401 - fixtures by name
 
 
 def with_sample_start(doc, value, index: int = 0):

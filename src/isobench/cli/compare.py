@@ -10,11 +10,11 @@ from isobench.cli.common import STORE_OPTION, Finite, check_output, console, err
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
-    deprecated,
     document,
     emit,
     format_option,
     gate_exit,
+    old_fail_on_regression,
     output_option,
     terminal_to,
     to_stdout,
@@ -50,14 +50,7 @@ from isobench.core.ids import printable
     "metric's noise floor) by more than PCT percent; with --overhead, every environment whose "
     "cost against the baseline got worse so.",
 )
-@click.option(
-    "--fail-on-regression",
-    "old_fail_pct",
-    type=Finite(min=0),
-    hidden=True,
-    callback=deprecated("compare --fail-on-regression", "--fail-on-change"),
-    help="Deprecated spelling of --fail-on-change.",
-)
+@old_fail_on_regression("compare")
 @click.option(
     "--require-resolution",
     "resolution_pct",

@@ -14,11 +14,11 @@ from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
     STDOUT,
-    deprecated,
     document,
     emit,
     format_option,
     gate_exit,
+    old_fail_on_regression,
     output_option,
     terminal_to,
 )
@@ -47,14 +47,7 @@ DATE = click.DateTime(formats=["%Y-%m-%d"])
     help="Exit 1 when the newest run sits after a confirmed step for the worse of more than PCT "
     "percent in any cell, naming the cell, the step and the facts that changed.",
 )
-@click.option(
-    "--fail-on-regression",
-    "old_fail_pct",
-    type=Finite(min=0),
-    hidden=True,
-    callback=deprecated("history --fail-on-regression", "--fail-on-change"),
-    help="Deprecated spelling of --fail-on-change.",
-)
+@old_fail_on_regression("history")
 @click.option(
     "--require-resolution",
     "resolution_pct",

@@ -193,3 +193,18 @@ class Duration(click.ParamType):
             most = f" and at most {self.max_s:g} s" if self.max_s is not None else ""
             self.fail(f"{value!r}: give at least {self.min_s:g} s{most}", param, ctx)
         return seconds
+
+
+def old_fail_on_regression(command: str):
+    """The gate's old spelling on `command` (compare, history): hidden,
+    read into ``old_fail_pct``, said deprecated once."""
+    from isobench.cli.common import Finite
+
+    return click.option(
+        "--fail-on-regression",
+        "old_fail_pct",
+        type=Finite(min=0),
+        hidden=True,
+        callback=deprecated(f"{command} --fail-on-regression", "--fail-on-change"),
+        help="Deprecated spelling of --fail-on-change.",
+    )
