@@ -9,19 +9,39 @@ bash scripts/setup.sh
 bash scripts/lint.sh
 
 # Unit tests are pure: in parallel on every core (pytest-xdist). Integration
-# tests share the engine, the run lock and the host's quiet: one at a time.
-# Options (-x, -k EXPR) go to both runs; naming tests (a path that exists)
-# runs just those, serially. See docs/testing.md.
+# tests share the engine, the run lock and the host's quiet: one at a time,
+# except the fleet's, which run beside both from the start: their hosts are
+# containers of their own (own run lock, store and label, a subnet no other
+# test uses) and most of their time is spent waiting on ssh and Ansible
+# (docs/testing.md#lanes). Options (-x, -k EXPR) go to every run; naming
+# tests (a path that exists) runs just those, serially.
 pytest=(.venv/bin/python -m pytest -ra --durations=25)
 for arg in "$@"; do
   [[ -e ${arg%%::*} ]] && exec "${pytest[@]}" "$@"
 done
-unit=0 integration=0
+fleet_tests=tests/integration/test_fleet.py
+fleet_log=$(mktemp /tmp/isobench-fleet-lane.XXXXXX)
+fleet_tmp=$(mktemp -d /tmp/isobench-fleet-lane-tmp.XXXXXX)
+# (trap - INT: a background job starts with SIGINT ignored, and pytest only
+# tears its fixtures down on KeyboardInterrupt)
+(trap - INT; exec "${pytest[@]}" --basetemp "$fleet_tmp/t" "$@" "$fleet_tests") >"$fleet_log" 2>&1 &
+fleet_pid=$!
+# an interrupted suite stops the fleet lane too (its fixture removes the hosts)
+stop_fleet() {
+  if [[ -n $fleet_pid ]]; then kill -INT "$fleet_pid" 2>/dev/null || true; wait "$fleet_pid" || true; fi
+  rm -rf "$fleet_log" "$fleet_tmp"
+}
+trap stop_fleet EXIT
+unit=0 integration=0 fleet=0
 "${pytest[@]}" -n auto "$@" tests/unit || unit=$?
-"${pytest[@]}" "$@" tests/integration || integration=$?
-# 5 is "no test selected": fine for one half (-k EXPR names tests of the other)
-for rc in $unit $integration; do
+"${pytest[@]}" "$@" --ignore "$fleet_tests" tests/integration || integration=$?
+wait "$fleet_pid" || fleet=$?
+fleet_pid=""
+echo "== the fleet's integration tests (run beside the others) =="
+cat "$fleet_log"
+# 5 is "no test selected": fine for one part (-k EXPR names tests of another)
+for rc in $unit $integration $fleet; do
   [[ $rc -eq 0 || $rc -eq 5 ]] || exit "$rc"
 done
-[[ $unit -eq 5 && $integration -eq 5 ]] && exit 5
+[[ $unit -eq 5 && $integration -eq 5 && $fleet -eq 5 ]] && exit 5
 exit 0

@@ -81,8 +81,11 @@ def dependency_wheels(lock: Path, log) -> Path:
     return d
 
 
-def make_bundle(study_path: str, dest: Path, log) -> Path:
-    """DEST.tar: the isobench wheel, the lock file, dependency wheels, install-host.sh, the study."""
+def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
+    """DEST.tar (the isobench wheel, the lock file, install-host.sh, the study),
+    DEST-deps.tar (the dependency wheels) and the lock file's digest. The
+    dependencies travel only to a host whose venv was not built from this
+    lock (run.yml compares the digest): 128 MB a host otherwise, every run."""
     root = project_root()
     dest.mkdir(parents=True, exist_ok=True)
     _run(
@@ -90,13 +93,16 @@ def make_bundle(study_path: str, dest: Path, log) -> Path:
         300,
         "building the isobench wheel",
     )
-    shutil.copy(root / "requirements.lock", dest / "requirements.lock")
+    lock = root / "requirements.lock"
+    shutil.copy(lock, dest / "requirements.lock")
     shutil.copy(root / "scripts" / "install-host.sh", dest / "install-host.sh")
     shutil.copy(study_path, dest / "study.toml")
-    wheels = dependency_wheels(root / "requirements.lock", log)
-    shutil.copytree(wheels, dest / "wheels", ignore=shutil.ignore_patterns(".complete"))
-    # one archive: a single transfer per host instead of one per file
-    return Path(shutil.make_archive(str(dest), "tar", root_dir=dest))
+    deps = dest.with_name(dest.name + "-deps")
+    shutil.copytree(dependency_wheels(lock, log), deps / "wheels", ignore=shutil.ignore_patterns(".complete"))
+    # one archive each: a single transfer per host instead of one per file
+    bundle = Path(shutil.make_archive(str(dest), "tar", root_dir=dest))
+    deps_tar = Path(shutil.make_archive(str(deps), "tar", root_dir=deps))
+    return bundle, deps_tar, hashlib.sha256(lock.read_bytes()).hexdigest()
 
 
 def _one_line(text: str) -> str:
@@ -152,7 +158,7 @@ def run_fleet(
 
     with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp_dir:
         tmp = Path(tmp_dir)
-        bundle = make_bundle(study_path, tmp / "bundle", log)
+        bundle, deps, lock_sha = make_bundle(study_path, tmp / "bundle", log)
         fetch = tmp / "fetch"
         fetch.mkdir()
         log(f"running the playbook on {len(hosts)} host(s), {forks} at a time")
@@ -175,6 +181,8 @@ def run_fleet(
             timeout=int(timeout + 3600),
             extravars={
                 "ib_bundle": str(bundle),
+                "ib_deps": str(deps),
+                "ib_lock_sha": lock_sha,
                 "ib_fetch": str(fetch),
                 "ib_runs": runs,
                 "ib_setup": setup,
