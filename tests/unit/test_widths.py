@@ -229,7 +229,7 @@ def test_calibrate_fits(width):
         Rate("A/A" if size == 0 else f"planted {size:g}%", size, hits, n, *wilson(hits, n), measured, ())
         for size, hits, n, measured in ((0, 3, 126, -0.43), (2.5, 7, 18, 2.31), (10, 18, 18, 9.87), (20, 18, 18, 19.6))
     )
-    result = Calibration(f"20261125-070348-{env[:21]}-calibrate-9f3c", env, rates)
+    result = Calibration(f"20261125-070348-{env[:21].rstrip('-')}-calibrate-9f3c", env, rates)
     assert len(f"calibration of {env} (run {result.run_id})") > 80  # the title must wrap at 80
     text = drawn(common.console, lambda out: print_rates(result, out))
     assert not over(text, width), over(text, width)
