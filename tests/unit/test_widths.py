@@ -2,7 +2,11 @@
 over the width (docs/output.md#width). The commands run as a pipe sees them
 (CliRunner, COLUMNS set; the shared consoles get the width the program reads
 from COLUMNS at start), on stored runs and faked host readings, without
-Docker. What may be wider says so below, each with its rule:
+Docker. Those that need the run lock, Docker or a measurement (clean,
+calibrate, try) are drawn by the functions that print them, from
+constructed inputs, on the same consoles; `images` has only `images build`,
+whose output needs Docker: its --help is here. What may be wider says so
+below, each with its rule:
 
 - `report --format md`, `compare --format md`: Markdown is not drawn to a
   width (a table row is one line; docs/output.md);
@@ -173,3 +177,97 @@ def test_envs_and_doctor_fit(width, monkeypatch):
     r = run(width, "doctor")
     assert r.exit_code == 0 and "boots its" in " ".join(r.stdout.split()), r.output
     assert not over(r.stdout, width), over(r.stdout, width)
+
+
+# -- what clean, calibrate and try print, drawn from constructed inputs: clean's
+# leftovers, a calibration's rates, try's study and a stored run. The commands
+# themselves take the run lock, Docker and a measurement; their printing is
+# these functions (cli/host.print_removed, cli/calibrate.print_rates,
+# cli/execution.say_resolution, cli/try_cmd.print_answer).
+
+RUN_ID = "20261125-070348-quick-66a6"
+
+
+def drawn(out, draw) -> str:
+    with out.capture() as captured:
+        draw(out)
+    return captured.get()
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_clean_fits(width):
+    from isobench.cli.host import print_removed
+
+    rule = f"-A FORWARD -i ib-66a6-br -o ib-66a6-br -m comment --comment isobench-{RUN_ID} -j ACCEPT"  # as saved
+    removed = [
+        f"container isobench-{RUN_ID}-docker-nat",
+        f"volume isobench-{RUN_ID}-docker-nat-data",
+        f"iptables rule {rule}",
+        f"network namespace isobench-{RUN_ID}-client",
+        "link ib-66a6-br",
+        "server process 4242 (/usr/bin/redis-server) bound to a benchmark address",
+        "stress-ng pid 4711",
+        f"directory /var/lib/isobench/scratch/{RUN_ID}",
+    ]
+    assert len(f"removed iptables rule {rule}") > width  # a line printed whole would not fit
+    text = drawn(common.console, lambda out: print_removed(removed, out))
+    assert not over(text, width), over(text, width)
+    lines = text.splitlines()
+    assert len(lines) > len(removed) + 1 and lines[-1] == "8 items removed"
+    # every item whole (only folded at spaces), a continuation indented
+    assert all(f"removed {item}" in " ".join(text.split()) for item in removed)
+    assert all(ln.startswith(("removed ", "  ")) for ln in lines[:-1])
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_calibrate_fits(width):
+    from isobench.cli.calibrate import print_rates
+    from isobench.run.calibration import Calibration, Rate, wilson
+
+    env = "an-environment-named-at-31-char"  # NAME_MAX
+    rates = tuple(
+        Rate("A/A" if size == 0 else f"planted {size:g}%", size, hits, n, *wilson(hits, n), measured, ())
+        for size, hits, n, measured in ((0, 3, 126, -0.43), (2.5, 7, 18, 2.31), (10, 18, 18, 9.87), (20, 18, 18, 19.6))
+    )
+    result = Calibration(f"20261125-070348-{env[:21].rstrip('-')}-calibrate-9f3c", env, rates)
+    assert len(f"calibration of {env} (run {result.run_id})") > 80  # the title must wrap at 80
+    text = drawn(common.console, lambda out: print_rates(result, out))
+    assert not over(text, width), over(text, width)
+    assert "3 false alarms" in text and "+19.6%" in text and result.run_id in text
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_try_plan_and_answer_fit(width, store_path):
+    """Before measuring, `try` (as `run`) says on stderr what its rounds can
+    resolve here (with a pilot, or none measured lately); after, Table I,
+    the answer and where the run is stored."""
+    import time
+
+    from isobench.checks.noisepilot import KernelNoise, Pilot
+    from isobench.checks.preflight import study_size
+    from isobench.cli.execution import resolution_text, say_resolution
+    from isobench.cli.try_cmd import default_envs, print_answer, study_text
+    from isobench.host.hostinfo import host_info
+    from isobench.study import parse_study, with_budget
+
+    kernels = {
+        k: KernelNoise(k, k, 20, sd, sd * 0.8, sd * 1.5, 0.1, -0.2, 0.4, 0.5)
+        for k, sd in (("cpu", 0.021), ("io", 0.129))
+    }
+    pilot = Pilot(1, {}, "2026-11-25 07:00:00", time.time() - 600, 30.4, kernels, {})
+    argv = ("sysbench", "cpu", "--cpu-max-prime=5000", "--events=2000", "run")
+    study = parse_study(study_text(argv, default_envs(), 5, 1, 1, None, None), "isobench try")
+    for s, p in ((study, pilot), (with_budget(study, "30m"), pilot), (study, None)):
+        size = study_size(s, host_info())
+        said = resolution_text(s, size, p)
+        assert said and max(map(len, said)) > width  # printed whole, they would not fit
+        text = drawn(common.err_console, lambda out, s=s, size=size, p=p: say_resolution(s, size, p, out))
+        assert not over(text, width), over(text, width)
+        assert " ".join(text.split()) == " ".join(" ".join(said).split())  # folded, nothing cut
+
+    path, quick = store_path
+    store = Store(path)
+    text = drawn(common.console, lambda out: print_answer(store.load_run(quick), out))
+    store.close()
+    assert not over(text, width), over(text, width)
+    assert text.rstrip().endswith("shows the whole report") and quick in text

@@ -135,7 +135,7 @@ def calibrate(
     if json_out == STDOUT:
         emit(document("calibrate", result.as_dict()), output)
         return
-    terminal_to(output, lambda out: _print(result, out), console)
+    terminal_to(output, lambda out: print_rates(result, out), console)
     if json_out:  # the old spelling: --json FILE, the table printed as well
         deprecated("calibrate --json FILE", "--json -o FILE")(None, None, json_out)
         emit(document("calibrate", result.as_dict()), json_out, "--json")
@@ -146,7 +146,8 @@ def _pct(x: float) -> str:
     return DASH if math.isnan(x) else f"{x * 100:.0f}%"
 
 
-def _print(result, out) -> None:
+def print_rates(result, out) -> None:
+    """The rates as a table on ``out``, drawn to its width (its title and cells wrap)."""
     table = Table(
         "",
         "cells",

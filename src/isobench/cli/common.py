@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -53,6 +54,18 @@ class Finite(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{shown(value)} is not a finite number", param, ctx)
         return super().convert(number, param, ctx)
+
+
+def fold(lines, out: Console) -> None:
+    """Each line folded to OUT's width at spaces, its continuation indented
+    two spaces (validate, run's and try's plan, clean). A word is never cut
+    (a path, a run id, a rule are copied): one wider than the width stays whole.
+    Control characters escaped; printed literally, never as console markup."""
+    for line in lines:
+        for part in textwrap.wrap(
+            printable(line), out.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        ):
+            out.print(part, highlight=False, markup=False, soft_wrap=True)
 
 
 # A message quoting user input (a key, a value, a path) is cut to this.

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 
-from isobench.cli.common import err_console
+from isobench.cli.common import err_console, fold
 from isobench.cli.common import fail as _fail
 
 
@@ -55,11 +55,10 @@ def study_outlook(study, size, pilot):
 
 
 def say_resolution(study, size, pilot, out) -> None:
-    """resolution_text on ``out``; user text (workload keys) escaped."""
-    from isobench.core.ids import printable
-
-    for line in resolution_text(study, size, pilot):
-        out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+    """resolution_text on ``out`` (the plan `run` and `try` print before
+    measuring), folded to its width as validate folds the same lines; user
+    text (workload keys) escaped."""
+    fold(resolution_text(study, size, pilot), out)
 
 
 def host_noise_for_run(lock):

@@ -7,7 +7,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from isobench.cli.common import console, err_console
+from isobench.cli.common import console, err_console, fold
 from isobench.cli.common import fail as _fail
 from isobench.cli.output import JSON_OPTION, document, emit, output_option, terminal_to
 from isobench.core.numbers import plural
@@ -115,6 +115,11 @@ def clean() -> None:
         from isobench.checks.health import forget_pending
 
         forget_pending()  # what failed teardowns left is gone with the rest
-    for item in removed:
-        console.print(f"removed {item}", highlight=False, markup=False)
-    console.print(f"{plural(len(removed), 'item')} removed" if removed else "nothing to clean")
+    print_removed(removed, console)
+
+
+def print_removed(removed: list[str], out) -> None:
+    """What clean removed, one item a line (an iptables rule folds, its
+    continuation indented), then how many."""
+    fold([f"removed {item}" for item in removed], out)
+    out.print(f"{plural(len(removed), 'item')} removed" if removed else "nothing to clean")

@@ -3,17 +3,15 @@ report printed and written. Parsing and printing only."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, own, writing
+from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, fold, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, gate_exit, output_option, to_stdout
-from isobench.core.ids import printable
 from isobench.core.numbers import plural
 
 
@@ -113,11 +111,7 @@ def validate(
     if not to_stdout(output):
         emit("\n".join(lines), output)
     else:  # each fact folded to the terminal's width, its continuation indented
-        for line in lines:
-            for part in textwrap.wrap(
-                printable(line), console.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
-            ):
-                console.print(part, highlight=False, markup=False, soft_wrap=True)
+        fold(lines, console)
     _strict(strict, outlook, size, study.meta.tolerance_pct)
 
 

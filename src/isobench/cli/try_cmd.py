@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from isobench.cli.common import STORE_OPTION, console, err_console, writing
+from isobench.cli.common import STORE_OPTION, console, err_console, fold, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.core.ids import NAME_MAX
@@ -166,14 +166,12 @@ def try_cmd(
     # there is no table to set same_program in until --save writes one
     where = f" (in {save_path})" if save_path else " (--save STUDY.toml writes the study to set it in)"
     run_id = execute(study, store, progress, budget_label="--budget", where_to_allow=where)
-    print_answer(store.load_run(run_id))
-    console.print(
-        f"\nstored as run {run_id}: `isobench report {run_id}` shows the whole report", highlight=False, markup=False
-    )
+    print_answer(store.load_run(run_id), console)
 
 
-def print_answer(run) -> None:
-    """Table I and the answer, as `isobench report` draws them in a terminal."""
+def print_answer(run, out) -> None:
+    """Table I and the answer, as `isobench report` draws them in a terminal,
+    then where the rest is (folded as validate's lines: the run id whole)."""
     from rich.text import Text
 
     from isobench.report.blocks import Results
@@ -186,8 +184,10 @@ def print_answer(run) -> None:
         table = any(isinstance(b, Results) for b in blocks)
         if not (table or section.lead):
             continue
-        console.print()
+        out.print()
         if not table:
-            console.print(Text(section.heading(ctx), style="bold underline"))
+            out.print(Text(section.heading(ctx), style="bold underline"))
         for block in blocks:
-            draw(console, block)
+            draw(out, block)
+    out.print()
+    fold([f"stored as run {run.run_id}: `isobench report {run.run_id}` shows the whole report"], out)
