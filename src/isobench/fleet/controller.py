@@ -81,6 +81,20 @@ def dependency_wheels(lock: Path, log) -> Path:
     return d
 
 
+def ansible_env() -> dict[str, str]:
+    """ansible-playbook's environment. Pipelining sends each task's module
+    through the open SSH connection instead of copying it first: about a
+    second less per task and host, on a playbook of twenty-odd tasks (it
+    needs sudo without requiretty, Debian's default)."""
+    return {
+        "PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
+        "ANSIBLE_TIMEOUT": "15",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_LOCALHOST_WARNING": "False",
+        "ANSIBLE_PIPELINING": "True",
+    }
+
+
 def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
     """DEST.tar (the isobench wheel, the lock file, install-host.sh, the study),
     DEST-deps.tar (the dependency wheels) and the lock file's digest. The
@@ -162,12 +176,7 @@ def run_fleet(
         fetch = tmp / "fetch"
         fetch.mkdir()
         log(f"running the playbook on {len(hosts)} host(s), {forks} at a time")
-        env = {
-            "PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
-            "ANSIBLE_TIMEOUT": "15",
-            "ANSIBLE_RETRY_FILES_ENABLED": "False",
-            "ANSIBLE_LOCALHOST_WARNING": "False",
-        }
+        env = ansible_env()
         (tmp / "runner").mkdir()
         result = _runner(
             ansible_runner,
@@ -232,11 +241,7 @@ def clean_fleet(inventory: str, hosts: list[str], forks: int) -> dict[str, tuple
     import ansible_runner
 
     with tempfile.TemporaryDirectory(prefix="isobench-fleet-") as tmp:
-        env = {
-            "PATH": f"{Path(ansible_bin('ansible-playbook')).parent}:{os.environ.get('PATH', '')}",
-            "ANSIBLE_TIMEOUT": "15",
-            "ANSIBLE_RETRY_FILES_ENABLED": "False",
-        }
+        env = ansible_env()
         result = _runner(
             ansible_runner,
             private_data_dir=tmp,
