@@ -436,11 +436,17 @@ def test_9_an_older_store_is_converted_and_an_unreadable_time_is_never_the_lates
     db = sqlite3.connect(sandbox / "s.sqlite")
     db.execute("UPDATE runs SET started_at='2026-05-01T10:00:00+0900' WHERE run_id='r1'")
     db.execute("UPDATE runs SET started_at='zzz' WHERE run_id='z'")  # written by hand
+    first = db.execute("SELECT MIN(id) FROM samples WHERE run_id='r1'").fetchone()[0]
+    db.execute("UPDATE samples SET started_at='2026-05-01T10:00:05+09:00' WHERE id=?", (first,))
+    db.execute("UPDATE samples SET started_at='zzz' WHERE id=?", (first + 1,))
     db.commit()
     db.close()
     s = Store(str(sandbox / "s.sqlite"))
     assert s.latest_run_id() == "r1"
     assert s.db.execute("SELECT started_at FROM runs WHERE run_id='r1'").fetchone()[0] == "2026-05-01T01:00:00+0000"
+    # a sample's time too, in the file itself; one that is no time is left for readers to treat as absent
+    stored = dict(s.db.execute("SELECT id, started_at FROM samples WHERE id IN (?, ?)", (first, first + 1)))
+    assert stored == {first: "2026-05-01T01:00:05+0000", first + 1: "zzz"}
     assert [r.run_id for r in s.list_runs()] == ["z", "r1"]
 
 

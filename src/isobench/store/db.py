@@ -122,8 +122,9 @@ class Store:
         self._version = "parser_version" if "parser_version" in self._columns("samples") else "NULL"
 
     def _utc_times(self) -> None:
-        """Runs' times stored before they were UTC instants, converted once
-        (a text that is no time is left: it sorts first, never the latest)."""
+        """Runs' and samples' times stored before they were UTC instants,
+        converted once (a text that is no time is left: it sorts first,
+        never the latest)."""
         for run_id, *times in self.db.execute(
             f"SELECT run_id, started_at, finished_at FROM runs WHERE NOT (started_at GLOB '{CANONICAL_GLOB}')"
         ).fetchall():
@@ -135,6 +136,15 @@ class Store:
                     )
             except (ValueError, sqlite3.OperationalError):
                 pass  # unreadable, or a read-only store: read as stored
+        # and samples' (readers still normalise what could not be converted)
+        for rowid, t in self.db.execute(
+            f"SELECT id, started_at FROM samples WHERE NOT (started_at GLOB '{CANONICAL_GLOB}')"
+        ).fetchall():
+            try:
+                with self.db:
+                    self.db.execute("UPDATE samples SET started_at=? WHERE id=?", (utc(t), rowid))
+            except (ValueError, TypeError, sqlite3.OperationalError):
+                pass
 
     def _columns(self, table: str) -> set[str]:
         return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
