@@ -134,8 +134,8 @@ def test_validate_strict_fails_a_study_that_can_resolve_nothing_here(tmp_path, m
         assert re.search(
             r"\u00b15% equivalence needs more rounds \((about \d+ rounds \(about .* --budget|more than)", r.stderr
         )
-    # --json prints the document, and the same status
-    assert invoke("validate", str(study), "--strict", "--json").exit_code == strict_code
+    # --format json prints the document, and the same status
+    assert invoke("validate", str(study), "--strict", "--format", "json").exit_code == strict_code
 
 
 def test_one_figure_that_resolves_is_enough():

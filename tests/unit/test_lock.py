@@ -71,7 +71,7 @@ def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypat
             store.finish_run(run_id, status)
     store.close()
     monkeypatch.setattr(isobench.core.lock, "running_run_id", lambda: None)
-    out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite"), "--json"]).stdout
+    out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite"), "--format", "json"]).stdout
     rows = {r["run_id"]: r["status"] for r in json.loads(out)["runs"]}
     assert rows == {"r1": "complete", "r2": "incomplete", "r3": "interrupted", "r4": "died"}, out
     table = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")]).stdout

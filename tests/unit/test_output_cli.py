@@ -110,7 +110,7 @@ def _json(result, kind):
 
 
 def test_runs_json_counts_warmups_apart(synthetic):
-    doc = _json(invoke("runs", "--store", synthetic, "--json"), "runs")
+    doc = _json(invoke("runs", "--store", synthetic, "--format", "json"), "runs")
     assert [r["run_id"] for r in doc["runs"]] == ["a", "c"]
     a = doc["runs"][0]
     assert a["warmups"] > 0 and a["samples"] > 0 and a["failed"] == 1  # the synthetic run's one failed sample
@@ -269,7 +269,7 @@ def test_history_takes_a_study_file_as_well_as_a_name(tmp_path):
 def test_fleet_list_json_on_an_empty_store(tmp_path):
     path = str(tmp_path / "f.sqlite")
     Store(path).close()
-    assert _json(invoke("fleet", "list", "--store", path, "--json"), "fleet-list") == {
+    assert _json(invoke("fleet", "list", "--store", path, "--format", "json"), "fleet-list") == {
         "schema": "isobench.fleet-list",
         "version": out.SCHEMA_VERSION,
         "hosts": [],
@@ -283,19 +283,19 @@ def test_envs_and_doctor_json(monkeypatch):
     from isobench.envs import kinds
 
     monkeypatch.setattr(kinds, "probe_all", lambda: [SimpleNamespace(name="native", available=True, details="")])
-    doc = _json(invoke("envs", "--json"), "envs")
+    doc = _json(invoke("envs", "--format", "json"), "envs")
     assert doc["environments"] == [{"name": "native", "available": True, "details": ""}]
     monkeypatch.setattr(noisepilot, "without_a_run", lambda fresh, on_measure: (None, "no pilot in a test"))
     monkeypatch.setattr(doctor, "read_host", lambda: None)
     monkeypatch.setattr(doctor, "judge", lambda host: [doctor.Finding("governor", "warn", "powersave", "set it")])
-    doc = _json(invoke("doctor", "--json"), "doctor")
+    doc = _json(invoke("doctor", "--format", "json"), "doctor")
     assert doc["findings"][0] == {"check": "governor", "status": "warn", "value": "powersave", "fix": "set it"}
     assert len(doc["findings"]) == 2  # and the noise pilot's
 
 
 def test_validate_json_and_its_words():
     quick = str(Path(__file__).resolve().parents[2] / "studies" / "quick.toml")
-    doc = _json(invoke("validate", quick, "--json"), "validate")
+    doc = _json(invoke("validate", quick, "--format", "json"), "validate")
     assert doc["study"] == "quick" and doc["ok"] is True and len(doc["environments"]) == 3
     assert doc["size"]["samples"] > 0 and doc["size"]["estimated_s"] > 0 and doc["resolution"]
     text = invoke("validate", quick).stdout

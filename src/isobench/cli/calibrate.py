@@ -12,10 +12,20 @@ from rich.table import Table
 from isobench.cli.common import STORE_OPTION, Finite, check_output, console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, terminal_to
+from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, table_format_option, terminal_to
 from isobench.results.numbers import DASH, fmt_pct
 
 CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
+
+
+def _old_json(ctx, param, value: str | None) -> str | None:
+    """calibrate's old spellings, each said deprecated once: --json (now
+    --format json) and --json FILE (the rates to FILE besides the table)."""
+    if value == STDOUT:
+        deprecated("calibrate --json", "--format json")(None, None, value)
+    elif value:
+        deprecated("calibrate --json FILE", "--format json -o FILE")(None, None, value)
+    return value
 
 
 @click.command("calibrate")
@@ -49,15 +59,17 @@ CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
     help="CPU quota every unslowed copy gets when the environment sets none (default 1).",
 )
 @click.option("--show", "show_id", metavar="RUN_ID", help="Judge a stored calibration run again; run nothing.")
+@table_format_option("calibrate", json_alias=False)
 @click.option(
     "--json",
     "json_out",
     is_flag=False,
     flag_value=STDOUT,
     metavar="",
+    hidden=True,
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="Print the rates as JSON instead of the table (schema: docs/output.md); to -o FILE when given. "
-    "`--json FILE` (writing FILE besides the table) is deprecated: use --json -o FILE.",
+    callback=_old_json,
+    help="Deprecated: --json is --format json; --json FILE writes FILE besides the table.",
 )
 @output_option()
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
@@ -75,6 +87,7 @@ def calibrate(
     copies: int,
     quota: float | None,
     show_id: str | None,
+    fmt: str,
     json_out: str | None,
     output: str | None,
     progress: bool | None,
@@ -90,6 +103,8 @@ def calibrate(
     and the detection rate per planted size, each with a 95% Wilson interval,
     and stores them with the run. CPU-bound workloads feel the planted size
     fully; the 'measured' column shows what each planted size actually did.
+    --json, the old spelling of --format json, works for one more release
+    (and --json FILE, writing FILE besides the table: use --format json -o FILE).
 
     \b
     Example (about 8 minutes on 2 cores):
@@ -101,6 +116,8 @@ def calibrate(
 
     if (study_file is None) == (show_id is None):
         _fail("give a study file to calibrate with, or --show RUN_ID to judge a stored calibration run")
+    if fmt == "json" and json_out not in (None, STDOUT):
+        _fail(f"calibrate --json {json_out}: the old spelling of --format json -o {json_out}; give one of the two")
     store = _open_store(store_path, create=show_id is None)
     for path, what in ((json_out, "--json"), (output, "-o")):
         if path and path != STDOUT:
@@ -132,12 +149,11 @@ def calibrate(
     facts = store.run_facts(run_id)
     facts[CALIBRATION_FACT] = result.as_dict()
     store.set_run_facts(run_id, facts)
-    if json_out == STDOUT:
+    if fmt == "json" or json_out == STDOUT:
         emit(document("calibrate", result.as_dict()), output)
         return
     terminal_to(output, lambda out: print_rates(result, out), console)
     if json_out:  # the old spelling: --json FILE, the table printed as well
-        deprecated("calibrate --json FILE", "--json -o FILE")(None, None, json_out)
         emit(document("calibrate", result.as_dict()), json_out, "--json")
         console.print(f"wrote {escape(json_out)}", highlight=False)
 

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from isobench.cli.common import STORE_OPTION, console, err_console, open_store
 from isobench.cli.common import fail as _fail
-from isobench.cli.output import JSON_OPTION, Duration, document, emit, output_option
+from isobench.cli.output import Duration, document, emit, output_option, table_format_option
 from isobench.core.ids import printable
 
 
@@ -122,15 +122,17 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
 
 @fleet.command("list")
 @STORE_OPTION
-@JSON_OPTION
+@table_format_option("fleet list")
 @output_option()
-def fleet_list(store_path, as_json, output) -> None:
-    """Fleets in the store, host by host."""
+def fleet_list(store_path, fmt, output) -> None:
+    """Fleets in the store, host by host.
+
+    --json, the old spelling of --format json, works for one more release."""
     store = open_store(store_path)
     rows = store.db.execute(
         "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host"
     ).fetchall()
-    if as_json:
+    if fmt == "json":
         emit(
             document(
                 "fleet-list",

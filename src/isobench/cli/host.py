@@ -9,19 +9,21 @@ from rich.table import Table
 
 from isobench.cli.common import console, err_console, fold
 from isobench.cli.common import fail as _fail
-from isobench.cli.output import JSON_OPTION, document, emit, output_option, terminal_to
+from isobench.cli.output import document, emit, output_option, table_format_option, terminal_to
 from isobench.core.numbers import plural
 
 
 @click.command()
-@JSON_OPTION
+@table_format_option("envs")
 @output_option()
-def envs(as_json: bool, output: str | None) -> None:
-    """What this host can run, and why not."""
+def envs(fmt: str, output: str | None) -> None:
+    """What this host can run, and why not.
+
+    --json, the old spelling of --format json, works for one more release."""
     from isobench.envs.kinds import probe_all
 
     rows = probe_all()
-    if as_json:
+    if fmt == "json":
         emit(
             document(
                 "envs",
@@ -37,12 +39,12 @@ def envs(as_json: bool, output: str | None) -> None:
 
 
 @click.command()
-@JSON_OPTION
+@table_format_option("doctor")
 @output_option()
 @click.option(
     "--fresh", is_flag=True, help="Measure the host's noise again even when the last pilot is under an hour old."
 )
-def doctor(as_json: bool, output: str | None, fresh: bool) -> None:
+def doctor(fmt: str, output: str | None, fresh: bool) -> None:
     """Host settings that bias results, each with how to fix it, and the
     host's noise: a pilot of about 30 s (fixed CPU and I/O kernels as A/A
     pairs, and the CPU one as a duet, both at once on their own CPUs) whose
@@ -51,6 +53,7 @@ def doctor(as_json: bool, output: str | None, fresh: bool) -> None:
 
     The same findings are stored with every run and shown in its report.
     Exits 0 whatever it finds: a warning is advice, not an error.
+    --json, the old spelling of --format json, works for one more release.
     """
     import time
 
@@ -65,7 +68,7 @@ def doctor(as_json: bool, output: str | None, fresh: bool) -> None:
         ),
     )
     findings.append(as_finding(pilot, note, time.time()))
-    if as_json:
+    if fmt == "json":
         facts = findings_as_facts(findings)
         if pilot is not None:
             facts[-1]["pilot"] = pilot.as_fact(time.time())

@@ -1,11 +1,12 @@
 """One output convention for every command (docs/output.md): `-o/--output
 FILE` with `-` for stdout, `--format terminal|md|html|json` where there is a
-report, `--json` where there is a table, a JSON document with a schema name
-and version, durations written one way, and old spellings kept as hidden
-aliases that say they are deprecated."""
+report, `--format terminal|json` where there is a table or lines, a JSON
+document with a schema name and version, durations written one way, and old
+spellings kept as hidden aliases that say they are deprecated."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -30,6 +31,7 @@ def gate_exit(failed: bool, blind: bool) -> None:
 SCHEMA_VERSION = 1  # of every document below; bumped when a field changes meaning or goes
 STDOUT = "-"
 FORMATS = ("terminal", "md", "html", "json")
+TABLE_FORMATS = ("terminal", "json")  # a command whose human output is a table or lines
 
 
 def output_option(what: str = "Write to FILE instead of stdout (- for stdout).", dir_okay: bool = False):
@@ -51,9 +53,43 @@ def format_option(default: str = "terminal", extra: str = ""):
     )
 
 
-JSON_OPTION = click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON instead of the table (schema: docs/output.md)."
-)
+def table_format_option(command: str, json_alias: bool = True):
+    """--format terminal|json, read into ``fmt``, for COMMAND, whose human
+    output is a table or lines. With JSON_ALIAS, also --json, its old
+    spelling: hidden, said deprecated once, and read as --format json (the
+    command sees ``fmt`` alone); the command's help says so in one sentence
+    (tests/unit/test_output_formats.py holds the two together)."""
+    fmt = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(TABLE_FORMATS),
+        default="terminal",
+        show_default=True,
+        help="terminal (a table or lines) or JSON (schema: docs/output.md).",
+    )
+    if not json_alias:
+        return fmt
+    alias = click.option(
+        "--json",
+        "old_json",
+        is_flag=True,
+        hidden=True,
+        callback=deprecated(f"{command} --json", "--format json"),
+        help="Deprecated spelling of --format json.",
+    )
+
+    def decorate(f):
+        # a wrapper, not a second option writing into fmt: which of two
+        # options sharing a name wins differs between click releases
+        @functools.wraps(f)
+        def merged(*args, old_json: bool = False, **kwargs):
+            if old_json:
+                kwargs["fmt"] = "json"
+            return f(*args, **kwargs)
+
+        return fmt(alias(merged))
+
+    return decorate
 
 
 def deprecated(old: str, new: str):

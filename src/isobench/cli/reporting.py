@@ -15,13 +15,13 @@ from isobench.cli.common import STORE_OPTION, console, default_output, err_conso
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
-    JSON_OPTION,
     STDOUT,
     deprecated,
     document,
     emit,
     format_option,
     output_option,
+    table_format_option,
     terminal_to,
 )
 from isobench.core import sink
@@ -30,11 +30,12 @@ from isobench.core.numbers import plural
 
 @click.command()
 @STORE_OPTION
-@JSON_OPTION
+@table_format_option("runs")
 @output_option()
-def runs(store_path: str, as_json: bool, output: str | None) -> None:
+def runs(store_path: str, fmt: str, output: str | None) -> None:
     """List stored runs, oldest first. Samples are the measured ones; the
-    warm-ups, left out of every statistic, are counted apart."""
+    warm-ups, left out of every statistic, are counted apart.
+    --json, the old spelling of --format json, works for one more release."""
     store = _open_store(store_path)
     # status: complete (every cell has an ok sample), incomplete (some failed or were skipped:
     # --resume), interrupted (Ctrl-C, SIGTERM, a full store), died (killed: nobody holds its lock)
@@ -44,7 +45,7 @@ def runs(store_path: str, as_json: bool, output: str | None) -> None:
     rows = store.list_runs()
     # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
     status = {r.run_id: "died" if r.status == "running" and live not in (r.run_id, "?") else r.status for r in rows}
-    if as_json:
+    if fmt == "json":
         emit(
             document(
                 "runs",
@@ -207,29 +208,32 @@ def report(
         console.print(f"HTML report written to {escape(str(path))}", highlight=False)
         return
     if fmt == "json":
-        from isobench.results.attribution import attribution_json, build_rows, primary_changed_cells
-        from isobench.results.table import build_table
-        from isobench.store.export import CELL_COLUMNS, cell_rows
-
-        rows = build_rows(run)
-        emit(
-            document(
-                "report",
-                {
-                    "run": _run_fields(run),
-                    "host_facts": run.host_facts,
-                    "cell_columns": list(CELL_COLUMNS),
-                    "cells": cell_rows(run),
-                    "attribution": attribution_json(run, rows, primary_changed_cells(run, build_table(run))),
-                },
-            ),
-            output,
-        )
+        emit(report_document(run), output)
         return
     if fmt == "md":
         emit(render_markdown(run), output)
         return
     terminal_to(output, lambda out: render_terminal(run, out, show_all), console)
+
+
+def report_document(run) -> str:
+    """The isobench.report document of RUN: `report --format json`, and
+    `try --format json` of the run it made."""
+    from isobench.results.attribution import attribution_json, build_rows, primary_changed_cells
+    from isobench.results.table import build_table
+    from isobench.store.export import CELL_COLUMNS, cell_rows
+
+    rows = build_rows(run)
+    return document(
+        "report",
+        {
+            "run": _run_fields(run),
+            "host_facts": run.host_facts,
+            "cell_columns": list(CELL_COLUMNS),
+            "cells": cell_rows(run),
+            "attribution": attribution_json(run, rows, primary_changed_cells(run, build_table(run))),
+        },
+    )
 
 
 def _run_fields(run) -> dict:

@@ -11,7 +11,16 @@ from rich.markup import escape
 from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, fold, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.cli.output import JSON_OPTION, STDOUT, deprecated, document, emit, gate_exit, output_option, to_stdout
+from isobench.cli.output import (
+    STDOUT,
+    deprecated,
+    document,
+    emit,
+    gate_exit,
+    output_option,
+    table_format_option,
+    to_stdout,
+)
 from isobench.core.numbers import plural
 
 
@@ -30,14 +39,15 @@ from isobench.core.numbers import plural
     "+999% findable, ±tolerance equivalence beyond the planned rounds), or when the host's noise "
     "is not measured (`isobench doctor` measures it).",
 )
-@JSON_OPTION
+@table_format_option("validate")
 @output_option()
 def validate(
-    study_file: str, allow_large: bool, budget: str | None, strict: bool, as_json: bool, output: str | None
+    study_file: str, allow_large: bool, budget: str | None, strict: bool, fmt: str, output: str | None
 ) -> None:
     """Check a study file without running anything: its size, and what its
     rounds (or --budget) can resolve on this host, from the host's noise as
-    `isobench doctor` last measured it.
+    `isobench doctor` last measured it. --json, the old spelling of
+    --format json, works for one more release.
 
     \b
     Exit status (docs/output.md): 0 valid; 4 with --strict, a study that can
@@ -63,7 +73,7 @@ def validate(
 
     resolution, outlook = study_outlook(study, size, cached())  # the last pilot's figures: validate measures nothing
     unsupported = study.unsupported()
-    if as_json:
+    if fmt == "json":
         emit(
             document(
                 "validate",

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import click
 
-from isobench.cli.common import STORE_OPTION, console, err_console, fold, writing
+from isobench.cli.common import STORE_OPTION, check_output, console, err_console, fold, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.output import emit, output_option, table_format_option, terminal_to, to_stdout
 from isobench.core.ids import NAME_MAX
 
 # The first presets in the kinds' rank order (the host itself, then Docker
@@ -112,6 +113,8 @@ def study_text(
     help="Write the study it runs to this file, to edit and `isobench run` again.",
 )
 @STORE_OPTION
+@table_format_option("try", json_alias=False)
+@output_option("Write the answer to FILE instead of stdout (- for stdout).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
 def try_cmd(
     command: tuple[str, ...],
@@ -123,6 +126,8 @@ def try_cmd(
     budget: str | None,
     save_path: str | None,
     store_path: str,
+    fmt: str,
+    output: str | None,
     progress: bool | None,
 ) -> None:
     """Measure COMMAND natively and in Docker, and answer what isolation costs it.
@@ -135,7 +140,9 @@ def try_cmd(
     the system PATH; its wall time is the primary metric, with user and
     system CPU seconds and peak memory. The run is stored like any other
     (`isobench report` shows all of it); `--save` writes the study so you
-    can add files, setup and metrics read from the output.
+    can add files, setup and metrics read from the output. --format json
+    prints the run as `isobench report RUN_ID --format json` does (the same
+    document, docs/output.md).
     """
     from isobench.cli.execution import execute
     from isobench.envs.kinds import presets
@@ -163,10 +170,17 @@ def try_cmd(
             Path(save_path).write_text(study_text(command, envs, rounds, warmup, repeat, timeout_s, budget))
         err_console.print(f"study written to {save_path}", highlight=False, markup=False)
     store = _open_store(store_path, create=True)
+    if not to_stdout(output):
+        check_output(output, "-o")  # before the measuring, not after
     # there is no table to set same_program in until --save writes one
     where = f" (in {save_path})" if save_path else " (--save STUDY.toml writes the study to set it in)"
     run_id = execute(study, store, progress, budget_label="--budget", where_to_allow=where)
-    print_answer(store.load_run(run_id), console)
+    if fmt == "json":
+        from isobench.cli.reporting import report_document
+
+        emit(report_document(store.load_run(run_id)), output)
+        return
+    terminal_to(output, lambda out: print_answer(store.load_run(run_id), out), console)
 
 
 def print_answer(run, out) -> None:
