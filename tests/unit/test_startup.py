@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import isobench
 
@@ -17,6 +18,7 @@ import isobench
 HEAVY = ("scipy", "numpy", "matplotlib", "docker", "requests", "jinja2", "qemu")
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(isobench.__file__)))
+DATA = Path(__file__).parents[1] / "data" / "quick-20261125.run.json.gz"  # a real quick-study run
 
 
 def loaded_after(code: str) -> list[str]:
@@ -43,3 +45,26 @@ def test_listing_an_empty_store_loads_no_heavy_library(tmp_path):
         f"try:\n    main(['runs', '--store', {path!r}])\nexcept SystemExit as end:\n    assert not end.code, end.code"
     )
     assert loaded_after(code) == []
+
+
+def test_reports_without_figures_load_no_matplotlib(tmp_path):
+    """Only HTML draws figures: a report and a history of a real run in the
+    other formats load no matplotlib (half a second; the terminal and Markdown
+    go through the same sections)."""
+    import gzip
+
+    from isobench.cli.main import main
+
+    export = tmp_path / "run.json"
+    export.write_bytes(gzip.open(DATA).read())
+    store = str(tmp_path / "s.sqlite")
+    main(["import", str(export), "--store", store], standalone_mode=False)
+    commands = [
+        ["report", "--store", store, "-o", str(tmp_path / "r.txt")],
+        ["history", "--format", "md", "--store", store, "-o", str(tmp_path / "h.md")],
+    ]
+    code = "from isobench.cli.main import main\n" + "".join(
+        f"main({argv!r}, standalone_mode=False)\n" for argv in commands
+    )
+    assert "matplotlib" not in loaded_after(code)
+    assert all((tmp_path / name).stat().st_size for name in ("r.txt", "h.md"))
