@@ -39,6 +39,18 @@ def quick(tmp_path_factory):
     return store.load_run(run_id), (DATA / "quick-20261125.before.md").read_text()
 
 
+@pytest.fixture(scope="module")
+def quick_md(quick) -> str:
+    """The quick run's Markdown report, rendered once for the tests that read it."""
+    return render_markdown(quick[0])
+
+
+@pytest.fixture(scope="module")
+def quick_html(quick) -> str:
+    """The quick run's HTML page, rendered once (its figures take seconds)."""
+    return render_html(quick[0])
+
+
 def _section(md: str, title: str) -> list[str]:
     """The lines of a '## title' section of a Markdown report."""
     m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", md, re.S | re.M)
@@ -47,19 +59,19 @@ def _section(md: str, title: str) -> list[str]:
 
 
 @pytest.mark.parametrize("title,renamed", [("Results", "Table I"), ("Inconclusive", None)])
-def test_the_same_run_renders_the_same_numbers_and_verdicts(quick, title, renamed):
-    run, before = quick
-    after = render_markdown(run)
+def test_the_same_run_renders_the_same_numbers_and_verdicts(quick, quick_md, title, renamed):
+    _, before = quick
+    after = quick_md
     assert _section(after, renamed or title) == _section(before, title)
 
 
-def test_the_same_counters_now_split_by_whether_the_primary_changed(quick):
+def test_the_same_counters_now_split_by_whether_the_primary_changed(quick, quick_md):
     """The attribution rows are the same numbers as before; no primary cell of
     this run changed, so every one moved to the section that says they are not
     a cost, each cell's rows under the host-wide heading (a native baseline
     has no cgroup or VMM counters to compare with)."""
-    run, before = quick
-    after = render_markdown(run)
+    _, before = quick
+    after = quick_md
     old = _section(before, "Where the overhead comes from")
     cost = _section(after, "Where the overhead comes from")
     moved = _section(after, "Counters that changed where the result did not")
@@ -88,9 +100,9 @@ def _said(lines: list[str], envs: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
-def test_each_warning_is_said_once_with_the_cells_it_covers(quick):
+def test_each_warning_is_said_once_with_the_cells_it_covers(quick, quick_md):
     run, before = quick
-    after = _section(render_markdown(run), "Warnings")
+    after = _section(quick_md, "Warnings")
     envs = list(run.environments)
     old, new = _said(_section(before, "Warnings"), envs), _said(after, envs)
     assert sorted(new) == sorted(old) and len(old) == 19  # the same warnings of the same cells
@@ -99,14 +111,14 @@ def test_each_warning_is_said_once_with_the_cells_it_covers(quick):
     assert len(after) < len(_section(before, "Warnings"))
 
 
-def test_the_answer_comes_first_on_a_page_and_last_in_a_terminal(quick):
+def test_the_answer_comes_first_on_a_page_and_last_in_a_terminal(quick, quick_md, quick_html):
     run, _ = quick
-    md = render_markdown(run)
+    md = quick_md
     # this host is a VM (steal seen in its counters): said first, then the answer
     first, second = md.split("\n## ")[1:3]
     assert first.startswith("The host is a virtual machine\n\n- This host is itself a virtual machine: native here")
     assert second.startswith("The answer: what each environment costs against native")
-    html = render_html(run)
+    html = quick_html
     assert html.index('<section id="answer">') < html.index('<section id="results">')
     assert '<figure id="overview"' in html  # the overview figure, HTML only
     console = Console(width=120, record=True, file=open("/dev/null", "w"))
@@ -222,7 +234,8 @@ def test_a_new_section_is_one_class(quick):
     register(Hello)
     try:
         assert "## Hello\n\n3 environments\n\n- **y:** x" in render_markdown(run)
-        assert '<section id="hello-test">' in render_html(run) and '<a href="#hello-test">Hello</a>' in render_html(run)
+        html = render_html(run)
+        assert '<section id="hello-test">' in html and '<a href="#hello-test">Hello</a>' in html
         console = Console(width=100, record=True, file=open("/dev/null", "w"))
         render_terminal(run, console)
         assert "Hello\n3 environments\n  y: x" in console.export_text()
@@ -263,7 +276,7 @@ def test_table_i_fits_a_120_column_terminal_without_wrapping_a_cell(quick):
     assert "Cell: mean, change vs native [interval, %], verdict" in text
 
 
-def test_long_lists_are_folded_in_a_terminal_and_a_page_but_not_in_markdown(quick):
+def test_long_lists_are_folded_in_a_terminal_and_a_page_but_not_in_markdown(quick, quick_md, quick_html):
     run, _ = quick
     text = _terminal(run, 120)
     assert f"8 warning(s) on 16 cell(s): `isobench report {run.run_id} --all` shows them" in text
@@ -271,11 +284,11 @@ def test_long_lists_are_folded_in_a_terminal_and_a_page_but_not_in_markdown(quic
     assert "61 inconclusive cell(s)" in text
     opened = _terminal(run, 120, show_all=True)
     assert "values fall across 5 rounds" in opened and "--all` shows them" not in opened
-    html = render_html(run)
+    html = quick_html
     # warnings, inconclusive cells, counters that changed where the result did not
     assert html.count("<details>") == 3 and "<summary>8 warning(s) on 16 cell(s)</summary>" in html
     assert "still show changed counters (not a cost)</summary>" in html
     warnings = html.index('<section id="warnings">')
     assert warnings < html.index("<details>", warnings) < html.index("values fall across", warnings)
-    md = render_markdown(run)
+    md = quick_md
     assert "values fall across 5 rounds" in md and "--all" not in md and "<details>" not in md

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from scipy import stats as _st
 
 from isobench.analysis.stats import ALPHA
+from isobench.analysis.summary import scipy_stats
 from isobench.core.numbers import fmt_num, fmt_pct, signed
 
 # Iglewicz & Hoaglin recommend 3.5, for large samples: on pure normal noise it
@@ -192,7 +192,7 @@ def _theil_sen(a: np.ndarray) -> float:
         blocks = np.array_split(np.arange(a.size), DRIFT_THEIL_MAX_N)
         x = np.array([idx.mean() for idx in blocks])
         a = np.array([np.median(a[idx]) for idx in blocks])
-    return float(_st.theilslopes(a, x).slope)
+    return float(scipy_stats().theilslopes(a, x).slope)
 
 
 def drift(values_by_round: Sequence[float], alpha: float = ALPHA, min_rho: float = DRIFT_MIN_RHO) -> Drift:
@@ -203,14 +203,14 @@ def drift(values_by_round: Sequence[float], alpha: float = ALPHA, min_rho: float
     if n < 3 or np.ptp(a) == 0:
         why = "constant values" if n >= 3 else f"too few rounds ({n} < 3)"
         return Drift(False, nan, nan, n, nan, f"no drift to measure: {why}")
-    ranks = _st.rankdata(a)
+    ranks = scipy_stats().rankdata(a)
     t = np.arange(n) - (n - 1) / 2
     r = ranks - ranks.mean()
     rho = float(r @ t / math.sqrt(float(r @ r) * float(t @ t)))
     if n <= DRIFT_EXACT_MAX_N:
         p = _spearman_p_exact(ranks, rho)
     else:
-        p = float(_st.spearmanr(np.arange(n), a).pvalue)
+        p = float(scipy_stats().spearmanr(np.arange(n), a).pvalue)
     med = float(np.median(a))
     slope = _theil_sen(a)
     slope_pct = slope / abs(med) * 100 if med != 0 else nan
@@ -257,7 +257,7 @@ def side_asymmetry(
     (sa, a), (sb, b) = sorted(by.items())
     if np.std(a) == 0 and np.std(b) == 0:
         return SideAsymmetry(False)
-    p = float(_st.ttest_ind(a, b, equal_var=False).pvalue)
+    p = float(scipy_stats().ttest_ind(a, b, equal_var=False).pvalue)
     diff = math.expm1(float(np.mean(a) - np.mean(b))) * 100
     if not (p < alpha and math.isfinite(diff)):
         return SideAsymmetry(False, diff, p)

@@ -20,6 +20,15 @@ def scipy_special() -> Any:
     return special
 
 
+def scipy_stats() -> Any:
+    # scipy.stats takes ~1 s to import (every distribution is built): the
+    # CLI's commands load without it and a command pays it on the first test
+    # that needs one of its functions
+    from scipy import stats
+
+    return stats
+
+
 @dataclass(frozen=True)
 class Summary:
     n: int

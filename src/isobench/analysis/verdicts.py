@@ -56,9 +56,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
 
 from isobench.analysis.stats import ALPHA, Effect, ratio_interval, t_critical
+from isobench.analysis.summary import scipy_stats
 from isobench.core.numbers import MINUS
 
 CHANGED = "changed"
@@ -307,7 +307,7 @@ def _noncentrality(rounds: int, q: float, power: float) -> float:
         return math.inf
 
     def shortfall(nc: float) -> float:
-        return float(_st.nct.sf(c, df, nc)) - power
+        return float(scipy_stats().nct.sf(c, df, nc)) - power
 
     # At 2 rounds and a strict level (c in the thousands) the noncentral t's
     # series warns it is approximate: the answer is then "a many-fold change",
@@ -363,7 +363,7 @@ def adjust(
     m = len(tested)
     p_adj = np.full(len(effects), np.nan)
     if m:
-        p_adj[tested] = _st.false_discovery_control([effects[i].p for i in tested], method="bh")
+        p_adj[tested] = scipy_stats().false_discovery_control([effects[i].p for i in tested], method="bh")
     rejected = np.zeros(len(effects), dtype=bool)
     rejected[tested] = p_adj[tested] <= alpha
     r = int(rejected.sum())

@@ -13,7 +13,7 @@ from isobench.cli.common import STORE_OPTION, Finite, check_output, console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, table_format_option, terminal_to
-from isobench.results.numbers import DASH, fmt_pct
+from isobench.core.numbers import DASH, fmt_pct
 
 CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from isobench.analysis.stats import ALPHA
 from isobench.analysis.verdicts import fmt_level
 from isobench.report.blocks import BAD, DIM, GOOD, WARN, Block, Figure, Grid, Item, Items, Para
-from isobench.report.figures.history import history_figure
 from isobench.results.history import Change, Group, History, Series
 from isobench.results.numbers import DASH
 from isobench.results.table import HIGHER, LOWER
@@ -136,6 +135,9 @@ def _group_blocks(i: int, g: Group, figures: bool) -> list[Block]:
         by_workload.setdefault(s.cell.workload, []).append(s)
     for workload, series in by_workload.items():
         if figures:
+            # here: report.figures loads matplotlib, which only HTML draws with
+            from isobench.report.figures.history import history_figure
+
             fig = history_figure(f"{workload}: change vs baseline per run\n{g.host.label}", series)
             if fig is not None:
                 blocks.append(

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -129,6 +128,8 @@ def _histogram(hist) -> bool:
         return False
     if not hist:
         return True
+    import numpy as np  # here: opening a store (`isobench runs`) need not load numpy
+
     try:
         a = np.asarray(hist, dtype=float)
     except (ValueError, TypeError):  # ragged, or not numbers

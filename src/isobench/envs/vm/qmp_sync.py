@@ -12,13 +12,15 @@ here can block longer than the timeout it is given.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qemu.qmp import QMPClient
-from qemu.qmp.error import QMPError
+if TYPE_CHECKING:
+    from qemu.qmp import QMPClient
+
+# asyncio and qemu.qmp load with the first client: the env kinds' registry
+# imports this module for `validate` and `envs` too, which open no socket
 
 # guest-exec-status carries up to 16 MiB of output per stream (qemu-ga's
 # cap), base64-encoded: one JSON line can reach ~45 MB.
@@ -42,6 +44,8 @@ class SyncQmp:
     socket (greeting=False), used from synchronous code."""
 
     def __init__(self, path: str, *, greeting: bool, name: str = "qmp"):
+        import asyncio
+
         self.path = path
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"isobench-{name}", daemon=True)
@@ -51,6 +55,8 @@ class SyncQmp:
 
     @staticmethod
     def _make_client(name: str, greeting: bool) -> QMPClient:
+        from qemu.qmp import QMPClient
+
         client = QMPClient(name, readbuflen=READ_LIMIT)
         client.await_greeting = greeting
         client.negotiate = greeting
@@ -76,6 +82,8 @@ class SyncQmp:
         return value
 
     def _run(self, coro, timeout: float) -> Any:
+        import asyncio
+
         fut = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), self._loop)
         try:
             return fut.result(timeout + 5)
@@ -89,6 +97,8 @@ class SyncQmp:
 
     def execute(self, command: str, arguments: dict | None = None, timeout: float = 30) -> Any:
         """Run one command; returns its ``return`` value."""
+        from qemu.qmp.error import QMPError
+
         try:
             return self._run(self._client.execute(command, arguments), timeout)
         except QMPError as exc:

@@ -185,9 +185,7 @@ class AnswerSection(Section):
         ]
         if untold:
             out.append(Items(tuple(untold), heading="Not tested"))
-        from isobench.report.figures.normalised import overview_figure
-
-        if (fig := _figure(ctx, overview_figure, keys)) is not None:
+        if (fig := _figure(ctx, keys)) is not None:
             out.append(fig)
         return out
 
@@ -220,10 +218,13 @@ def _rounds(k: int | None) -> str:
     return "?" if k is None else (f">{ROUNDS_NEEDED_CAP}" if k > ROUNDS_NEEDED_CAP else str(k))
 
 
-def _figure(ctx: ReportContext, make, keys) -> Figure | None:
+def _figure(ctx: ReportContext, keys) -> Figure | None:
     if not ctx.wants_figures:
         return None
-    fig = make(ctx.table, keys)
+    # imported only here: report.figures loads matplotlib, which only HTML draws with
+    from isobench.report.figures.normalised import overview_figure
+
+    fig = overview_figure(ctx.table, keys)
     if fig is None:
         return None
     return Figure(

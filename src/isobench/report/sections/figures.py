@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from isobench.core.metric import STARTUP
 from isobench.report.blocks import Figure
-from isobench.report.figures import KIND_ORDER, KIND_STARTUP, KIND_TITLES
 from isobench.report.section import HTML, ReportContext, Section
 
 CAPTIONS = {
@@ -17,7 +17,7 @@ CAPTIONS = {
     "latency-cdf": "histograms of every repetition pooled",
     "cpu-cost": "mean and 95% CI per direction; * differs significantly from the baseline",
     "throughput-cpu": "each point one swept value, mean and 95% CI on both axes",
-    KIND_STARTUP: "start request to ready; mean and 95% CI",
+    STARTUP: "start request to ready; mean and 95% CI",
     "scale-out": "aggregate throughput through the proxy and its ratio to the fewest instances; dotted: linear",
     "per-instance": "each instance's own mean (95% CI): spread between the lines is unfairness",
     "fairness": "Jain's index (1 = every instance served alike) and slowest/fastest instance",
@@ -32,6 +32,9 @@ class FiguresSection(Section):
     formats = frozenset({HTML})
 
     def blocks(self, ctx: ReportContext):
+        # here, not above: report.figures loads matplotlib, which only HTML (this section's format) draws with
+        from isobench.report.figures import KIND_ORDER, KIND_TITLES
+
         specs = ctx.figure_specs
         return [
             Figure(s.slug, s.title, CAPTIONS.get(kind, ""), s.figure, group=KIND_TITLES[kind])
