@@ -10,15 +10,18 @@ bash scripts/lint.sh
 
 # Unit tests are pure: in parallel on every core (pytest-xdist). Integration
 # tests share the engine, the run lock and the host's quiet: one at a time,
-# except the fleet's, which run beside both from the start: their hosts are
-# containers of their own (own run lock, store and label, a subnet no other
-# test uses) and most of their time is spent waiting on ssh and Ansible
+# except the fleet's, which run beside them: their hosts are containers of
+# their own (own run lock, store and label, a subnet no other test uses) and
+# much of their time is spent waiting on ssh, Ansible and polls, which the
+# unit tests, keeping both cores busy, would not leave room for
 # (docs/testing.md#lanes). Options (-x, -k EXPR) go to every run; naming
 # tests (a path that exists) runs just those, serially.
 pytest=(.venv/bin/python -m pytest -ra --durations=25)
 for arg in "$@"; do
   [[ -e ${arg%%::*} ]] && exec "${pytest[@]}" "$@"
 done
+unit=0 integration=0 fleet=0
+"${pytest[@]}" -n auto "$@" tests/unit || unit=$?
 fleet_tests=tests/integration/test_fleet.py
 fleet_log=$(mktemp /tmp/isobench-fleet-lane.XXXXXX)
 fleet_tmp=$(mktemp -d /tmp/isobench-fleet-lane-tmp.XXXXXX)
@@ -32,8 +35,6 @@ stop_fleet() {
   rm -rf "$fleet_log" "$fleet_tmp"
 }
 trap stop_fleet EXIT
-unit=0 integration=0 fleet=0
-"${pytest[@]}" -n auto "$@" tests/unit || unit=$?
 "${pytest[@]}" "$@" --ignore "$fleet_tests" tests/integration || integration=$?
 wait "$fleet_pid" || fleet=$?
 fleet_pid=""
