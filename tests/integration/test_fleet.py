@@ -193,6 +193,11 @@ def fleet(tmp_path_factory):
                 "512m",
                 "--label",
                 LABEL,
+                # the isobench image's own label (isobench=1) would make the hosts
+                # look like a run's containers to the tests beside this lane and to
+                # `isobench clean`; a container's label overrides its image's
+                "--label",
+                "isobench=fleet-test-host",
                 "--name",
                 name,
                 "--hostname",
@@ -207,6 +212,9 @@ def fleet(tmp_path_factory):
                 # h1 starts without the image's venv: the playbook's install from the shipped wheels runs for real there
                 *(["sh", "-c", "rm -rf /opt/isobench-fleet && exec /usr/sbin/sshd -D -e"] if h == "h1" else []),
             )
+        # what the other lane's leftover checks and `isobench clean` look for
+        runs_containers = sh("docker", "ps", "-a", "--filter", "label=isobench=1", "--format", "{{.Names}}").stdout
+        assert not set(runs_containers.split()) & set(names), runs_containers
         for ip in HOSTS.values():
             wait_ssh(ip)
         for name, h in zip(names, HOSTS, strict=True):
