@@ -70,15 +70,19 @@ def base_image() -> str:
     return tags[0]
 
 
+def lock_sha() -> str:
+    """The lock file's digest, as run.yml marks a venv built from it."""
+    return hashlib.sha256((ROOT / "requirements.lock").read_bytes()).hexdigest()
+
+
 def sshd_image() -> str:
     """The isobench image plus sshd, and a venv already built from this lock
     file's wheels, marked the way run.yml marks one: hosts that start from it
     skip the dependency install (38 s a host here, three at once on 2 cores),
     which h1 still does for real (its venv removed at start, `fleet` below)."""
     base = base_image()
-    lock = ROOT / "requirements.lock"
-    lock_sha = hashlib.sha256(lock.read_bytes()).hexdigest()
-    tag = f"isobench/fleet-sshd:{base.split(':')[1]}-{lock_sha[:12]}"
+    lock, digest = ROOT / "requirements.lock", lock_sha()
+    tag = f"isobench/fleet-sshd:{base.split(':')[1]}-{digest[:12]}"
     if not sh("docker", "images", "-q", tag).stdout.strip():
         with tempfile.TemporaryDirectory() as d:
             shutil.copytree(WHEELS, Path(d, "wheels"))
@@ -91,7 +95,7 @@ def sshd_image() -> str:
                 "COPY wheels /tmp/wheels\nCOPY requirements.lock /tmp/requirements.lock\n"
                 f"RUN python3 -m venv {venv} && {venv}/bin/pip install -q --disable-pip-version-check --no-index"
                 " --find-links /tmp/wheels -r /tmp/requirements.lock && rm -rf /tmp/wheels /tmp/requirements.lock"
-                f" && printf %s {lock_sha} > {venv}/isobench-lock.sha256\n"
+                f" && printf %s {digest} > {venv}/isobench-lock.sha256\n"
                 f"LABEL {LABEL}\n"
                 'CMD ["/usr/sbin/sshd", "-D", "-e"]\n'
             )
@@ -287,10 +291,9 @@ def test_three_hosts_then_report(fleet):
     fleet_id = out.stdout.strip().splitlines()[-1].split()[1].rstrip(":")
     assert "3 of 3 host(s) complete" in out.stdout
     # h1 installed the locked dependencies and marked its venv as the image's hosts are
-    lock_sha = hashlib.sha256((ROOT / "requirements.lock").read_bytes()).hexdigest()
     for name in fleet["names"]:
         marker = sh("docker", "exec", name, "cat", "/opt/isobench-fleet/venv/isobench-lock.sha256").stdout
-        assert marker.strip() == lock_sha, name
+        assert marker.strip() == lock_sha(), name
     rep = isobench("report", fleet_id, store=fleet["store"], check=True)
     print(rep.stdout)
     for h in HOSTS:

@@ -12,6 +12,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
@@ -95,11 +96,26 @@ def ansible_env() -> dict[str, str]:
     }
 
 
+def dependency_archive(lock: Path, log) -> Path:
+    """The dependency wheels as one tar (wheels/...), made once per lock file
+    beside the wheels' cache: the controller does not copy and pack 128 MB
+    every run for hosts that mostly already have them."""
+    tar = WHEEL_CACHE / f"{hashlib.sha256(lock.read_bytes()).hexdigest()[:12]}-deps.tar"
+    if not tar.exists():
+        wheels = dependency_wheels(lock, log)
+        tar.parent.mkdir(parents=True, exist_ok=True)
+        part = tar.with_name(f"{tar.name}.{os.getpid()}.part")
+        with tarfile.open(part, "w") as archive:
+            archive.add(wheels, arcname="wheels", filter=lambda i: None if i.name.endswith("/.complete") else i)
+        os.replace(part, tar)  # whole or not at all, should two controllers race
+    return tar
+
+
 def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
     """DEST.tar (the isobench wheel, the lock file, install-host.sh, the study),
-    DEST-deps.tar (the dependency wheels) and the lock file's digest. The
-    dependencies travel only to a host whose venv was not built from this
-    lock (run.yml compares the digest): 128 MB a host otherwise, every run."""
+    the dependency archive and the lock file's digest. The dependencies
+    travel only to a host whose venv was not built from this lock (run.yml
+    compares the digest): 128 MB a host otherwise, every run."""
     root = project_root()
     dest.mkdir(parents=True, exist_ok=True)
     _run(
@@ -111,12 +127,9 @@ def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
     shutil.copy(lock, dest / "requirements.lock")
     shutil.copy(root / "scripts" / "install-host.sh", dest / "install-host.sh")
     shutil.copy(study_path, dest / "study.toml")
-    deps = dest.with_name(dest.name + "-deps")
-    shutil.copytree(dependency_wheels(lock, log), deps / "wheels", ignore=shutil.ignore_patterns(".complete"))
     # one archive each: a single transfer per host instead of one per file
     bundle = Path(shutil.make_archive(str(dest), "tar", root_dir=dest))
-    deps_tar = Path(shutil.make_archive(str(deps), "tar", root_dir=deps))
-    return bundle, deps_tar, hashlib.sha256(lock.read_bytes()).hexdigest()
+    return bundle, dependency_archive(lock, log), hashlib.sha256(lock.read_bytes()).hexdigest()
 
 
 def _one_line(text: str) -> str:
