@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Quick start, step 2: the whole test suite (unit tests, then integration
+# Quick start, step 2: the whole test suite (unit tests, and integration
 # tests against the real Docker Engine and tools). Runs setup first so a
 # fresh clone proves the install steps too, then the linter, formatter check
 # and type checker (scripts/lint.sh, docs/development.md).
@@ -8,46 +8,53 @@ cd "$(dirname "$0")"
 bash scripts/setup.sh
 bash scripts/lint.sh
 
-# Unit tests are pure: in parallel on every core (pytest-xdist). Integration
-# tests share the engine, the run lock and the host's quiet: one at a time,
-# except the fleet's, which run beside them: their hosts are containers of
+# Three lanes (docs/testing.md#lanes). First, alone: the integration tests
+# whose effect is a CPU quota (a quota bites only where the work could
+# otherwise get more CPU). Then the other integration tests one at a time
+# (they share the engine, the run lock and several measure an effect), with
+# two lanes beside them, each printed at the end: the unit tests, pure, on
+# every core at nice 10 (the idle time between and inside the integration
+# tests is theirs; where both want a core, the integration test gets about
+# nine tenths of it), and the fleet's tests, whose hosts are containers of
 # their own (own run lock, store and label, a subnet no other test uses) and
-# much of their time is spent waiting on ssh, Ansible and polls, which the
-# unit tests, keeping both cores busy, would not leave room for
-# (docs/testing.md#lanes). Options (-x, -k EXPR) go to every run; naming
-# tests (a path that exists) runs just those, serially.
+# which mostly wait on ssh, Ansible and polls. Options (-x, -k EXPR) go to
+# every run; naming tests (a path that exists) runs just those, serially.
 pytest=(.venv/bin/python -m pytest -ra --durations=25)
 for arg in "$@"; do
   [[ -e ${arg%%::*} ]] && exec "${pytest[@]}" "$@"
 done
 unit=0 quota=0 integration=0 fleet=0
-"${pytest[@]}" -n auto "$@" tests/unit || unit=$?
-# Tests whose effect is a CPU quota run before the fleet's lane starts: a
-# quota bites only where the work could otherwise get more, and three fleet
-# hosts beside a CPU neighbour left a 0.4-CPU container about as fast as
-# native (docs/testing.md#lanes)
 quota_tests=(tests/integration/test_budget.py tests/integration/test_calibrate.py tests/integration/test_history.py)
 "${pytest[@]}" "$@" "${quota_tests[@]}" || quota=$?
 fleet_tests=tests/integration/test_fleet.py
-fleet_log=$(mktemp /tmp/isobench-fleet-lane.XXXXXX)
-fleet_tmp=$(mktemp -d /tmp/isobench-fleet-lane-tmp.XXXXXX)
+lanes=$(mktemp -d /tmp/isobench-lanes.XXXXXX)
 # (trap - INT: a background job starts with SIGINT ignored, and pytest only
-# tears its fixtures down on KeyboardInterrupt)
-(trap - INT; exec "${pytest[@]}" --basetemp "$fleet_tmp/t" "$@" "$fleet_tests") >"$fleet_log" 2>&1 &
+# tears its fixtures down on KeyboardInterrupt; --basetemp: pytest prunes
+# older numbered temp dirs, another lane's included)
+(trap - INT; exec nice -n 10 "${pytest[@]}" -n auto --basetemp "$lanes/unit" "$@" tests/unit) >"$lanes/unit.log" 2>&1 &
+unit_pid=$!
+(trap - INT; exec "${pytest[@]}" --basetemp "$lanes/fleet" "$@" "$fleet_tests") >"$lanes/fleet.log" 2>&1 &
 fleet_pid=$!
-# an interrupted suite stops the fleet lane too (its fixture removes the hosts)
-stop_fleet() {
-  if [[ -n $fleet_pid ]]; then kill -INT "$fleet_pid" 2>/dev/null || true; wait "$fleet_pid" || true; fi
-  rm -rf "$fleet_log" "$fleet_tmp"
+# an interrupted suite stops the lanes beside it too (the fleet's fixture removes the hosts)
+stop_lanes() {
+  local pid
+  for pid in $unit_pid $fleet_pid; do
+    kill -INT "$pid" 2>/dev/null || true
+    wait "$pid" || true
+  done
+  rm -rf "$lanes"
 }
-trap stop_fleet EXIT
+trap stop_lanes EXIT
 ignore=(--ignore "$fleet_tests")
 for t in "${quota_tests[@]}"; do ignore+=(--ignore "$t"); done
 "${pytest[@]}" "$@" "${ignore[@]}" tests/integration || integration=$?
+wait "$unit_pid" || unit=$?
 wait "$fleet_pid" || fleet=$?
-fleet_pid=""
+unit_pid="" fleet_pid=""
+echo "== the unit tests (run beside the integration tests) =="
+cat "$lanes/unit.log"
 echo "== the fleet's integration tests (run beside the others) =="
-cat "$fleet_log"
+cat "$lanes/fleet.log"
 # 5 is "no test selected": fine for one part (-k EXPR names tests of another)
 for rc in $unit $quota $integration $fleet; do
   [[ $rc -eq 0 || $rc -eq 5 ]] || exit "$rc"
