@@ -36,3 +36,21 @@ def test_hpcc_matrix_too_small_or_too_large():
     assert "workloads.hpcc" in small and "nb" in small
     (large,) = check("[workloads.hpcc]\nn = 40000\n")  # 12.8 GB per environment
     assert "workloads.hpcc.n" in large
+
+
+def test_a_budget_is_refused_on_known_sample_times_not_on_a_guessed_command_time():
+    from isobench.checks.preflight import budget_problem, study_size
+
+    def budget_check(body: str) -> str | None:
+        study = parse_study(HEAD.replace('name = "p"', 'name = "p"\nbudget = "1m"') + body, "p.toml")
+        return budget_problem(study, study_size(study, HOST))
+
+    # a built-in workload's samples have a known length: a minute holds no first block of them
+    short = budget_check("[workloads.compression]\nsize_mb = 64\n")
+    assert short and "study.budget: 1m is shorter than the first block" in short
+    # a command's time is unknown before it runs: the run's own pace decides
+    # (try's advice of "--budget 1m" came from that pace, and was refused on the guess)
+    assert budget_check('[workloads.mine]\ncommand = ["true"]\n') is None
+    # beside a built-in workload, only the known part counts: still refused
+    mixed = budget_check('[workloads.compression]\nsize_mb = 64\n[workloads.mine]\ncommand = ["true"]\n')
+    assert mixed and "shorter than the first block" in mixed

@@ -133,6 +133,7 @@ class StudySize:
     warmup: int = 0
     round_s: float = 0.0  # one round of every cell in every environment
     fixed_s: float = 0.0  # starting and stopping the instances, once
+    guessed_s: float = 0.0  # the part of round_s that is a guess (Workload.duration_known)
 
     def describe(self) -> str:
         n = plural
@@ -153,7 +154,7 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
     steps = len(study.noise.steps) if study.noise is not None else 1
     n_envs = len(study.environments)
     duet = study.meta.schedule == "duet" and n_envs > 1
-    cells, round_s, round_samples = 0, 0.0, 0
+    cells, round_s, round_samples, guessed_s = 0, 0.0, 0, 0.0
     for entry in study.workloads:
         workload = WORKLOADS[entry.workload](entry.params, host)
         cases = workload.cases()
@@ -161,7 +162,9 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
         # a duet runs the baseline beside each other environment: n - 1 slots of
         # two samples at once, where one at a time takes n slots of one
         slots, per_slot = (n_envs - 1, 2) if duet and workload.duets else (n_envs, 1)
-        round_s += sum(workload.expected_s(c) for c in cases) * steps * slots
+        case_s = sum(workload.expected_s(c) for c in cases) * steps * slots
+        round_s += case_s
+        guessed_s += 0.0 if workload.duration_known else case_s
         round_samples += len(cases) * steps * slots * per_slot
     instances = sum(spec.instances for spec in study.environments.values())
     plan = study.budget_plan()
@@ -178,15 +181,21 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
         study.meta.warmup,
         round_s,
         START_S * instances,
+        guessed_s,
     )
 
 
 def budget_problem(study: Study, size: StudySize, label: str = "study.budget") -> str | None:
-    """A budget shorter than the first block: nothing could be decided in it."""
+    """A budget shorter than the first block: nothing could be decided in it.
+    Only the block's known part counts: a command workload's sample time is
+    a guess until it runs, and the advice a run gives once it ran ("--budget
+    1m") comes from its measured pace, which a refusal on the guess would
+    contradict. A run whose first block overruns still finishes it, and
+    stops there if that spent the budget (analysis.budget)."""
     plan = study.budget_plan()
     if plan is None:
         return None
-    need = size.seconds_at(plan.first)
+    need = size.seconds_at(plan.first) - size.guessed_s * (size.warmup + plan.first)
     if plan.budget_s >= need:
         return None
     return (

@@ -132,6 +132,10 @@ class Workload(abc.ABC):
     # table's name ([workloads.mybuild] with command = [...]): the name is
     # then the user's. "" for workloads a table names (registry.table_kind).
     claimed_by_field: ClassVar[str] = ""
+    # False where expected_s() is only a guess made before anything ran (a
+    # user's own command): a time budget is then not refused on it
+    # (checks.preflight.budget_problem); the run's own pace decides instead.
+    duration_known: ClassVar[bool] = True
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params

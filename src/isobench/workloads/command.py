@@ -204,6 +204,7 @@ class Command(Workload):
     Params: ClassVar[type[WorkloadParams]] = CommandParams
     packages: ClassVar[tuple[str, ...]] = ("time",)
     claimed_by_field: ClassVar[str] = "command"
+    duration_known: ClassVar[bool] = False  # nobody knows a command's time before it runs
     params: CommandParams
 
     def __init__(self, params: WorkloadParams, host) -> None:
