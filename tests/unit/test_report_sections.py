@@ -292,3 +292,10 @@ def test_long_lists_are_folded_in_a_terminal_and_a_page_but_not_in_markdown(quic
     assert warnings < html.index("<details>", warnings) < html.index("values fall across", warnings)
     md = quick_md
     assert "values fall across 5 rounds" in md and "--all" not in md and "<details>" not in md
+
+
+def test_a_list_heading_ends_in_one_colon(quick_md):
+    """Markdown puts a colon after a list's heading: the heading's own text
+    must not (the doctor's used to read "(isobench doctor)::")."""
+    assert "Host settings that may bias these results (isobench doctor):\n" in quick_md
+    assert not [ln for ln in quick_md.splitlines() if ln.rstrip().endswith("::")]

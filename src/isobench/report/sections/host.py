@@ -24,7 +24,7 @@ class HostSection(Section):
                 Items(
                     tuple(Item(w) for w in warnings),
                     tone=WARN,
-                    heading="Host settings that may bias these results (isobench doctor):",
+                    heading="Host settings that may bias these results (isobench doctor)",
                 )
             )
         return out
