@@ -20,7 +20,15 @@ from isobench.report.html import render_html
 from isobench.report.markdown import render_markdown
 from isobench.report.terminal import render_terminal
 from isobench.results.model import RunData
-from isobench.results.programs import Difference, differences, footnotes, program_lines, refusal, summary
+from isobench.results.programs import (
+    Difference,
+    differences,
+    footnotes,
+    library_differences,
+    program_lines,
+    refusal,
+    summary,
+)
 from isobench.results.table import build_table
 from isobench.store.export import run_fields
 
@@ -49,6 +57,19 @@ def test_every_difference_names_what_differs_with_both_digests_or_versions():
     ]
     assert found[0].text("native") == f"executable /usr/bin/7z: {A} in native, {B} in vm (at /usr/local/bin/7z)"
     assert found[1].text("native") == f"file src/: {'c' * 64} in native, {'d' * 64} in vm"
+
+
+def test_libraries_of_other_bytes_are_noted_by_soname_not_refused():
+    ssl = {"executable": "/usr/bin/openssl", "sha256": A, "libraries": {"libssl.so.3": "c" * 64, "libc.so.6": A}}
+    newer = {**ssl, "libraries": {"libssl.so.3": "d" * 64, "libc.so.6": A, "libz.so.1": B}}
+    records = {"native": ssl, "docker": dict(ssl), "vm": newer}
+    assert differences(records, "native") == []  # the executable is the same: nothing to refuse
+    assert library_differences(records, "native") == {"vm": ["libssl.so.3", "libz.so.1"]}
+    # the run section folds them into one line per group (a program can load
+    # dozens: fio, 63) and names the ones that differ
+    lines = program_lines(records, "native")
+    assert lines[1].startswith("native, docker: 2 shared libraries sha256 ") and lines[3].startswith("vm: 3 shared")
+    assert lines[-1] == "vm: 2 shared libraries not the bytes native loads: libssl.so.3, libz.so.1 (noted, not refused)"
 
 
 def test_no_baseline_record_nothing_to_compare():
@@ -111,7 +132,12 @@ def test_a_run_that_ran_the_same_bytes_says_so_in_the_run_section_and_json():
     assert "<b>" not in html and "zip&lt;b&gt;:" in html
     assert build_table(run).footnotes == ()
     assert run_fields(run)["programs"] == {
-        "zip<b>": {"same": True, "environments": {"native": SEVENZ, "docker-nat": SEVENZ}, "differences": []}
+        "zip<b>": {
+            "same": True,
+            "environments": {"native": SEVENZ, "docker-nat": SEVENZ},
+            "differences": [],
+            "library_differences": {},
+        }
     }
     assert "programs" not in run_fields(dataclasses.replace(run, env_facts={"native": {"kind": "native"}}))
 

@@ -379,6 +379,15 @@ def test_one_sample_copies_times_and_reads_the_output(tmp_path):
     assert m.values["lines"] == 1.0 and m.values["wall_s"] >= 0 and m.extra["runs"] == 2
     program = m.extra["program"]
     assert program["executable"] == os.path.realpath("/bin/sh") and len(program["sha256"]) == 64
+    # the libraries it loads, by soname, with the bytes' digests (the loader's too)
+    libc = program["libraries"]["libc.so.6"]
+    assert (
+        libc
+        == subprocess.run(
+            ["sh", "-c", "sha256sum < /lib/x86_64-linux-gnu/libc.so.6"], capture_output=True, text=True
+        ).stdout.split()[0]
+    )
+    assert any(name.startswith("ld-linux") for name in program["libraries"])
     assert set(program["files"]) == {"src/"} and program == w.program("local")
     assert set(program["packages"]) == {"time", "coreutils"} and "not installed" not in program["packages"].values()
     w.cleanup(env)
@@ -399,3 +408,21 @@ def test_a_failing_or_missing_command_fails_the_sample_with_its_stderr(tmp_path)
     w.prepare(env)
     with pytest.raises(WorkloadError, match=r"^command timed out after 2 s: sleep 5"):
         w.run("default", env)
+
+
+def test_ldd_output_is_read_as_sonames_and_paths():
+    """Real outputs: openssl on this host, fio in the isobench image (63
+    libraries, one under /usr/lib/.../ceph), a script (ldd says so on
+    stderr, exit 1, nothing on stdout)."""
+    ssl = cf.ldd_libraries((DATA / "ldd-openssl.stdout").read_text())
+    assert ssl == {
+        "libssl.so.3": "/lib/x86_64-linux-gnu/libssl.so.3",
+        "libcrypto.so.3": "/lib/x86_64-linux-gnu/libcrypto.so.3",
+        "libc.so.6": "/lib/x86_64-linux-gnu/libc.so.6",
+        "ld-linux-x86-64.so.2": "/lib64/ld-linux-x86-64.so.2",
+    }  # the vDSO is the kernel's: no file to compare
+    fio = cf.ldd_libraries((DATA / "ldd-fio-image.stdout").read_text())
+    assert len(fio) == 63 and fio["libceph-common.so.2"] == "/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2"
+    assert (DATA / "ldd-script.stderr").read_text().strip() == "not a dynamic executable"
+    assert cf.ldd_libraries((DATA / "ldd-script.stdout").read_text()) == {}
+    assert cf.ldd_libraries("\tlibgone.so.1 => not found\n") == {"libgone.so.1": "not found"}

@@ -1,6 +1,6 @@
 """The same program everywhere: what each environment runs for a workload
-(the digest of the executable it resolved, of every copied file, its
-packages' versions: Workload.program, kept in the environment's facts
+(the digest of the executable it resolved, of the shared libraries it
+loads, of every copied file, its packages' versions: Workload.program, kept in the environment's facts
 under ``programs``), whether an environment's differs from the baseline's,
 the one line that refuses such a run before it measures, and the lines
 every output prints about them. Pure; the runner decides and the report
@@ -8,13 +8,16 @@ reads the same records back."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from isobench.core.numbers import plural
 from isobench.results.model import RunData
 
 PROGRAMS = "programs"  # the key of the records in an environment's facts
 MISSING = "missing"
+LIBRARIES_NAMED = 5  # the run section names this many libraries that differ, then counts the rest
 
 
 @dataclass(frozen=True)
@@ -30,11 +33,15 @@ class Difference:
         return f"{self.what}: {self.baseline} in {baseline_env}, {self.other} in {self.env}{at}"
 
 
-def _items(record: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    """A record as {what is compared: (its name as printed, its digest or version)}."""
+def _items(record: dict[str, Any], libraries: bool = False) -> dict[str, tuple[str, str]]:
+    """A record as {what is compared: (its name as printed, its digest or
+    version)}; its shared libraries too when asked (they are shown and
+    noted, not refused: library_differences)."""
     out: dict[str, tuple[str, str]] = {}
     if "sha256" in record:
         out["executable"] = (f"executable {record.get('executable', '?')}", str(record["sha256"]))
+    for name, digest in sorted((record.get("libraries") or {}).items() if libraries else ()):
+        out[f"library {name}"] = (f"library {name}", str(digest))
     for name, digest in sorted((record.get("files") or {}).items()):
         out[f"file {name}"] = (f"file {name}", str(digest))
     for name, version in sorted((record.get("packages") or {}).items()):
@@ -63,6 +70,24 @@ def differences(records: dict[str, dict[str, Any]], baseline: str) -> list[Diffe
             if mine != other:
                 at = other_name.removeprefix("executable ") if other_name != name and other != MISSING else ""
                 out.append(Difference(env, name, mine, other, at))
+    return out
+
+
+def library_differences(records: dict[str, dict[str, Any]], baseline: str) -> dict[str, list[str]]:
+    """environment -> the sonames whose bytes are not the baseline's (or
+    that one side does not load). Noted, not refused: a host that took a
+    security update the image has not (or the other way round) loads other
+    bytes of libkrb5 under sysbench, which no study means to compare; the
+    executable, the copied files and the named packages are what must match."""
+    base = records.get(baseline)
+    if base is None:
+        return {}
+    ours = base.get("libraries") or {}
+    out = {}
+    for env, record in records.items():
+        theirs = record.get("libraries") or {}
+        if env != baseline and (names := [n for n in sorted({*ours, *theirs}) if ours.get(n) != theirs.get(n)]):
+            out[env] = names
     return out
 
 
@@ -112,17 +137,37 @@ def footnotes(run: RunData) -> list[str]:
     return out
 
 
-def program_lines(records: dict[str, dict[str, Any]]) -> list[str]:
+def program_lines(records: dict[str, dict[str, Any]], baseline: str = "") -> list[str]:
     """What each environment ran, environments with identical records on
-    one line each: "native, docker-nat: executable /usr/bin/7z sha256 ..."."""
+    one line each: "native, docker-nat: executable /usr/bin/7z sha256 ...",
+    then which shared libraries are other bytes than the baseline's."""
     groups: dict[tuple[tuple[str, tuple[str, str]], ...], list[str]] = {}
     for env, record in records.items():
-        groups.setdefault(tuple(sorted(_items(record).items())), []).append(env)
+        groups.setdefault(tuple(sorted(_items(record, libraries=True).items())), []).append(env)
     out = []
     for items, envs in groups.items():
-        for _, (name, value) in items:
+        libraries = []
+        for key, (name, value) in items:
+            if key.startswith("library "):
+                libraries.append(f"{name}\0{value}\n")
+                continue
             kind = "sha256 " if not name.startswith("package ") else ""
             out.append(f"{', '.join(envs)}: {name} {kind}{value}")
+        if libraries:
+            # a program can load dozens (fio: 63): one line, one digest of them
+            # all; a difference names the library itself (differences)
+            combined = hashlib.sha256("".join(libraries).encode()).hexdigest()
+            out.append(
+                f"{', '.join(envs)}: {plural(len(libraries), 'shared library', 'shared libraries')} sha256 {combined}"
+            )
+    for env, names in library_differences(records, baseline).items():
+        shown = ", ".join(names[:LIBRARIES_NAMED]) + (
+            f" and {len(names) - LIBRARIES_NAMED} more" if len(names) > LIBRARIES_NAMED else ""
+        )
+        out.append(
+            f"{env}: {plural(len(names), 'shared library', 'shared libraries')} not the bytes {baseline} loads: "
+            f"{shown} (noted, not refused)"
+        )
     return out
 
 
@@ -135,6 +180,7 @@ def summary(run: RunData) -> dict[str, dict[str, Any]]:
             "same": workload not in found,
             "environments": records,
             "differences": [d.text(run.baseline) for d in found.get(workload, [])],
+            "library_differences": library_differences(records, run.baseline),
         }
         for workload, records in run_programs(run).items()
     }

@@ -289,10 +289,12 @@ class Command(Workload):
 
     def resolve(self, env: Environment) -> dict:
         """The executable the environment runs for ``command[0]`` (as execvp
-        finds it, with the study's PATH) and its SHA-256."""
+        finds it, with the study's PATH) and its SHA-256, and those of the
+        shared libraries ldd lists for it (by soname: where a library lives
+        may differ between environments, its bytes may not)."""
         find = (
             'case $1 in */*) p=$1 ;; *) p=$(which -- "$1") || { echo "not found on $PATH" >&2; exit 127; } ;; '
-            'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p"'
+            'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p" && { ldd -- "$p" 2>/dev/null || true; }'
         )
         r = env.exec(
             self.wrapped(["sh", "-c", find, "sh", self.params.command[0]], env.paths),
@@ -305,8 +307,19 @@ class Command(Workload):
                 f"{tail_lines(r.stderr, 2) or f'exit {r.returncode}'}",
                 r,
             )
-        digest, _, path = r.stdout.strip().partition("  ")
-        return {"executable": path, "sha256": digest}
+        first, _, listed = r.stdout.strip().partition("\n")
+        digest, _, path = first.partition("  ")
+        libraries = cf.ldd_libraries(listed)
+        found = [p for p in libraries.values() if p.startswith("/")]
+        if found:
+            # one digest per line, in the order given (sha256sum < FILE follows links)
+            hashed = env.exec(
+                ["sh", "-c", 'for f do d=$(sha256sum < "$f") || d=unreadable; echo "${d%% *}"; done', "sh", *found],
+                timeout=120,
+            )
+            digests = iter(hashed.stdout.split() if hashed.ok else [])
+            libraries = {n: next(digests, "unreadable") if p.startswith("/") else p for n, p in libraries.items()}
+        return {"executable": path, "sha256": digest, **({"libraries": libraries} if libraries else {})}
 
     def program(self, env: str) -> dict | None:
         return self._program.get(env)

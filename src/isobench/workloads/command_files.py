@@ -2,13 +2,16 @@
 controller (regular files and directories of them, each named by its base
 name in the environment's scratch directory), their SHA-256 digests, one
 tar archive that carries them with their modes and times, and the check of
-what ``sha256sum`` reads back inside an environment."""
+what ``sha256sum`` reads back inside an environment; and the shared
+libraries ``ldd`` lists for the command's executable, whose bytes are part
+of the program as much as its own."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import os
+import posixpath
 import stat
 import tarfile
 from dataclasses import dataclass
@@ -136,3 +139,21 @@ def check_copied(entries: list[Entry], sha256sum_out: str, env_name: str) -> Non
             raise WorkloadError(
                 f"files: {e.rel} in {env_name} is not the controller's copy: {got.get(e.rel, 'missing')} != {e.sha256}"
             )
+
+
+def ldd_libraries(text: str) -> dict[str, str]:
+    """The shared libraries ``ldd`` printed for an executable, as {soname:
+    the path it resolved} ("not found" where it found none), the dynamic
+    loader under its file's name. The vDSO (the kernel's, no file) is left
+    out; a static executable or a script's ``not a dynamic executable``
+    lists none."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        name, arrow, rest = line.partition(" => ")
+        if arrow:
+            out[name.strip()] = rest.rsplit(" (0x", 1)[0].strip()
+        elif line.startswith("/"):
+            path = line.rsplit(" (0x", 1)[0].strip()
+            out[posixpath.basename(path)] = path
+    return out

@@ -42,5 +42,12 @@ def program_items(ctx: ReportContext) -> tuple[Item, ...]:
             if envs
             else f"the same in {', '.join(records)}"
         )
-        out.append(Item(text, tuple(program_lines(records)), strong=f"{workload}:", tone=WARN if envs else PLAIN))
+        out.append(
+            Item(
+                text,
+                tuple(program_lines(records, ctx.run.baseline)),
+                strong=f"{workload}:",
+                tone=WARN if envs else PLAIN,
+            )
+        )
     return tuple(out)
