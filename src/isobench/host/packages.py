@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -94,6 +95,22 @@ def tool_packages() -> list[str]:
 
 def image_only_packages() -> list[str]:
     return read_package_list(IMAGE_ONLY_PACKAGES_FILE)
+
+
+def debian_has(name: str, timeout_s: float = 30.0) -> bool | None:
+    """Does this host's apt know a package of that name (``apt-cache show``,
+    from the lists scripts/install-host.sh fetched)? None where it cannot
+    tell: no apt-cache, an error other than "No packages found", a timeout.
+    ``name`` must already be a Debian package name (it is an argv entry)."""
+    try:
+        r = subprocess.run(
+            ["apt-cache", "show", "--no-all-versions", name], capture_output=True, text=True, timeout=timeout_s
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode == 0:
+        return True
+    return False if "No packages found" in r.stderr else None
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ from isobench.core.metric import DURATION, Metric
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
 from isobench.envs.base import Environment, Paths
-from isobench.host.packages import tool_packages
+from isobench.host.packages import debian_has, tool_packages
 from isobench.workloads import command_files as cf
 from isobench.workloads.base import Footprint, Measurement, ParseError, Workload, WorkloadError, WorkloadParams, check
 from isobench.workloads.command_rules import (
@@ -172,6 +172,8 @@ class CommandParams(WorkloadParams):
             raise ValueError("names a package twice")
         held = tool_packages()
         other = [p for p in v if p not in held]
+        if other and debian_has(other[0]) is False:
+            raise ValueError(f"{other[0]!r} is not a Debian package (apt-cache on this host knows no such name)")
         if other:
             raise ValueError(
                 f"{other[0]!r} is not one isobench installs on the host and in the image (its list: "
