@@ -172,8 +172,9 @@ class CommandParams(WorkloadParams):
             raise ValueError("names a package twice")
         held = tool_packages()
         other = [p for p in v if p not in held]
-        if other and debian_has(other[0]) is False:
-            raise ValueError(f"{other[0]!r} is not a Debian package (apt-cache on this host knows no such name)")
+        unknown = next((p for p in other if debian_has(p) is False), None)  # the worse news first
+        if unknown:
+            raise ValueError(f"{unknown!r} is not a Debian package (apt-cache on this host knows no such name)")
         if other:
             raise ValueError(
                 f"{other[0]!r} is not one isobench installs on the host and in the image (its list: "
