@@ -216,6 +216,16 @@ def test_regex_on_openssl_speed_stdout_and_stderr():
     assert m.values["blocks"] == 157951
 
 
+def test_the_shipped_openssl_rule_reads_openssl_at_one_block_size():
+    """studies/own-programs.toml's own rule, on what its command printed here
+    (openssl 3.0.22, 1 s instead of 2)."""
+    study = parse_study(Path("studies/own-programs.toml").read_text(), "own-programs.toml")
+    entry = next(e for e in study.workloads if e.key == "openssl-gcm")
+    w = WORKLOADS[entry.workload](entry.params, NO_HOST)
+    out, err = captured("openssl-speed-16k")
+    assert w.parse("default", ExecResult([], 0, out, err, 1.0)).values["gcm_16k"] == 3823063.37
+
+
 def test_json_path_on_fio_stdout():
     out, err = captured("fio")
     iops = json.loads(out)["jobs"][0]["read"]["iops"]
