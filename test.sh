@@ -38,6 +38,9 @@ stop_lanes() {
   rm -rf "$lanes"
 }
 trap stop_lanes EXIT
+# Ctrl-C ends the suite: pytest handles SIGINT and exits 2, and bash would
+# then go on to the next part (it stops itself only for a child SIGINT killed)
+trap 'exit 130' INT
 # a process and its descendants to nice 0 (pytest-xdist's workers and what they started)
 renice_tree() {
   local pid
