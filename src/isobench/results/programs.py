@@ -1,9 +1,9 @@
 """The same program everywhere: what each environment runs for a workload
 (the digest of the executable it resolved, of the shared libraries it
-loads, of every copied file, its packages' versions: Workload.program, kept in the environment's facts
-under ``programs``), whether an environment's differs from the baseline's,
-the one line that refuses such a run before it measures, and the lines
-every output prints about them. Pure; the runner decides and the report
+loads, of every copied file, its packages' versions: Workload.program,
+kept in the environment's facts under ``programs``), whether an
+environment's differs from the baseline's, the one line that refuses such
+a run before it measures, and the lines every output prints about them. Pure; the runner decides and the report
 reads the same records back."""
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def program_lines(records: dict[str, dict[str, Any]], baseline: str = "") -> lis
             out.append(f"{', '.join(envs)}: {name} {kind}{value}")
         if libraries:
             # a program can load dozens (fio: 63): one line, one digest of them
-            # all; a difference names the library itself (differences)
+            # all; the ones that differ are named below (library_differences)
             combined = hashlib.sha256("".join(libraries).encode()).hexdigest()
             out.append(
                 f"{', '.join(envs)}: {plural(len(libraries), 'shared library', 'shared libraries')} sha256 {combined}"

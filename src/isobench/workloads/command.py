@@ -293,8 +293,9 @@ class Command(Workload):
     def resolve(self, env: Environment) -> dict:
         """The executable the environment runs for ``command[0]`` (as execvp
         finds it, with the study's PATH) and its SHA-256, and those of the
-        shared libraries ldd lists for it (by soname: where a library lives
-        may differ between environments, its bytes may not)."""
+        shared libraries ldd lists for it, by soname (where a library lives
+        may differ between environments; results.programs notes where its
+        bytes do)."""
         find = (
             'case $1 in */*) p=$1 ;; *) p=$(which -- "$1") || { echo "not found on $PATH" >&2; exit 127; } ;; '
             'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p" && { ldd -- "$p" 2>/dev/null || true; }'
