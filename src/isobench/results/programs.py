@@ -33,15 +33,13 @@ class Difference:
         return f"{self.what}: {self.baseline} in {baseline_env}, {self.other} in {self.env}{at}"
 
 
-def _items(record: dict[str, Any], libraries: bool = False) -> dict[str, tuple[str, str]]:
+def _items(record: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """A record as {what is compared: (its name as printed, its digest or
-    version)}; its shared libraries too when asked (they are shown and
-    noted, not refused: library_differences)."""
+    version)}. Its shared libraries are not among them: they are noted, not
+    refused (library_differences)."""
     out: dict[str, tuple[str, str]] = {}
     if "sha256" in record:
         out["executable"] = (f"executable {record.get('executable', '?')}", str(record["sha256"]))
-    for name, digest in sorted((record.get("libraries") or {}).items() if libraries else ()):
-        out[f"library {name}"] = (f"library {name}", str(digest))
     for name, digest in sorted((record.get("files") or {}).items()):
         out[f"file {name}"] = (f"file {name}", str(digest))
     for name, version in sorted((record.get("packages") or {}).items()):
@@ -139,27 +137,27 @@ def footnotes(run: RunData) -> list[str]:
 
 def program_lines(records: dict[str, dict[str, Any]], baseline: str = "") -> list[str]:
     """What each environment ran, environments with identical records on
-    one line each: "native, docker-nat: executable /usr/bin/7z sha256 ...",
-    then which shared libraries are other bytes than the baseline's."""
+    one line each: "native, docker-nat: executable /usr/bin/7z sha256 ...";
+    then their shared libraries, grouped the same way on their own (a
+    program can load dozens, fio 63: one line and one digest of them all),
+    and which of them are other bytes than the baseline's."""
+    out = []
     groups: dict[tuple[tuple[str, tuple[str, str]], ...], list[str]] = {}
     for env, record in records.items():
-        groups.setdefault(tuple(sorted(_items(record, libraries=True).items())), []).append(env)
-    out = []
+        groups.setdefault(tuple(sorted(_items(record).items())), []).append(env)
     for items, envs in groups.items():
-        libraries = []
-        for key, (name, value) in items:
-            if key.startswith("library "):
-                libraries.append(f"{name}\0{value}\n")
-                continue
+        for _, (name, value) in items:
             kind = "sha256 " if not name.startswith("package ") else ""
             out.append(f"{', '.join(envs)}: {name} {kind}{value}")
-        if libraries:
-            # a program can load dozens (fio: 63): one line, one digest of them
-            # all; the ones that differ are named below (library_differences)
-            combined = hashlib.sha256("".join(libraries).encode()).hexdigest()
-            out.append(
-                f"{', '.join(envs)}: {plural(len(libraries), 'shared library', 'shared libraries')} sha256 {combined}"
-            )
+    by_libraries: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for env, record in records.items():
+        if libraries := record.get("libraries"):
+            by_libraries.setdefault(tuple(sorted((str(k), str(v)) for k, v in libraries.items())), []).append(env)
+    for libraries, envs in by_libraries.items():
+        combined = hashlib.sha256("".join(f"{n}\0{d}\n" for n, d in libraries).encode()).hexdigest()
+        out.append(
+            f"{', '.join(envs)}: {plural(len(libraries), 'shared library', 'shared libraries')} sha256 {combined}"
+        )
     for env, names in library_differences(records, baseline).items():
         shown = ", ".join(names[:LIBRARIES_NAMED]) + (
             f" and {len(names) - LIBRARIES_NAMED} more" if len(names) > LIBRARIES_NAMED else ""
