@@ -71,6 +71,9 @@ def test_libraries_of_other_bytes_are_noted_by_soname_not_refused():
     assert lines[0] == f"native, docker, vm: executable /usr/bin/openssl sha256 {A}"  # the same program
     assert lines[1].startswith("native, docker: 2 shared libraries sha256 ") and lines[2].startswith("vm: 3 shared")
     assert lines[-1] == "vm: 2 shared libraries not the bytes native loads: libssl.so.3, libz.so.1 (noted, not refused)"
+    # environments whose libraries differ in the same way share that line too
+    lines = program_lines({**records, "docker": newer}, "native")
+    assert lines[-1].startswith("docker, vm: 2 shared libraries not the bytes native loads: ") and len(lines) == 4
 
 
 def test_no_baseline_record_nothing_to_compare():

@@ -158,13 +158,16 @@ def program_lines(records: dict[str, dict[str, Any]], baseline: str = "") -> lis
         out.append(
             f"{', '.join(envs)}: {plural(len(libraries), 'shared library', 'shared libraries')} sha256 {combined}"
         )
-    for env, names in library_differences(records, baseline).items():
+    by_names: dict[tuple[str, ...], list[str]] = {}
+    for env, differing in library_differences(records, baseline).items():
+        by_names.setdefault(tuple(differing), []).append(env)
+    for names, envs in by_names.items():
         shown = ", ".join(names[:LIBRARIES_NAMED]) + (
             f" and {len(names) - LIBRARIES_NAMED} more" if len(names) > LIBRARIES_NAMED else ""
         )
         out.append(
-            f"{env}: {plural(len(names), 'shared library', 'shared libraries')} not the bytes {baseline} loads: "
-            f"{shown} (noted, not refused)"
+            f"{', '.join(envs)}: {plural(len(names), 'shared library', 'shared libraries')} not the bytes "
+            f"{baseline} loads: {shown} (noted, not refused)"
         )
     return out
 
