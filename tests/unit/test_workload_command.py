@@ -219,7 +219,7 @@ def test_regex_on_openssl_speed_stdout_and_stderr():
 def test_the_shipped_openssl_rule_reads_openssl_at_one_block_size():
     """studies/own-programs.toml's own rule, on what its command printed here
     (openssl 3.0.22, 1 s instead of 2)."""
-    study = parse_study(Path("studies/own-programs.toml").read_text(), "own-programs.toml")
+    study = parse_study((DATA.parents[2] / "studies" / "own-programs.toml").read_text(), "own-programs.toml")
     entry = next(e for e in study.workloads if e.key == "openssl-gcm")
     w = WORKLOADS[entry.workload](entry.params, NO_HOST)
     out, err = captured("openssl-speed-16k")
