@@ -96,11 +96,11 @@ def ansible_env() -> dict[str, str]:
     }
 
 
-def dependency_archive(lock: Path, log) -> Path:
+def dependency_archive(lock: Path, digest: str, log) -> Path:
     """The dependency wheels as one tar (wheels/...), made once per lock file
-    beside the wheels' cache: the controller does not copy and pack 128 MB
-    every run for hosts that mostly already have them."""
-    tar = WHEEL_CACHE / f"{hashlib.sha256(lock.read_bytes()).hexdigest()[:12]}-deps.tar"
+    (``digest``, its SHA-256) beside the wheels' cache: the controller does
+    not copy and pack 128 MB every run for hosts that mostly already have them."""
+    tar = WHEEL_CACHE / f"{digest[:12]}-deps.tar"
     if not tar.exists():
         wheels = dependency_wheels(lock, log)
         tar.parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +129,8 @@ def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
     shutil.copy(study_path, dest / "study.toml")
     # one archive each: a single transfer per host instead of one per file
     bundle = Path(shutil.make_archive(str(dest), "tar", root_dir=dest))
-    return bundle, dependency_archive(lock, log), hashlib.sha256(lock.read_bytes()).hexdigest()
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    return bundle, dependency_archive(lock, digest, log), digest
 
 
 def _one_line(text: str) -> str:
