@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Quick start, step 2: the whole test suite (unit tests, and integration
 # tests against the real Docker Engine and tools). Runs setup first so a
-# fresh clone proves the install steps too, then the linter, formatter check
-# and type checker (scripts/lint.sh, docs/development.md).
+# fresh clone proves the install steps too, and the linter, formatter check
+# and type checker (scripts/lint.sh, docs/development.md) beside the main lane.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
-bash scripts/lint.sh
 
 # The lanes (docs/testing.md#lanes). First, the integration tests whose
 # effect is a CPU quota, with the unit tests beside them at nice 19: a quota
@@ -19,19 +18,21 @@ bash scripts/lint.sh
 # a time (they share the engine, the run lock, and several measure an
 # effect), with the fleet's tests beside them: their hosts are containers of
 # their own (own run lock, store and label, a subnet no other test uses),
-# and they mostly wait on ssh, Ansible and polls. Options (-x, -k EXPR) go to
-# every run; naming tests (a path that exists) runs just those, serially.
+# and they mostly wait on ssh, Ansible and polls; the linter and type checker
+# (about 10 s of one core) run beside it too, and their output is printed
+# first once the main lane is done. Options (-x, -k EXPR) go to every run;
+# naming tests (a path that exists) runs just those, serially.
 pytest=(.venv/bin/python -m pytest -ra --durations=25)
 for arg in "$@"; do
   [[ -e ${arg%%::*} ]] && exec "${pytest[@]}" "$@"
 done
-unit=0 quota=0 integration=0 fleet=0
-unit_pid="" fleet_pid=""
+unit=0 quota=0 integration=0 fleet=0 lint=0
+unit_pid="" fleet_pid="" lint_pid=""
 lanes=$(mktemp -d /tmp/isobench-lanes.XXXXXX)
 # an interrupted suite stops the lanes beside the main one too (the fleet's fixture removes its hosts)
 stop_lanes() {
   local pid
-  for pid in $unit_pid $fleet_pid; do
+  for pid in $unit_pid $fleet_pid $lint_pid; do
     kill -INT "$pid" 2>/dev/null || true
     wait "$pid" || true
   done
@@ -65,15 +66,22 @@ cat "$lanes/unit.log"
 fleet_tests=tests/integration/test_fleet.py
 (trap - INT; exec "${pytest[@]}" --basetemp "$lanes/fleet" "$@" "$fleet_tests") >"$lanes/fleet.log" 2>&1 &
 fleet_pid=$!
+bash scripts/lint.sh >"$lanes/lint.log" 2>&1 &
+lint_pid=$!
 ignore=(--ignore "$fleet_tests")
 for t in "${quota_tests[@]}"; do ignore+=(--ignore "$t"); done
 "${pytest[@]}" "$@" "${ignore[@]}" tests/integration || integration=$?
+wait "$lint_pid" || lint=$?
+lint_pid=""
+echo "== the linter, formatter check and type checker (run beside the main lane) =="
+cat "$lanes/lint.log"
 wait "$fleet_pid" || fleet=$?
 fleet_pid=""
 echo "== the fleet's integration tests (run beside the others) =="
 cat "$lanes/fleet.log"
 # 5 is "no test selected": fine for one part (-k EXPR names tests of another)
-for rc in $unit $quota $integration $fleet; do
+[[ $lint -eq 0 ]] || echo "test.sh: scripts/lint.sh failed (its output above)" >&2
+for rc in $lint $unit $quota $integration $fleet; do
   [[ $rc -eq 0 || $rc -eq 5 ]] || exit "$rc"
 done
 [[ $unit -eq 5 && $quota -eq 5 && $integration -eq 5 && $fleet -eq 5 ]] && exit 5

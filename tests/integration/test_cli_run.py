@@ -161,7 +161,7 @@ def study_under_way(tmp_path, repetitions: int, samples: int):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
-    with study_under_way(tmp_path, repetitions=50, samples=8) as (proc, store, done, log):
+    with study_under_way(tmp_path, repetitions=50, samples=4) as (proc, store, done, log):
         proc.send_signal(sig)
         proc.wait(120)
     err = log.read_text()
