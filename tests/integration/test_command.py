@@ -3,13 +3,17 @@ a study's command workload (a copied file, a setup step, a metric read from
 the output) measured natively and in Docker, read back from the store and the
 report; a planted difference (the host's PATH finds another program than the
 image's) refused before measuring, or measured and said with same_program =
-false; and `isobench try` with its saved study."""
+false; a package the study adds (Debian's jq, which isobench does not
+install) built into an image of its own and installed on the host, the
+same version in both; and `isobench try` with its saved study."""
 
 import hashlib
 import json
 import os
 import re
 import sqlite3
+import subprocess
+from pathlib import Path
 
 import pytest
 from tests.integration.test_cli_run import isobench, isobench_containers
@@ -112,6 +116,48 @@ command = ["sha256sum", "input.bin"]
 files = ["input.bin"]
 env = { PATH = "SHADOW:/usr/bin:/bin" }
 """
+
+
+PACKAGE_STUDY = """
+[study]
+name = "own-package"
+repetitions = 1
+warmup = 0
+
+[environments.native]
+[environments.docker-nat]
+
+[workloads.query]
+command = ["jq", "-n", "[range(100000)] | add"]
+packages = ["jq"]
+"""
+
+
+def test_a_package_the_study_adds_is_in_an_image_of_its_own_and_on_the_host(tmp_path):
+    from isobench import images
+    from isobench.host.packages import tool_packages
+
+    assert "jq" not in tool_packages()  # else this proves nothing: pick another
+    (tmp_path / "own.toml").write_text(PACKAGE_STUDY)
+    store = tmp_path / "r.sqlite"
+    # the first run on a host builds the image (about 2 min here); later runs reuse it
+    out = isobench("run", "own.toml", "--no-progress", store=store, cwd=tmp_path, timeout=1200)
+    assert isobench_containers() == [], out.stderr[-3000:]
+    db = sqlite3.connect(store)
+    rows = db.execute("SELECT env, status, extra FROM samples").fetchall()
+    assert sorted((env, status) for env, status, _ in rows) == [("docker-nat", "ok"), ("native", "ok")], out.stderr
+    programs = {env: json.loads(extra)["program"] for env, _, extra in rows}
+    version = programs["native"]["packages"]["jq"]
+    assert version != "not installed" and programs["docker-nat"]["packages"] == {"jq": version}
+    assert programs["native"]["sha256"] == programs["docker-nat"]["sha256"]  # /usr/bin/jq, the same bytes
+    host = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "jq"], capture_output=True, text=True, timeout=30)
+    assert host.stdout == version  # installed, or brought to the image's version, by the native environment
+    # the container ran the study's image, not isobench's own
+    facts = json.loads(db.execute("SELECT facts FROM env_facts WHERE env = 'docker-nat'").fetchone()[0])
+    tag = facts["image"]
+    assert tag.startswith(images.IMAGE_REPO + ":") and tag != images.image_tag(), tag
+    built = json.loads((Path(images.image_dir(tag.split(":")[1])) / "image.json").read_text())
+    assert built["recipe"]["study_packages"] == ["jq"] and built["tool_versions"]["jq"] == version
 
 
 def test_a_planted_difference_is_refused_before_measuring_or_measured_and_said(tmp_path):

@@ -83,6 +83,21 @@ def test_recipe_hash_changes_with_package_file(monkeypatch, tmp_path):
     assert images.recipe_hash() != before
 
 
+def test_a_study_adding_packages_has_a_recipe_of_its_own_while_it_runs():
+    before = images.recipe_hash()
+    with images.study_packages(["fio", "p7zip-full", "cowsay", "p7zip-full"]) as added:
+        assert added == ("cowsay", "p7zip-full")  # fio is isobench's own; sorted, once each
+        assert images.recipe()["study_packages"] == ["cowsay", "p7zip-full"]
+        h = images.recipe_hash()
+        assert h != before and images.image_tag().endswith(h) and images.image_dir().endswith(h)
+        with images.study_packages(["p7zip-full", "cowsay"]):  # the same set: the same image
+            assert images.recipe_hash() == h
+    assert images.recipe_hash() == before and "study_packages" not in images.recipe()
+    # only isobench's own: its recipe, untouched
+    with images.study_packages(["fio", "linux-image-cloud-amd64"]) as added:
+        assert added == () and images.recipe_hash() == before
+
+
 def test_recipe_is_bookworm_minbase_from_debian():
     r = images.recipe()
     assert r["suite"] == "bookworm" and r["variant"] == "minbase"

@@ -17,7 +17,7 @@ from isobench.report import figures as plots
 from isobench.report.figures import instances as inst
 from isobench.results.model import MetricKey, RunData
 from isobench.results.table import build_table
-from isobench.run.runner import by_step, plan
+from isobench.run.plan import by_step, plan
 from isobench.study import StudyError, parse_study
 from isobench.workloads.api import Api, ApiParams, parse_api_rounds
 from isobench.workloads.base import ParseError, WorkloadError

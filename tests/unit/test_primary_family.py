@@ -270,7 +270,7 @@ LAT_STUDY = '[study]\nname = "s"\n[environments.native]\n[workloads.lat]\nworklo
 
 def _plan(text: str):
     from isobench.host.hostinfo import HostInfo
-    from isobench.run.runner import plan
+    from isobench.run.plan import plan
 
     host = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
     return {

@@ -1,4 +1,3 @@
-import time
 from pathlib import Path
 
 import pytest
@@ -94,18 +93,23 @@ def test_cpuset_refuses_shell_metacharacters():
     assert "environments.limited.cpuset" in err(GOOD.replace("cpus = 1.5", "cpuset = '0;rm -rf /'"))
 
 
-def test_shipped_studies_validate_quickly():
+def test_shipped_studies_validate(monkeypatch):
+    # (no time limit here: speed targets live in benchmarks, not in unit tests on a shared host)
+    from isobench.workloads import command
+
+    asked = []
+    monkeypatch.setattr(command, "debian_has", lambda name: asked.append(name) or True)
     paths = sorted((ROOT / "studies").rglob("*.toml"))
     assert {
         "ku2020-memory-pressure.toml",
         "vmware-redis-scaleout.toml",
         "insa2016-pxz.toml",
         "quick-docker-throttled.toml",
+        "own-programs.toml",
     } <= {p.name for p in paths}
     for path in paths:
-        t0 = time.perf_counter()
         load_study(path)
-        assert time.perf_counter() - t0 < 1.0, path
+    assert asked == ["p7zip-full"]  # apt is asked only of a package isobench does not install
 
 
 def test_unreadable_file():

@@ -28,6 +28,9 @@ def test_the_study_it_makes_is_a_study_with_one_command_workload():
     assert list(study.environments) == list(default_envs()) and study.meta.baseline == "native"
     assert study.meta.repetitions == 5 and study.meta.warmup == 1 and study.meta.budget == "10m"
     assert text.startswith("# Made by `isobench try`")
+    assert entry.params.packages == ()
+    with_package = study_text(("7z", "b", "-mmt1"), ("native",), 5, 1, 1, None, None, ("p7zip-full",))
+    assert parse_study(with_package, "mine.toml").workloads[0].params.packages == ("p7zip-full",)
 
 
 def test_bad_options_are_one_line_before_anything_runs(tmp_path):
@@ -38,5 +41,7 @@ def test_bad_options_are_one_line_before_anything_runs(tmp_path):
     assert r.exit_code == 2 and "--env native: given twice" in r.output
     r = runner.invoke(main, ["try", "--budget", "soon", "--", "true"])
     assert r.exit_code == 2 and "--budget 'soon'" in r.output
+    r = runner.invoke(main, ["try", "--package", "Not_a_name", "--", "true"])
+    assert r.exit_code == 2 and "packages: 'Not_a_name' is not a Debian package name" in r.output, r.output
     r = runner.invoke(main, ["try"])
     assert r.exit_code == 2 and "Missing argument 'COMMAND...'" in r.output

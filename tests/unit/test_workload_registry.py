@@ -84,7 +84,7 @@ def test_two_workloads_under_one_name_are_refused():
 
 
 def test_throwaway_in_the_study_model_and_the_runners_plan(throwaway):
-    from isobench.run.runner import plan
+    from isobench.run.plan import plan
     from isobench.study import StudyError, parse_study
 
     study = parse_study(STUDY, "t.toml")
@@ -130,7 +130,7 @@ def test_throwaway_metrics_reach_a_report_with_their_roles(throwaway, tmp_path):
     """Table I lists its metrics; its latency role alone puts rtt_us (and
     not ops) in the NAT vs host comparison, which names no workload."""
     from isobench.report.markdown import render_markdown
-    from isobench.run.runner import plan
+    from isobench.run.plan import plan
     from isobench.store.db import Sample, Store
     from isobench.study import parse_study
 

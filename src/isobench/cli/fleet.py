@@ -61,7 +61,7 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
     from isobench.fleet import record
     from isobench.fleet.controller import FleetError, new_fleet_id, run_fleet
     from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
-    from isobench.run.runner import new_run_id
+    from isobench.run.plan import new_run_id
     from isobench.study import StudyError, load_study
 
     store = open_store(store_path, create=True)

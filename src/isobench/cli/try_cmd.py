@@ -46,6 +46,7 @@ def study_text(
     repeat: int,
     timeout_s: float | None,
     budget: str | None,
+    packages: tuple[str, ...] = (),
 ) -> str:
     """The study `try` runs, as the TOML `--save` writes."""
     import tomli_w
@@ -65,6 +66,8 @@ def study_text(
         table["repeat"] = repeat
     if timeout_s is not None:
         table["timeout_s"] = timeout_s
+    if packages:
+        table["packages"] = list(packages)
     doc = {"study": study, "environments": {e: {} for e in envs}, "workloads": {name: table}}
     return (
         "# Made by `isobench try`: edit it (setup, files, metrics read from the output: "
@@ -105,6 +108,14 @@ def study_text(
     metavar="SECONDS",
     help="Longest one sample may take (default 600).",
 )
+@click.option(
+    "--package",
+    "packages",
+    multiple=True,
+    metavar="NAME",
+    help="A Debian package the command runs; repeat for more. Its version is compared everywhere, and one "
+    "isobench does not install is added to the image and the host (docs/workloads/command.md#packages).",
+)
 @click.option("--budget", metavar="DURATION", help="Spend about this long (30m): rounds go where they resolve.")
 @click.option(
     "--save",
@@ -123,6 +134,7 @@ def try_cmd(
     warmup: int,
     repeat: int,
     timeout_s: float | None,
+    packages: tuple[str, ...],
     budget: str | None,
     save_path: str | None,
     store_path: str,
@@ -135,6 +147,7 @@ def try_cmd(
     \b
       isobench try -- sysbench cpu --cpu-max-prime=5000 --events=2000 run
       isobench try --env native --env docker-nat --save mine.toml -- make -j1
+      isobench try --package p7zip-full -- 7z b -mmt1
 
     The command runs as given (an argv, no shell) in every environment with
     the system PATH; its wall time is the primary metric, with user and
@@ -157,7 +170,7 @@ def try_cmd(
             f"--env {unknown[0]}: not an environment preset; allowed: {', '.join(presets())} "
             "(other environments: --save a study, edit it, `isobench run` it)"
         )
-    text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None)
+    text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None, packages)
     label = save_path or "isobench try"
     try:
         study = parse_study(text, label)
@@ -167,7 +180,7 @@ def try_cmd(
         _fail(str(exc))
     if save_path is not None:
         with writing(save_path, "--save"):
-            Path(save_path).write_text(study_text(command, envs, rounds, warmup, repeat, timeout_s, budget))
+            Path(save_path).write_text(study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages))
         err_console.print(f"study written to {save_path}", highlight=False, markup=False)
     store = _open_store(store_path, create=True)
     if not to_stdout(output):

@@ -10,6 +10,7 @@ model's, nowhere else. A plain dict of them exists only in its facts.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -77,6 +78,13 @@ class Environment(abc.ABC):
     def pre_start(self) -> None:  # noqa: B027 - a capability whose default is nothing to do
         """One-off work before start() that is not startup (a VM's disk, the
         KVM probe), so a group's density timing counts start() alone."""
+
+    def provide_packages(self, names: list[str], log: Callable[[str], None]) -> None:  # noqa: B027
+        """Debian packages the study adds to isobench's own (a command
+        workload's ``packages``). The kinds that run the image have them
+        already: while the study runs they are part of its recipe
+        (images.study_packages). A kind that runs the host's own programs
+        installs those the host lacks."""
 
     @property
     def vmm_pid(self) -> int | None:

@@ -6,9 +6,11 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import ExecResult, move_tree, run_argv
 from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 from isobench.envs.base import Environment, Paths
@@ -67,6 +69,18 @@ class NativeEnvironment(Environment):
     def start(self) -> None:
         os.makedirs(self._paths.data, exist_ok=True)
         os.makedirs(self._paths.tmp, exist_ok=True)
+
+    def provide_packages(self, names: list[str], log: Callable[[str], None]) -> None:
+        from isobench.host.packages import InstallError, install_on_host, to_install
+
+        missing = to_install(names)  # or older than the image's: the sameness check compares versions
+        if not missing:
+            return
+        log(f"{self.name}: installing the study's {' '.join(missing)} on this host (apt-get)")
+        try:
+            install_on_host(missing)
+        except InstallError as exc:
+            raise EnvironmentError_(f"{self.name}: cannot install the study's packages: {exc}") from None
 
     def place(self, cpus: tuple[int, ...] | None) -> None:
         # taskset on every command it runs next, as pin does; the running

@@ -113,6 +113,61 @@ def debian_has(name: str, timeout_s: float = 30.0) -> bool | None:
     return False if "No packages found" in r.stderr else None
 
 
+def policy_versions(text: str) -> dict[str, tuple[str | None, str | None]]:
+    """(installed, candidate) version of each package in ``apt-cache
+    policy`` output; None for "(none)". A name apt does not know is absent."""
+    found: dict[str, tuple[str | None, str | None]] = {}
+    name = None
+    for line in text.splitlines():
+        if line and not line[0].isspace() and line.endswith(":"):
+            name = line[:-1]
+            found[name] = (None, None)
+        elif name is not None and line.strip().startswith(("Installed:", "Candidate:")):
+            key, _, value = line.strip().partition(":")
+            version = None if value.strip() == "(none)" else value.strip()
+            installed, candidate = found[name]
+            found[name] = (version, candidate) if key == "Installed" else (installed, version)
+    return found
+
+
+def to_install(names: list[str], timeout_s: float = 30.0) -> list[str]:
+    """Those of ``names`` the host lacks, or has at another version than
+    apt's candidate (what an image built now installs), in order."""
+    if not names:
+        return []
+    r = subprocess.run(["apt-cache", "policy", *names], capture_output=True, text=True, timeout=timeout_s)
+    versions = policy_versions(r.stdout)
+    return [n for n in names if n not in versions or versions[n][0] is None or versions[n][0] != versions[n][1]]
+
+
+class InstallError(RuntimeError):
+    """apt-get could not install a study's packages on the host (one line)."""
+
+
+def install_on_host(names: list[str], timeout_s: float = 900.0) -> None:
+    """``apt-get update`` (the image's build fetches the current lists too,
+    so both install the same versions), then install ``names`` without
+    recommends, as scripts/install-host.sh installs isobench's own. Raises
+    InstallError with apt's last line and the fix."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    opts = ["-y", "-q", "-o", "Dpkg::Options::=--force-confold", "-o", "Dpkg::Options::=--force-confdef"]
+    for argv in (
+        ["apt-get", "update", "-q"],
+        ["apt-get", *opts, "install", "--no-install-recommends", *names],
+    ):
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"{' '.join(argv[:2])} took over {timeout_s:.0f} s") from None
+        except OSError as exc:
+            raise InstallError(f"cannot run apt-get ({exc.strerror}): install {' '.join(names)} by hand") from None
+        if r.returncode != 0:
+            last = next((ln.strip() for ln in reversed(r.stderr.splitlines()) if ln.strip()), "")
+            raise InstallError(
+                f"{' '.join(argv[:2])} exited {r.returncode} ({last[:200]}): as root, apt-get install {' '.join(names)}"
+            )
+
+
 def main() -> None:
     sys.stdout.write("".join(f"{name}\n" for name in tool_packages()))
 

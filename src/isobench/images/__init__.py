@@ -16,6 +16,7 @@ from isobench.images.definition import (
     recipe,
     recipe_hash,
     rootfs_tar,
+    study_packages,
 )
 from isobench.images.dockerimage import ensure_image, image_info, remove_old_images
 from isobench.images.rootfs import ImageBuildError, build_lock, build_rootfs, ensure_rootfs
@@ -41,6 +42,7 @@ __all__ = [
     "recipe_hash",
     "remove_old_images",
     "rootfs_tar",
+    "study_packages",
     "tool_packages",
     "tool_versions",
 ]

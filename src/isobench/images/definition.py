@@ -4,14 +4,18 @@ name (the first 12 hex digits of the SHA-256 of the recipe's canonical
 JSON) and where the files built from it live (``IMAGE_ROOT/<hash>/``).
 
 A recipe change means a new hash, a new build and a new tag; nothing else
-triggers a rebuild unless asked.
+triggers a rebuild unless asked. A study whose command workloads name
+Debian packages isobench does not install (``study_packages``) has a recipe
+of its own while it runs: the same one plus those packages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator
 
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, IMAGE_ROOT, LABEL
 from isobench.host import packages
@@ -80,6 +84,28 @@ DOCKER_CHANGES = [
 ]
 
 
+# The Debian packages the running study adds to isobench's own (its command
+# workloads' `packages`): part of the recipe while it runs, so every
+# environment that runs the image (Docker's and the VM's) has them, in an
+# image of their own hash. A process runs one study at a time; a module
+# value, not a ContextVar, because the runner's threads must see it too.
+_study_packages: tuple[str, ...] = ()
+
+
+@contextlib.contextmanager
+def study_packages(names: Iterable[str]) -> Iterator[tuple[str, ...]]:
+    """While the block runs, the recipe also installs ``names`` (those not
+    already in isobench's own lists); yields the ones added, sorted."""
+    global _study_packages
+    own = {*packages.tool_packages(), *packages.image_only_packages()}
+    added = tuple(sorted(set(names) - own))
+    previous, _study_packages = _study_packages, added
+    try:
+        yield added
+    finally:
+        _study_packages = previous
+
+
 def apt_sources(mirror: str = MIRROR, security_mirror: str = SECURITY_MIRROR) -> list[str]:
     """sources.list lines of the image: the release plus its updates and
     security fixes, the same suites a Debian 12 host installs from."""
@@ -92,8 +118,9 @@ def apt_sources(mirror: str = MIRROR, security_mirror: str = SECURITY_MIRROR) ->
 
 def recipe() -> dict:
     """Everything that defines the rootfs. Package lists are sorted: their
-    order does not change what gets installed."""
-    return {
+    order does not change what gets installed. ``study_packages`` only when
+    a study adds some: isobench's own recipe keeps its hash."""
+    r = {
         "recipe_version": RECIPE_VERSION,
         "suite": SUITE,
         "arch": ARCH,
@@ -108,6 +135,9 @@ def recipe() -> dict:
         "dirs": [GUEST_DATA_DIR, GUEST_TMP_DIR],
         "docker_changes": DOCKER_CHANGES,
     }
+    if _study_packages:
+        r["study_packages"] = list(_study_packages)
+    return r
 
 
 def recipe_hash(r: dict | None = None) -> str:

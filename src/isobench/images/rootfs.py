@@ -230,7 +230,8 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
     failed_log = os.path.join(IMAGE_ROOT, f"build-{h}.failed.log")
     deadline = time.monotonic() + timeout_s
     started = time.monotonic()
-    packages = r["packages"] + r["image_only_packages"]
+    added = r.get("study_packages", [])
+    packages = r["packages"] + r["image_only_packages"] + added
 
     with build_lock(), _sigterm_interrupts():
         # Left over by a build that was killed outright: nobody else can be
@@ -275,7 +276,10 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
                     os.makedirs(os.path.join(staging, target), exist_ok=True)
                     _run(["mount", "-t", fstype, *opts, fstype, os.path.join(staging, target)], deadline, logfh)
 
-                log(f"image {h}: apt install {len(packages)} packages (with {SUITE}-updates, -security)")
+                log(
+                    f"image {h}: apt install {len(packages)} packages (with {SUITE}-updates, -security)"
+                    + (f", the study's {' '.join(added)} among them" if added else "")
+                )
                 env = {
                     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                     "LC_ALL": "C.UTF-8",
@@ -342,7 +346,7 @@ def build_rootfs(dest: str | None = None, timeout_s: float = DEFAULT_BUILD_TIMEO
                 "tar_bytes": os.path.getsize(os.path.join(partial, "rootfs.tar")),
                 "kernel_version": kernel,
                 "tool_versions": {
-                    n: read_packages_tsv(os.path.join(partial, "packages.tsv")).get(n) for n in r["packages"]
+                    n: read_packages_tsv(os.path.join(partial, "packages.tsv")).get(n) for n in r["packages"] + added
                 },
             }
             _write(os.path.join(partial, "image.json"), json.dumps(info, indent=2, sort_keys=True) + "\n")

@@ -10,7 +10,6 @@ The runner starts, measures, records and stops.
 
 from __future__ import annotations
 
-import secrets
 import signal
 import threading
 import time
@@ -24,20 +23,19 @@ from isobench.clienthost import ClientHost
 from isobench.core.errors import EnvironmentError_
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
-from isobench.envs.kinds import kind_of
-from isobench.envs.pinning import side_host
 from isobench.host.facts import host_facts
-from isobench.host.hostinfo import host_info
-from isobench.host.noise import Noise, step_case
+from isobench.host.hostinfo import HostInfo, host_info
+from isobench.host.noise import Noise
+from isobench.images import study_packages
 from isobench.run.clean import clean
 from isobench.run.duet import run_duet
 from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptive, record_budget_plan
 from isobench.run.measure import record, record_failure, take
+from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
 from isobench.run.schedule import Schedule, Slot, make_schedule
 from isobench.store.db import Store, StoreWriteError
 from isobench.study import Study, StudyMeta
-from isobench.workloads import WORKLOADS
 from isobench.workloads.base import Workload
 from isobench.workloads.server import ServerWorkload
 
@@ -58,49 +56,6 @@ class SilentProgress:
     def extend(self, more: int) -> None: ...
 
 
-@dataclass(frozen=True)
-class Cell:
-    key: str  # the study's workload name
-    case: str  # as stored: the workload's case, plus ",noise=W" under a noise step
-    workload: Workload
-    run_case: str = ""  # the workload's own case (what run() is given)
-    noise_step: int | None = None
-
-    @property
-    def workload_case(self) -> str:
-        return self.run_case or self.case
-
-
-def new_run_id(study: Study) -> str:
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{study.meta.name}-{secrets.token_hex(2)}"
-
-
-def plan(study: Study, host) -> list[Cell]:
-    """Every cell of the study; with a [noise] table, every cell once per
-    step, steps in order (the runner measures one step's cells together)."""
-    cells: list[Cell] = []
-    for entry in study.workloads:
-        workload = WORKLOADS[entry.workload](entry.params, host)
-        if study.meta.schedule == "duet" and workload.duets:  # "all cores" is one side's
-            workload = WORKLOADS[entry.workload](entry.params, side_host(host))
-        cells.extend(Cell(entry.key, case, workload) for case in workload.cases())
-    if study.noise is None:
-        return cells
-    return [Cell(c.key, step_case(c.case, w), c.workload, c.case, w) for w in study.noise.steps for c in cells]
-
-
-def by_step(cells: list[Cell]) -> list[tuple[int | None, list[Cell]]]:
-    """Cells grouped by noise step, in plan order."""
-    groups: dict[int | None, list[Cell]] = {}
-    for c in cells:
-        groups.setdefault(c.noise_step, []).append(c)
-    return list(groups.items())
-
-
-def needs_image(study: Study) -> bool:
-    return any(kind_of(spec.kind).needs_image for spec in study.environments.values())
-
-
 def run_study(
     study: Study,
     store: Store,
@@ -115,11 +70,33 @@ def run_study(
     happens, everything started here is stopped before returning. With
     resume=RUN_ID, continue that run: cells already measured are skipped.
     ``host_noise`` (the noise pilot's figures, measured by the caller before
-    this starts) is kept among a new run's host facts."""
-    progress = progress or SilentProgress()
-    clock = Clock(time.monotonic())
+    this starts) is kept among a new run's host facts. The Debian packages
+    its workloads add to isobench's own are part of the image's recipe
+    while it runs (an image of their own) and installed by the kinds that
+    run the host's programs."""
     host = host_info()
     cells = plan(study, host)
+    with study_packages(p for c in cells for p in c.workload.added_packages()) as added:
+        return _run_study(
+            study, store, progress, image_provider, resume, on_run_id, run_id, host_noise, host, cells, list(added)
+        )
+
+
+def _run_study(
+    study: Study,
+    store: Store,
+    progress: Progress | None,
+    image_provider: Callable[[], str] | None,
+    resume: str | None,
+    on_run_id: Callable[[str], None] | None,
+    run_id: str | None,
+    host_noise: dict | None,
+    host: HostInfo,
+    cells: list[Cell],
+    added: list[str],
+) -> str:
+    progress = progress or SilentProgress()
+    clock = Clock(time.monotonic())
     schedule = make_schedule(study.meta.schedule, study.meta.baseline, study.meta.order)
     image = image_provider() if (image_provider and needs_image(study)) else None
     if resume is None:
@@ -158,6 +135,8 @@ def run_study(
             progress.note(f"starting {env.name}")
             env.start()
             started.append(env)
+            if added:
+                env.provide_packages(added, progress.note)
             packages = sorted({p for c in cells for p in c.workload.versioned_packages()})
             not_run = {key: reason for (name, key), reason in skip.items() if name == env.name}
             env_facts[env.name] = {

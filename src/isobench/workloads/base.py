@@ -215,6 +215,12 @@ class Workload(abc.ABC):
         every environment records)."""
         return None
 
+    def added_packages(self) -> tuple[str, ...]:
+        """Debian packages this workload runs beyond isobench's own lists (a
+        command workload's ``packages``): the study's image is built with
+        them, a native environment installs them (Environment.provide_packages)."""
+        return ()
+
     @property
     def same_program(self) -> bool:
         """Must every environment run the same bytes? False: the study

@@ -29,18 +29,19 @@ import posixpath
 import re
 import shlex
 import time
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from isobench.core.metric import DURATION, Metric
 from isobench.core.proc import ExecResult
-from isobench.core.strictmodel import StrictModel
 from isobench.envs.base import Environment, Paths
 from isobench.host.packages import debian_has, tool_packages
 from isobench.workloads import command_files as cf
 from isobench.workloads.base import Footprint, Measurement, ParseError, Workload, WorkloadError, WorkloadParams, check
 from isobench.workloads.command_rules import (
+    OutputMetric,
+    Units,
     first_json,
     json_path,
     parse_time_block,
@@ -63,31 +64,6 @@ _DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]{1,99}")  # Debian policy 5.6.1
 # A stored sample keeps at most this much of each stream (the tail): enough
 # for any summary a rule reads, bounded for a command that prints a lot.
 KEEP_CHARS = 1 << 20
-
-
-class OutputMetric(StrictModel):
-    """``[workloads.NAME.metrics.METRIC]``: one number read from every run's output."""
-
-    regex: str | None = None
-    json_: str | None = Field(None, alias="json")
-    stream: Literal["stdout", "stderr"] = "stdout"
-    unit: str = Field("", max_length=20)
-    higher_is_better: bool
-    primary: bool = False
-    description: str = Field("", max_length=200)
-
-    @model_validator(mode="after")
-    def _one_rule(self) -> OutputMetric:
-        if (self.regex is None) == (self.json_ is None):
-            raise ValueError("give one of regex = '...' (a named group marks the number) or json = '$.path'")
-        if self.regex is not None:
-            try:
-                re.compile(self.regex, re.M)
-            except re.error as exc:
-                raise ValueError(f"regex does not compile: {exc}") from None
-        elif self.json_ is not None:
-            json_path(self.json_)
-        return self
 
 
 def _argv(v: Any, empty_ok: bool) -> Any:
@@ -123,6 +99,7 @@ class CommandParams(WorkloadParams):
     # false: measure even when an environment runs other bytes than the
     # baseline (its executable, a copied file, a package version), and say so
     same_program: bool = True
+    units: Units | None = None  # default: the run
 
     @field_validator("command", mode="before")
     @classmethod
@@ -170,16 +147,23 @@ class CommandParams(WorkloadParams):
             raise ValueError(f"{bad[0]!r} is not a Debian package name (lower-case letters, digits, '+', '-', '.')")
         if len(set(v)) != len(v):
             raise ValueError("names a package twice")
+        # isobench's own need no asking; the others are added to the study's
+        # image and installed on the host (images.study_packages)
         held = tool_packages()
-        other = [p for p in v if p not in held]
-        unknown = next((p for p in other if debian_has(p) is False), None)  # the worse news first
+        unknown = next((p for p in v if p not in held and debian_has(p) is False), None)
         if unknown:
             raise ValueError(f"{unknown!r} is not a Debian package (apt-cache on this host knows no such name)")
-        if other:
+        return v
+
+    @field_validator("units")
+    @classmethod
+    def _units(cls, v: Units | None, info: ValidationInfo) -> Units | None:
+        metrics = info.data.get("metrics") or {}
+        if v is not None and v.metric is not None and v.metric not in metrics:
             raise ValueError(
-                f"{other[0]!r} is not one isobench installs on the host and in the image (its list: "
-                "python3 -m isobench.host.packages); a study cannot add packages yet: copy a static "
-                "binary or a script in files"
+                f"metric {v.metric!r} is not one of this table's metrics ("
+                + (", ".join(sorted(metrics)) or "it reads none from the output")
+                + ")"
             )
         return v
 
@@ -238,7 +222,12 @@ class Command(Workload):
         ]
 
     def units(self, case: str, m: Measurement) -> list:
-        return ["run", float(self.params.repeat)]
+        rule, runs = self.params.units, float(self.params.repeat)
+        if rule is None:
+            return ["run", runs]
+        # an output metric is the runs' mean (parse_runs): times the runs, the sample's count
+        per_run = rule.count if rule.count is not None else m.values.get(rule.metric or "", 0.0)
+        return [rule.name, per_run * runs]
 
     # -- where it runs --------------------------------------------------------
     def scratch(self, paths: Paths) -> str:
@@ -327,6 +316,9 @@ class Command(Workload):
 
     def program(self, env: str) -> dict | None:
         return self._program.get(env)
+
+    def added_packages(self) -> tuple[str, ...]:
+        return self.params.packages  # images.study_packages leaves out isobench's own
 
     @property
     def same_program(self) -> bool:

@@ -1,15 +1,20 @@
-"""Pure readers of a user's command's output: GNU time's verbose block (the
-timed part's wall, CPU and peak memory), a regular expression with named
-groups, a JSON path into stdout. Each raises ParseError naming what it
-could not read; none runs anything (workloads/command.py runs the command)."""
+"""The rules that read a user's command's output, as the study file gives
+them (``OutputMetric``, ``Units``), and their pure readers: GNU time's
+verbose block (the timed part's wall, CPU and peak memory), a regular
+expression with named groups, a JSON path into stdout. Each reader raises
+ParseError naming what it could not read; none runs anything
+(workloads/command.py runs the command)."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field, model_validator
+
+from isobench.core.strictmodel import StrictModel
 from isobench.workloads.base import ParseError
 
 # `/usr/bin/time -v` opens its block with this line (after "Command exited
@@ -162,3 +167,46 @@ def read_json(doc: Any, steps: tuple[str | int, ...], path: str, metric: str) ->
             where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps[: i + 1])
             raise ParseError(f"metric {metric}: the output's JSON has no {where} (json = {path!r})") from None
     return number(node, metric)
+
+
+class OutputMetric(StrictModel):
+    """``[workloads.NAME.metrics.METRIC]``: one number read from every run's output."""
+
+    regex: str | None = None
+    json_: str | None = Field(None, alias="json")
+    stream: Literal["stdout", "stderr"] = "stdout"
+    unit: str = Field("", max_length=20)
+    higher_is_better: bool
+    primary: bool = False
+    description: str = Field("", max_length=200)
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> OutputMetric:
+        if (self.regex is None) == (self.json_ is None):
+            raise ValueError("give one of regex = '...' (a named group marks the number) or json = '$.path'")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex, re.M)
+            except re.error as exc:
+                raise ValueError(f"regex does not compile: {exc}") from None
+        elif self.json_ is not None:
+            json_path(self.json_)
+        return self
+
+
+class Units(StrictModel):
+    """``[workloads.NAME.units]``: the work one run of the command does,
+    counted, so attribution divides each counter by it (µs per request, not
+    per run): ``count`` for a fixed amount, or ``metric``, one of the
+    table's output metrics read from every run (the requests a load
+    generator says it made)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9 _-]{0,29}$")
+    count: float | None = Field(None, gt=0)
+    metric: str | None = None
+
+    @model_validator(mode="after")
+    def _one_count(self) -> Units:
+        if (self.count is None) == (self.metric is None):
+            raise ValueError("give one of count = N (per run) or metric = 'NAME' (one of the table's metrics)")
+        return self
