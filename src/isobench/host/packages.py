@@ -135,7 +135,10 @@ def to_install(names: list[str], timeout_s: float = 30.0) -> list[str]:
     apt's candidate (what an image built now installs), in order."""
     if not names:
         return []
-    r = subprocess.run(["apt-cache", "policy", *names], capture_output=True, text=True, timeout=timeout_s)
+    try:
+        r = subprocess.run(["apt-cache", "policy", *names], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return list(names)  # cannot tell: apt-get then installs them, or says in one line why not
     versions = policy_versions(r.stdout)
     return [n for n in names if n not in versions or versions[n][0] is None or versions[n][0] != versions[n][1]]
 
