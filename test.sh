@@ -7,18 +7,20 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
 
-# The lanes (docs/testing.md#lanes). First, alone, the integration tests
-# whose effect is a CPU quota: a quota bites only where the work could
-# otherwise get more CPU, so nothing runs beside them. Then the other
-# integration tests one at a time (they share the engine, the run lock, and
-# several measure an effect), and beside them: the fleet's tests (their
-# hosts are containers of their own: own run lock, store and label, a subnet
-# no other test uses; they mostly wait on ssh, Ansible and polls), the
-# linter and type checker (about 10 s of one core), and the unit tests on
-# every core at nice 19 (pure; at nice 19 they get about 1.5% of a core
-# another test wants, and the idle rest). Once the main lane is done,
-# whatever unit tests remain run at full priority. Each lane's output is
-# printed after the main lane's. Options (-x, -k EXPR) go to every run;
+# The lanes (docs/testing.md#lanes). First, the integration tests whose
+# effect is a CPU quota, with the unit tests beside them at nice 19: a quota
+# bites only where the work could otherwise get more CPU, these tests keep
+# about one core busy, and the pure unit tests take the other (at nice 19
+# they get about 1.5% of a core either test wants). Once the quota tests are
+# done, whatever unit tests remain run at full priority, before any other
+# integration test starts: beside those, they would slow them (and the
+# fleet's) by more than they saved. Then the other integration tests one at
+# a time (they share the engine, the run lock, and several measure an
+# effect), with the fleet's tests beside them: their hosts are containers of
+# their own (own run lock, store and label, a subnet no other test uses),
+# and they mostly wait on ssh, Ansible and polls; the linter and type checker
+# (about 10 s of one core) run beside it too, and their output is printed
+# first once the main lane is done. Options (-x, -k EXPR) go to every run;
 # naming tests (a path that exists) runs just those, serially.
 pytest=(.venv/bin/python -m pytest -ra --durations=25)
 for arg in "$@"; do
@@ -49,30 +51,30 @@ renice_tree() {
     renice_tree $(ps -o pid= --ppid "$pid")
   done
 }
-quota_tests=(tests/integration/test_budget.py tests/integration/test_calibrate.py tests/integration/test_history.py)
-"${pytest[@]}" "$@" "${quota_tests[@]}" || quota=$?
 # (trap - INT: a background job starts with SIGINT ignored, and pytest only
 # tears its fixtures down on KeyboardInterrupt; --basetemp: pytest prunes
 # older numbered temp dirs, another lane's included)
+(trap - INT; exec nice -n 19 "${pytest[@]}" -n auto --basetemp "$lanes/unit" "$@" tests/unit) >"$lanes/unit.log" 2>&1 &
+unit_pid=$!
+quota_tests=(tests/integration/test_budget.py tests/integration/test_calibrate.py tests/integration/test_history.py)
+"${pytest[@]}" "$@" "${quota_tests[@]}" || quota=$?
+renice_tree "$unit_pid"
+wait "$unit_pid" || unit=$?
+unit_pid=""
+echo "== the unit tests (run beside the quota tests) =="
+cat "$lanes/unit.log"
 fleet_tests=tests/integration/test_fleet.py
 (trap - INT; exec "${pytest[@]}" --basetemp "$lanes/fleet" "$@" "$fleet_tests") >"$lanes/fleet.log" 2>&1 &
 fleet_pid=$!
 bash scripts/lint.sh >"$lanes/lint.log" 2>&1 &
 lint_pid=$!
-(trap - INT; exec nice -n 19 "${pytest[@]}" -n auto --basetemp "$lanes/unit" "$@" tests/unit) >"$lanes/unit.log" 2>&1 &
-unit_pid=$!
 ignore=(--ignore "$fleet_tests")
 for t in "${quota_tests[@]}"; do ignore+=(--ignore "$t"); done
 "${pytest[@]}" "$@" "${ignore[@]}" tests/integration || integration=$?
-renice_tree "$unit_pid"
 wait "$lint_pid" || lint=$?
 lint_pid=""
 echo "== the linter, formatter check and type checker (run beside the main lane) =="
 cat "$lanes/lint.log"
-wait "$unit_pid" || unit=$?
-unit_pid=""
-echo "== the unit tests (run beside the main lane) =="
-cat "$lanes/unit.log"
 wait "$fleet_pid" || fleet=$?
 fleet_pid=""
 echo "== the fleet's integration tests (run beside the others) =="
