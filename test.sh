@@ -8,10 +8,12 @@ cd "$(dirname "$0")"
 bash scripts/setup.sh
 
 # The lanes (docs/testing.md#lanes). First, the integration tests whose
-# effect is a CPU quota, with the unit tests beside them at nice 19: a quota
-# bites only where the work could otherwise get more CPU, these tests keep
-# about one core busy, and the pure unit tests take the other (at nice 19
-# they get about 1.5% of a core either test wants). Once the quota tests are
+# effect is a CPU quota, then the fault tests (they stop the Docker Engine,
+# which would stop the fleet's hosts too), with the unit tests beside them
+# at nice 19: a quota bites only where the work could otherwise get more
+# CPU, these tests keep about one core busy, and the pure unit tests take
+# the other (at nice 19 they get about 1.5% of a core either test wants;
+# the fault tests fill the time the unit tests need anyway). Once these are
 # done, whatever unit tests remain run at full priority, before any other
 # integration test starts: beside those, they would slow them (and the
 # fleet's) by more than they saved. Then the other integration tests one at
@@ -56,12 +58,15 @@ renice_tree() {
 # older numbered temp dirs, another lane's included)
 (trap - INT; exec nice -n 19 "${pytest[@]}" -n auto --basetemp "$lanes/unit" "$@" tests/unit) >"$lanes/unit.log" 2>&1 &
 unit_pid=$!
-quota_tests=(tests/integration/test_budget.py tests/integration/test_calibrate.py tests/integration/test_history.py)
+quota_tests=(
+  tests/integration/test_budget.py tests/integration/test_calibrate.py tests/integration/test_history.py
+  tests/integration/test_faults.py
+)
 "${pytest[@]}" "$@" "${quota_tests[@]}" || quota=$?
 renice_tree "$unit_pid"
 wait "$unit_pid" || unit=$?
 unit_pid=""
-echo "== the unit tests (run beside the quota tests) =="
+echo "== the unit tests (run beside the quota and fault tests) =="
 cat "$lanes/unit.log"
 fleet_tests=tests/integration/test_fleet.py
 (trap - INT; exec "${pytest[@]}" --basetemp "$lanes/fleet" "$@" "$fleet_tests") >"$lanes/fleet.log" 2>&1 &
