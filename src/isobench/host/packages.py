@@ -161,7 +161,10 @@ def install_on_host(names: list[str], timeout_s: float = 900.0) -> None:
         try:
             r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired:
-            raise InstallError(f"{' '.join(argv[:2])} took over {timeout_s:.0f} s") from None
+            raise InstallError(
+                f"{' '.join(argv[:2])} took over {timeout_s:.0f} s (a slow mirror?): as root, "
+                f"apt-get install {' '.join(names)}, then run again"
+            ) from None
         except OSError as exc:
             raise InstallError(f"cannot run apt-get ({exc.strerror}): install {' '.join(names)} by hand") from None
         if r.returncode != 0:
