@@ -112,6 +112,11 @@ FORCE_OPTION = click.option(
 )
 
 
+def written_here(path) -> None:
+    """A file this command wrote itself (try's --save): writing it again replaces it."""
+    _own.add(os.path.realpath(path))
+
+
 def check_output(path, what: str = "-o") -> None:
     """The one rule for every file a command writes (-o, --junit, --figures,
     archive -o): never the open store (nor its -wal/-shm, nor a path

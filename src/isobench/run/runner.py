@@ -29,6 +29,7 @@ from isobench.host.noise import Noise
 from isobench.images import study_packages
 from isobench.run.clean import clean
 from isobench.run.duet import run_duet
+from isobench.run.duetcalls import restore, settle
 from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptive, record_budget_plan
 from isobench.run.measure import record, record_failure, take
 from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan
@@ -152,6 +153,8 @@ def _run_study(
             store.set_env_facts(run_id, name, with_programs(env_facts[name], table))
         check_same(workloads, found, study.meta.baseline, progress)  # before the first sample
         meta = study.meta
+        if resume is not None:
+            restore(store, run_id, cells)  # the duet calls it made
         runnable = sum(
             schedule.samples_per_round(c.workload, sum((e.name, c.key) not in skip for e in envs)) for c in cells
         )
@@ -186,6 +189,8 @@ def _run_study(
                     for cell in step_cells:
                         if (cell.key, cell.case) not in active:
                             continue
+                        if schedule.decides(cell.workload) and round_ >= min(meta.warmup, 1):
+                            _decide(ctx, schedule, cell, started, rounds - round_, noise_facts)
                         began, measured_here = time.monotonic(), False
                         for slot in schedule.slots(cell.workload, started, round_ - meta.warmup):
                             measured_here |= _run_slot(ctx, slot, cell, round_, noise_facts)
@@ -320,6 +325,20 @@ def schedule_facts(schedule: Schedule, cells: list[Cell]) -> dict:
         **schedule.facts(),
         "cells": {f"{c.key}/{c.case}": schedule.used_for(c.workload) for c in cells},
     }
+
+
+def _decide(
+    ctx: _Run, schedule: Schedule, cell: Cell, envs: list[Environment], rounds_left: int, noise: dict | None
+) -> None:
+    """A table's duet call before its first measured round (run/duetcalls.py),
+    from the baseline's sample alone where the baseline runs it."""
+    runs = [e for e in envs if (e.name, cell.key) not in ctx.skip and not ctx.watch.skips(e)]
+    decider = next((e for e in runs if e.name == ctx.meta.baseline), runs[0] if runs else None)
+    alone = schedule.samples_per_round(cell.workload, len(runs))
+    settle(ctx.store, ctx.run_id, schedule, cell, decider, ctx.meta.warmup, ctx.progress.note, noise)
+    more = (schedule.samples_per_round(cell.workload, len(runs)) - alone) * rounds_left
+    if more > 0:
+        ctx.progress.extend(more)
 
 
 def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None) -> bool:

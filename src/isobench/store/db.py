@@ -265,6 +265,20 @@ class Store:
             )
         }
 
+    def first_alone(self, run_id: str, env: str, workload: str, case: str) -> tuple[dict, dict] | None:
+        """(values, extra) of the environment's first ok warm-up sample of a
+        cell that ran alone (no duet partner): a table's duet call reads it."""
+        rows = self.db.execute(
+            "SELECT vals, extra FROM samples WHERE run_id=? AND env=? AND workload=? AND ccase=? AND warmup=1"
+            " AND status='ok' ORDER BY round, id",
+            (run_id, env, workload, case),
+        )
+        for vals, extra in rows:
+            values, more = json.loads(vals or "{}"), json.loads(extra or "{}")
+            if isinstance(values, dict) and isinstance(more, dict) and "duet" not in more:
+                return values, more
+        return None
+
     def study_of(self, run_id: str) -> tuple[str, str]:
         """The study file path and text a run was started from."""
         row = self.db.execute("SELECT study_path, study_text FROM runs WHERE run_id=?", (run_id,)).fetchone()

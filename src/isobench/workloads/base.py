@@ -20,6 +20,7 @@ from isobench.core.strictmodel import StrictModel
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import Footprint  # one for a workload's copy and for a kind's own (a guest's RAM)
 from isobench.host.hostinfo import HostInfo
+from isobench.workloads.duetcall import DuetCall
 
 
 class ParseError(ValueError):
@@ -184,8 +185,29 @@ class Workload(abc.ABC):
 
     @property
     def duets(self) -> bool:
-        """Do this table's cells run as duets under schedule = "duet"?"""
+        """Do this table's cells run as duets under schedule = "duet"? A table
+        decided from a sample alone (duet_mode) runs one at a time until then."""
+        if self.duet_mode() is not None:
+            return self.duet_call is not None and self.duet_call.duet
         return type(self).duet if self.params.duet is None else (self.params.duet and type(self).duet)
+
+    def duet_mode(self) -> str | None:
+        """ "auto", "true" or "false" for a table whose schedule is decided from
+        one sample run alone (a user's command: nobody knows its CPUs and disk
+        before it runs; workloads/duetcall.py); None where the workload's class
+        and the table's ``duet`` decide (the built-ins)."""
+        return None
+
+    def usage(self, values: dict, extra: dict) -> tuple[float, float, float] | None:
+        """(CPU seconds, wall seconds, block I/O bytes) of one stored sample,
+        for the duet call of a table with a duet_mode; None: not known."""
+        return None
+
+    def settle_duet(self, call: DuetCall) -> None:
+        """The runner's call for a table with a duet_mode (kept with the run)."""
+        self.duet_call = call
+
+    duet_call: DuetCall | None = None
 
     def cpus_needed(self) -> int:
         """Host CPUs one sample keeps busy (threads, processes): a duet side

@@ -29,7 +29,7 @@ import posixpath
 import re
 import shlex
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -42,6 +42,7 @@ from isobench.workloads.base import Footprint, Measurement, ParseError, Workload
 from isobench.workloads.command_rules import (
     OutputMetric,
     Units,
+    block_io_bytes,
     first_json,
     json_path,
     parse_time_block,
@@ -100,6 +101,20 @@ class CommandParams(WorkloadParams):
     # baseline (its executable, a copied file, a package version), and say so
     same_program: bool = True
     units: Units | None = None  # default: the run
+    # Under schedule = "duet": "auto" runs the table as a duet when its
+    # warm-up, run alone, used at most a side's CPUs and little disk
+    # (workloads/duetcall.py); true and false force it either way.
+    duet: bool | Literal["auto"] = "auto"  # type: ignore[assignment]
+
+    @field_validator("duet", mode="before")
+    @classmethod
+    def _duet(cls, v: Any) -> Any:
+        if isinstance(v, bool) or v == "auto":
+            return v
+        raise ValueError(
+            f"{json.dumps(v) if isinstance(v, (str, int, float)) else type(v).__name__} is not one of true, false "
+            'or "auto" (the default: decided from the warm-up sample, docs/workloads/command.md#duet)'
+        )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -192,6 +207,7 @@ class Command(Workload):
     packages: ClassVar[tuple[str, ...]] = ("time",)
     claimed_by_field: ClassVar[str] = "command"
     duration_known: ClassVar[bool] = False  # nobody knows a command's time before it runs
+    duet: ClassVar[bool] = True  # as its table's duet_mode decides
     params: CommandParams
 
     def __init__(self, params: WorkloadParams, host) -> None:
@@ -314,6 +330,17 @@ class Command(Workload):
             libraries = {n: next(digests, "unreadable") if p.startswith("/") else p for n, p in libraries.items()}
         return {"executable": path, "sha256": digest, **({"libraries": libraries} if libraries else {})}
 
+    def duet_mode(self) -> str | None:
+        d = self.params.duet
+        return d if isinstance(d, str) else ("true" if d else "false")
+
+    def usage(self, values: dict, extra: dict) -> tuple[float, float, float] | None:
+        try:
+            io = float(extra["block_io_bytes"])
+            return float(values["user_s"]) + float(values["sys_s"]), float(values["wall_s"]), io
+        except (KeyError, TypeError, ValueError):
+            return None
+
     def program(self, env: str) -> dict | None:
         return self._program.get(env)
 
@@ -359,10 +386,11 @@ class Command(Workload):
         output metric the runs' mean."""
         if not runs:
             raise ParseError("no run to read")
-        per_run = []
+        per_run, io = [], []
         for stdout, stderr in runs:
             own_err, block = split_time(stderr)
             values = parse_time_block(block)
+            io.append(block_io_bytes(block))
             for name, rule in self.params.metrics.items():
                 text = stdout if rule.stream == "stdout" else own_err
                 if rule.regex is not None:
@@ -375,7 +403,10 @@ class Command(Workload):
         for name in self.params.metrics:
             out[name] = sum(v[name] for v in per_run) / len(per_run)
         raw = json.dumps({"runs": [{"stdout": o[-KEEP_CHARS:], "stderr": e[-KEEP_CHARS:]} for o, e in runs]})
-        return Measurement(values=out, extra={"runs": len(runs)}, raw=raw)
+        extra: dict[str, Any] = {"runs": len(runs)}
+        if all(b is not None for b in io):
+            extra["block_io_bytes"] = sum(b for b in io if b is not None)
+        return Measurement(values=out, extra=extra, raw=raw)
 
     def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
         try:
