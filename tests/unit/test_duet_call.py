@@ -98,3 +98,47 @@ def test_a_bad_duet_value_is_one_line_naming_the_field(value):
         parse_study(STUDY.format(value=value), "s.toml")
     text = str(err.value)
     assert "\n" not in text and "workloads.mine.duet" in text and 'true, false or "auto"' in text
+
+
+def test_duet_true_in_a_sequential_study_is_refused_naming_the_table():
+    from isobench.checks.preflight import duet_problems
+    from isobench.host.hostinfo import HostInfo
+
+    host = HostInfo(cores=2, mem_bytes=8 << 30, disk_free_bytes=100 << 30)
+    study = parse_study(STUDY.format(value="true").replace('schedule = "duet"', ""), "s.toml")
+    (line,) = duet_problems(study, host, [0, 1])
+    assert line.startswith("s.toml: workloads.mine.duet: true asks for a duet") and 'schedule = "duet"' in line
+    assert duet_problems(parse_study(STUDY.format(value='"auto"'), "s.toml"), host, [0, 1]) == []
+
+
+def test_an_undecided_table_runs_alone_and_its_call_is_said():
+    from isobench.envs.base import Paths
+    from isobench.results.model import RunData
+    from isobench.results.schedule import schedule_summary
+    from isobench.run.schedule import Duet
+
+    class Env:
+        def __init__(self, name):
+            self.name, self.paths = name, Paths("/d", "/t")
+
+    envs = [Env("native"), Env("docker-nat"), Env("docker-host")]
+    schedule = Duet("native", "interleaved", cpus=[0, 1])
+    w = Command(CommandParams(command=("x",)), NO_HOST)
+    assert schedule.decides(w) and schedule.used_for(w) == "auto"
+    assert [s.together for s in schedule.slots(w, envs, -1)] == [False] * 3  # the warm-up, one at a time
+    w.settle_duet(decide("auto", schedule.side_cpus(), 1.0, 1.0, 0.0, "native"))
+    assert not schedule.decides(w) and [s.together for s in schedule.slots(w, envs, 0)] == [True, True]
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", [e.name for e in envs], {}, [])
+    run.host_facts = {
+        "schedule": {
+            "name": "duet",
+            "sides": [[0], [1]],
+            "rotate_s": 0.1,
+            "cells": {"x/default": "duet", "fio/default": "sequential"},
+            "calls": {"x/default": w.duet_call.record(), "fio/default": decide("false", 1, None, None, None).record()},
+        }
+    }
+    text = schedule_summary(run)
+    assert "x/default: ran as a duet: 1.00 CPU per wall second, 0.0 MB/s of disk; measured on 1 CPU per side." in text
+    assert "fio/default: one at a time: the study says duet = false." in text
+    assert "cannot duet" not in text

@@ -83,7 +83,12 @@ def duet_problems(study: Study, host: HostInfo, cpus: list[int]) -> list[str]:
     too few CPUs for two sides, an environment that cannot be placed or
     places itself, a workload that needs more CPUs than a side has."""
     if study.meta.schedule != "duet":
-        return []
+        return [
+            f"{study.path}: workloads.{e.key}.duet: true asks for a duet, but the study runs one sample at a time; "
+            'add schedule = "duet" to [study] (or --schedule duet), or leave duet out'
+            for e in study.workloads
+            if e.params.duet is True and WORKLOADS[e.workload](e.params, host).duet_mode() is not None
+        ]
     side = len(duet_sides(cpus)[0])
     if side < 1:
         return [

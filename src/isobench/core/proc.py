@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -42,15 +43,31 @@ def as_text(data: bytes | str | None) -> str:
 
 
 def run_argv(
-    argv: list[str], timeout: float, cwd: str | None = None, env: dict | None = None, live: set[int] | None = None
+    argv: list[str],
+    timeout: float,
+    cwd: str | None = None,
+    env: dict | None = None,
+    live: set[int] | None = None,
+    own_session: bool = False,
 ) -> ExecResult:
     """subprocess.run with the timeout and output capture every step needs;
     never raises for a failing or missing command. `live` holds the
-    process's pid while it runs (a duet moves it between CPUs: move_tree)."""
+    process's pid while it runs (a duet moves it between CPUs: move_tree).
+    ``own_session``: the command leads a session of its own (a measured
+    sample: with the kernel's autogroup it is then scheduled as a group of its
+    own, as a container's cgroup is, not inside the harness's group with
+    whatever else the shell started), and a timeout or an interrupt kills
+    its whole process group, not just the process started."""
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=own_session,
         )
     except (FileNotFoundError, PermissionError) as exc:
         return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
@@ -63,15 +80,26 @@ def run_argv(
             except subprocess.TimeoutExpired as exc:
                 # as subprocess.run does: the output so far, without waiting
                 # for grandchildren that still hold the pipes
-                proc.kill()
+                _kill(proc, own_session)
                 proc.wait()
                 return ExecResult(
                     argv, -9, as_text(exc.stdout), as_text(exc.stderr), time.perf_counter() - start, timed_out=True
                 )
+            except BaseException:  # Ctrl-C: a session of its own does not get the terminal's SIGINT
+                if own_session:
+                    _kill(proc, own_session)
+                raise
     finally:
         if live is not None:
             live.discard(proc.pid)
     return ExecResult(argv, proc.returncode, as_text(out), as_text(err), time.perf_counter() - start)
+
+
+def _kill(proc: subprocess.Popen, group: bool) -> None:
+    if group:
+        with contextlib.suppress(OSError):  # the group may be gone already
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
 
 
 def tree(root: int) -> list[int]:
