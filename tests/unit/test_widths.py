@@ -222,18 +222,24 @@ def test_clean_fits(width):
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)
 def test_calibrate_fits(width):
     from isobench.cli.calibrate import print_rates
-    from isobench.run.calibration import Calibration, Rate, wilson
+    from isobench.run.calibration import Calibration, Planted, Rate, wilson
 
     env = "an-environment-named-at-31-char"  # NAME_MAX
+
+    def plants(size: float) -> tuple[Planted, ...]:
+        name, cell = f"{env}-slow{size:g}-16", "compression-16 default throughput_mbs"
+        return (Planted(name, cell, size, size * 0.97, True, "−4.9% [−6.1, −3.7] changed"),) if size else ()
+
     rates = tuple(
-        Rate("A/A" if size == 0 else f"planted {size:g}%", size, hits, n, *wilson(hits, n), measured, ())
+        Rate("A/A" if size == 0 else f"planted {size:g}%", size, hits, n, *wilson(hits, n), measured, (), plants(size))
         for size, hits, n, measured in ((0, 3, 126, -0.43), (2.5, 7, 18, 2.31), (10, 18, 18, 9.87), (20, 18, 18, 19.6))
     )
     result = Calibration(f"20261125-070348-{env[:21].rstrip('-')}-calibrate-9f3c", env, rates)
     assert len(f"calibration of {env} (run {result.run_id})") > 80  # the title must wrap at 80
     text = drawn(common.console, lambda out: print_rates(result, out))
     assert not over(text, width), over(text, width)
-    assert "3 false alarms" in text and "+19.6%" in text and result.run_id in text
+    assert "3 of 126" in text and "false alarms" in text and "+19.6%" in text and result.run_id in text
+    assert "+19.4%" in text and "slow20-16" in text  # each plant, its name folded, not cut
 
 
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)

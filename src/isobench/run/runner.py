@@ -32,7 +32,7 @@ from isobench.run.duet import run_duet
 from isobench.run.duetcalls import restore, settle
 from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptive, record_budget_plan
 from isobench.run.measure import record, record_failure, take
-from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan
+from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan, planted_of
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
 from isobench.run.schedule import Schedule, Slot, make_schedule
 from isobench.store.db import Store, StoreWriteError
@@ -146,9 +146,9 @@ def _run_study(
                 **({"unsupported": not_run} if not_run else {}),
             }
             store.set_env_facts(run_id, env.name, env_facts[env.name])
-        workloads = {c.key: c.workload for c in cells}
-        prepare_failures = prepare(workloads, started, progress)
-        found = programs(workloads, started, skip)  # what each environment runs, kept with its facts
+        workloads, planted = {c.key: c.workload for c in cells}, planted_of(cells)
+        prepare_failures = prepare(workloads, started, progress, planted)
+        found = programs(workloads, started, skip, planted)  # what each environment runs, kept with its facts
         for name, table in found.items():
             store.set_env_facts(run_id, name, with_programs(env_facts[name], table))
         check_same(workloads, found, study.meta.baseline, progress)  # before the first sample
@@ -363,7 +363,8 @@ def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict 
     if duet:
         try:
             cpus = (slot.cpus[0], slot.cpus[1])
-            takens = run_duet(cell.workload, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
+            sides = (cell.workload_in(live[0].name), cell.workload_in(live[1].name))
+            takens = run_duet(sides, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
         except EnvironmentError_ as exc:
             for env in live:
                 record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
@@ -386,7 +387,7 @@ def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict 
             if env.name in ctx.placed:  # alone again: back where its own spec places it
                 env.place(None)
                 ctx.placed.discard(env.name)
-            taken = take(cell.workload, cell.workload_case, env, noise_facts)
+            taken = take(cell.workload_in(env.name), cell.workload_case, env, noise_facts)
             error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
             if error is not None:
                 ctx.watch.failed(env, f"{key}/{case}", error)
@@ -400,10 +401,11 @@ def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:
     since entries may share an input file."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
     try:
-        for workload in {c.key: c.workload for c in cells}.values():
+        planted = planted_of(cells)
+        for key, workload in {c.key: c.workload for c in cells}.items():
             for env in envs:
                 try:
-                    workload.cleanup(env)
+                    planted.get((key, env.name), workload).cleanup(env)
                 except Exception:  # noqa: BLE001 - env.stop() is the backstop
                     pass
     finally:

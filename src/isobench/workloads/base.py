@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from isobench.core.metric import Metric, value_problem
+from isobench.core.plants import CannotPlant
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
 from isobench.envs.base import Environment, Paths
@@ -137,6 +138,9 @@ class Workload(abc.ABC):
     # user's own command): a time budget is then not refused on it
     # (checks.preflight.budget_problem); the run's own pace decides instead.
     duration_known: ClassVar[bool] = True
+    # The slowdown a planted copy (planted()) carries, percent, as built
+    # (whole runs or bytes); 0 for the workload's own.
+    plant_pct: float = 0.0
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params
@@ -208,6 +212,14 @@ class Workload(abc.ABC):
         self.duet_call = call
 
     duet_call: DuetCall | None = None
+
+    def planted(self, pct: float) -> Workload:
+        """A copy doing pct / (100 - pct) more of the same work in each
+        sample while its figures count only the base work, so its rate falls
+        by ``pct`` percent on any host (core.plants): what `isobench
+        calibrate` plants (docs/calibrate.md). Its ``plant_pct`` is the size
+        as built. Raises CannotPlant (one line) where there is no such work."""
+        raise CannotPlant(f"{self.name} cannot plant work: it has no amount of work a sample could do more of")
 
     def cpus_needed(self) -> int:
         """Host CPUs one sample keeps busy (threads, processes): a duet side

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from isobench.core.metric import DURATION, Metric
+from isobench.core.plants import CannotPlant, planted_amount, slowdown_of
 from isobench.core.proc import ExecResult
 from isobench.envs.base import Environment, Paths
 from isobench.host.packages import debian_has, tool_packages
@@ -244,6 +245,28 @@ class Command(Workload):
         # an output metric is the runs' mean (parse_runs): times the runs, the sample's count
         per_run = rule.count if rule.count is not None else m.values.get(rule.metric or "", 0.0)
         return [rule.name, per_run * runs]
+
+    def planted(self, pct: float) -> Command:
+        """More runs of the command per sample: whole runs, so the size as
+        built must be within a tenth of ``pct`` (repeat = 19 plants 5% exactly, 18 plants 5.3%)."""
+        p = self.params
+        if any(r.primary for r in p.metrics.values()):
+            raise CannotPlant("command: its primary metric is read from the output, the runs' mean: more runs leave it")
+
+        def close(repeat: int) -> bool:
+            return abs(slowdown_of(repeat, planted_amount(repeat, pct)) - pct) <= pct / 10
+
+        runs = planted_amount(p.repeat, pct)
+        built = slowdown_of(p.repeat, runs)
+        if not close(p.repeat):
+            need = next((r for r in range(p.repeat, 10_001) if close(r)), 10_000)
+            raise CannotPlant(
+                f"command: repeat = {p.repeat} cannot carry a planted {pct:g}% in whole runs "
+                f"({runs} runs would plant {built:.1f}%); give repeat = {need}"
+            )
+        copy = type(self)(p.model_copy(update={"repeat": runs}), self.host)
+        copy.plant_pct = built
+        return copy
 
     # -- where it runs --------------------------------------------------------
     def scratch(self, paths: Paths) -> str:
