@@ -132,7 +132,7 @@ def calibrate(
         try:
             study = load_study(study_file)
             text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota)
-            derived = parse_study(text, f"{study_file} (calibration)")
+            derived = parse_study(text, f"{study_file} (calibration)", study.base_dir)
             if schedule is not None:
                 derived = with_schedule(derived, schedule)
         except StudyError as exc:

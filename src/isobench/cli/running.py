@@ -3,6 +3,7 @@ report printed and written. Parsing and printing only."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -269,7 +270,9 @@ def run(
     try:
         if resume_id is not None:
             resume_id = check_run_id(store.resolve(resume_id), "--resume")
-            study = parse_study(store.study_of(resume_id)[1], f"{resume_id} (stored study)")
+            stored_path, text = store.study_of(resume_id)
+            # its files are read again beside the study file it was started from
+            study = parse_study(text, f"{resume_id} (stored study)", os.path.dirname(os.path.abspath(stored_path)))
             stored = (store.run_facts(resume_id).get("budget") or {}).get("budget_s")
             if budget is None and stored:  # the budget it was started with, perhaps from --budget
                 budget = f"{int(stored)}s"

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 import shlex
 import time
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from isobench.core.metric import DURATION, Metric
 from isobench.core.proc import ExecResult
@@ -84,6 +85,13 @@ def _argv(v: Any, empty_ok: bool) -> Any:
     return v
 
 
+def _inside(given: str) -> str:
+    why = cf.outside_reason(given)
+    if why:
+        raise ValueError(f"{given} {why}")
+    return given
+
+
 class CommandParams(WorkloadParams):
     command: tuple[str, ...]
     setup: tuple[str, ...] = ()
@@ -91,7 +99,7 @@ class CommandParams(WorkloadParams):
     workdir: str = ""  # relative to the scratch directory, or absolute
     env: dict[str, str] = Field(default_factory=dict)
     repeat: int = Field(1, ge=1, le=10_000)
-    files: tuple[str, ...] = ()
+    files: tuple[Annotated[str, AfterValidator(_inside)], ...] = ()
     metrics: dict[str, OutputMetric] = Field(default_factory=dict)
     # Debian packages the command runs (the one behind a wrapper script):
     # their versions recorded in every environment and compared
@@ -100,6 +108,12 @@ class CommandParams(WorkloadParams):
     # baseline (its executable, a copied file, a package version), and say so
     same_program: bool = True
     units: Units | None = None  # default: the run
+    _base: str = PrivateAttr(".")  # what files are relative to: the study file's directory
+
+    @model_validator(mode="after")
+    def _where(self, info: ValidationInfo) -> CommandParams:
+        self._base = os.path.abspath((info.context or {}).get("base_dir") or ".")
+        return self
 
     @field_validator("command", mode="before")
     @classmethod
@@ -253,7 +267,7 @@ class Command(Workload):
 
     def entries(self) -> list[cf.Entry]:
         if self._entries is None:
-            self._entries = cf.manifest(self.params.files)
+            self._entries = cf.manifest(self.params.files, self.params._base)
         return self._entries
 
     # -- preparing an environment ---------------------------------------------

@@ -1,0 +1,138 @@
+"""Study files and archives from strangers (issue 47): each test crafts the
+input the review tried, on the real filesystem, and runs the command that
+read it: the answer is exit 2 with one line naming the entry, promptly."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from isobench.cli import entry
+from isobench.store import shapes
+from isobench.study import load_study, parse_study
+from isobench.workloads import command_files as cf
+from isobench.workloads.base import WorkloadError
+from isobench.workloads.command import Command
+
+HEAD = '[study]\nname = "strange"\n[environments.native]\n[workloads.w]\ncommand = ["true"]\n'
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ISOBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ISOBENCH_STORE", str(tmp_path / "s.sqlite"))
+    monkeypatch.delenv("ISOBENCH_DEBUG", raising=False)
+    shapes._said.clear()
+    return tmp_path
+
+
+def isobench(capfd, *args) -> tuple[int, str, str]:
+    try:
+        entry.main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def study_with(where: Path, files: str) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "s.toml").write_text(HEAD + f"files = [{files}]\n")
+    return where / "s.toml"
+
+
+# -- files stay inside the study ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        ('"/etc/shadow"', "is an absolute path"),
+        ('"../../../etc/shadow"', "leaves the study file's directory"),
+        ('"/proc/self/root/etc/shadow"', "is an absolute path"),
+        ('"/proc/self/pagemap"', "is an absolute path"),
+        ('"/proc/sys/vm/compact_memory"', "is an absolute path"),
+        ('"fixtures"', "leads outside the study file's directory"),
+        ('"inside", "fixtures/../../outside.txt"', "leaves the study file's directory"),
+        ('"fifo"', "is not a regular file or a directory"),
+        ('"tree"', "is a link or a special file"),
+    ],
+)
+def test_validate_refuses_each_crafted_files_entry_in_one_line(sandbox, capfd, given, says):
+    (sandbox / "elsewhere").mkdir()
+    (sandbox / "elsewhere" / "id_rsa").write_text("PRIVATE KEY\n")
+    (sandbox / "outside.txt").write_text("not the study's\n")
+    study = study_with(sandbox / "study", given)
+    (sandbox / "study" / "fixtures").symlink_to(sandbox / "elsewhere")  # a top-level link, followed before
+    (sandbox / "study" / "inside").write_text("fine\n")
+    os.mkfifo(sandbox / "study" / "fifo")  # hashing it blocked for ever before
+    (sandbox / "study" / "tree").mkdir()
+    os.symlink("/proc/self/pagemap", sandbox / "study" / "tree" / "pagemap")
+    started = time.monotonic()
+    code, out, err = isobench(capfd, "validate", study)
+    assert time.monotonic() - started < 2
+    index = given.count(",")  # the entry at fault is the last one given
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert f"workloads.w.files[{index}]: " in err and says in err and "Traceback" not in err, err
+
+
+def test_files_resolve_against_the_study_files_directory_not_the_current_one(sandbox, capfd):
+    study = study_with(sandbox / "studies", '"input.txt"')
+    (sandbox / "studies" / "input.txt").write_text("the study's own\n")
+    (sandbox / "elsewhere").mkdir()
+    os.chdir(sandbox / "elsewhere")
+    code, _, err = isobench(capfd, "validate", study)
+    assert code == 0, err
+    loaded = load_study(study)
+    assert loaded.base_dir == str(sandbox / "studies")
+    [entry_] = Command(loaded.workloads[0].params, None).entries()
+    assert entry_.source == str(sandbox / "studies" / "input.txt") and entry_.size == 16
+    # a study made in memory (isobench try): the current directory
+    (sandbox / "elsewhere" / "input.txt").write_text("here\n")
+    made = parse_study(HEAD + 'files = ["input.txt"]\n', "isobench try")
+    assert Command(made.workloads[0].params, None).entries()[0].source == str(sandbox / "elsewhere" / "input.txt")
+
+
+def test_kernel_files_are_refused_without_reading_them():
+    # /proc/self as the study's directory: inside it, yet procfs (size 0,
+    # endless or acting when read: pagemap, compact_memory)
+    for name in ("pagemap", "mountinfo"):
+        started = time.monotonic()
+        with pytest.raises(WorkloadError, match=rf"files\[0\]: {name} is not a regular file or a directory"):
+            cf.manifest((name,), "/proc/self")
+        assert time.monotonic() - started < 1
+    with pytest.raises(WorkloadError, match=r"files\[0\]: compact_memory is not a regular file"):
+        cf.manifest(("compact_memory",), "/proc/sys/vm")
+    with pytest.raises(WorkloadError, match=r"files\[0\]: kernel is not a regular file or a directory"):
+        cf.manifest(("kernel",), "/sys")
+    mounted = Path("/proc/self/mountinfo").read_text()
+    assert os.stat("/proc").st_dev in cf.pseudo_devices(mounted)
+    assert os.stat("/").st_dev not in cf.pseudo_devices(mounted)
+
+
+def test_the_size_cap_holds_what_is_read_not_what_is_reported(tmp_path):
+    # procfs reports 0 bytes for a file that holds more: the bound counts the bytes read
+    assert os.stat("/proc/self/mountinfo").st_size == 0
+    assert cf._hash_bounded("/proc/self/mountinfo", 10) is None
+    size, digest = cf._hash_bounded("/proc/self/mountinfo", 1 << 20) or (0, "")
+    assert size > 10 and len(digest) == 64
+    # a FIFO swapped in after the check: opened without blocking, then refused
+    os.mkfifo(tmp_path / "fifo")
+    started = time.monotonic()
+    with pytest.raises(OSError, match="not a regular file"):
+        cf._hash_bounded(str(tmp_path / "fifo"), 100)
+    assert time.monotonic() - started < 1
+
+
+def test_the_total_cap_names_the_entry_that_crosses_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(cf, "MAX_FILES_BYTES", 1000)
+    (tmp_path / "a").write_bytes(b"a" * 600)
+    (tmp_path / "b").write_bytes(b"b" * 600)
+    assert [e.size for e in cf.manifest(("a",), str(tmp_path))] == [600]
+    with pytest.raises(WorkloadError, match=r"files\[1\]: b brings the copied files over"):
+        cf.manifest(("a", "b"), str(tmp_path))
