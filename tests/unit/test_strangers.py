@@ -4,6 +4,7 @@ read it: the answer is exit 2 with one line naming the entry, promptly."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from isobench.cli import entry
 from isobench.store import shapes
 from isobench.study import load_study, parse_study
 from isobench.workloads import command_files as cf
-from isobench.workloads.base import WorkloadError
+from isobench.workloads.base import ParseError, WorkloadError
 from isobench.workloads.command import Command
 
 HEAD = '[study]\nname = "strange"\n[environments.native]\n[workloads.w]\ncommand = ["true"]\n'
@@ -136,3 +137,50 @@ def test_the_total_cap_names_the_entry_that_crosses_it(tmp_path, monkeypatch):
     assert [e.size for e in cf.manifest(("a",), str(tmp_path))] == [600]
     with pytest.raises(WorkloadError, match=r"files\[1\]: b brings the copied files over"):
         cf.manifest(("a", "b"), str(tmp_path))
+
+
+# -- bounded parsing ----------------------------------------------------------
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "command"
+CATASTROPHIC = "^(?P<x>(a+)+)$"  # backtracking: 2^40 paths on 40 a's and a '!'
+
+
+@pytest.mark.parametrize(
+    "regex, says",
+    [
+        (r"(?P<x>\d+) \1", "backreferences"),
+        (r"(?P<x>\d+)(?= ms)", "lookarounds"),
+        (r"(?<!-)(?P<x>\d+)", "lookarounds"),
+        (r"(?P<x>\d++)", "linear time"),
+    ],
+)
+def test_validate_refuses_what_re2_cannot_run_naming_the_field(sandbox, capfd, regex, says):
+    study = sandbox / "s.toml"
+    study.write_text(HEAD + f"[workloads.w.metrics.x]\nregex = '{regex}'\nhigher_is_better = true\n")
+    code, out, err = isobench(capfd, "validate", study)
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert "workloads.w.metrics.x: regex cannot run in linear time under RE2" in err and says in err, err
+
+
+def test_reparse_of_a_catastrophic_rule_returns_promptly(sandbox, capfd):
+    from isobench.store.db import Sample, Store
+
+    text = HEAD + f"[workloads.w.metrics.x]\nregex = '{CATASTROPHIC}'\nhigher_is_better = true\n"
+    study = parse_study(text, "s.toml")
+    stderr = (DATA / "sysbench-cpu.stderr").read_text()
+    raw = json.dumps({"runs": [{"stdout": "a" * 40 + "!", "stderr": stderr}]})
+    store = Store(str(sandbox / "s.sqlite"))
+    store.create_run("r1", study, {"cores": 2, "mem_bytes": 8 << 30})
+    w = Command(study.workloads[0].params, None)
+    store.define_metrics("r1", "w", "default", w.metrics("default"))
+    values = {"wall_s": 1.0, "user_s": 1.0, "sys_s": 0.0, "peak_rss_mib": 1.0, "x": 1.0}
+    t = "2026-05-01T10:00:00+0000"
+    store.add_sample(Sample("r1", "native", "w", "default", 1, False, "ok", t, 1.0, values, {}, raw))
+    store.close()
+    started = time.monotonic()
+    with pytest.raises(ParseError, match="matches nothing"):
+        w.reparse("default", raw, {})
+    assert time.monotonic() - started < 1, "the rule ran in more than linear time"
+    code, out, err = isobench(capfd, "reparse", "r1", "--dry-run")  # hung for ever before
+    assert code == 0 and not err, err
+    assert "1 unreadable" in out and "metric x: the regex '^(?P<x>(a+)+)$' matches nothing in the output" in out, out

@@ -48,6 +48,7 @@ from isobench.workloads.command_rules import (
     parse_time_block,
     read_json,
     read_regex,
+    rule_regex,
     split_time,
     tail_lines,
     value_group,
@@ -194,7 +195,7 @@ class CommandParams(WorkloadParams):
                 raise ValueError(f"{name!r} is a built-in metric ({', '.join(BUILTIN)}); choose another name")
             if rule.regex is not None:
                 try:
-                    value_group(re.compile(rule.regex, re.M), name)
+                    value_group(rule_regex(rule.regex), name)
                 except ValueError as exc:
                     raise ValueError(f"{name}.regex {exc}") from None
         return v
@@ -380,7 +381,7 @@ class Command(Workload):
             for name, rule in self.params.metrics.items():
                 text = stdout if rule.stream == "stdout" else own_err
                 if rule.regex is not None:
-                    values[name] = read_regex(text, re.compile(rule.regex, re.M), name)
+                    values[name] = read_regex(text, rule_regex(rule.regex), name)
                 elif rule.json_ is not None:
                     values[name] = read_json(first_json(text), json_path(rule.json_), rule.json_, name)
             per_run.append(values)
