@@ -184,3 +184,46 @@ def test_reparse_of_a_catastrophic_rule_returns_promptly(sandbox, capfd):
     code, out, err = isobench(capfd, "reparse", "r1", "--dry-run")  # hung for ever before
     assert code == 0 and not err, err
     assert "1 unreadable" in out and "metric x: the regex '^(?P<x>(a+)+)$' matches nothing in the output" in out, out
+
+
+# -- one sink for every terminal line -----------------------------------------
+
+OSC52 = "\x1b]52;c;SGVsbG8=\x1b\\"  # a clipboard write
+
+
+def _progress(bar: bool):
+    import io
+
+    from rich.console import Console
+
+    from isobench.run.progress import RichProgress
+
+    out = io.StringIO()
+    return RichProgress(Console(file=out, force_terminal=True, width=400), bar=bar), out
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
+@pytest.mark.parametrize("bar", [False, True])
+def test_progress_notes_escape_a_commands_stderr_and_name(tmp_path, bar):
+    from tests.unit.test_workload_command import Local, workload
+
+    from isobench.checks.health import Watch
+    from isobench.run.prepare import prepare
+
+    progress, out = _progress(bar)
+    env = Local("local", root=str(tmp_path / "env"))
+    with progress:
+        progress.start(2)
+        # a command whose stderr writes the clipboard: its failure is noted
+        loud = workload(command=["sh", "-c", f"printf '{OSC52}' >&2; exit 3"])
+        loud.prepare(env)
+        with pytest.raises(WorkloadError) as exc:
+            loud.run("default", env)
+        Watch("r1", progress.note).failed(env, "w/default", str(exc.value))
+        # a command whose name holds ESC: its preparation fails, and is noted
+        named = workload(command=["\x1b[2Jtool"])
+        assert prepare({"w": named}, [env], progress)
+        progress.step(f"round 1 w/default in \x1b[2J{OSC52}")
+    text = out.getvalue()
+    assert "\\x1b]52;c;SGVsbG8=" in text and "\\x1b[2Jtool" in text, text
+    assert "\x1b]52" not in text and "\x1b[2J" not in text, repr(text)

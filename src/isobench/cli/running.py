@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, fold, own, writing
 from isobench.cli.common import fail as _fail
@@ -22,6 +21,7 @@ from isobench.cli.output import (
     table_format_option,
     to_stdout,
 )
+from isobench.core import sink
 from isobench.core.numbers import plural
 
 
@@ -351,4 +351,4 @@ def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -
     with writing(md_path, "-o" if output else "--out"):
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(render_markdown(run))
-    console.print(f"\nreport written to {escape(str(md_path))}", highlight=False)
+    console.print(f"\nreport written to {sink.markup(md_path)}", highlight=False)
