@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +155,9 @@ class Study:
     environments: dict[str, EnvSpec]  # each a registered kind's spec model (envs/kinds.py)
     workloads: list[WorkloadEntry]
     noise: NoiseSpec | None = None  # the stepped background load ([noise])
+    # what paths in it (a command's files) are relative to: the study file's
+    # directory; for a study made in memory (isobench try), the current one
+    base_dir: str = "."
 
     @property
     def hash(self) -> str:
@@ -191,7 +195,8 @@ def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseMo
             msg = "required field is missing"
         elif err["type"] == "value_error":
             msg = msg.removeprefix("Value error, ")  # pydantic's prefix says nothing to a user
-        msgs.append(f"{'.'.join(str(p) for p in loc)}: {msg}")
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        msgs.append(f"{where}: {msg}")
     return f"{path}: " + "; ".join(msgs)
 
 
@@ -232,7 +237,7 @@ def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
     return out
 
 
-def _workload_entries(path: str, raw: Any) -> list[WorkloadEntry]:
+def _workload_entries(path: str, raw: Any, base_dir: str) -> list[WorkloadEntry]:
     if not isinstance(raw, dict) or not raw:
         raise StudyError(f"{path}: workloads: at least one [workloads.NAME] table is required")
     entries = []
@@ -251,7 +256,7 @@ def _workload_entries(path: str, raw: Any) -> list[WorkloadEntry]:
             )
         cls = WORKLOADS[kind]
         try:
-            params = cls.Params.model_validate(body)
+            params = cls.Params.model_validate(body, context={"base_dir": base_dir})
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("workloads", key), cls.Params)) from None
         _check_primary(path, key, kind, params)
@@ -292,7 +297,10 @@ def _check_plants(path: str, meta: StudyMeta, envs: list[str], workloads: list[W
                 raise StudyError(f"{path}: study.plants.{env}: workloads.{entry.key}: {exc}") from None
 
 
-def parse_study(text: str, path: str = "<study>") -> Study:
+def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -> Study:
+    """The study in ``text``, named ``path`` in every message; its relative
+    paths resolve against ``base_dir`` (default: the current directory)."""
+    base_dir = os.path.abspath(base_dir if base_dir is not None else ".")
     try:
         raw = tomlbound.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -305,7 +313,7 @@ def parse_study(text: str, path: str = "<study>") -> Study:
     if not isinstance(raw.get("study"), dict):
         raise StudyError(f'{path}: study: a [study] table with at least name = "..." is required')
     envs = _expand_presets(path, raw.get("environments"))
-    workloads = _workload_entries(path, raw.get("workloads"))
+    workloads = _workload_entries(path, raw.get("workloads"), base_dir)
     specs: dict[str, EnvSpec] = {}
     for name, body in envs.items():
         spec_cls = kinds()[body["kind"]].spec
@@ -340,7 +348,7 @@ def parse_study(text: str, path: str = "<study>") -> Study:
             noise = NoiseSpec.model_validate(raw["noise"])
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("noise",), NoiseSpec)) from None
-    return Study(path, text, meta, specs, workloads, noise)
+    return Study(path, text, meta, specs, workloads, noise, base_dir)
 
 
 def with_budget(study: Study, budget: str, label: str = "--budget") -> Study:
@@ -387,4 +395,4 @@ def load_study(path: str | Path) -> Study:
             f"{p}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
             "a study is a TOML file saved as UTF-8"
         ) from None
-    return parse_study(text, str(p))
+    return parse_study(text, str(p), os.path.dirname(os.path.abspath(p)))

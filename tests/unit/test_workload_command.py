@@ -36,8 +36,9 @@ def entry(table: str):
     return e
 
 
-def workload(**params) -> Command:
-    return Command(CommandParams.model_validate(params), NO_HOST)
+def workload(base: Path | None = None, **params) -> Command:
+    context = {"base_dir": str(base)} if base is not None else None
+    return Command(CommandParams.model_validate(params, context=context), NO_HOST)
 
 
 def refusal(table: str) -> str:
@@ -336,8 +337,8 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_manifest_digests_and_archive_round_trip(tmp_path):
-    src = tree(tmp_path)
-    entries = cf.manifest((str(src), str(tmp_path / "input.bin")))
+    tree(tmp_path)
+    entries = cf.manifest(("src", "input.bin"), str(tmp_path))
     assert [e.rel for e in entries] == ["src/build.sh", "src/main.c", "src/lib/util.c", "input.bin"]
     names = cf.digests(entries)
     assert set(names) == {"src/", "input.bin"} and len(names["input.bin"]) == 64
@@ -373,17 +374,18 @@ def test_manifest_digests_and_archive_round_trip(tmp_path):
 
 def test_files_that_cannot_be_copied_are_named(tmp_path):
     src = tree(tmp_path)
-    with pytest.raises(WorkloadError, match=r"files: nope.c does not exist"):
-        cf.manifest(("nope.c",))
+    with pytest.raises(WorkloadError, match=r"files\[0\]: nope.c does not exist"):
+        cf.manifest(("nope.c",), str(tmp_path))
     os.mkfifo(tmp_path / "fifo")
-    with pytest.raises(WorkloadError, match=r"fifo is not a regular file or a directory"):
-        cf.manifest((str(tmp_path / "fifo"),))
+    with pytest.raises(WorkloadError, match=r"files\[1\]: fifo is not a regular file or a directory"):
+        cf.manifest(("src", "fifo"), str(tmp_path))
     (src / "link").symlink_to(src / "main.c")
-    with pytest.raises(WorkloadError, match=r"src/link is a link or a special file"):
-        cf.manifest((str(src),))
-    w = workload(command=["true"], files=["nope.c"])
-    with pytest.raises(WorkloadError, match="files: nope.c does not exist"):
-        w.footprint()  # preflight turns it into one line naming workloads.NAME
+    with pytest.raises(WorkloadError, match=r"files\[0\]: src/link is a link or a special file"):
+        cf.manifest(("src",), str(tmp_path))
+    w = workload(tmp_path, command=["true"], files=["nope.c"])
+    with pytest.raises(WorkloadError, match=r"files\[0\]: nope.c does not exist") as exc:
+        w.footprint()  # preflight turns it into one line naming workloads.NAME.files[0]
+    assert exc.value.field == "files[0]"
 
 
 # -- one sample on this host ------------------------------------------------------
@@ -414,12 +416,13 @@ class Local(Environment):
 
 @pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
 def test_one_sample_copies_times_and_reads_the_output(tmp_path):
-    src = tree(tmp_path)
+    tree(tmp_path)
     env = Local("local", root=str(tmp_path / "env"))
     w = workload(
+        tmp_path,
         command=["sh", "-c", "wc -l main.c; touch app; echo $CC_NAME >&2"],
         workdir="src",
-        files=[str(src)],
+        files=["src"],
         env={"CC_NAME": "cc"},
         packages=["time", "coreutils"],
         setup=["sh", "-c", "test ! -e app"],

@@ -34,7 +34,8 @@ def preflight(study: Study, host: HostInfo) -> list[str]:
         try:
             prints = workload.footprint()
         except WorkloadError as exc:
-            problems.append(f"{study.path}: workloads.{entry.key}: {exc}")
+            sep = "." if exc.field else ": "  # the message starts with the field it names
+            problems.append(f"{study.path}: workloads.{entry.key}{sep}{exc}")
             continue
         for fp in prints:
             need = fp.bytes * n_envs

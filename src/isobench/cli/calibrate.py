@@ -13,6 +13,7 @@ from isobench.cli.common import STORE_OPTION, Finite, check_output, console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, table_format_option, terminal_to
+from isobench.core import sink
 from isobench.core.numbers import DASH, fmt_pct
 
 CALIBRATION_FACT = "calibration"  # run fact holding the judged rates
@@ -154,7 +155,7 @@ def calibrate(
         try:
             study = load_study(study_file)
             text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota, plant, plants)
-            derived = parse_study(text, f"{study_file} (calibration)")
+            derived = parse_study(text, f"{study_file} (calibration)", study.base_dir)
             if schedule is not None:
                 derived = with_schedule(derived, schedule)
         except StudyError as exc:
@@ -177,7 +178,7 @@ def calibrate(
     terminal_to(output, lambda out: print_rates(result, out), console)
     if json_out:  # the old spelling: --json FILE, the table printed as well
         emit(document("calibrate", result.as_dict()), json_out, "--json")
-        console.print(f"wrote {escape(json_out)}", highlight=False)
+        console.print(f"wrote {sink.markup(json_out)}", highlight=False)
 
 
 def _pct(x: float) -> str:

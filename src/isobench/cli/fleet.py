@@ -12,11 +12,12 @@ from rich.markup import escape
 from isobench.cli.common import STORE_OPTION, console, err_console, open_store
 from isobench.cli.common import fail as _fail
 from isobench.cli.output import Duration, document, emit, output_option, table_format_option
+from isobench.core import sink
 from isobench.core.ids import printable
 
 
 def _note(message: str) -> None:
-    err_console.print(escape(message), highlight=False, soft_wrap=True)  # one line per host, unwrapped
+    err_console.print(sink.markup(message), highlight=False, soft_wrap=True)  # one line per host, unwrapped
 
 
 @click.group()

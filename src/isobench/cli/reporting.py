@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 from rich import box
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -190,7 +189,7 @@ def report(
             with writing(figures_dir, "--figures"):
                 write_figures(specs, figures_dir)
             err_console.print(
-                f"{plural(len(specs), 'figure')} written to {escape(figures_dir)} as SVG and PNG"
+                f"{plural(len(specs), 'figure')} written to {sink.markup(figures_dir)} as SVG and PNG"
                 + ("" if specs else ": the run has nothing to draw"),
                 highlight=False,
             )
@@ -205,7 +204,7 @@ def report(
         with writing(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(html, encoding="utf-8")
-        console.print(f"HTML report written to {escape(str(path))}", highlight=False)
+        console.print(f"HTML report written to {sink.markup(path)}", highlight=False)
         return
     if fmt == "json":
         emit(report_document(run), output)
@@ -287,7 +286,7 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, out_dir: str | Non
         target = out_dir or output or default_output(run.run_id, "")
         with writing(target, "--dir"):
             paths = exp.export_csv(run, samples, target)
-        console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False, markup=False)
+        console.print(f"wrote {sink.terminal(paths[0])} and {sink.terminal(paths[1])}", highlight=False, markup=False)
     elif out_dir:
         _fail("export --dir: only for --format csv; give -o FILE for json")
     elif output == STDOUT:
@@ -296,4 +295,4 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, out_dir: str | Non
         target = output or default_output(run.run_id, ".json")
         with writing(target):
             path = exp.export_json(run, samples, target)
-        console.print(f"wrote {path}", highlight=False, markup=False)
+        console.print(f"wrote {sink.terminal(path)}", highlight=False, markup=False)

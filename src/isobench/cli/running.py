@@ -3,10 +3,10 @@ report printed and written. Parsing and printing only."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, fold, own, writing
 from isobench.cli.common import fail as _fail
@@ -21,6 +21,7 @@ from isobench.cli.output import (
     table_format_option,
     to_stdout,
 )
+from isobench.core import sink
 from isobench.core.numbers import plural
 
 
@@ -269,7 +270,9 @@ def run(
     try:
         if resume_id is not None:
             resume_id = check_run_id(store.resolve(resume_id), "--resume")
-            study = parse_study(store.study_of(resume_id)[1], f"{resume_id} (stored study)")
+            stored_path, text = store.study_of(resume_id)
+            # its files are read again beside the study file it was started from
+            study = parse_study(text, f"{resume_id} (stored study)", os.path.dirname(os.path.abspath(stored_path)))
             stored = (store.run_facts(resume_id).get("budget") or {}).get("budget_s")
             if budget is None and stored:  # the budget it was started with, perhaps from --budget
                 budget = f"{int(stored)}s"
@@ -348,4 +351,4 @@ def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -
     with writing(md_path, "-o" if output else "--out"):
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(render_markdown(run))
-    console.print(f"\nreport written to {escape(str(md_path))}", highlight=False)
+    console.print(f"\nreport written to {sink.markup(md_path)}", highlight=False)

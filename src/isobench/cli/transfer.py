@@ -10,6 +10,7 @@ from isobench.cli.common import FORCE_OPTION, STORE_OPTION, console, default_out
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import deprecated
+from isobench.core import sink
 
 
 def _archive_options(command):
@@ -48,7 +49,7 @@ def archive_cmd(run_id: str | None, store_path: str, output: str | None) -> None
             path = write_export(store, run_id, target)
     except (StoreError, TransferError) as exc:
         _fail(str(exc))
-    console.print(escape(f"wrote {path}"), highlight=False)
+    console.print(f"wrote {sink.markup(path)}", highlight=False)
 
 
 @click.command("export-run", hidden=True)

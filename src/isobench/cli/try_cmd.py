@@ -14,6 +14,7 @@ from isobench.cli.common import STORE_OPTION, check_output, console, err_console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import emit, output_option, table_format_option, terminal_to, to_stdout
+from isobench.core import sink
 from isobench.core.ids import NAME_MAX
 
 # The first presets in the kinds' rank order (the host itself, then Docker
@@ -204,7 +205,7 @@ def try_cmd(
                 study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages, schedule)
             )
         written_here(save_path)  # its rewrite below, with the duet call, replaces it
-        err_console.print(f"study written to {save_path}", highlight=False, markup=False)
+        err_console.print(f"study written to {sink.terminal(save_path)}", highlight=False, markup=False)
     store = _open_store(store_path, create=True)
     if not to_stdout(output):
         check_output(output, "-o")  # before the measuring, not after

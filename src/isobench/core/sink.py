@@ -5,6 +5,8 @@ the sink it reaches, and nothing else escapes it.
 - ``terminal``: control characters written as escapes (no cursor move, no
   clipboard write, no second line); for rich, pass it as ``Text`` or with
   ``markup=False``, or through ``markup`` where it sits inside console markup.
+  Progress notes and labels (run/progress.py), warnings (``say``) and
+  failures (cli.common.fail) all pass it.
 - ``markup``: ``terminal`` plus rich's markup escape (``[/x]``, ``[link=...]``).
 - ``lines``: ``terminal`` for a multi-line text (study text): newlines and tabs kept.
 - ``markdown``: one line, GFM's emphasis, code, table, link and image syntax,
@@ -23,6 +25,13 @@ from isobench.core.ids import printable
 
 def terminal(text: object) -> str:
     return printable(str(text))
+
+
+def say(text: object, file=None) -> None:
+    """One line on stderr (or ``file``) outside rich: ``terminal`` first."""
+    import sys
+
+    print(terminal(text), file=file if file is not None else sys.stderr, flush=True)
 
 
 def markup(text: object) -> str:

@@ -1,4 +1,7 @@
-"""A rich progress bar for long studies; notes go above it."""
+"""A rich progress bar for long studies; notes go above it. Every line
+and label passes the terminal sink first (core.sink): a note carries a
+failing command's stderr, a label a study's names, and neither may move
+the cursor or write the clipboard."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from isobench.core import sink
 
 
 class RichProgress:
@@ -54,9 +59,11 @@ class RichProgress:
 
     def step(self, label: str) -> None:
         if not self.bar:  # logs (CI, pipes): one line per sample instead of a bar
-            self.console.print(f"[{self._done + 1}/{self._total}] {label}", highlight=False, markup=False)
+            self.console.print(
+                f"[{self._done + 1}/{self._total}] {sink.terminal(label)}", highlight=False, markup=False
+            )
         if self._task is not None:
-            self._progress.update(self._task, description=label)
+            self._progress.update(self._task, description=sink.markup(label))  # the column reads markup
 
     def advance(self) -> None:
         self._done += 1
@@ -66,5 +73,5 @@ class RichProgress:
     def note(self, message: str) -> None:
         # soft_wrap: a note is one line however long, so logs and tools read it whole
         (self._progress.console if self.bar else self.console).print(
-            message, highlight=False, markup=False, soft_wrap=True
+            sink.terminal(message), highlight=False, markup=False, soft_wrap=True
         )

@@ -44,11 +44,13 @@ def checked(m: Measurement) -> Measurement:
 
 
 class WorkloadError(RuntimeError):
-    """A workload step failed; carries the failing command's output."""
+    """A workload step failed; carries the failing command's output, and the
+    parameter at fault where one is (``files[2]``), the message's first word then."""
 
-    def __init__(self, message: str, result: ExecResult | None = None):
+    def __init__(self, message: str, result: ExecResult | None = None, field: str | None = None):
         super().__init__(message)
         self.result = result
+        self.field = field
 
 
 @dataclass

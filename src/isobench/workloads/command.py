@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 import shlex
 import time
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from isobench.core.metric import DURATION, Metric
 from isobench.core.plants import CannotPlant, planted_amount, slowdown_of
@@ -49,6 +50,7 @@ from isobench.workloads.command_rules import (
     parse_time_block,
     read_json,
     read_regex,
+    rule_regex,
     split_time,
     tail_lines,
     value_group,
@@ -86,6 +88,13 @@ def _argv(v: Any, empty_ok: bool) -> Any:
     return v
 
 
+def _inside(given: str) -> str:
+    why = cf.outside_reason(given)
+    if why:
+        raise ValueError(f"{given} {why}")
+    return given
+
+
 class CommandParams(WorkloadParams):
     command: tuple[str, ...]
     setup: tuple[str, ...] = ()
@@ -93,7 +102,7 @@ class CommandParams(WorkloadParams):
     workdir: str = ""  # relative to the scratch directory, or absolute
     env: dict[str, str] = Field(default_factory=dict)
     repeat: int = Field(1, ge=1, le=10_000)
-    files: tuple[str, ...] = ()
+    files: tuple[Annotated[str, AfterValidator(_inside)], ...] = ()
     metrics: dict[str, OutputMetric] = Field(default_factory=dict)
     # Debian packages the command runs (the one behind a wrapper script):
     # their versions recorded in every environment and compared
@@ -116,6 +125,13 @@ class CommandParams(WorkloadParams):
             f"{json.dumps(v) if isinstance(v, (str, int, float)) else type(v).__name__} is not one of true, false "
             'or "auto" (the default: decided from the warm-up sample, docs/workloads/command.md#duet)'
         )
+
+    _base: str = PrivateAttr(".")  # what files are relative to: the study file's directory
+
+    @model_validator(mode="after")
+    def _where(self, info: ValidationInfo) -> CommandParams:
+        self._base = os.path.abspath((info.context or {}).get("base_dir") or ".")
+        return self
 
     @field_validator("command", mode="before")
     @classmethod
@@ -196,7 +212,7 @@ class CommandParams(WorkloadParams):
                 raise ValueError(f"{name!r} is a built-in metric ({', '.join(BUILTIN)}); choose another name")
             if rule.regex is not None:
                 try:
-                    value_group(re.compile(rule.regex, re.M), name)
+                    value_group(rule_regex(rule.regex), name)
                 except ValueError as exc:
                     raise ValueError(f"{name}.regex {exc}") from None
         return v
@@ -292,7 +308,7 @@ class Command(Workload):
 
     def entries(self) -> list[cf.Entry]:
         if self._entries is None:
-            self._entries = cf.manifest(self.params.files)
+            self._entries = cf.manifest(self.params.files, self.params._base)
         return self._entries
 
     # -- preparing an environment ---------------------------------------------
@@ -417,7 +433,7 @@ class Command(Workload):
             for name, rule in self.params.metrics.items():
                 text = stdout if rule.stream == "stdout" else own_err
                 if rule.regex is not None:
-                    values[name] = read_regex(text, re.compile(rule.regex, re.M), name)
+                    values[name] = read_regex(text, rule_regex(rule.regex), name)
                 elif rule.json_ is not None:
                     values[name] = read_json(first_json(text), json_path(rule.json_), rule.json_, name)
             per_run.append(values)

@@ -31,67 +31,135 @@ class Entry:
     sha256: str
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
+# Kernel and device filesystems: their "regular" files report a size of 0
+# and may block or never end (/proc/self/pagemap), or act when read.
+_PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+_PSEUDO_TYPES = frozenset(
+    "proc sysfs devtmpfs devpts cgroup cgroup2 debugfs tracefs securityfs configfs pstore bpf "
+    "efivarfs fusectl hugetlbfs mqueue binfmt_misc autofs rpc_pipefs nsfs".split()
+)
+
+
+def outside_reason(given: str) -> str | None:
+    """Why a ``files`` entry names a path outside the study's directory by
+    its spelling alone (absolute, or a ``..`` that climbs out), or None."""
+    if posixpath.isabs(given):
+        return "is an absolute path; files are read relative to the study file's directory: copy it beside the study"
+    if posixpath.normpath(given).split("/")[0] == "..":
+        return "leaves the study file's directory ('..'); copy it beside the study"
+    return None
+
+
+def pseudo_devices(mountinfo: str) -> frozenset[int]:
+    """Pure: the st_dev of every kernel or device filesystem mounted, from
+    /proc/self/mountinfo's text (field 3 major:minor, the type after ' - ')."""
+    out = set()
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 3 or not right.split():
+            continue
+        if right.split()[0] in _PSEUDO_TYPES:
+            major, _, minor = fields[2].partition(":")
+            if major.isdigit() and minor.isdigit():
+                out.add(os.makedev(int(major), int(minor)))
+    return frozenset(out)
+
+
+def _mounted_pseudo() -> frozenset[int]:
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            return pseudo_devices(fh.read(1 << 22))
+    except OSError:
+        return frozenset()
+
+
+def _hash_bounded(path: str, room: int) -> tuple[int, str] | None:
+    """The file's size and SHA-256 as read (not as reported), or None when it
+    holds more than ``room`` bytes. Opened without following a link and
+    without blocking, and refused unless it is a regular file once open."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        digest, size = hashlib.sha256(), 0
+        while chunk := fh.read(min(_CHUNK, room - size + 1)):
+            size += len(chunk)
+            if size > room:
+                return None
             digest.update(chunk)
-    return digest.hexdigest()
+    return size, digest.hexdigest()
 
 
-def _refuse(path: str, why: str) -> WorkloadError:
-    return WorkloadError(f"files: {path} {why}")
+def _refuse(path: str, why: str, field: str) -> WorkloadError:
+    return WorkloadError(f"{field}: {path} {why}", field=field)
 
 
-def manifest(files: tuple[str, ...]) -> list[Entry]:
-    """Every regular file the ``files`` list names, directories walked, in a
-    fixed order; WorkloadError names the first path that is missing, not a
-    regular file or directory, a link or special file inside a directory,
-    or that brings the total over MAX_FILES_BYTES."""
+def manifest(files: tuple[str, ...], base: str = ".") -> list[Entry]:
+    """Every regular file the ``files`` list names, relative to ``base`` (the
+    study file's directory), directories walked, in a fixed order;
+    WorkloadError (its field ``files[i]``) names the first entry that leaves
+    ``base`` (by its spelling or through a link), is missing, is not a
+    regular file or directory or lives on a kernel or device filesystem,
+    holds a link or special file, or brings the total over MAX_FILES_BYTES
+    (as read: a reported size may lie)."""
+    root = os.path.realpath(base)
+    pseudo = _mounted_pseudo()
     out: list[Entry] = []
     total = 0
-    for given in files:
-        top = os.path.realpath(given)
-        base = os.path.basename(top.rstrip("/"))
+    for i, given in enumerate(files):
+        field = f"files[{i}]"
+        why = outside_reason(given)
+        if why:
+            raise _refuse(given, why, field)
+        top = os.path.realpath(os.path.join(root, given))
+        if os.path.commonpath([root, top]) != root:
+            raise _refuse(given, f"leads outside the study file's directory ({root}) through a link", field)
         try:
-            st = os.stat(top)
+            st = os.lstat(top)
         except OSError:
-            raise _refuse(
-                given, "does not exist (paths are read on the controller, relative to the directory isobench runs in)"
-            ) from None
-        if stat.S_ISREG(st.st_mode):
-            found = [(base, top)]
-        elif stat.S_ISDIR(st.st_mode):
-            found = _walk(given, top, base)
-        else:
-            raise _refuse(given, "is not a regular file or a directory")
+            where = f"files are read relative to the study file's directory, {root}"
+            raise _refuse(given, f"does not exist ({where})", field) from None
+        if _is_pseudo(top, st, pseudo) or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise _refuse(given, "is not a regular file or a directory of them", field)
+        base_name = os.path.basename(top.rstrip("/"))
+        found = [(base_name, top)] if stat.S_ISREG(st.st_mode) else _walk(given, top, base_name, pseudo, field)
         for rel, source in found:
+            shown = os.path.join(given, os.path.relpath(source, top)) if source != top else given
             if "\n" in rel or "\\" in rel:
-                raise _refuse(source, "has a newline or backslash in its name; rename it")
-            size = os.path.getsize(source)
-            total += size
-            if total > MAX_FILES_BYTES:
+                raise _refuse(shown, "has a newline or backslash in its name; rename it", field)
+            try:
+                read = _hash_bounded(source, MAX_FILES_BYTES - total)
+            except OSError as exc:
+                raise _refuse(shown, f"cannot be read ({exc.strerror or exc})", field) from None
+            if read is None:
                 raise _refuse(
                     given,
                     f"brings the copied files over {MAX_FILES_BYTES // 2**20} MiB; copy "
                     "less, or let setup fetch or build it inside the environment",
+                    field,
                 )
-            out.append(Entry(rel, source, size, _sha256(source)))
+            total += read[0]
+            out.append(Entry(rel, source, *read))
     return out
 
 
-def _walk(given: str, top: str, base: str) -> list[tuple[str, str]]:
+def _is_pseudo(path: str, st: os.stat_result, pseudo: frozenset[int]) -> bool:
+    return st.st_dev in pseudo or any(path == r or path.startswith(r + "/") for r in _PSEUDO_ROOTS)
+
+
+def _walk(given: str, top: str, base: str, pseudo: frozenset[int], field: str) -> list[tuple[str, str]]:
     found = []
     for root, dirs, names in os.walk(top):
         dirs.sort()
-        for name in [*sorted(names), *(d for d in dirs if os.path.islink(os.path.join(root, d)))]:
+        for name in [*sorted(names), *dirs]:
             source = os.path.join(root, name)
             st = os.lstat(source)
-            if not stat.S_ISREG(st.st_mode):
-                raise _refuse(
-                    os.path.join(given, os.path.relpath(source, top)),
-                    "is a link or a special file; only regular files are copied",
-                )
+            shown = os.path.join(given, os.path.relpath(source, top))
+            if stat.S_ISDIR(st.st_mode) and not _is_pseudo(source, st, pseudo):
+                continue  # walked in its turn
+            if not stat.S_ISREG(st.st_mode) or _is_pseudo(source, st, pseudo):
+                raise _refuse(shown, "is a link or a special file; only regular files are copied", field)
             found.append(("/".join([base, *os.path.relpath(source, top).split(os.sep)]), source))
     return found
 

@@ -3,7 +3,11 @@ them (``OutputMetric``, ``Units``), and their pure readers: GNU time's
 verbose block (the timed part's wall, CPU and peak memory), a regular
 expression with named groups, a JSON path into stdout. Each reader raises
 ParseError naming what it could not read; none runs anything
-(workloads/command.py runs the command)."""
+(workloads/command.py runs the command). A study's regular expressions run
+under RE2 (google-re2): time linear in the output, whatever the pattern, so
+a stranger's rule cannot hang a run or a reparse; what RE2 cannot run in
+linear time (backreferences, lookarounds, possessive quantifiers) is refused
+when the study is read."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import math
 import re
 from typing import Any, Literal
 
+import re2
 from pydantic import Field, model_validator
 
 from isobench.core.strictmodel import StrictModel
@@ -100,8 +105,23 @@ def tail_lines(text: str, n: int = 5, width: int = 300) -> str:
 
 # --- regular expressions ------------------------------------------------------
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # its own report goes to stderr; ours is one line
 
-def value_group(pattern: re.Pattern, metric: str) -> str:
+
+def rule_regex(source: str) -> Any:
+    """A study's regex compiled by RE2, multi-line (``^`` and ``$`` at each
+    line, as Python's re.M); ValueError says why RE2 cannot run it."""
+    try:
+        return re2.compile(f"(?m){source}", _RE2_OPTIONS)
+    except re2.error as exc:
+        why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(
+            f"cannot run in linear time under RE2 ({why}); write it without backreferences or lookarounds"
+        ) from None
+
+
+def value_group(pattern: Any, metric: str) -> str:
     """The group whose match is the metric's value: the one named after the
     metric, else the only named group. ValueError says which to name."""
     names = list(pattern.groupindex)
@@ -114,12 +134,16 @@ def value_group(pattern: re.Pattern, metric: str) -> str:
     raise ValueError(f"has groups {', '.join(names)}: name the value's group after the metric, (?P<{metric}>...)")
 
 
-def read_regex(text: str, pattern: re.Pattern, metric: str) -> float:
-    """The metric's number from the last match of ``pattern`` in ``text``."""
-    matches = list(pattern.finditer(text))
-    if not matches:
-        raise ParseError(f"metric {metric}: the regex {pattern.pattern!r} matches nothing in the output")
-    raw = matches[-1].group(value_group(pattern, metric))
+def read_regex(text: str, pattern: Any, metric: str) -> float:
+    """The metric's number from the last match of ``pattern`` (rule_regex's)
+    in ``text``."""
+    last = None
+    for match in pattern.finditer(text):
+        last = match
+    if last is None:
+        shown = pattern.pattern.removeprefix("(?m)")
+        raise ParseError(f"metric {metric}: the regex {shown!r} matches nothing in the output")
+    raw = last.group(value_group(pattern, metric))
     return number(raw, metric)
 
 
@@ -206,6 +230,10 @@ class OutputMetric(StrictModel):
                 re.compile(self.regex, re.M)
             except re.error as exc:
                 raise ValueError(f"regex does not compile: {exc}") from None
+            try:
+                rule_regex(self.regex)
+            except ValueError as exc:
+                raise ValueError(f"regex {exc}") from None
         elif self.json_ is not None:
             json_path(self.json_)
         return self

@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 
+from isobench.core import sink
 from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, run_argv
 from isobench.core.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR
@@ -31,7 +31,7 @@ _WARNED: list = []
 
 
 def _warn(message: str) -> None:
-    print(f"isobench: {message}", file=sys.stderr, flush=True)
+    sink.say(f"isobench: {message}")
 
 
 @dataclass

@@ -6,9 +6,9 @@ workloads run in."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 
+from isobench.core import sink
 from isobench.core.errors import EnvironmentError_
 from isobench.core.proc import ExecResult
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
@@ -229,11 +229,7 @@ class GuestDocker:
             try:
                 save_data_disk(data_disk, docker_data_disk_path(image))
             except Exception as exc:  # noqa: BLE001 - only a cache
-                print(
-                    f"isobench: {self.owner}: could not keep the guest's Docker disk: {exc}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                sink.say(f"isobench: {self.owner}: could not keep the guest's Docker disk: {exc}")
         r = self.ga.exec(
             [
                 "sh",

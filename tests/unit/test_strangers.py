@@ -1,0 +1,229 @@
+"""Study files and archives from strangers (issue 47): each test crafts the
+input the review tried, on the real filesystem, and runs the command that
+read it: the answer is exit 2 with one line naming the entry, promptly."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from isobench.cli import entry
+from isobench.store import shapes
+from isobench.study import load_study, parse_study
+from isobench.workloads import command_files as cf
+from isobench.workloads.base import ParseError, WorkloadError
+from isobench.workloads.command import Command
+
+HEAD = '[study]\nname = "strange"\n[environments.native]\n[workloads.w]\ncommand = ["true"]\n'
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ISOBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ISOBENCH_STORE", str(tmp_path / "s.sqlite"))
+    monkeypatch.delenv("ISOBENCH_DEBUG", raising=False)
+    shapes._said.clear()
+    return tmp_path
+
+
+def isobench(capfd, *args) -> tuple[int, str, str]:
+    try:
+        entry.main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def study_with(where: Path, files: str) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "s.toml").write_text(HEAD + f"files = [{files}]\n")
+    return where / "s.toml"
+
+
+# -- files stay inside the study ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        ('"/etc/shadow"', "is an absolute path"),
+        ('"../../../etc/shadow"', "leaves the study file's directory"),
+        ('"/proc/self/root/etc/shadow"', "is an absolute path"),
+        ('"/proc/self/pagemap"', "is an absolute path"),
+        ('"/proc/sys/vm/compact_memory"', "is an absolute path"),
+        ('"fixtures"', "leads outside the study file's directory"),
+        ('"inside", "fixtures/../../outside.txt"', "leaves the study file's directory"),
+        ('"fifo"', "is not a regular file or a directory"),
+        ('"tree"', "is a link or a special file"),
+    ],
+)
+def test_validate_refuses_each_crafted_files_entry_in_one_line(sandbox, capfd, given, says):
+    (sandbox / "elsewhere").mkdir()
+    (sandbox / "elsewhere" / "id_rsa").write_text("PRIVATE KEY\n")
+    (sandbox / "outside.txt").write_text("not the study's\n")
+    study = study_with(sandbox / "study", given)
+    (sandbox / "study" / "fixtures").symlink_to(sandbox / "elsewhere")  # a top-level link, followed before
+    (sandbox / "study" / "inside").write_text("fine\n")
+    os.mkfifo(sandbox / "study" / "fifo")  # hashing it blocked for ever before
+    (sandbox / "study" / "tree").mkdir()
+    os.symlink("/proc/self/pagemap", sandbox / "study" / "tree" / "pagemap")
+    started = time.monotonic()
+    code, out, err = isobench(capfd, "validate", study)
+    assert time.monotonic() - started < 2
+    index = given.count(",")  # the entry at fault is the last one given
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert f"workloads.w.files[{index}]: " in err and says in err and "Traceback" not in err, err
+
+
+def test_files_resolve_against_the_study_files_directory_not_the_current_one(sandbox, capfd):
+    study = study_with(sandbox / "studies", '"input.txt"')
+    (sandbox / "studies" / "input.txt").write_text("the study's own\n")
+    (sandbox / "elsewhere").mkdir()
+    os.chdir(sandbox / "elsewhere")
+    code, _, err = isobench(capfd, "validate", study)
+    assert code == 0, err
+    loaded = load_study(study)
+    assert loaded.base_dir == str(sandbox / "studies")
+    [entry_] = Command(loaded.workloads[0].params, None).entries()
+    assert entry_.source == str(sandbox / "studies" / "input.txt") and entry_.size == 16
+    # a study made in memory (isobench try): the current directory
+    (sandbox / "elsewhere" / "input.txt").write_text("here\n")
+    made = parse_study(HEAD + 'files = ["input.txt"]\n', "isobench try")
+    assert Command(made.workloads[0].params, None).entries()[0].source == str(sandbox / "elsewhere" / "input.txt")
+
+
+def test_kernel_files_are_refused_without_reading_them():
+    # /proc/self as the study's directory: inside it, yet procfs (size 0,
+    # endless or acting when read: pagemap, compact_memory)
+    for name in ("pagemap", "mountinfo"):
+        started = time.monotonic()
+        with pytest.raises(WorkloadError, match=rf"files\[0\]: {name} is not a regular file or a directory"):
+            cf.manifest((name,), "/proc/self")
+        assert time.monotonic() - started < 1
+    with pytest.raises(WorkloadError, match=r"files\[0\]: compact_memory is not a regular file"):
+        cf.manifest(("compact_memory",), "/proc/sys/vm")
+    with pytest.raises(WorkloadError, match=r"files\[0\]: kernel is not a regular file or a directory"):
+        cf.manifest(("kernel",), "/sys")
+    mounted = Path("/proc/self/mountinfo").read_text()
+    assert os.stat("/proc").st_dev in cf.pseudo_devices(mounted)
+    assert os.stat("/").st_dev not in cf.pseudo_devices(mounted)
+
+
+def test_the_size_cap_holds_what_is_read_not_what_is_reported(tmp_path):
+    # procfs reports 0 bytes for a file that holds more: the bound counts the bytes read
+    assert os.stat("/proc/self/mountinfo").st_size == 0
+    assert cf._hash_bounded("/proc/self/mountinfo", 10) is None
+    size, digest = cf._hash_bounded("/proc/self/mountinfo", 1 << 20) or (0, "")
+    assert size > 10 and len(digest) == 64
+    # a FIFO swapped in after the check: opened without blocking, then refused
+    os.mkfifo(tmp_path / "fifo")
+    started = time.monotonic()
+    with pytest.raises(OSError, match="not a regular file"):
+        cf._hash_bounded(str(tmp_path / "fifo"), 100)
+    assert time.monotonic() - started < 1
+
+
+def test_the_total_cap_names_the_entry_that_crosses_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(cf, "MAX_FILES_BYTES", 1000)
+    (tmp_path / "a").write_bytes(b"a" * 600)
+    (tmp_path / "b").write_bytes(b"b" * 600)
+    assert [e.size for e in cf.manifest(("a",), str(tmp_path))] == [600]
+    with pytest.raises(WorkloadError, match=r"files\[1\]: b brings the copied files over"):
+        cf.manifest(("a", "b"), str(tmp_path))
+
+
+# -- bounded parsing ----------------------------------------------------------
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "command"
+CATASTROPHIC = "^(?P<x>(a+)+)$"  # backtracking: 2^40 paths on 40 a's and a '!'
+
+
+@pytest.mark.parametrize(
+    "regex, says",
+    [
+        (r"(?P<x>\d+) \1", "backreferences"),
+        (r"(?P<x>\d+)(?= ms)", "lookarounds"),
+        (r"(?<!-)(?P<x>\d+)", "lookarounds"),
+        (r"(?P<x>\d++)", "linear time"),
+    ],
+)
+def test_validate_refuses_what_re2_cannot_run_naming_the_field(sandbox, capfd, regex, says):
+    study = sandbox / "s.toml"
+    study.write_text(HEAD + f"[workloads.w.metrics.x]\nregex = '{regex}'\nhigher_is_better = true\n")
+    code, out, err = isobench(capfd, "validate", study)
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert "workloads.w.metrics.x: regex cannot run in linear time under RE2" in err and says in err, err
+
+
+def test_reparse_of_a_catastrophic_rule_returns_promptly(sandbox, capfd):
+    from isobench.store.db import Sample, Store
+
+    text = HEAD + f"[workloads.w.metrics.x]\nregex = '{CATASTROPHIC}'\nhigher_is_better = true\n"
+    study = parse_study(text, "s.toml")
+    stderr = (DATA / "sysbench-cpu.stderr").read_text()
+    raw = json.dumps({"runs": [{"stdout": "a" * 40 + "!", "stderr": stderr}]})
+    store = Store(str(sandbox / "s.sqlite"))
+    store.create_run("r1", study, {"cores": 2, "mem_bytes": 8 << 30})
+    w = Command(study.workloads[0].params, None)
+    store.define_metrics("r1", "w", "default", w.metrics("default"))
+    values = {"wall_s": 1.0, "user_s": 1.0, "sys_s": 0.0, "peak_rss_mib": 1.0, "x": 1.0}
+    t = "2026-05-01T10:00:00+0000"
+    store.add_sample(Sample("r1", "native", "w", "default", 1, False, "ok", t, 1.0, values, {}, raw))
+    store.close()
+    started = time.monotonic()
+    with pytest.raises(ParseError, match="matches nothing"):
+        w.reparse("default", raw, {})
+    assert time.monotonic() - started < 1, "the rule ran in more than linear time"
+    code, out, err = isobench(capfd, "reparse", "r1", "--dry-run")  # hung for ever before
+    assert code == 0 and not err, err
+    assert "1 unreadable" in out and "metric x: the regex '^(?P<x>(a+)+)$' matches nothing in the output" in out, out
+
+
+# -- one sink for every terminal line -----------------------------------------
+
+OSC52 = "\x1b]52;c;SGVsbG8=\x1b\\"  # a clipboard write
+
+
+def _progress(bar: bool):
+    import io
+
+    from rich.console import Console
+
+    from isobench.run.progress import RichProgress
+
+    out = io.StringIO()
+    return RichProgress(Console(file=out, force_terminal=True, width=400), bar=bar), out
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
+@pytest.mark.parametrize("bar", [False, True])
+def test_progress_notes_escape_a_commands_stderr_and_name(tmp_path, bar):
+    from tests.unit.test_workload_command import Local, workload
+
+    from isobench.checks.health import Watch
+    from isobench.run.prepare import prepare
+
+    progress, out = _progress(bar)
+    env = Local("local", root=str(tmp_path / "env"))
+    with progress:
+        progress.start(2)
+        # a command whose stderr writes the clipboard: its failure is noted
+        loud = workload(command=["sh", "-c", f"printf '{OSC52}' >&2; exit 3"])
+        loud.prepare(env)
+        with pytest.raises(WorkloadError) as exc:
+            loud.run("default", env)
+        Watch("r1", progress.note).failed(env, "w/default", str(exc.value))
+        # a command whose name holds ESC: its preparation fails, and is noted
+        named = workload(command=["\x1b[2Jtool"])
+        assert prepare({"w": named}, [env], progress)
+        progress.step(f"round 1 w/default in \x1b[2J{OSC52}")
+    text = out.getvalue()
+    assert "\\x1b]52;c;SGVsbG8=" in text and "\\x1b[2Jtool" in text, text
+    assert "\x1b]52" not in text and "\x1b[2J" not in text, repr(text)
