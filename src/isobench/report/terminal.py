@@ -3,6 +3,8 @@ that the terminal shows, the answer last so that it is what stays on screen."""
 
 from __future__ import annotations
 
+import math
+
 from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
@@ -15,7 +17,7 @@ from isobench.report.sections import sections_for
 from isobench.results.analysis import interval_text
 from isobench.results.model import RunData
 from isobench.results.numbers import fmt_num, fmt_pct
-from isobench.results.table import Cell, Table, cell_marks, tone
+from isobench.results.table import Cell, Table, cell_marks, centre_text, tone
 
 # Long facts (package lists, JSON) are cut here; the store keeps them whole.
 MAX_FACT_CHARS = 100
@@ -31,13 +33,13 @@ def _clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
 
 
 def short_text(cell: Cell, show_n: bool = False) -> str:
-    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (mean,
+    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (centre,
     change with its interval in percent, n when the column's varies, marks);
     the same numbers as ``cell_text`` less the sd and medians, which the
     Markdown and HTML reports keep."""
     if cell.summary is None:
         return cell.text
-    parts = [fmt_num(cell.summary.mean)]
+    parts = [centre_text(cell.centre, cell.reference) if math.isfinite(cell.centre) else fmt_num(cell.summary.mean)]
     if cell.verdict is not None:
         point = fmt_pct(cell.verdict.pct)
         parts.append(point + interval_text(cell.verdict)[len(point) :].replace("%", ""))
