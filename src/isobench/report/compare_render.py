@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 
 from isobench.analysis.verdicts import CHANGED, INCONCLUSIVE
 from isobench.core.sink import rich_text as plain
+from isobench.report.fit import fitted
 from isobench.report.junit import Case
 from isobench.report.markdown import md_escape
 from isobench.results.analysis import DESCRIPTIVE, interval_text
@@ -227,7 +228,7 @@ def render_terminal(result, console, regressions: list | None = None) -> None:
         if cell.flagged:
             style = "bold red" if cell.verdict.direction == "worse" else "bold green"
         t.add_row(*[plain(x) for x in row[:-1]], plain(row[-1], style=style))
-    console.print(t)
+    console.print(fitted(console, t))
     for line in legend(result):
         console.print(plain(line, style="dim"))
     if result.facts_diff:
