@@ -62,6 +62,9 @@ CELLS = [
     "warnings",
     # appended since primaries
     "family",
+    # appended since centres
+    "centre",
+    "baseline_centre",
 ]
 
 

@@ -32,6 +32,7 @@ from isobench.analysis.stats import ALPHA
 from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable, rounds_to_resolve
 from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, KernelNoise, Pilot, fmt_noise
 from isobench.checks.preflight import StudySize
+from isobench.checks.preflight import budget_rounds as preflight_budget_rounds
 from isobench.host.hostinfo import HostInfo
 from isobench.results.numbers import rounds_text
 from isobench.study import Study
@@ -104,11 +105,8 @@ def _needs_text(r: Resolution, size: StudySize) -> str:
 
 def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
     """Measured rounds of every case the budget pays for, by the study's own
-    estimate, within the plan's first block and cap."""
-    if size.round_s <= 0:
-        return plan.cap
-    fits = int((plan.budget_s - size.fixed_s) / size.round_s) - warmup
-    return min(max(fits, plan.first), plan.cap)
+    estimate (``preflight.budget_rounds``: the figure its size line says)."""
+    return preflight_budget_rounds(plan, size.round_s, size.fixed_s, warmup)
 
 
 @dataclass(frozen=True)

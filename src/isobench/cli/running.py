@@ -93,6 +93,7 @@ def validate(
                         "samples": size.samples,
                         "estimated_s": round(size.estimated_s, 1),
                         "round_s": round(size.round_s, 3),
+                        "budget_rounds": size.budget_rounds,  # a budget's measured rounds at this estimate
                     },
                     "resolution": resolution,
                     "not_run": [
@@ -156,8 +157,8 @@ def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
 
 def _repetitions_text(meta, plan=None) -> str:
     if plan is not None:
-        return (
-            f"a {meta.budget} budget ({plan.first} rounds of every case, then blocks to the cases still "
+        return (  # its rounds are said once, in the size line (StudySize.budget_rounds)
+            f"a {meta.budget} budget (a first block of every case, then blocks to the cases still "
             f"open, up to {plan.cap} rounds; {plan.looks} planned looks)"
         )
     if not meta.adaptive:

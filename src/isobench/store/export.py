@@ -75,6 +75,9 @@ CELL_COLUMNS = (
     "warnings",
     # appended since primaries
     "family",
+    # appended since centres: pct_vs_baseline = centre / baseline_centre - 1
+    "centre",
+    "baseline_centre",
 )
 
 # Per-sample counters (docs/attribution.md): one row per measured sample and
@@ -149,6 +152,7 @@ def cell_rows(run: RunData) -> list[dict]:
     rows = []
     for row in table.rows:
         k = row.key
+        base = next((c.centre for c in row.cells if c.env == run.baseline), math.nan)
         for cell in row.cells:
             if cell.status not in (OK, FAILED):
                 continue
@@ -194,6 +198,8 @@ def cell_rows(run: RunData) -> list[dict]:
                     "rounds_needed": v.rounds_needed if v else None,
                     "warnings": "; ".join(cell.warnings) or None,
                     "family": row.family or None,
+                    "centre": _num(cell.centre) if s else None,
+                    "baseline_centre": _num(cell.reference if cell.reference is not None else base) if e else None,
                 }
             )
     return rows
