@@ -62,6 +62,8 @@ CELLS = [
     "warnings",
     # appended since primaries
     "family",
+    # appended since rounds_needed is null beyond the cap
+    "rounds_needed_beyond_cap",
 ]
 
 

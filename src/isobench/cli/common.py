@@ -72,6 +72,15 @@ def fold(lines, out: Console) -> None:
 MESSAGE_LIMIT = 2000
 
 
+class Failure(SystemExit):
+    """fail()'s exit: status 2, carrying its one line for a command that
+    also says it as a JSON error document (validate --format json)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 def fail(message: str) -> NoReturn:
     """One line and exit status 2. The message holds user text (paths,
     names, "[study]"): printed literally, never as console markup, and with
@@ -79,7 +88,7 @@ def fail(message: str) -> NoReturn:
     err_console.print(
         f"[bold red]error:[/] {escape(printable(message)[:MESSAGE_LIMIT])}", highlight=False, soft_wrap=True
     )
-    sys.exit(2)
+    raise Failure(printable(message)[:MESSAGE_LIMIT])
 
 
 def open_store(path: str, create: bool = False):

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, fold, own, writing
+from isobench.cli.common import STORE_OPTION, Failure, Finite, console, default_output, err_console, fold, own, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
@@ -16,6 +16,7 @@ from isobench.cli.output import (
     deprecated,
     document,
     emit,
+    error_document,
     gate_exit,
     output_option,
     table_format_option,
@@ -56,6 +57,15 @@ def validate(
     \b
     Example (CI): isobench validate studies/quick.toml --budget 30m --strict
     """
+    try:
+        _validate(study_file, allow_large, budget, strict, fmt, output)
+    except Failure as exc:  # said on stderr already; a script reading stdout gets it as a document
+        if fmt == "json":
+            emit(error_document("validate", exc.message, {"study_file": study_file}), output)
+        raise
+
+
+def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bool, fmt: str, output) -> None:
     from isobench.study import StudyError, load_study, with_budget
 
     try:
@@ -85,7 +95,7 @@ def validate(
                     "instances": instances,
                     "workloads": [w.workload for w in study.workloads],
                     "warmup": study.meta.warmup,
-                    "repetitions": _repetitions_text(study.meta, study.budget_plan()),
+                    **_rounds(study.meta, study.budget_plan()),
                     "size": {
                         "cells": size.cells,
                         "rounds": size.rounds,
@@ -151,6 +161,22 @@ def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
         return
     err_console.print(f"blind: {why}", style="bold red", markup=False, highlight=False, soft_wrap=True)
     gate_exit(False, True)
+
+
+def _rounds(meta, plan=None) -> dict:
+    """validate's JSON rounds: `repetitions` the fixed count (null when
+    adaptive or under a budget), `rounds` the bounds, `repetitions_text` the words."""
+    if plan is not None:
+        mode, low, high = "budget", plan.first, plan.cap
+    elif meta.adaptive:
+        mode, low, high = "auto", meta.adaptive_schedule.min_rounds, meta.adaptive_schedule.max_rounds
+    else:
+        mode, low, high = "fixed", meta.repetitions, meta.repetitions
+    return {
+        "repetitions": meta.repetitions if mode == "fixed" else None,
+        "rounds_plan": {"mode": mode, "min": low, "max": high},
+        "repetitions_text": _repetitions_text(meta, plan),
+    }
 
 
 def _repetitions_text(meta, plan=None) -> str:

@@ -16,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+from isobench.analysis.verdicts import beyond_cap, capped
 from isobench.core import sink
 from isobench.results.attribution import derived
 from isobench.results.model import RunData
@@ -75,6 +76,8 @@ CELL_COLUMNS = (
     "warnings",
     # appended since primaries
     "family",
+    # appended since rounds_needed is null beyond the cap (was cap + 1)
+    "rounds_needed_beyond_cap",
 )
 
 # Per-sample counters (docs/attribution.md): one row per measured sample and
@@ -191,9 +194,10 @@ def cell_rows(run: RunData) -> list[dict]:
                     "p_adjusted": _num(v.p_adjusted) if v else None,
                     "interval_level": _num(v.level) if v else None,
                     "direction": (v.direction or None) if v else None,
-                    "rounds_needed": v.rounds_needed if v else None,
+                    "rounds_needed": capped(v.rounds_needed) if v else None,
                     "warnings": "; ".join(cell.warnings) or None,
                     "family": row.family or None,
+                    "rounds_needed_beyond_cap": beyond_cap(v.rounds_needed) if v else None,
                 }
             )
     return rows
@@ -281,7 +285,8 @@ def run_fields(run: RunData) -> dict:
 
 def export_document(run: RunData, samples: list[dict]) -> dict:
     return {
-        "format": "isobench-export",
+        "schema": "isobench.export",  # the name every document has (docs/output.md)
+        "format": "isobench-export",  # its older name, kept for readers that check it
         "version": FORMAT_VERSION,
         "run": {**run_fields(run), "study_text": run.study_text},
         "host_facts": run.host_facts,
