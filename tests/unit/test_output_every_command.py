@@ -177,7 +177,8 @@ def test_a_failed_validate_prints_an_error_document_and_exits_2(tmp_path):
 
 
 def test_more_rounds_than_the_cap_is_null_and_a_flag():
-    from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, beyond_cap, capped
+    from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
+    from isobench.results.numbers import beyond_cap, capped
 
     assert capped(ROUNDS_NEEDED_CAP + 1) is None and beyond_cap(ROUNDS_NEEDED_CAP + 1) is True
     assert capped(31) == 31 and beyond_cap(31) is False

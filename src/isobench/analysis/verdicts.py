@@ -197,16 +197,6 @@ def _n_text(e: Effect) -> str:
     return str(e.n_pairs) if e.n_pairs else (str(e.n_c) if e.n_c == e.n_b else f"{e.n_c}/{e.n_b}")
 
 
-def capped(n: int | None) -> int | None:
-    """rounds_needed as a document holds it: null beyond the cap (the cap + 1
-    stands for "more than the cap" inside; beyond_cap says it outside)."""
-    return None if n is None or n > ROUNDS_NEEDED_CAP else n
-
-
-def beyond_cap(n: int | None) -> bool:
-    return n is not None and n > ROUNDS_NEEDED_CAP
-
-
 def rounds_needed(effect: Effect, q: float, margin_pct: float, cap: int = ROUNDS_NEEDED_CAP) -> int | None:
     """Rounds per side after which the interval at level 1 - q would settle
     the cell at the observed noise, whatever the estimate

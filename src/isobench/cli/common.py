@@ -91,6 +91,20 @@ def fail(message: str) -> NoReturn:
     raise Failure(printable(message)[:MESSAGE_LIMIT])
 
 
+def shipped_or_path(ctx, param, value: str | None) -> str | None:
+    """A STUDY_FILE argument's callback: a path as given, or a shipped
+    study's name (`isobench run quick` from any directory); a name that is
+    neither is one line listing the shipped names."""
+    if value is None:
+        return None
+    from isobench.core.shipped import NotAStudy, study_path
+
+    try:
+        return study_path(value)
+    except NotAStudy as exc:
+        fail(str(exc))
+
+
 def open_store(path: str, create: bool = False):
     """The store at PATH, or one line and exit 2. Commands that only read
     (create=False) never create a store: a typo in --store is said, not

@@ -250,7 +250,7 @@ def cells_word(n: int) -> str:
 
 def compare_json(result, fail_pct, regressions, resolution_pct, blind) -> dict:
     """The compare as data (docs/output.md#compare)."""
-    from isobench.analysis.verdicts import beyond_cap, capped
+    from isobench.results.numbers import beyond_cap, capped
 
     failing, unseen = {id(c) for c in regressions}, {id(c) for c in blind}
     cells = []

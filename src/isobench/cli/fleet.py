@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, console, err_console, open_store
+from isobench.cli.common import STORE_OPTION, console, err_console, open_store, shipped_or_path
 from isobench.cli.common import fail as _fail
 from isobench.cli.output import Duration, document, emit, output_option, table_format_option
 from isobench.core.ids import printable
@@ -25,7 +25,7 @@ def fleet() -> None:
 
 
 @fleet.command("run")
-@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @click.option("--inventory", "-i", type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--limit", "-l", metavar="PATTERN", help="Only these hosts or groups (comma-separated, shell patterns).")
 @click.option(

@@ -148,6 +148,7 @@ SCHEMAS = {
     "import": ("run_id", "file"),
     "archive": ("run_id", "file"),
     "clean": ("removed",),
+    "studies": ("studies",),
     "images-build": ("tag",),
     "calibrate": ("run_id", "env", "rates"),
     "report": ("run", "host_facts", "cell_columns", "cells", "attribution"),

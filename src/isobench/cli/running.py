@@ -8,7 +8,18 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, Failure, Finite, console, default_output, err_console, fold, own, writing
+from isobench.cli.common import (
+    STORE_OPTION,
+    Failure,
+    Finite,
+    console,
+    default_output,
+    err_console,
+    fold,
+    own,
+    shipped_or_path,
+    writing,
+)
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
@@ -26,7 +37,7 @@ from isobench.core.numbers import plural
 
 
 @click.command()
-@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.argument("study_file", type=click.Path(dir_okay=False), callback=shipped_or_path)
 @click.option("--allow-large", is_flag=True, help="Accept a study beyond the size limits (docs/reliability.md).")
 @click.option(
     "--budget",
@@ -195,7 +206,7 @@ def _repetitions_text(meta, plan=None) -> str:
 
 
 @click.command()
-@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @STORE_OPTION
 @output_option("The Markdown report's file (default: results/RUN_ID.md; - for stdout).")
 @click.option(

@@ -16,10 +16,10 @@ import json
 import math
 from pathlib import Path
 
-from isobench.analysis.verdicts import beyond_cap, capped
 from isobench.core import sink
 from isobench.results.attribution import derived
 from isobench.results.model import RunData
+from isobench.results.numbers import beyond_cap, capped
 from isobench.results.programs import summary as program_summary
 from isobench.results.table import FAILED, OK, build_table
 
