@@ -21,7 +21,7 @@ from isobench.core import tomlbound
 from isobench.core.ids import NAME_RE, NAME_RULE, shown
 from isobench.core.plants import CannotPlant, plant_problem
 from isobench.core.readbound import BoundedReadError, read_bounded
-from isobench.core.strictmodel import StrictModel
+from isobench.core.strictmodel import StrictModel, fields_at
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.host.noise import NoiseSpec
 from isobench.workloads import WORKLOADS, claiming_fields, table_kind
@@ -189,7 +189,7 @@ def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseMo
         loc = prefix + tuple(err["loc"])
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            allowed = _fields_of(model, loc)
+            allowed = _fields_of(model, loc, len(prefix))
             msg = "unknown field" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
         elif err["type"] == "missing":
             msg = "required field is missing"
@@ -200,10 +200,11 @@ def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseMo
     return f"{path}: " + "; ".join(msgs)
 
 
-def _fields_of(model: type[BaseModel] | None, loc: tuple) -> list[str]:
+def _fields_of(model: type[BaseModel] | None, loc: tuple, skip: int) -> list[str]:
+    """The allowed fields of the table holding loc's last part (the rejected one)."""
     if loc[:1] == ("study",):
-        model = StudyMeta
-    return sorted(model.model_fields) if model is not None else []
+        model, skip = StudyMeta, 1
+    return fields_at(model, loc[skip:-1]) if model is not None else []
 
 
 def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:

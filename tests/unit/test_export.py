@@ -65,6 +65,8 @@ CELLS = [
     # appended since centres
     "centre",
     "baseline_centre",
+    # appended since rounds_needed is null beyond the cap
+    "rounds_needed_beyond_cap",
 ]
 
 

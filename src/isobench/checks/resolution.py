@@ -183,6 +183,21 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     is compared."""
     if compared.cells == 0:
         return []
+    return one_round_warning(study) + _noise_lines(study, size, compared, pilot, now)
+
+
+def one_round_warning(study: Study) -> list[str]:
+    """A study measured once per cell compares nothing: said before it runs."""
+    meta = study.meta
+    if meta.adaptive or meta.budget is not None or meta.repetitions != 1:
+        return []
+    return [
+        "warning: repetitions = 1: one round per cell gives no interval and no paired test, so every "
+        "comparison is inconclusive; give repetitions = 2 at least (7 or more to resolve a few percent)"
+    ]
+
+
+def _noise_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None, now: float) -> list[str]:
     o = outlook(study, size, compared, pilot)
     if not o.groups:
         return [

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from isobench.cli.common import STORE_OPTION, Finite, check_output, console
+from isobench.cli.common import STORE_OPTION, Finite, check_output, console, shipped_or_path
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, table_format_option, terminal_to
@@ -30,7 +30,7 @@ def _old_json(ctx, param, value: str | None) -> str | None:
 
 
 @click.command("calibrate")
-@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @STORE_OPTION
 @click.option(
     "--env",

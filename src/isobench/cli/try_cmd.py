@@ -271,6 +271,8 @@ def print_answer(run, out) -> None:
             draw(out, block)
     out.print()
     schedule = (run.host_facts.get("schedule") or {}) if isinstance(run.host_facts, dict) else {}
-    if isinstance(schedule, dict) and schedule.get("name") == "sequential":  # a duet's is said in the answer, with its call
+    if (
+        isinstance(schedule, dict) and schedule.get("name") == "sequential"
+    ):  # a duet's is said in the answer, with its call
         fold(["Schedule: one sample at a time (--schedule sequential)."], out)
     fold([f"stored as run {run.run_id}: `isobench report {run.run_id}` shows the whole report"], out)
