@@ -290,6 +290,7 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, out_dir: str | Non
             f"wrote {', '.join(sink.terminal(p) for p in paths[:-1])} and {sink.terminal(paths[-1])}",
             highlight=False,
             markup=False,
+            soft_wrap=True,  # a path is never broken inside
         )
     elif out_dir:
         _fail("export --dir: only for --format csv; give -o FILE for json")
