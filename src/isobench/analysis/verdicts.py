@@ -417,6 +417,12 @@ def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, nois
     )
 
 
+def at_level(e: Effect, q: float, tol_pct: float, m: int) -> Verdict:
+    """One cell's verdict at a table's level 1 - q, its decision p <= q (the
+    same interval the table printed, for the cell re-tested on other data)."""
+    return _verdict(e, float("nan"), e.tested and e.p <= q, q, tol_pct, e.noise_pct, m)
+
+
 def judge(effect: Effect) -> Verdict:
     """The verdict of a cell on its own (m = 1: interval at 1 - alpha)."""
     return adjust([effect])[0]
