@@ -70,7 +70,7 @@ def _without_centres(lines: list[str]) -> list[str]:
     """A section's lines less each table cell's leading centre and the legend's line that says what it is."""
     out = []
     for ln in lines:
-        if ln.startswith("- Cell:"):
+        if ln.startswith("- Cell:") or ln.startswith("  - why: "):  # the why of each inconclusive cell: test_why.py
             continue
         if ln.startswith("|"):
             ln = " | ".join(re.sub(r"^[\d.,\u2212]+( vs [\d.,\u2212]+)? ?", "", c) for c in ln.split(" | "))
