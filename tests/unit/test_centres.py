@@ -98,7 +98,7 @@ def _pairs_of_rows(rows: list[list[str]]) -> list[tuple[str, str]]:
 
 def _markdown_rows(md: str) -> list[list[str]]:
     lines = [ln for ln in md.splitlines() if ln.startswith("| ") and ("\u2191" in ln or "\u2193" in ln)]
-    return [[c.replace("\\", "") for c in ln.strip("| ").split(" | ")[2:]] for ln in lines]
+    return [[c.replace("\\", "") for c in ln[2:-2].split(" | ")[2:]] for ln in lines]  # a blank workload stays a cell
 
 
 def _html_rows(page: str) -> list[list[str]]:

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isobench.analysis.settle import rounds_to_settle
 from isobench.analysis.stats import ALPHA, Effect, ratio_interval, t_critical
 from isobench.analysis.summary import scipy_stats
 from isobench.core.numbers import MINUS
@@ -199,14 +200,15 @@ def _n_text(e: Effect) -> str:
 
 def rounds_needed(effect: Effect, q: float, margin_pct: float, cap: int = ROUNDS_NEEDED_CAP) -> int | None:
     """Rounds per side after which the interval at level 1 - q would settle
-    the cell at the observed noise, whatever the estimate
-    (``rounds_to_resolve`` with the cell's noise and degrees of freedom).
+    the cell, whatever the estimate, 4 times in 5 allowing for the observed
+    noise's own uncertainty (``settle.rounds_to_settle`` with the cell's
+    noise and its test's degrees of freedom).
     Returns cap + 1 beyond the cap, None when the cell is untested or the
     margin is 0 (nothing can be shown equivalent to ±0).
     """
     if not effect.tested:
         return None
-    needed = rounds_to_resolve(effect.noise_sd, q, margin_pct, effect.df_factor, cap, effect.df_lost)
+    needed = rounds_to_settle(effect.noise_sd, effect.df, q, margin_pct, effect.df_factor, effect.df_lost, cap)
     if needed is None:
         return None
     # Unequal sides make the equal-n prediction approximate: never ask for
@@ -415,6 +417,12 @@ def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, nois
         f"the interval holds both no change and changes beyond ±{margin:g}%",
         callable_change(e, q),
     )
+
+
+def at_level(e: Effect, q: float, tol_pct: float, m: int) -> Verdict:
+    """One cell's verdict at a table's level 1 - q, its decision p <= q (the
+    same interval the table printed, for the cell re-tested on other data)."""
+    return _verdict(e, float("nan"), e.tested and e.p <= q, q, tol_pct, e.noise_pct, m)
 
 
 def judge(effect: Effect) -> Verdict:

@@ -273,7 +273,7 @@ def build_cell(
             return Cell(env, UNSUPPORTED, None, None, "not supported")
         return Cell(env, MISSING, None, None, DASH)
     summary = summarize(vals)
-    warnings = cell_warnings(run, key, env, settings.target_ci_pct)
+    warnings = cell_warnings(run, key, env, settings.target_ci_pct, verdict)
     centre, reference = centres(vals, verdict, base_centre)
     text = cell_text(summary, verdict, show_n, failed, is_time(key), bool(warnings), centre, reference)
     return Cell(env, OK, summary, verdict, text, failed, warnings, centre, reference)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from isobench.analysis.verdicts import INCONCLUSIVE
 from isobench.report.blocks import Item, Items
 from isobench.report.section import ReportContext, Section
+from isobench.results.model import RunData
 from isobench.results.table import Table
+from isobench.results.why import why_inconclusive
 
 
 def inconclusive_lines(table: Table) -> list[str]:
@@ -19,6 +21,16 @@ def inconclusive_lines(table: Table) -> list[str]:
     ]
 
 
+def inconclusive_whys(run: RunData, table: Table) -> list[str]:
+    """Why each of ``inconclusive_lines``' cells is inconclusive (results/why.py), same order."""
+    return [
+        why_inconclusive(run, row.key, cell.env, cell.verdict)
+        for row in table.rows
+        for cell in row.cells
+        if cell.verdict is not None and cell.verdict.verdict == INCONCLUSIVE
+    ]
+
+
 class InconclusiveSection(Section):
     slug = "inconclusive"
     title = "Inconclusive"
@@ -26,7 +38,8 @@ class InconclusiveSection(Section):
 
     def blocks(self, ctx: ReportContext):
         lines = inconclusive_lines(ctx.table)
-        return [Items(tuple(Item(line) for line in lines))] if lines else []
+        whys = inconclusive_whys(ctx.run, ctx.table)
+        return [Items(tuple(Item(line, (why,) if why else ()) for line, why in zip(lines, whys)))] if lines else []
 
     def fold(self, ctx: ReportContext, blocks) -> str:
         n = sum(len(b.items) for b in blocks if isinstance(b, Items))
