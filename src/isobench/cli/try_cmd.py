@@ -20,7 +20,7 @@ from isobench.core.ids import NAME_MAX
 # The first presets in the kinds' rank order (the host itself, then Docker
 # with its two networks today: the quick study's); the core names no kind.
 DEFAULT_ENV_COUNT = 3
-# A duet's test is blocked by CPU side (n - 2 degrees of freedom): at 8
+# A duet's test is paired (n - 1 degrees of freedom): at 8
 # rounds a one-thread program whose paired SD is 2% gets an interval of
 # about ±1.7%, and 7-Zip's 11 s samples fit in about 4 minutes here.
 ROUNDS = 8
