@@ -23,7 +23,7 @@ from isobench.envs.base import Environment, Paths
 from isobench.envs.docker_spec import DockerSpec
 from isobench.envs.kinds import EnvKind, EnvProbe, placed_duet_problems
 from isobench.envs.pinning import placement
-from isobench.host.counters import cgroup_cpu, cgroup_cpuset_file
+from isobench.host.counters import cgroup_cpu, set_cgroup_cpuset
 from isobench.host.hostinfo import Finding
 
 DATA_DIR, TMP_DIR = GUEST_DATA_DIR, GUEST_TMP_DIR
@@ -393,19 +393,19 @@ class DockerEnvironment(Environment):
         try:
             self._container.update(cpuset_cpus=target)
         except docker.errors.DockerException as exc:
-            raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {target}: {exc}") from None
+            if not self._write_cpuset(target):  # gVisor's runsc has no `update`; its cgroup moves it
+                raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {target}: {exc}") from None
 
     def move(self, cpus: tuple[int, ...]) -> None:
-        # its cgroup's cpuset written directly: 0.02 ms where `docker update`
-        # takes 16 ms, too slow for a duet's swaps; the next place() uses the engine
-        path = cgroup_cpuset_file(self._container.id) if self._container is not None else None
-        if path is None:
-            return self.place(cpus)
-        try:
-            with open(path, "w") as fh:
-                fh.write(",".join(map(str, cpus)))
+        # its cgroup's cpuset written directly: 0.02 ms where `docker update` takes 16 ms
+        if not self._write_cpuset(",".join(map(str, cpus))):
+            self.place(cpus)
+
+    def _write_cpuset(self, cpulist: str) -> bool:
+        try:  # False where this host has no cgroup file for it (another layout)
+            return self._container is not None and set_cgroup_cpuset(self._container.id, cpulist)
         except OSError as exc:
-            raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {cpus}: {exc}") from None
+            raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {cpulist}: {exc}") from None
 
     def stop(self) -> None:
         problems = [

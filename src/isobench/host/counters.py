@@ -337,6 +337,18 @@ def cgroup_cpuset_file(container_id: str, root: str = "/sys/fs/cgroup") -> str |
     return None
 
 
+def set_cgroup_cpuset(container_id: str, cpulist: str) -> bool:
+    """Write a container's cgroup cpuset.cpus: every task in it moves (a
+    runtime without `update`, such as gVisor's runsc, too). False where
+    there is no such file; OSError where it cannot be written."""
+    path = cgroup_cpuset_file(container_id)
+    if path is None:
+        return False
+    with open(path, "w") as fh:
+        fh.write(cpulist)
+    return True
+
+
 def parse_cpu_stat_v2(text: str) -> dict[str, float]:
     names = {"usage_usec": "cgroup.usage_s", "user_usec": "cgroup.user_s", "system_usec": "cgroup.system_s"}
     out = {}
