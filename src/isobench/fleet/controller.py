@@ -111,18 +111,25 @@ def dependency_archive(lock: Path, digest: str, log) -> Path:
     return tar
 
 
-def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
-    """DEST.tar (the isobench wheel, the lock file, install-host.sh, the study),
-    the dependency archive and the lock file's digest. The dependencies
-    travel only to a host whose venv was not built from this lock (run.yml
-    compares the digest): 128 MB a host otherwise, every run."""
-    root = project_root()
+def build_wheel(root: Path, dest: Path) -> Path:
+    """isobench's wheel from its source tree ROOT into DEST: the one way it is
+    built, for the fleet's hosts and for `uv tool install` (docs/install.md)."""
     dest.mkdir(parents=True, exist_ok=True)
     _run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(root)],
         300,
         "building the isobench wheel",
     )
+    return next(dest.glob("isobench-*.whl"))
+
+
+def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
+    """DEST.tar (the isobench wheel, the lock file, install-host.sh, the study),
+    the dependency archive and the lock file's digest. The dependencies
+    travel only to a host whose venv was not built from this lock (run.yml
+    compares the digest): 128 MB a host otherwise, every run."""
+    root = project_root()
+    build_wheel(root, dest)
     lock = root / "requirements.lock"
     shutil.copy(lock, dest / "requirements.lock")
     shutil.copy(root / "scripts" / "install-host.sh", dest / "install-host.sh")
