@@ -104,7 +104,7 @@ def synthetic(tmp_path):
 def _json(result, kind):
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["schema"] == f"isobench.{kind}" and doc["version"] == out.SCHEMA_VERSION
+    assert doc["schema"] == f"isobench.{kind}" and doc["version"] == out.version_of(kind)
     assert set(out.SCHEMAS[kind]) <= set(doc)
     return doc
 

@@ -30,7 +30,7 @@ def one_document(result, kind, status=0):
     every field docs/output.md lists for it."""
     assert result.exit_code == status, result.output
     doc = json.loads(result.stdout)  # one document, nothing before or after it
-    assert doc["schema"] == f"isobench.{kind}" and doc["version"] == out.SCHEMA_VERSION
+    assert doc["schema"] == f"isobench.{kind}" and doc["version"] == out.version_of(kind)
     assert set(out.SCHEMAS[kind]) <= set(doc), set(out.SCHEMAS[kind]) - set(doc)
     return doc
 
@@ -170,7 +170,7 @@ def test_a_failed_validate_prints_an_error_document_and_exits_2(tmp_path):
     r = invoke("validate", str(bad), "--format", "json")
     assert r.exit_code == 2
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "isobench.validate" and doc["version"] == out.SCHEMA_VERSION
+    assert doc["schema"] == "isobench.validate" and doc["version"] == 2
     assert doc["ok"] is False and doc["study_file"] == str(bad)
     assert doc["error"] and "\n" not in doc["error"] and doc["error"] in " ".join(r.stderr.split())
     assert invoke("validate", str(bad)).stdout == ""  # the terminal format: the line on stderr only

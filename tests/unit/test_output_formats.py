@@ -50,7 +50,7 @@ def checked(result, kind):
     its name and version, every documented field, nothing else on stdout."""
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["schema"] == f"isobench.{kind}" and doc["version"] == out.SCHEMA_VERSION
+    assert doc["schema"] == f"isobench.{kind}" and doc["version"] == out.version_of(kind)
     assert set(out.SCHEMAS[kind]) <= set(doc), set(out.SCHEMAS[kind]) - set(doc)
     return doc
 

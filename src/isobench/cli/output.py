@@ -124,6 +124,16 @@ def plain(value):
 
 
 # Every document's top-level fields, as docs/output.md lists them (a test holds the two together).
+# Kinds whose fields changed meaning since version 1: validate's
+# `repetitions` (an integer, was a text), report's and compare's
+# `rounds_needed` (null beyond the cap, was the cap + 1).
+BUMPED = {"validate": 2, "report": 2, "compare": 2}
+
+
+def version_of(kind: str) -> int:
+    return BUMPED.get(kind, SCHEMA_VERSION)
+
+
 SCHEMAS = {
     "runs": ("runs",),
     "validate": (
@@ -190,14 +200,14 @@ def document(kind: str, body: dict) -> str:
     missing = [k for k in SCHEMAS[kind] if k not in body]
     if missing:  # a programming error: the documented schema and the code went apart
         raise AssertionError(f"isobench.{kind} document lacks {missing}")
-    doc = {"schema": f"isobench.{kind}", "version": SCHEMA_VERSION, **body}
+    doc = {"schema": f"isobench.{kind}", "version": version_of(kind), **body}
     return json.dumps(plain(doc), indent=2, allow_nan=False, default=str) + "\n"
 
 
 def error_document(kind: str, message: str, body: dict | None = None) -> str:
     """The JSON text of a command that failed (docs/output.md#failures):
     {"schema", "version", "ok": false, "error": the one line, ...body}."""
-    doc = {"schema": f"isobench.{kind}", "version": SCHEMA_VERSION, **(body or {}), "ok": False, "error": message}
+    doc = {"schema": f"isobench.{kind}", "version": version_of(kind), **(body or {}), "ok": False, "error": message}
     return json.dumps(plain(doc), indent=2, allow_nan=False, default=str) + "\n"
 
 
