@@ -95,7 +95,7 @@ def test_cpuset_refuses_shell_metacharacters():
 
 def test_shipped_studies_validate(monkeypatch):
     # (no time limit here: speed targets live in benchmarks, not in unit tests on a shared host)
-    from isobench.workloads import command
+    from isobench.workloads import command_params as command
 
     asked = []
     monkeypatch.setattr(command, "debian_has", lambda name: asked.append(name) or True)
@@ -109,7 +109,12 @@ def test_shipped_studies_validate(monkeypatch):
     } <= {p.name for p in paths}
     for path in paths:
         load_study(path)
-    assert asked == ["libpython3.11-minimal", "p7zip-full"]  # apt is asked only of those isobench does not install
+    assert asked == [
+        "openssl",
+        "libssl3",
+        "libpython3.11-minimal",
+        "p7zip-full",
+    ]  # apt is asked only of packages isobench does not install
 
 
 def test_unreadable_file():

@@ -17,7 +17,7 @@ from isobench import images
 from isobench.core.errors import EnvironmentError_
 from isobench.envs.native import NativeEnvironment
 from isobench.host import packages
-from isobench.workloads import command
+from isobench.workloads import command_params as command
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "packages"
 
