@@ -59,6 +59,11 @@ class StudyMeta(StrictModel):
     # "30m": after a first block of `repetitions` rounds, rounds go to the
     # workload cases that can still resolve in the time left (isobench.analysis.budget)
     budget: str | None = None
+    # "3m": after the warm-up, as many measured rounds as fit in about this
+    # long at the warm-up's pace, at least `repetitions` (run/looks.py
+    # fitted_rounds): a short command gets more rounds than a long one, and
+    # the rounds are fixed before any is measured (one test, at alpha)
+    measure_for: str | None = None
     # environment -> planted slowdown, percent: its samples do that much more
     # of the same work, counted as the base work (Workload.planted; written
     # by isobench calibrate, docs/calibrate.md)
@@ -83,6 +88,13 @@ class StudyMeta(StrictModel):
     def budget_s(self) -> float | None:
         return parse_duration(self.budget) if self.budget is not None else None
 
+    @field_validator("measure_for")
+    @classmethod
+    def _measure_for(cls, v):
+        if v is not None:
+            parse_duration(v if isinstance(v, str) else repr(v))
+        return v
+
     @field_validator("repetitions", mode="before")
     @classmethod
     def _repetitions(cls, v):
@@ -105,6 +117,11 @@ class StudyMeta(StrictModel):
             raise ValueError(
                 'budget and repetitions = "auto" are two stopping rules: keep one '
                 "(with a budget, repetitions is the first block)"
+            )
+        if self.measure_for is not None and (self.budget is not None or self.adaptive):
+            raise ValueError(
+                'measure_for fixes the rounds after the warm-up; a budget or repetitions = "auto" '
+                "decides them as it measures: keep one"
             )
         if self.adaptive:
             try:

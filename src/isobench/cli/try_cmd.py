@@ -24,6 +24,9 @@ DEFAULT_ENV_COUNT = 3
 # rounds a one-thread program whose paired SD is 2% gets an interval of
 # about ±1.7%, and 7-Zip's 11 s samples fit in about 4 minutes here.
 ROUNDS = 8
+# ... and a short command gets as many more as fit in this long after its
+# warm-up: sysbench's 1.7 s samples get about 40 rounds (study.measure_for)
+MEASURE_FOR = "3m"
 
 
 def default_envs() -> tuple[str, ...]:
@@ -53,6 +56,7 @@ def study_text(
     packages: tuple[str, ...] = (),
     schedule: str = "sequential",
     duet: bool | None = None,
+    measure_for: str | None = None,
 ) -> str:
     """The study `try` runs, as the TOML `--save` writes (``duet``: the
     table's call once a run has made it; None leaves it to "auto")."""
@@ -70,6 +74,8 @@ def study_text(
         study["schedule"] = schedule
     if budget is not None:
         study["budget"] = budget
+    if measure_for is not None:
+        study["measure_for"] = measure_for
     table: dict = {"command": list(argv)}
     if repeat != 1:
         table["repeat"] = repeat
@@ -99,10 +105,9 @@ def study_text(
 )
 @click.option(
     "--rounds",
-    default=ROUNDS,
-    show_default=True,
     type=click.IntRange(2, 1000),
-    help="Measured rounds (each runs the command once in every environment).",
+    help="Measured rounds (each runs the command once in every environment). Default: as many as fit in "
+    f"{MEASURE_FOR} at the warm-up's pace, at least {ROUNDS}.",
 )
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(0, 100), help="Rounds not measured.")
 @click.option(
@@ -149,7 +154,7 @@ def study_text(
 def try_cmd(
     command: tuple[str, ...],
     envs: tuple[str, ...],
-    rounds: int,
+    rounds: int | None,
     warmup: int,
     repeat: int,
     timeout_s: float | None,
@@ -191,7 +196,9 @@ def try_cmd(
             "(other environments: --save a study, edit it, `isobench run` it)"
         )
     schedule = schedule_for(schedule)
-    text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None, packages, schedule)
+    fit = MEASURE_FOR if rounds is None and budget is None else None
+    rounds = rounds or ROUNDS
+    text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None, packages, schedule, None, fit)
     label = save_path or "isobench try"
     try:
         study = parse_study(text, label)
@@ -202,7 +209,7 @@ def try_cmd(
     if save_path is not None:
         with writing(save_path, "--save"):
             Path(save_path).write_text(
-                study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages, schedule)
+                study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages, schedule, None, fit)
             )
         written_here(save_path)  # its rewrite below, with the duet call, replaces it
         err_console.print(f"study written to {sink.terminal(save_path)}", highlight=False, markup=False)
@@ -216,7 +223,7 @@ def try_cmd(
     if save_path is not None and call is not None:  # the call this run made, so a rerun need not make it
         with writing(save_path, "--save"):
             Path(save_path).write_text(
-                study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages, schedule, call)
+                study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages, schedule, call, fit)
             )
         err_console.print(
             f"study written to {save_path} with duet = {str(call).lower()}", highlight=False, markup=False

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from isobench.analysis.budget import Allocation, Evidence, Plan, allocate
+from isobench.analysis.budget import Allocation, Evidence, Plan, allocate, parse_duration
 from isobench.analysis.repetitions import NextBlock, next_block, sequential_alpha
 from isobench.analysis.stats import ALPHA, compare_cell
 from isobench.results.analysis import baseline_question, settings_of
@@ -144,3 +144,57 @@ def record_adaptive(store: Store, run_id: str, step, measured: int, d: NextBlock
         }
     )
     store.set_run_facts(run_id, facts)
+
+
+# A duet's round runs the other environments' samples beside the
+# baseline's: n - 1 slots, each as long as its slower side and the filler
+# that ends it, where the warm-up ran n samples one at a time.
+DUET_SLOT_OVERHEAD = 1.2
+
+
+def fitted_rounds(
+    measure_s: float, warmup_s: float, warmups: int, envs: int, duets: bool, least: int, most: int
+) -> int:
+    """Measured rounds that fit in ``measure_s`` at the warm-up's pace
+    (``warmup_s`` over ``warmups`` rounds of ``envs`` samples each, one at a
+    time), at least ``least`` and at most ``most``. Pure."""
+    if warmups < 1 or warmup_s <= 0 or envs < 1:
+        return least
+    per_round = warmup_s / warmups
+    if duets and envs > 1:
+        per_round *= (envs - 1) / envs * DUET_SLOT_OVERHEAD
+    return max(least, min(most, int(measure_s // per_round)))
+
+
+def fit_rounds(ctx, schedule, step, cells, envs: int, warmup_s: float) -> int:
+    """A measure_for study's measured rounds for this step, fitted once to
+    its warm-up and kept with the run's facts (--resume measures the same
+    rounds); the progress bar grows by the rounds added."""
+    meta, key = ctx.meta, "all" if step is None else str(step)
+    facts = ctx.store.run_facts(ctx.run_id)
+    kept = (facts.get("measure_for") or {}).get(key)
+    if isinstance(kept, int) and kept >= 1:
+        return kept
+    duets = any(schedule.used_for(c.workload) in ("duet", "auto") for c in cells)
+    most = meta.max_repetitions or 100
+    n = fitted_rounds(parse_duration(meta.measure_for), warmup_s, meta.warmup, envs, duets, int(meta.repetitions), most)
+    facts.setdefault("measure_for", {})[key] = n
+    ctx.store.set_run_facts(ctx.run_id, facts)
+    more = (n - int(meta.repetitions)) * sum(schedule.samples_per_round(c.workload, envs) for c in cells)
+    if more > 0:
+        ctx.progress.extend(more)
+    ctx.progress.note(f"measure_for {meta.measure_for}: {n} measured rounds fit at the warm-up's pace")
+    return n
+
+
+def round_label(meta, round_: int) -> str:
+    if round_ < meta.warmup:
+        return "warm-up"
+    of = (
+        f" (budget {meta.budget})"
+        if meta.budget is not None
+        else f"/{meta.repetitions}"
+        if not meta.adaptive
+        else f" (up to {meta.adaptive_schedule.max_rounds})"
+    )
+    return f"round {round_ - meta.warmup + 1}{of}"

@@ -30,7 +30,15 @@ from isobench.images import study_packages
 from isobench.run.clean import clean
 from isobench.run.duet import run_duet
 from isobench.run.duetcalls import restore, settle
-from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptive, record_budget_plan
+from isobench.run.looks import (
+    Clock,
+    budget_look,
+    fit_rounds,
+    next_block_of,
+    record_adaptive,
+    record_budget_plan,
+    round_label,
+)
 from isobench.run.measure import record, record_failure, take
 from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan, planted_of
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
@@ -184,8 +192,13 @@ def _run_study(
             rounds, first = meta.warmup + first_block, 0
             active = {(c.key, c.case) for c in step_cells}
             ended: dict[tuple[str, str], int] = {}  # case -> rounds (warm-up included) when a budget stopped it
+            warm_s = 0.0  # the warm-up rounds' time: measure_for fits the rounds to it
             while True:
-                for round_ in range(first, rounds):
+                round_ = first
+                while round_ < rounds:
+                    if round_ == meta.warmup and meta.measure_for is not None and budget is None:
+                        rounds = meta.warmup + fit_rounds(ctx, schedule, step, step_cells, len(started), warm_s)
+                    began_round = time.monotonic()
                     for cell in step_cells:
                         if (cell.key, cell.case) not in active:
                             continue
@@ -196,6 +209,8 @@ def _run_study(
                             measured_here |= _run_slot(ctx, slot, cell, round_, noise_facts)
                         if measured_here and round_ >= meta.warmup:  # resumed cells took no time
                             clock.add((cell.key, cell.case), time.monotonic() - began)
+                    warm_s += time.monotonic() - began_round if round_ < meta.warmup else 0.0
+                    round_ += 1
                 if budget is not None:
                     alloc = budget_look(
                         store,
@@ -272,19 +287,6 @@ def _run_study(
     return run_id
 
 
-def _round_label(meta, round_: int) -> str:
-    if round_ < meta.warmup:
-        return "warm-up"
-    of = (
-        f" (budget {meta.budget})"
-        if meta.budget is not None
-        else f"/{meta.repetitions}"
-        if not meta.adaptive
-        else f" (up to {meta.adaptive_schedule.max_rounds})"
-    )
-    return f"round {round_ - meta.warmup + 1}{of}"
-
-
 def attach_client_host(run_id: str, workloads: list[Workload], envs: list[Environment]) -> ClientHost | None:
     """When any workload serves from the environment, create the client
     host, tell every environment its benchmark address and the ports to
@@ -357,7 +359,7 @@ def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict 
     warmup = round_ < meta.warmup
     duet = slot.together and len(live) == 2 and not any(ctx.prepare_failures.get((key, e.name)) for e in live)
     ctx.progress.step(
-        f"{_round_label(meta, round_)} {key}/{case} in {' with '.join(e.name for e in live)}"
+        f"{round_label(meta, round_)} {key}/{case} in {' with '.join(e.name for e in live)}"
         + (" (duet)" if duet else "")
     )
     if duet:
