@@ -128,7 +128,13 @@ def tree(root: int) -> list[int]:
 def move_tree(root: int, cpus: set[int]) -> None:
     """Every thread of root and its descendants onto these CPUs; processes
     that end meanwhile are skipped."""
-    for pid in tree(root):
+    move_pids(tree(root), cpus)
+
+
+def move_pids(pids: list[int], cpus: set[int]) -> None:
+    """Every thread of these processes onto these CPUs (what they fork
+    afterwards inherits it); processes that ended are skipped."""
+    for pid in pids:
         with contextlib.suppress(OSError):  # ended since the walk
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with contextlib.suppress(OSError):
