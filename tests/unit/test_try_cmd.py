@@ -45,3 +45,26 @@ def test_bad_options_are_one_line_before_anything_runs(tmp_path):
     assert r.exit_code == 2 and "packages: 'Not_a_name' is not a Debian package name" in r.output, r.output
     r = runner.invoke(main, ["try"])
     assert r.exit_code == 2 and "Missing argument 'COMMAND...'" in r.output
+
+
+def test_a_duet_on_one_usable_cpu_is_one_line_and_the_default_falls_back(monkeypatch):
+    import isobench.envs.pinning as pinning
+    from isobench.cli.try_cmd import schedule_for
+
+    monkeypatch.setattr(pinning, "usable_cpus", lambda: [0])
+    r = CliRunner().invoke(main, ["try", "--schedule", "duet", "--", "true"])
+    assert r.exit_code == 2
+    assert "--schedule duet: a duet needs two usable host CPUs (one a side), this process may use 1" in r.output
+    assert "use --schedule sequential" in " ".join(r.output.split())
+    assert schedule_for(None) == "sequential"
+    monkeypatch.setattr(pinning, "usable_cpus", lambda: [0, 1])
+    assert schedule_for(None) == "duet" and schedule_for("sequential") == "sequential"
+
+
+def test_the_saved_study_carries_the_schedule_the_call_and_the_fit():
+    text = study_text(("7z", "b"), ("native", "docker-nat"), 8, 1, 1, None, None, (), "duet", True, "3m")
+    study = parse_study(text, "mine.toml")
+    assert study.meta.schedule == "duet" and study.meta.measure_for == "3m"
+    assert study.workloads[0].params.duet is True
+    plain = parse_study(study_text(("7z", "b"), ("native",), 8, 1, 1, None, None), "mine.toml")
+    assert plain.meta.schedule == "sequential" and plain.workloads[0].params.duet == "auto"
