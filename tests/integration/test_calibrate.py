@@ -42,6 +42,10 @@ def test_calibrate_detects_a_large_planted_slowdown_and_reports_what_it_delivere
         "50",
         "--copies",
         "1",
+        # beside the baseline: sequential samples on a loaded 2-core host
+        # swung 30% and missed a planted 50% once (2026-11-27)
+        "--schedule",
+        "duet",
         "--no-progress",
         "--format",
         "json",
