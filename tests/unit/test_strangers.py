@@ -227,3 +227,57 @@ def test_progress_notes_escape_a_commands_stderr_and_name(tmp_path, bar):
     text = out.getvalue()
     assert "\\x1b]52;c;SGVsbG8=" in text and "\\x1b[2Jtool" in text, text
     assert "\x1b]52" not in text and "\x1b[2J" not in text, repr(text)
+
+
+# -- a stranger's archive stays data ------------------------------------------
+
+STRANGER = HEAD.replace('command = ["true"]', 'command = ["sh", "-c", "touch pwned"]') + 'files = ["missing-input"]\n'
+
+
+def test_resume_of_an_imported_run_is_refused_unless_trusted(sandbox, capfd):
+    from tests.synthetic_runs import simple_run
+
+    from isobench.store.db import Store
+    from isobench.store.transfer import export_run
+
+    theirs = Store(str(sandbox / "theirs.sqlite"))
+    study = parse_study(STRANGER, "studies/strange.toml")
+    simple_run(theirs, "r1", {"native": [1.0, 1.1]}, workload="w", envs=("native",), study=study)
+    theirs.db.execute("UPDATE runs SET status = 'incomplete'")
+    theirs.db.commit()
+    doc = export_run(theirs, "r1")
+    theirs.close()
+    (sandbox / "r1.run.json").write_text(json.dumps(doc))
+    code, _, err = isobench(capfd, "import", sandbox / "r1.run.json")
+    assert code == 0, err
+    code, out, err = isobench(capfd, "run", "--resume", "r1", "--no-progress")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--resume r1: this run came in through `isobench import`" in err
+    assert "re-run its study file after reading it" in err and "--trust-imported" in err
+    assert not (sandbox / "pwned").exists()
+    # trusted: past the gate, to the study's own checks (its input is missing here, so nothing runs)
+    code, _, err = isobench(capfd, "run", "--resume", "r1", "--no-progress", "--trust-imported")
+    assert code == 2 and "workloads.w.files[0]: missing-input does not exist" in err, err
+    # an export of the imported run stays imported when it comes back
+    mine = Store(str(sandbox / "s.sqlite"))
+    again = export_run(mine, "r1")
+    mine.close()
+    (sandbox / "again.run.json").write_text(json.dumps(again))
+    code, _, err = isobench(capfd, "import", sandbox / "again.run.json", "--rename", "r2")
+    assert code == 0, err
+    code, _, err = isobench(capfd, "run", "--resume", "r2", "--no-progress")
+    assert code == 2 and "came in through `isobench import`" in err, err
+
+
+def test_a_run_of_this_host_resumes_without_the_flag(sandbox, capfd):
+    from tests.synthetic_runs import simple_run
+
+    from isobench.store.db import Store
+
+    mine = Store(str(sandbox / "s.sqlite"))
+    simple_run(mine, "r1", {"native": [1.0, 1.1]}, workload="w", envs=("native",), study=parse_study(STRANGER, "x"))
+    mine.db.execute("UPDATE runs SET status = 'incomplete'")
+    mine.db.commit()
+    mine.close()
+    code, _, err = isobench(capfd, "run", "--resume", "r1", "--no-progress")
+    assert code == 2 and "workloads.w.files[0]: missing-input does not exist" in err, err

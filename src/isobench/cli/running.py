@@ -194,6 +194,12 @@ def _repetitions_text(meta, plan=None) -> str:
     is_flag=True,
     help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).",
 )
+@click.option(
+    "--trust-imported",
+    is_flag=True,
+    help="Let --resume continue a run that came in through `isobench import`: its stored study "
+    "(commands, files, packages) is then run on this host, as root. Read it first (isobench report RUN_ID).",
+)
 @click.option("--run-id", "new_id", metavar="RUN_ID", help="Id for the new run (a fleet controller chooses it).")
 @click.option(
     "--budget",
@@ -227,6 +233,7 @@ def run(
     progress: bool | None,
     resume_id: str | None,
     allow_large: bool,
+    trust_imported: bool,
     new_id: str | None,
     budget: str | None,
     schedule: str | None,
@@ -251,6 +258,7 @@ def run(
     """
     from isobench.cli.execution import execute
     from isobench.store.db import StoreError
+    from isobench.store.transfer import imported
     from isobench.study import StudyError, load_study, parse_study, with_budget, with_schedule
 
     if (study_file is None) == (resume_id is None):
@@ -270,6 +278,12 @@ def run(
     try:
         if resume_id is not None:
             resume_id = check_run_id(store.resolve(resume_id), "--resume")
+            if imported(store.run_facts(resume_id)) and not trust_imported:
+                _fail(
+                    f"--resume {resume_id}: this run came in through `isobench import`: its stored study is "
+                    "someone else's commands, files and packages, and a run executes them as root; re-run its "
+                    "study file after reading it (isobench report shows it), or add --trust-imported"
+                )
             stored_path, text = store.study_of(resume_id)
             # its files are read again beside the study file it was started from
             study = parse_study(text, f"{resume_id} (stored study)", os.path.dirname(os.path.abspath(stored_path)))
