@@ -281,3 +281,117 @@ def test_a_run_of_this_host_resumes_without_the_flag(sandbox, capfd):
     mine.close()
     code, _, err = isobench(capfd, "run", "--resume", "r1", "--no-progress")
     assert code == 2 and "workloads.w.files[0]: missing-input does not exist" in err, err
+
+
+# -- outputs never replace the store --------------------------------------------
+
+
+def _a_store(sandbox) -> bytes:
+    from tests.synthetic_runs import simple_run
+
+    from isobench.store.db import Store
+
+    store = Store(str(sandbox / "s.sqlite"))
+    simple_run(store, "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
+    store.close()
+    return (sandbox / "s.sqlite").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("try", "--save", "S", "--store", "S", "--force", "--", "true"),  # replaced the store with TOML before
+        ("try", "--save", "./link", "--force", "--", "true"),  # a hard link to the store
+        ("report", "r1", "--format", "md", "-o", "S", "--force"),
+        ("report", "r1", "--format", "md", "-o", "link", "--force"),
+        ("archive", "r1", "-o", "S-wal", "--force"),
+        ("export", "r1", "--format", "json", "-o", "S", "--force"),
+    ],
+)
+def test_no_output_is_the_store_not_even_with_force(sandbox, capfd, args):
+    before = _a_store(sandbox)
+    os.link(sandbox / "s.sqlite", sandbox / "link")
+    argv = [
+        str(sandbox / "s.sqlite") if a == "S" else str(sandbox / "s.sqlite-wal") if a == "S-wal" else a for a in args
+    ]
+    code, out, err = isobench(capfd, *argv)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "is the store this command uses (not even with --force); give another path" in err, err
+    assert (sandbox / "s.sqlite").read_bytes() == before
+
+
+# -- a command cannot outlive its sample ------------------------------------------
+
+
+def _processes_with(arg: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if arg.encode() in argv:
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
+def test_a_timed_out_native_command_leaves_no_process(tmp_path):
+    from tests.unit.test_workload_command import Local, workload
+
+    from isobench.run.measure import take
+
+    unique = f"10000.{os.getpid()}{time.monotonic_ns() % 10**6}"  # a sleep of 10000 s nobody else runs
+    # the command under env and GNU time, and one it starts in the background
+    w = workload(command=["sh", "-c", f"sleep {unique} & sleep {unique}"], timeout_s=5)
+    env = Local("local", root=str(tmp_path / "env"))
+    w.prepare(env)
+    taken = take(w, "default", env)
+    try:
+        assert taken.status == "timeout" and "timed out after" in taken.error, taken.error
+        deadline = time.monotonic() + 2
+        while _processes_with(unique) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _processes_with(unique) == [], "the command outlived its sample"
+    finally:
+        for pid in _processes_with(unique):
+            os.kill(pid, 9)
+
+
+def test_a_timeout_inside_a_container_is_a_timeout():
+    from isobench.core.proc import bounded, bounded_timed_out
+
+    # the sample's deadline left 4.98 s: coreutils' timeout was given 4 and
+    # ended the command at 4.3 s with its exit 124 ("failed" before)
+    assert bounded(["sleep", "10000"], 4.98)[3] == "4"
+    assert bounded_timed_out(124, 4.3, 4.98) and bounded_timed_out(137, 9.3, 4.98)
+    assert not bounded_timed_out(124, 1.0, 4.98)  # the command's own exit 124, well before the bound
+    assert not bounded_timed_out(137, 1.0, 4.98)  # a SIGKILL before the bound: not the timeout's
+
+
+def test_an_oom_kill_is_told_from_the_kernels_counters():
+    from isobench.envs import oom
+
+    # this host's own cgroup v1 files (and v2's memory.events shape)
+    text = (
+        Path("/sys/fs/cgroup/memory/memory.oom_control").read_text()
+        if os.path.exists("/sys/fs/cgroup/memory/memory.oom_control")
+        else "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"
+    )
+    assert oom.oom_kills(text) is not None
+    assert oom.oom_kills("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n") == 2
+    assert oom.limit_bytes("67108864\n") == 64 << 20
+    assert oom.limit_bytes("9223372036854771712\n") is None and oom.limit_bytes("max\n") is None
+    assert oom.killed_line(0, 1, 64 << 20) == "killed: out of memory (limit 64 MB)"
+    assert oom.killed_line(1, 1, 64 << 20) == "" and oom.killed_line(None, 1, None) == ""
+    assert oom.read("no-such-container") == (None, None)
+
+
+def test_a_killed_command_says_so_in_its_failure():
+    from isobench.core.proc import ExecResult
+    from isobench.workloads.command import failure
+
+    r = ExecResult(
+        ["x"], 137, "", "Command terminated by signal 9\n", 3.0, killed="killed: out of memory (limit 64 MB)"
+    )
+    assert failure("command", ("python3", "-c", "x"), r).startswith("command killed: out of memory (limit 64 MB): ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ class ExecResult:
     stderr: str
     wall_s: float
     timed_out: bool = False
+    # why the kernel ended it, when it says: "killed: out of memory (limit 512 MB)"
+    killed: str = ""
 
     @property
     def ok(self) -> bool:
@@ -29,6 +32,8 @@ class ExecResult:
         """One line saying why a command failed, for errors and the store."""
         if self.timed_out:
             return f"timed out after {self.wall_s:.0f} s: {' '.join(self.argv)}"
+        if self.killed:
+            return f"{self.killed}: {' '.join(self.argv)}"
         tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
         return f"exit {self.returncode}: {' '.join(self.argv)}: {tail[0]}"
 
@@ -46,11 +51,20 @@ def run_argv(
 ) -> ExecResult:
     """subprocess.run with the timeout and output capture every step needs;
     never raises for a failing or missing command. `live` holds the
-    process's pid while it runs (a duet moves it between CPUs: move_tree)."""
+    process's pid while it runs (a duet moves it between CPUs: move_tree).
+    The process leads a process group of its own: a timeout (or Ctrl-C)
+    kills the whole group, so nothing it started lives on as root under
+    init (the command under env and GNU time, its children)."""
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
         )
     except (FileNotFoundError, PermissionError) as exc:
         return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
@@ -62,16 +76,28 @@ def run_argv(
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired as exc:
                 # as subprocess.run does: the output so far, without waiting
-                # for grandchildren that still hold the pipes
-                proc.kill()
+                # for a process outside the group that still holds the pipes
+                kill_group(proc)
                 proc.wait()
                 return ExecResult(
                     argv, -9, as_text(exc.stdout), as_text(exc.stderr), time.perf_counter() - start, timed_out=True
                 )
+            except BaseException:  # Ctrl-C: the group goes too, then the interrupt
+                kill_group(proc)
+                raise
     finally:
         if live is not None:
             live.discard(proc.pid)
     return ExecResult(argv, proc.returncode, as_text(out), as_text(err), time.perf_counter() - start)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to the process group proc leads (start_new_session), and to
+    proc itself should the group be gone already."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
 
 
 def tree(root: int) -> list[int]:
@@ -107,7 +133,19 @@ def move_tree(root: int, cpus: set[int]) -> None:
                     os.sched_setaffinity(int(tid), cpus)
 
 
+def bound_s(timeout: float) -> int:
+    """The whole seconds coreutils' timeout is given for ``timeout``."""
+    return max(1, int(timeout))
+
+
 def bounded(argv: list[str], timeout: float) -> list[str]:
     """argv wrapped in coreutils' timeout, for commands run where our own
     clock cannot kill them (inside a container or a guest)."""
-    return ["timeout", "-k", str(KILL_GRACE_S), f"{max(1, int(timeout))}", *argv]
+    return ["timeout", "-k", str(KILL_GRACE_S), f"{bound_s(timeout)}", *argv]
+
+
+def bounded_timed_out(code: int | None, wall_s: float, timeout: float) -> bool:
+    """Whether ``bounded``'s timeout ended the command: its exit 124 (TERM)
+    or 137 (KILL after the grace) once its whole-second bound had passed
+    (the bound, not the fraction asked: 4.9 s is given as 4)."""
+    return code in (124, 137) and wall_s >= bound_s(timeout)
