@@ -395,3 +395,20 @@ def test_a_killed_command_says_so_in_its_failure():
         ["x"], 137, "", "Command terminated by signal 9\n", 3.0, killed="killed: out of memory (limit 64 MB)"
     )
     assert failure("command", ("python3", "-c", "x"), r).startswith("command killed: out of memory (limit 64 MB): ")
+
+
+# -- one lock per host --------------------------------------------------------
+
+
+def test_the_run_lock_is_the_hosts_whatever_the_home(tmp_path):
+    import subprocess
+    import sys
+
+    show = "from isobench.core import lock, workspace; print(lock.LOCK_PATH, workspace.STATE_ROOT)"
+    seen = []
+    for home in ("a", "b"):
+        env = {**os.environ, "ISOBENCH_HOME": str(tmp_path / home), "PYTHONPATH": os.pathsep.join(sys.path)}
+        out = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True, check=True)
+        seen.append(out.stdout.split())
+    assert seen[0][1] != seen[1][1]  # two homes
+    assert seen[0][0] == seen[1][0] == "/run/isobench/run.lock"  # one lock
