@@ -412,3 +412,58 @@ def test_the_run_lock_is_the_hosts_whatever_the_home(tmp_path):
         seen.append(out.stdout.split())
     assert seen[0][1] != seen[1][1]  # two homes
     assert seen[0][0] == seen[1][0] == "/run/isobench/run.lock"  # one lock
+
+
+# -- a damaged store says so ----------------------------------------------------
+
+
+def _damaged_store(sandbox) -> Path:
+    """Three runs, then 12 bytes of the samples index's page overwritten: a real corrupt page."""
+    import sqlite3
+
+    from tests.synthetic_runs import simple_run
+
+    from isobench.store.db import Store
+
+    path = sandbox / "s.sqlite"
+    store = Store(str(path))
+    for i in range(3):
+        simple_run(
+            store, f"r{i}", {"native": [10.0 + j for j in range(200)], "docker-nat": [9.0 + j for j in range(200)]}
+        )
+    store.close()
+    db = sqlite3.connect(path)
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'samples_run'").fetchone()[0]
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    with open(path, "r+b") as fh:
+        fh.seek((root - 1) * size + 8)
+        fh.write(b"\xff" * 12)
+    return path
+
+
+def test_a_corrupt_page_is_called_damaged_by_every_reader(sandbox, capfd):
+    path = _damaged_store(sandbox)
+    (sandbox / "x.run.json").write_text("{}")
+    for args in (("runs",), ("report", "r1"), ("archive", "r1", "-o", "x.json"), ("export", "r1", "--format", "json")):
+        code, _, err = isobench(capfd, *args)
+        assert code == 2 and err.count("\n") == 1 and "unexpected" not in err, (args, err)
+        assert f"{path.name}: the store is damaged (database disk image is malformed)" in err, (args, err)
+        assert "`isobench store check --store" in err and "`isobench store recover -o NEW.sqlite --store" in err
+    # a truncated store is damaged too, not "not an isobench store"
+    (sandbox / "t.sqlite").write_bytes(path.read_bytes()[:20000])
+    code, _, err = isobench(capfd, "runs", "--store", sandbox / "t.sqlite")
+    assert code == 2 and "t.sqlite: the store is damaged" in err, err
+
+
+def test_store_check_names_the_damage_and_recover_keeps_every_undamaged_run(sandbox, capfd):
+    path = _damaged_store(sandbox)
+    code, out, err = isobench(capfd, "store", "check")
+    assert code == 2 and "malformed" in out and "damaged" in err and "store recover -o NEW.sqlite" in err, (out, err)
+    code, out, err = isobench(capfd, "store", "recover", "-o", sandbox / "new.sqlite")
+    assert code == 0 and "3 run(s) copied into" in out and ", 0 lost" in out, (out, err)
+    code, out, err = isobench(capfd, "store", "check", "--store", sandbox / "new.sqlite")
+    assert code == 0 and "sound" in out, (out, err)
+    code, out, _ = isobench(capfd, "runs", "--store", sandbox / "new.sqlite")
+    assert code == 0 and all(f"r{i}" in out for i in range(3)), out
+    assert path.exists()  # the damaged store is only read

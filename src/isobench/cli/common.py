@@ -49,7 +49,13 @@ def _known_store(value: str) -> str:
     writes before it opens the store, and an output must never be it."""
     if value:
         _inputs.add(os.path.realpath(value))
+        _stores.append(value)
     return value
+
+
+def current_store() -> str | None:
+    """The store this command was given (--store or ISOBENCH_STORE), if any."""
+    return _stores[-1] if _stores else None
 
 
 class Finite(click.FloatRange):
@@ -108,6 +114,7 @@ def open_store(path: str, create: bool = False):
 # -- outputs never destroy inputs (docs/hostile-inputs.md, "Outputs") ------------------------
 
 _inputs: set[str] = set()  # the stores this command opened (resolved)
+_stores: list[str] = []  # as given, the last one the command's
 _own: set[str] = set()  # default outputs (results/RUN_ID.html ...): isobench's own, replaced freely
 _force = False
 

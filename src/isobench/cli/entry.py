@@ -69,6 +69,12 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return tuple(known)
 
 
+def _damaged(exc: Exception) -> bool:
+    import sqlite3
+
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in str(exc) or "not a database" in str(exc))
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in args or os.environ.get("ISOBENCH_DEBUG") == "1"
@@ -103,6 +109,12 @@ def main(argv: list[str] | None = None) -> None:
         _say(one_line(str(exc)))
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - the last frame: everything becomes one line
+        if _damaged(exc):  # a damaged page met mid-command (issue 47): no "unexpected", no exit 3
+            from isobench.cli.common import current_store
+            from isobench.store.db import damaged_line
+
+            _say(damaged_line(current_store() or "the store", one_line(str(exc))))
+            sys.exit(EXIT_ERROR)
         if debug:
             traceback.print_exc()
             sys.exit(EXIT_UNEXPECTED)

@@ -14,6 +14,7 @@ from isobench.cli.host import clean, doctor, envs, images
 from isobench.cli.reparse import reparse
 from isobench.cli.reporting import export_cmd, report, runs
 from isobench.cli.running import run, validate
+from isobench.cli.store_cmd import store_group
 from isobench.cli.transfer import archive_cmd, export_run_cmd, import_cmd
 from isobench.cli.try_cmd import try_cmd
 
@@ -57,6 +58,7 @@ for _command in (
     reparse,
     history,
     try_cmd,
+    store_group,
 ):
     main.add_command(_command)
 

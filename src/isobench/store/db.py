@@ -30,10 +30,32 @@ class StoreWriteError(StoreError):
     """Writing a sample failed mid-run (disk full, read-only): the run stops."""
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def damaged_line(path: str, why: str) -> str:
+    """The one line every command says of a damaged store."""
+    return (
+        f"{path}: the store is damaged ({why}); `isobench store check --store {path}` says where, and "
+        f"`isobench store recover -o NEW.sqlite --store {path}` copies every run that still reads"
+    )
+
+
+def looks_like_sqlite(path: str) -> bool:
+    """Whether the file starts as an SQLite database does (damaged or not)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
 def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
     """sqlite's error as one line saying what to do."""
     text = str(exc)
-    if "not a database" in text or "malformed" in text:
+    if "malformed" in text or ("not a database" in text and looks_like_sqlite(path)):
+        return damaged_line(path, text)
+    if "not a database" in text:
         return f"{path}: not an isobench store ({text}); give another --store path"
     if "readonly" in text or "read-only" in text or "unable to open" in text:
         return f"{path}: the store is not writable ({text}); fix its permissions or give another --store path"
