@@ -467,3 +467,14 @@ def test_store_check_names_the_damage_and_recover_keeps_every_undamaged_run(sand
     code, out, _ = isobench(capfd, "runs", "--store", sandbox / "new.sqlite")
     assert code == 0 and all(f"r{i}" in out for i in range(3)), out
     assert path.exists()  # the damaged store is only read
+
+
+def test_a_run_on_a_damaged_store_is_refused_before_anything_starts(sandbox):
+    from isobench.store.db import Store, StoreError
+
+    path = _damaged_store(sandbox)
+    with pytest.raises(StoreError, match=r"s.sqlite: the store is damaged .*isobench store check"):
+        Store(str(path)).check_writable()  # execute() calls it before the lock and the first environment
+    sound = Store(str(sandbox / "sound.sqlite"))
+    sound.check_writable()
+    assert sound.quick_check() == "" and sound.quick_check(budget_s=0) == ""  # out of time: taken as it is

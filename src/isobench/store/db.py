@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Sequence
 
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
@@ -31,6 +32,10 @@ class StoreWriteError(StoreError):
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+# the writer's check at a run's start: seconds it may take before a large store is taken as it is
+QUICK_CHECK_S = 2.0
 
 
 def damaged_line(path: str, why: str) -> str:
@@ -123,6 +128,24 @@ class Store:
                 self.db.execute("DROP TABLE isobench_probe")
         except sqlite3.DatabaseError as exc:
             raise StoreError(store_problem(self.path, exc)) from None
+        problem = self.quick_check()
+        if problem:  # a run on a damaged store would measure, then fail to store
+            raise StoreError(damaged_line(self.path, problem))
+
+    def quick_check(self, budget_s: float = QUICK_CHECK_S) -> str:
+        """SQLite's quick_check, stopped after budget_s (a large store is
+        then taken as it is): its first problem, or "" when none was found."""
+        deadline = time.monotonic() + budget_s
+        self.db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            first = self.db.execute("PRAGMA quick_check(1)").fetchone()
+        except sqlite3.OperationalError as exc:
+            return "" if "interrupted" in str(exc) else str(exc)
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        finally:
+            self.db.set_progress_handler(None, 0)
+        return "" if first is None or first[0] == "ok" else " ".join(str(first[0]).split())
 
     def close(self) -> None:
         self.db.close()
