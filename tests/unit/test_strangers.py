@@ -478,3 +478,20 @@ def test_a_run_on_a_damaged_store_is_refused_before_anything_starts(sandbox):
     sound = Store(str(sandbox / "sound.sqlite"))
     sound.check_writable()
     assert sound.quick_check() == "" and sound.quick_check(budget_s=0) == ""  # out of time: taken as it is
+
+
+# -- resume completes -----------------------------------------------------------
+
+
+def test_resume_of_a_complete_run_says_so_and_starts_nothing(sandbox, capfd):
+    from tests.synthetic_runs import simple_run
+
+    from isobench.store.db import Store
+
+    mine = Store(str(sandbox / "s.sqlite"))
+    # its input is missing here: had the resume gone on, its preflight would have said so
+    simple_run(mine, "r1", {"native": [1.0, 1.1]}, workload="w", envs=("native",), study=parse_study(STRANGER, "x"))
+    mine.close()
+    code, out, err = isobench(capfd, "run", "--resume", "r1", "--no-progress")
+    assert code == 0 and "run r1 is complete: every cell has its samples, nothing to resume" in err, (out, err)
+    assert "files" not in err

@@ -284,6 +284,15 @@ def run(
                     "someone else's commands, files and packages, and a run executes them as root; re-run its "
                     "study file after reading it (isobench report shows it), or add --trust-imported"
                 )
+            status = store.db.execute("SELECT status FROM runs WHERE run_id=?", (resume_id,)).fetchone()
+            if status is not None and status[0] == "complete":  # nothing to measure: start nothing
+                err_console.print(
+                    f"run {resume_id} is complete: every cell has its samples, nothing to resume "
+                    f"(isobench report {resume_id} shows it)",
+                    markup=False,
+                    highlight=False,
+                )
+                return
             stored_path, text = store.study_of(resume_id)
             # its files are read again beside the study file it was started from
             study = parse_study(text, f"{resume_id} (stored study)", os.path.dirname(os.path.abspath(stored_path)))
