@@ -47,7 +47,7 @@ apt-get install -y -q --no-install-recommends "${INFRA[@]}" >/dev/null
 
 # The workload tools, from the workload modules themselves: Debian's python3
 # (just installed) without site packages, since the venv does not exist yet.
-TOOLS_OUT=$(PYTHONPATH="$ROOT/src" /usr/bin/python3 -S -m isobench.host.packages) || die "cannot list the workload tools"
+TOOLS_OUT=$(PYTHONPATH="${ISOBENCH_PYTHONPATH:-$ROOT/src}" /usr/bin/python3 -S -m isobench.host.packages) || die "cannot list the workload tools"
 mapfile -t TOOLS <<<"$TOOLS_OUT"
 [ "${#TOOLS[@]}" -gt 0 ] && [ -n "${TOOLS[0]}" ] || die "empty workload tool list"
 
@@ -71,7 +71,8 @@ fi
 # Versions installed, for the record (the image records its own in packages.tsv).
 say "tool versions: $(dpkg-query -W -f '${Package}=${Version} ' "${TOOLS[@]}")"
 
-"$HERE/start-dockerd.sh"
+# `isobench setup` runs start-dockerd.sh as a step of its own (ISOBENCH_NO_DOCKERD=1)
+[ "${ISOBENCH_NO_DOCKERD:-}" = 1 ] || bash "$HERE/start-dockerd.sh"
 
 [ -e /dev/kvm ] && say "/dev/kvm present (the first VM run probes whether it can boot a guest; else TCG)" || say "no /dev/kvm: VMs will run emulated (TCG)"
 say "done"

@@ -42,7 +42,7 @@ bridge_gateway() {
 mkdir -p /etc/docker
 # base keys plus the installed OCI runtimes (crun, runsc), merged by
 # isobench.host.daemonconf (Debian's python3, stdlib only)
-conf_state=$(PYTHONPATH="$ROOT/src" python3 -S -m isobench.host.daemonconf "$CONF") || die "cannot update $CONF"
+conf_state=$(PYTHONPATH="${ISOBENCH_PYTHONPATH:-$ROOT/src}" python3 -S -m isobench.host.daemonconf "$CONF") || die "cannot update $CONF"
 say "$CONF $conf_state (bip $BIP_GATEWAY/24, pools 198.18.64.0/18, overlay2, runtimes: $(command -v crun runsc | xargs -r -n1 basename | xargs))"
 
 # crun refuses a "hybrid" cgroup host whose cgroup2 still holds controllers

@@ -19,12 +19,13 @@ from isobench.analysis.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule
 from isobench.analysis.stats import DEFAULT_TOL_PCT
 from isobench.core import tomlbound
 from isobench.core.ids import NAME_RE, NAME_RULE, shown
+from isobench.core.plants import CannotPlant, plant_problem
 from isobench.core.readbound import BoundedReadError, read_bounded
-from isobench.core.strictmodel import StrictModel
+from isobench.core.strictmodel import StrictModel, fields_at
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.host.noise import NoiseSpec
 from isobench.workloads import WORKLOADS, claiming_fields, table_kind
-from isobench.workloads.base import WorkloadParams
+from isobench.workloads.base import NO_HOST, WorkloadParams
 
 
 class StudyError(ValueError):
@@ -58,6 +59,18 @@ class StudyMeta(StrictModel):
     # "30m": after a first block of `repetitions` rounds, rounds go to the
     # workload cases that can still resolve in the time left (isobench.analysis.budget)
     budget: str | None = None
+    # environment -> planted slowdown, percent: its samples do that much more
+    # of the same work, counted as the base work (Workload.planted; written
+    # by isobench calibrate, docs/calibrate.md)
+    plants: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("plants")
+    @classmethod
+    def _plants(cls, v: dict[str, float]) -> dict[str, float]:
+        for env, pct in v.items():
+            if plant_problem(pct):
+                raise ValueError(f"{env}: {plant_problem(pct)}")
+        return v
 
     @field_validator("budget", mode="before")
     @classmethod
@@ -176,7 +189,7 @@ def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseMo
         loc = prefix + tuple(err["loc"])
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            allowed = _fields_of(model, loc)
+            allowed = _fields_of(model, loc, len(prefix))
             msg = "unknown field" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
         elif err["type"] == "missing":
             msg = "required field is missing"
@@ -187,10 +200,11 @@ def _one_line(path: str, exc: ValidationError, prefix: tuple, model: type[BaseMo
     return f"{path}: " + "; ".join(msgs)
 
 
-def _fields_of(model: type[BaseModel] | None, loc: tuple) -> list[str]:
+def _fields_of(model: type[BaseModel] | None, loc: tuple, skip: int) -> list[str]:
+    """The allowed fields of the table holding loc's last part (the rejected one)."""
     if loc[:1] == ("study",):
-        model = StudyMeta
-    return sorted(model.model_fields) if model is not None else []
+        model, skip = StudyMeta, 1
+    return fields_at(model, loc[skip:-1]) if model is not None else []
 
 
 def _expand_presets(path: str, raw_envs: Any) -> dict[str, Any]:
@@ -266,6 +280,24 @@ def _check_primary(path: str, key: str, kind: str, params: WorkloadParams) -> No
         )
 
 
+def _check_plants(path: str, meta: StudyMeta, envs: list[str], workloads: list[WorkloadEntry]) -> None:
+    """Each planted environment is one of the study's other than the
+    baseline, and every workload can do its planted share of extra work
+    (Workload.planted)."""
+    for env, pct in meta.plants.items():
+        if env not in envs:
+            raise StudyError(f"{path}: study.plants.{env}: not one of the environments ({', '.join(envs[:12])})")
+        if env == meta.baseline:
+            raise StudyError(
+                f"{path}: study.plants.{env}: the baseline is what plants are measured against; plant another"
+            )
+        for entry in workloads:
+            try:
+                WORKLOADS[entry.workload](entry.params, NO_HOST).planted(pct)
+            except CannotPlant as exc:
+                raise StudyError(f"{path}: study.plants.{env}: workloads.{entry.key}: {exc}") from None
+
+
 def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -> Study:
     """The study in ``text``, named ``path`` in every message; its relative
     paths resolve against ``base_dir`` (default: the current directory)."""
@@ -305,6 +337,7 @@ def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -
         names = list(specs)
         shown = ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
         raise StudyError(f"{path}: study.baseline: {meta.baseline!r} is not one of the environments ({shown})")
+    _check_plants(path, meta, list(specs), workloads)
     noise = None
     if "noise" in raw and meta.budget is not None:
         raise StudyError(

@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -215,7 +216,10 @@ def test_a_planted_difference_is_refused_before_measuring_or_measured_and_said(t
     assert not isobench_containers()
 
 
-def test_try_measures_one_command_and_saves_its_study(tmp_path):
+LOOP = "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo hi"  # one thread, CPU-bound, about 0.2 s
+
+
+def test_try_runs_a_one_thread_command_as_a_duet_and_saves_its_study(tmp_path):
     store = tmp_path / "r.sqlite"
     proc = isobench(
         "try",
@@ -233,14 +237,38 @@ def test_try_measures_one_command_and_saves_its_study(tmp_path):
         "--",
         "sh",
         "-c",
-        "echo hi; sleep 0.2",
+        LOOP,
         store=store,
         cwd=tmp_path,
     )
     assert "The answer" in proc.stdout and "wall_s" in proc.stdout and "stored as run " in proc.stdout
+    assert "sh/default: ran as a duet" in " ".join(proc.stdout.split()), proc.stdout
     saved = (tmp_path / "mine.toml").read_text()
-    assert '[workloads.sh]\ncommand = [\n    "sh",\n    "-c",\n    "echo hi; sleep 0.2",\n]' in saved
+    assert '[workloads.sh]\ncommand = [\n    "sh",\n    "-c",\n' in saved
+    assert 'schedule = "duet"' in saved and "duet = true" in saved, saved
     assert isobench("validate", "mine.toml", store=store, cwd=tmp_path).returncode == 0
     db = sqlite3.connect(store)
-    assert db.execute("SELECT count(*) FROM samples WHERE workload = 'sh' AND status = 'ok'").fetchone()[0] == 4
-    assert not isobench_containers()
+    rows = db.execute(
+        "SELECT env, round, warmup, started_at, wall_s, extra FROM samples WHERE workload = 'sh' AND status = 'ok'"
+    ).fetchall()
+    # warmup = 0: native's sample alone decided (kept as a warm-up), then each round one duet
+    probe = [r for r in rows if r[2]]
+    assert [(r[0], r[1]) for r in probe] == [("native", -1)] and "duet" not in json.loads(probe[0][5])
+    measured = [r for r in rows if not r[2]]
+    assert sorted((r[0], r[1]) for r in measured) == [
+        ("docker-nat", 0),
+        ("docker-nat", 1),
+        ("native", 0),
+        ("native", 1),
+    ]
+    for round_ in (0, 1):
+        (a, b) = [r for r in measured if r[1] == round_]
+        assert json.loads(a[5])["duet"]["partner"] == b[0] and json.loads(b[5])["duet"]["partner"] == a[0]
+        starts = [datetime.fromisoformat(r[3]).timestamp() for r in (a, b)]
+        # both sides ran at once: each started before the other ended
+        assert starts[0] < starts[1] + b[4] and starts[1] < starts[0] + a[4], (a, b)
+    run_id = db.execute("SELECT run_id, status FROM runs").fetchone()
+    assert run_id[1] == "complete"
+    assert not [c for c in isobench_containers() if run_id[0] in c]
+    left = subprocess.run(["pgrep", "-f", "i -lt 30000"], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout

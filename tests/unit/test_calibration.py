@@ -1,13 +1,14 @@
 """isobench calibrate's two pure halves: the calibration study it writes
-(baseline, A/A copies, slowed copies with the planted quota) and the rates
-it reads back from a run's verdicts."""
+(baseline, A/A copies, slowed copies with planted work or a planted quota)
+and the rates it reads back from a run's verdicts, each plant's delivered
+size beside its planted one."""
 
 from pathlib import Path
 
 import pytest
 
 from isobench.results.model import MetricKey, RunData
-from isobench.run.calibration import derive, judge, parse_sizes
+from isobench.run.calibration import delivered, derive, judge, parse_sizes
 from isobench.study import StudyError, parse_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +18,7 @@ REAL = MetricKey("compression", "default", "real_s", "s", False, "duration")
 
 
 def test_the_derived_study_runs_copies_and_slowed_copies_of_one_environment():
-    text, plan = derive(STUDY, "calibrate.toml", None, (5.0, 10.0, 20.0), 3, None)
+    text, plan = derive(STUDY, "calibrate.toml", None, (5.0, 10.0, 20.0), 3, None, "quota")
     study = parse_study(text, "derived")
     assert study.meta.baseline == "docker-host" and study.meta.name == "calibrate-calibrate"
     assert list(study.environments) == [
@@ -47,44 +48,71 @@ def test_a_long_study_name_still_gives_a_valid_calibration_name():
 
 def test_the_environments_own_quota_is_the_unslowed_one():
     text = STUDY.replace("[environments.docker-host]", "[environments.docker-host]\ncpus = 1.5")
-    derived, plan = derive(text, "s.toml", "docker-host", (50.0,), 1, 0.3)
+    derived, plan = derive(text, "s.toml", "docker-host", (50.0,), 1, 0.3, "quota")
     assert plan.quota == 1.5
     assert parse_study(derived).environments["docker-host-slow50"].cpus == pytest.approx(0.75)
 
 
 @pytest.mark.parametrize(
-    "env, copies, needle",
+    "env, copies, plant, plants, needle",
     [
-        ("native", 2, "--env: native (native) has no CPU quota (cpus)"),
-        ("nope", 2, "--env: 'nope' is not an environment"),
-        ("docker-host", 0, "--copies: 0 is outside 1 to 16"),
+        ("native", 2, "quota", 1, "--env: native (native) has no CPU quota (cpus)"),
+        ("nope", 2, "work", 1, "--env: 'nope' is not an environment"),
+        ("docker-host", 0, "work", 1, "--copies: 0 is outside 1 to 16"),
+        ("docker-host", 1, "work", 17, "--plants: 17 is outside 1 to 16"),
+        ("docker-host", 1, "cfs", 1, "--plant: 'cfs' is not a kind of plant; give work or quota"),
     ],
 )
-def test_what_cannot_be_calibrated_is_refused_in_one_line(env, copies, needle):
+def test_what_cannot_be_calibrated_is_refused_in_one_line(env, copies, plant, plants, needle):
     text = STUDY.replace("[environments.docker-host]", "[environments.docker-host]\n[environments.native]")
     with pytest.raises(StudyError) as err:
-        derive(text, "s.toml", env, (10.0,), copies, None)
+        derive(text, "s.toml", env, (10.0,), copies, None, plant, plants)
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(
     "sizes, needle",
     [
-        ("0", "outside (0, 90)"),
-        ("90", "outside (0, 90)"),
-        ("-5", "outside (0, 90)"),
+        ("0", "outside (0, 50]"),
+        ("50.5", "outside (0, 50]"),
+        ("90", "outside (0, 50]"),
+        ("-5", "outside (0, 50]"),
+        ("nan", "outside (0, 50]"),
         ("ten", "not a number"),
         ("5,5", "each planted size once"),
     ],
 )
-def test_planted_sizes_outside_0_to_90_are_refused(sizes, needle):
+def test_planted_sizes_outside_0_to_50_are_refused(sizes, needle):
     with pytest.raises(StudyError) as err:
         parse_sizes(sizes)
     assert str(err.value).startswith("--sizes:") and needle in str(err.value)
 
 
 def test_sizes_parse_with_or_without_percent_signs():
-    assert parse_sizes("20, 5%,10") == (5.0, 10.0, 20.0)
+    assert parse_sizes("20, 5%,10,50") == (5.0, 10.0, 20.0, 50.0)
+
+
+def test_work_plants_are_the_default_and_leave_every_copy_as_the_environment_is():
+    text, plan = derive(STUDY, "calibrate.toml", None, (5.0, 10.0), 2, None, plants=3)
+    study = parse_study(text, "derived")
+    assert plan.plant == "work" and plan.quota is None
+    slowed = [f"docker-host-slow{s}-{i}" for s in (5, 10) for i in (1, 2, 3)]
+    assert list(study.environments) == ["docker-host", "docker-host-aa1", "docker-host-aa2", *slowed]
+    assert study.meta.plants == {name: float(name.split("slow")[1].split("-")[0]) for name in slowed}
+    # no quota anywhere: the copies are the environment itself, the plant is in the work
+    assert {spec.cpus for spec in study.environments.values()} == {None}
+    assert len({spec.model_dump_json() for spec in study.environments.values()}) == 1
+
+
+def test_a_workload_that_cannot_plant_work_is_refused_before_anything_starts():
+    text = STUDY + '\n[workloads.mine]\ncommand = ["true"]\n'
+    with pytest.raises(StudyError) as err:
+        derive(text, "s.toml", None, (5.0,), 1, None)
+    msg = str(err.value)
+    assert msg.startswith("--plant work: workloads.mine: command: repeat = 1 cannot carry a planted 5%")
+    assert "give repeat = 18" in msg and msg.endswith("or --plant quota") and "\n" not in msg
+    # the quota kind plants it
+    assert derive(text, "s.toml", None, (5.0,), 1, None, "quota")[1].quota == 1.0
 
 
 def _run(factors: dict[str, float], noise: list[float]) -> RunData:
@@ -113,6 +141,31 @@ def _run(factors: dict[str, float], noise: list[float]) -> RunData:
         values,
         rounds=rounds,
     )
+
+
+def test_a_plants_delivered_size_is_its_slowdown_against_the_aa_copies():
+    assert delivered(5.0, []) == pytest.approx(5.0)
+    assert delivered(5.0, [0.0, 0.0, 3.0]) == pytest.approx(5.0)  # the median A/A copy
+    # every copy 2% slower than the baseline (a side's bias): a plant measured
+    # at 6.9% delivered 5% of it
+    assert delivered(100 - 0.98 * 95, [2.0, 2.0]) == pytest.approx(5.0)
+    assert delivered(3.0, [-2.0]) == pytest.approx(100 - 97 / 1.02)
+
+
+def test_judge_reports_each_plants_delivered_size_beside_its_planted_one():
+    drift = [8.0, 7.1, 8.6, 6.9, 7.7, 8.2, 7.4, 8.0]
+    factors = {"dh": 1.0, "dh-aa1": 0.98, "dh-aa2": 0.98, "dh-slow5-1": 0.98 * 0.95, "dh-slow5-2": 0.98 * 0.97}
+    result = judge(_run(factors, drift))
+    plants = {p.env: p for p in result.rates[1].plants}
+    assert result.rates[1].label == "planted 5%" and result.rates[1].n == 2
+    assert plants["dh-slow5-1"].delivered_pct == pytest.approx(5.0, abs=0.3)
+    assert plants["dh-slow5-2"].delivered_pct == pytest.approx(3.0, abs=0.3)
+    assert plants["dh-slow5-1"].planted_pct == 5.0 and plants["dh-slow5-1"].cell == "compression default throughput_mbs"
+    assert result.rates[1].delivered_pct == pytest.approx(4.0, abs=0.3)
+    assert result.rates[1].delivered_range == pytest.approx((3.0, 5.0), abs=0.3)
+    assert result.rates[1].measured_pct == pytest.approx(100 - 0.98 * 96, abs=0.3)  # not A/A-corrected
+    assert not result.rates[0].plants and "delivered_pct" not in result.as_dict()["rates"][0]
+    assert result.as_dict()["rates"][1]["plants"][0]["delivered_pct"] == pytest.approx(5.0, abs=0.3)
 
 
 def test_judge_counts_false_alarms_on_copies_and_detections_on_slowed_copies():

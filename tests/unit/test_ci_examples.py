@@ -27,12 +27,12 @@ EXAMPLES = ROOT / "ci-examples"
 PIPELINES = ("github-actions.yml", "gitlab-ci.yml")
 OPERATOR = set("();<>|&")
 # need the host (Docker, its noise, root): parsed, not run
-PARSE_ONLY = {"doctor", "envs", "images", "clean", "calibrate", "try", "fleet"}
+PARSE_ONLY = {"doctor", "envs", "images", "clean", "calibrate", "try", "fleet", "setup"}
 
 TIGHT = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0]
 NOISY = [100.0, 90.0, 110.0, 95.0, 105.0]
 QUIET, LOUD = (0.01, 0.02), (5.0, 5.0)  # the host's noise as `doctor` measured it (CPU, I/O)
-SCENARIOS = {  # base run's values, candidate's values, host noise, the command that fails and its status
+SCENARIOS = {  # base run's and candidate's values off the baseline environment, host noise, what fails and how
     "pass": (TIGHT, TIGHT, QUIET, None, 0),
     "regression": (TIGHT, [v * 0.8 for v in TIGHT], QUIET, "compare", out.EXIT_GATE),
     "blind": (NOISY, list(reversed(NOISY)), QUIET, "compare", out.EXIT_BLIND),
@@ -105,13 +105,15 @@ def run_pipeline(text: str, scenario: str, tmp_path: Path, monkeypatch) -> list[
     base_values, new_values, noise, failing, status = SCENARIOS[scenario]
     work = tmp_path / scenario
     (work / "results").mkdir(parents=True)  # the pipelines' `mkdir -p results`
-    (work / "studies").symlink_to(ROOT / "studies")
+    (work / "bench").mkdir()
+    (work / "bench" / "isolation.toml").symlink_to(ROOT / "studies" / "quick.toml")  # the project's own study
     monkeypatch.chdir(work)
-    study = load_study("studies/quick.toml")
+    study = load_study("bench/isolation.toml")
     envs = tuple(study.environments)
 
     def values(v):
-        return {e: v for e in envs}
+        """The baseline environment as steady as ever; the others as the scenario says (the overhead moves)."""
+        return {e: TIGHT if e == study.meta.baseline else v for e in envs}
 
     store_path = str(work / "store.sqlite")
     s = Store(store_path)
@@ -130,7 +132,13 @@ def run_pipeline(text: str, scenario: str, tmp_path: Path, monkeypatch) -> list[
 
     monkeypatch.setattr(execution, "execute", fake_execute)  # measuring needs the host
     monkeypatch.setattr(pilot, "cached", lambda *a, **k: fake_pilot(*noise))  # as `doctor` measured it
-    variables = {"NEW": "ci-new", "BASE": "ci-base", "ISOBENCH_STORE": store_path}
+    variables = {
+        "NEW": "ci-new",
+        "STUDY": "bench/isolation.toml",
+        "BASELINE": "baseline.run.json",
+        "CI_PIPELINE_ID": "7",
+        "ISOBENCH_STORE": store_path,
+    }
     env = {"ISOBENCH_STORE": store_path, "COLUMNS": "100"}
     ran = []
     for script in scripts(yaml.safe_load(text)):
@@ -164,6 +172,8 @@ def test_the_pipelines_command_lines_run(name, scenario, tmp_path, monkeypatch):
     assert {"validate", "run", "archive", "compare"} <= set(commands), commands
     compare = next(args for args, _ in ran if args[0] == "compare")
     assert "--fail-on-change" in compare and "--require-resolution" in compare and "--junit" in compare
+    assert "--overhead" in compare  # the gate that cancels the host's drift between the two runs
+    assert all(args[1] == "bench/isolation.toml" for args, _ in ran if args[0] in ("validate", "run"))
     if scenario == "blind":
         junit = Path(compare[compare.index("--junit") + 1]).read_text()
         assert "<failure" in junit and "blind: could not have seen" in junit
@@ -177,6 +187,7 @@ def test_the_pipelines_command_lines_run(name, scenario, tmp_path, monkeypatch):
         ("isobench doctor", "isobench doctr"),  # a command that does not exist
         ("--budget 30m --strict", "--budget 30m --stric"),
         ('"$NEW"', '"$NEWER"'),  # a variable nobody sets
+        ("--overhead --fail-on-change", "--overhed --fail-on-change"),
         ('"$NEW" --no-progress', '"$NEW --no-progress'),  # an open quote
     ],
 )
@@ -192,3 +203,30 @@ def test_both_pipelines_are_on_the_ci_page():
     page = (ROOT / "docs" / "ci.md").read_text()
     for name in PIPELINES:
         assert f"ci-examples/{name}" in page
+
+
+def test_another_projects_pipeline_installs_the_tool_and_gates_its_own_study():
+    for name in PIPELINES:
+        text = (EXAMPLES / name).read_text()
+        assert "uv tool install" in text and "isobench setup --yes" in text, name
+        assert "scripts/setup.sh" not in text and ".venv/bin" not in text and "studies/" not in text, name
+        assert "STUDY: bench/isolation.toml" in text, name
+
+
+def test_the_baseline_is_mains_last_complete_run_whatever_the_gate_said():
+    """The rule written in docs/ci.md: saved after every complete run on
+    main, red or blind included (so it cannot freeze), never after an
+    incomplete one."""
+    gh = yaml.safe_load((EXAMPLES / "github-actions.yml").read_text())
+    steps = gh["jobs"]["isolation-cost"]["steps"]
+    (save,) = [s for s in steps if s.get("id") == "newbase"]
+    assert save["if"].startswith("always()") and "steps.measure.outcome == 'success'" in save["if"]
+    assert "refs/heads/main" in save["if"] and "= complete ]" in save["run"]
+    (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache/save")]
+    assert cache["if"].startswith("always()") and "steps.newbase.outputs.saved" in cache["if"]
+    gl = yaml.safe_load((EXAMPLES / "gitlab-ci.yml").read_text())
+    job = gl["baseline"]
+    assert job["stage"] == ".post" and job["rules"][0]["when"] == "always"
+    assert any("= complete ]" in line and '"$BASELINE"' in line for line in job["script"])
+    page = (ROOT / "docs" / "ci.md").read_text()
+    assert "last complete run" in page and "whatever" in page

@@ -187,7 +187,9 @@ def test_native_records_its_spec_and_the_cpu_pin_gave_it(monkeypatch):
     assert env.facts()["options"] == {"pin": True, "cpu": cpu}
     assert env.facts()["pinning"] == {"host_cpu": cpu, "how": "taskset"}
     ran = []
-    monkeypatch.setattr("isobench.envs.native.run_argv", lambda argv, timeout, cwd=None, live=None: ran.append(argv))
+    monkeypatch.setattr(
+        "isobench.envs.native.run_argv", lambda argv, timeout, cwd=None, live=None, own_session=False: ran.append(argv)
+    )
     env.exec(["true"], 5)
     make("native").exec(["true"], 5)
     assert ran == [["taskset", "-c", cpu, "true"], ["true"]]

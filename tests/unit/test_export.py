@@ -62,6 +62,11 @@ CELLS = [
     "warnings",
     # appended since primaries
     "family",
+    # appended since centres
+    "centre",
+    "baseline_centre",
+    # appended since rounds_needed is null beyond the cap
+    "rounds_needed_beyond_cap",
 ]
 
 

@@ -166,7 +166,7 @@ def test_export_csv_dir_and_its_old_spelling(synthetic, tmp_path):
     assert r.exit_code == 0 and (tmp_path / "old" / "cells.csv").exists()
     assert "export --format csv -o DIR is deprecated" in r.stderr
     r = invoke("export", "a", "--store", synthetic, "-o", "-")
-    assert r.exit_code == 2 and "CSV is two files" in r.output
+    assert r.exit_code == 2 and "CSV is three files" in r.output
 
 
 def _two(path, a_values, b_values):

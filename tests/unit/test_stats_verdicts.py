@@ -230,12 +230,12 @@ def test_an_inconclusive_cell_says_the_smallest_change_its_run_could_call():
         f"; this run could call changes of about {change_text(expected)} or more; about "
         f"{v.rounds_needed} rounds would resolve ±5%"
     ) in v.text
-    # Welch (no pairs): the same with n = min(n_c, n_b), at the level of the printed interval
+    # Welch (no pairs): the same with n = min(n_c, n_b) at Welch's df, at the level of the printed interval
     w = compare_cell(exact(4, math.log(100), 0.2, 3), exact(3, math.log(100), 0.2, 4), True)
     many = adjust([w] + [_paired_cell(3, 0.0, seed=5)] * 9)
     assert w.test == "welch-log" and many[0].verdict == INCONCLUSIVE and many[0].m == 10
     q = 1 - many[0].level
-    assert many[0].callable_pct == pytest.approx(math.expm1(detectable_change(w.noise_sd, 3, q)) * 100)
+    assert many[0].callable_pct == pytest.approx(math.expm1(detectable_change(w.noise_sd, 3, q, df=w.df)) * 100)
     assert many[0].callable_pct > judge(w).callable_pct  # the stricter level of ten cells calls less
 
 
@@ -351,3 +351,26 @@ def test_a_level_never_reads_100_percent():
     assert fmt_level(1 - 0.05 / 66) == "99.92%"  # as before: four significant digits
     assert fmt_level(1 - 0.05 / (64 * 21)) == "99.9963%"  # two budgeted runs' 21 primaries
     assert fmt_level(1 - 0.05 / 1e6) == "99.999995%"
+
+
+def test_a_crossover_cell_predicts_at_its_own_df():
+    """A duet blocked by CPU side tests at n − 2 df: the change it could call
+    and the rounds that would settle it are computed there, not at n − 1."""
+    rng = np.random.default_rng(3)
+    n = 7
+    d = rng.normal(0.0, 0.06, n)
+    pairs = [(100 * math.exp(x), 100.0) for x in d]
+    sides = ["0" if r % 2 == 0 else "1" for r in range(n)]
+    e = compare_cell([c for c, _ in pairs], [b for _, b in pairs], True, pairs=pairs, sides=sides)
+    assert e.test == "paired-crossover" and e.df == n - 2
+    v = judge(e)
+    assert v.verdict == INCONCLUSIVE
+    assert v.callable_pct == pytest.approx(math.expm1(detectable_change(e.noise_sd, n, ALPHA, df=n - 2)) * 100)
+    assert v.callable_pct > math.expm1(detectable_change(e.noise_sd, n, ALPHA)) * 100  # n − 1 would promise more
+    k = v.rounds_needed
+    target = math.log1p(5 / 100) / 2
+
+    def half(rounds: int, df: float) -> float:
+        return float(st.t.isf(ALPHA / 2, df)) * e.noise_sd / math.sqrt(rounds)
+
+    assert half(k, k - 2) < target <= half(k - 1, k - 3)  # exact at the crossover's df

@@ -337,14 +337,17 @@ def _processes_with(arg: str) -> list[int]:
 
 @pytest.mark.skipif(not os.access("/usr/bin/time", os.X_OK), reason="GNU time is not installed")
 def test_a_timed_out_native_command_leaves_no_process(tmp_path):
-    from tests.unit.test_workload_command import Local, workload
+    from tests.unit.test_workload_command import workload
 
+    from isobench.envs.base import Paths
+    from isobench.envs.native import NativeEnvironment
     from isobench.run.measure import take
 
     unique = f"10000.{os.getpid()}{time.monotonic_ns() % 10**6}"  # a sleep of 10000 s nobody else runs
     # the command under env and GNU time, and one it starts in the background
     w = workload(command=["sh", "-c", f"sleep {unique} & sleep {unique}"], timeout_s=5)
-    env = Local("local", root=str(tmp_path / "env"))
+    env = NativeEnvironment(name="native", run_id="strangers")  # its exec: the native samples' own
+    env._paths = Paths(data=str(tmp_path / "data"), tmp=str(tmp_path / "tmp"))
     w.prepare(env)
     taken = take(w, "default", env)
     try:
@@ -477,7 +480,9 @@ def test_a_run_on_a_damaged_store_is_refused_before_anything_starts(sandbox):
         Store(str(path)).check_writable()  # execute() calls it before the lock and the first environment
     sound = Store(str(sandbox / "sound.sqlite"))
     sound.check_writable()
-    assert sound.quick_check() == "" and sound.quick_check(budget_s=0) == ""  # out of time: taken as it is
+    from isobench.store.damage import quick_check
+
+    assert quick_check(sound.db) == "" and quick_check(sound.db, budget_s=0) == ""  # out of time: taken as it is
 
 
 # -- resume completes -----------------------------------------------------------

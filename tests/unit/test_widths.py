@@ -222,18 +222,24 @@ def test_clean_fits(width):
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)
 def test_calibrate_fits(width):
     from isobench.cli.calibrate import print_rates
-    from isobench.run.calibration import Calibration, Rate, wilson
+    from isobench.run.calibration import Calibration, Planted, Rate, wilson
 
     env = "an-environment-named-at-31-char"  # NAME_MAX
+
+    def plants(size: float) -> tuple[Planted, ...]:
+        name, cell = f"{env}-slow{size:g}-16", "compression-16 default throughput_mbs"
+        return (Planted(name, cell, size, size * 0.97, True, "−4.9% [−6.1, −3.7] changed"),) if size else ()
+
     rates = tuple(
-        Rate("A/A" if size == 0 else f"planted {size:g}%", size, hits, n, *wilson(hits, n), measured, ())
+        Rate("A/A" if size == 0 else f"planted {size:g}%", size, hits, n, *wilson(hits, n), measured, (), plants(size))
         for size, hits, n, measured in ((0, 3, 126, -0.43), (2.5, 7, 18, 2.31), (10, 18, 18, 9.87), (20, 18, 18, 19.6))
     )
     result = Calibration(f"20261125-070348-{env[:21].rstrip('-')}-calibrate-9f3c", env, rates)
     assert len(f"calibration of {env} (run {result.run_id})") > 80  # the title must wrap at 80
     text = drawn(common.console, lambda out: print_rates(result, out))
     assert not over(text, width), over(text, width)
-    assert "3 false alarms" in text and "+19.6%" in text and result.run_id in text
+    assert "3 of 126" in text and "false alarms" in text and "+19.6%" in text and result.run_id in text
+    assert "+19.4%" in text and "slow20-16" in text  # each plant, its name folded, not cut
 
 
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)
@@ -271,3 +277,67 @@ def test_try_plan_and_answer_fit(width, store_path):
     store.close()
     assert not over(text, width), over(text, width)
     assert text.rstrip().endswith("shows the whole report") and quick in text
+
+
+def _intervals(pct: float, low: float, high: float, short: bool) -> str | None:
+    """A change and its interval as printed (Table I's terminal cells drop the
+    interval's % signs); None for a capped bound (printed as < or >)."""
+    from isobench.results.numbers import fmt_pct
+
+    if low < -99.9 or high > 999:
+        return None
+    lo, hi = fmt_pct(low), fmt_pct(high)
+    if short:
+        lo, hi = lo.removesuffix("%"), hi.removesuffix("%")
+    return f"{fmt_pct(pct)} [{lo}, {hi}]"
+
+
+def _whole(out: str, wanted: list[str]) -> list[str]:
+    """The wanted values that no line of the output holds whole."""
+    lines = out.splitlines()
+    return [w for w in wanted if not any(w in ln for ln in lines)]
+
+
+@pytest.mark.parametrize("width", (80, 100), indirect=True)
+def test_no_number_interval_verdict_or_run_id_is_cut(width, store_path):
+    """report, compare and history at 80 and 100 columns, read against their
+    own JSON: every change with its interval, every centre and run id is on
+    one line whole, and no line holds an ellipsis (a cut value)."""
+    path, quick = store_path
+    doc = json.loads(run(width, "report", quick, "--store", path, "--format", "json").stdout)
+    report = run(width, "report", quick, "--store", path).stdout
+    wanted = [
+        x
+        for c in doc["cells"]
+        if c["pct_ci95_low"] is not None
+        and (x := _intervals(c["pct_vs_baseline"], c["pct_ci95_low"], c["pct_ci95_high"], True))
+    ]
+    from isobench.results.numbers import fmt_num
+
+    wanted += [fmt_num(c["centre"]) for c in doc["cells"] if c["centre"] is not None]
+    assert len(wanted) > 100 and _whole(report, wanted) == []
+    assert "\u2026" not in report
+    cmp = json.loads(run(width, "compare", "a", "c", "--store", path, "--format", "json").stdout)
+    shown = run(width, "compare", "a", "c", "--store", path).stdout
+    wanted = [x for c in cmp["cells"] if (x := _intervals(c["pct"], c["pct_low"], c["pct_high"], False))]
+    assert len(wanted) > 50 and _whole(shown, wanted + ["a (A) \u2192 c (B)"]) == [] and "\u2026" not in shown
+    hist = json.loads(run(width, "history", "synthetic", "--store", path, "--format", "json").stdout)
+    shown = run(width, "history", "synthetic", "--store", path).stdout
+    points = [p for g in hist["groups"] for s in g["series"] for p in s["points"]]
+    wanted = [
+        x
+        for p in points
+        if p.get("pct_low") is not None and (x := _intervals(p["pct"], p["pct_low"], p["pct_high"], False))
+    ]
+    assert len(wanted) > 10 and _whole(shown, wanted + [p["run_id"] for p in points]) == [] and "\u2026" not in shown
+
+
+def test_a_long_fact_is_cut_between_values():
+    from isobench.report.terminal import _clip
+
+    noise = "paired SD 4.1% per sample on CPU [3.2%, 5.8%], 22.4% on I/O [16.6%, 31.0%] (host noise pilot, 30 rounds)"
+    assert _clip(noise) == noise  # the host-noise fact is never cut
+    packages = ", ".join(f"package{i}=1.{i}.0" for i in range(40))
+    cut = _clip(packages)
+    assert len(cut) <= 202 and cut.endswith(" \u2026")
+    assert cut[:-2] + ", " in packages + ", "  # whole values only

@@ -195,11 +195,14 @@ def cell_needs(e: Effect, q: float, tol_pct: float) -> int:
     if not e.tested:
         return ROUNDS_NEEDED_CAP + 1
     df_factor = e.df_factor
-    either = rounds_to_resolve(e.noise_sd, q, max(tol_pct, e.noise_pct), df_factor) or ROUNDS_NEEDED_CAP + 1
+    either = (
+        rounds_to_resolve(e.noise_sd, q, max(tol_pct, e.noise_pct), df_factor, df_lost=e.df_lost)
+        or ROUNDS_NEEDED_CAP + 1
+    )
     size = abs(e.log_ratio)
     if size > 0 and math.isfinite(size):
         # rounds_to_resolve aims at a half-width of log1p(margin)/2: this margin makes that |log ratio|
-        called = rounds_to_resolve(e.noise_sd, q, math.expm1(min(2 * size, 700)) * 100, df_factor)
+        called = rounds_to_resolve(e.noise_sd, q, math.expm1(min(2 * size, 700)) * 100, df_factor, df_lost=e.df_lost)
         if called is not None:
             either = min(either, called)
     return either

@@ -30,10 +30,10 @@ from typing import Any, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike
 
-from isobench.analysis.summary import Summary, ci_halfwidth_pct, finite_array, scipy_special, summarize
+from isobench.analysis.summary import Summary, centre_of, ci_halfwidth_pct, finite_array, scipy_special, summarize
 
 ALPHA = 0.05
-__all__ = ["Summary", "ci_halfwidth_pct", "summarize"]  # re-exported: one cell's summary
+__all__ = ["Summary", "centre_of", "ci_halfwidth_pct", "summarize"]  # re-exported: one cell's summary
 
 
 # -- log-scale per-cell comparison (the current API) ------------------------------
@@ -42,6 +42,8 @@ DEFAULT_TOL_PCT = 5.0  # equivalence margin (± % of the baseline) when the stud
 
 TEST_PAIRED = "paired"  # one-sample t on per-round log ratios
 TEST_WELCH_LOG = "welch-log"  # Welch's t on the log values of both sides
+# a duet's paired log ratios blocked by the CPU set (log_crossover), n - 2 df
+TEST_CROSSOVER = "paired-crossover"
 TEST_NONE = "none"  # not tested; Effect.reason says why
 
 
@@ -147,16 +149,16 @@ class Effect:
 
     ``log_ratio``, ``se`` and ``df`` define both the test (``p``, raw and
     two-sided, before any correction) and every interval (``interval``).
-    ``noise_sd`` and ``df_factor`` describe the noise per round so that the
-    rounds needed for a given precision can be predicted: at n rounds per side
-    the standard error would be noise_sd / sqrt(n) with df_factor * (n - 1)
-    degrees of freedom.
+    ``noise_sd``, ``df_factor`` and ``df_lost`` describe the noise per round so
+    that the rounds needed for a given precision can be predicted: at n rounds
+    per side the standard error would be noise_sd / sqrt(n) with
+    df_factor * (n - 1) - df_lost degrees of freedom (the test's own).
 
     ``test`` is "none" when the data cannot be tested (n < 2, values <= 0,
     non-finite values); ``reason`` then says why, and the test fields are nan.
     """
 
-    test: str  # paired | welch-log | none
+    test: str  # paired | paired-crossover | welch-log | none
     reason: str  # why "none", or why pairs given were not used; "" otherwise
     higher_is_better: bool
     candidate: Summary  # of the raw values, for the mean [sd] cell
@@ -176,6 +178,14 @@ class Effect:
     tol_pct: float  # equivalence margin, ± % of the baseline
     noise_pct: float  # noise floor, see isobench.analysis.verdicts
     alpha: float
+    # The geometric means whose quotient is ``ratio``, over the values the
+    # test used (the pairs, each side weighted alike when blocked): what
+    # Table I prints, so that a reader can recompute every change.
+    centre_c: float = float("nan")
+    centre_b: float = float("nan")
+    # degrees of freedom the test spends beyond the mean: at n rounds it has
+    # df_factor * (n - 1) - df_lost (1 for the crossover's second side mean)
+    df_lost: float = 0.0
 
     @property
     def tested(self) -> bool:
@@ -254,6 +264,7 @@ def compare_cell(
             c.size and b.size and np.all(np.isfinite(c)) and np.all(np.isfinite(b)) and c.min() > 0 and b.min() > 0
         )
         log_ratio = float(np.mean(np.log(c)) - np.mean(np.log(b))) if loggable else nan
+        centres = (float(np.exp(np.mean(np.log(c)))), float(np.exp(np.mean(np.log(b))))) if loggable else (nan, nan)
         return Effect(
             TEST_NONE,
             problem,
@@ -264,6 +275,8 @@ def compare_cell(
             p=nan,
             noise_sd=nan,
             df_factor=nan,
+            centre_c=centres[0],
+            centre_b=centres[1],
             **ratio_fields(log_ratio, higher_is_better),
             **common,
         )
@@ -271,19 +284,22 @@ def compare_cell(
     if prs.shape[0] >= 2:
         d = np.log(prs[:, 0]) - np.log(prs[:, 1])
         tt, test, reason, n_pairs = log_paired(d), TEST_PAIRED, "", int(prs.shape[0])
-        noise_sd, df_factor = math.sqrt(float(_var1(d))), 1.0
+        noise_sd, df_factor, df_lost = math.sqrt(float(_var1(d))), 1.0, 0.0
+        centres = geometric_centres(np.log(prs[:, 0]), np.log(prs[:, 1]))
         crossed = log_crossover(d, sides) if sides is not None and len(sides) == d.size else None
         if crossed is not None:  # se = noise_sd / sqrt(n) with balanced sides
-            tt, noise_sd = crossed, float(crossed.se) * math.sqrt(d.size)
-            df_factor = float(crossed.df) / max(d.size - 1.0, 1.0)
+            tt, noise_sd, test = crossed, float(crossed.se) * math.sqrt(d.size), TEST_CROSSOVER
+            df_lost = 1.0  # n - 2 df at any n
+            centres = geometric_centres(np.log(prs[:, 0]), np.log(prs[:, 1]), np.asarray(sides))
     else:
         lc, lb = np.log(c), np.log(b)
+        centres = geometric_centres(lc, lb)
         tt, test, n_pairs = log_welch(lc, lb), TEST_WELCH_LOG, 0
         reason = "" if pairs is None else f"{prs.shape[0]} complete round(s) to pair: Welch on logs"
         vc, vb = float(_var1(lc)), float(_var1(lb))
         noise_sd = math.sqrt(vc + vb)
         # Welch-Satterthwaite df with n per side is (n - 1) * this factor (1..2).
-        df_factor = (vc + vb) ** 2 / (vc**2 + vb**2) if vc + vb > 0 else 1.0
+        df_factor, df_lost = (vc + vb) ** 2 / (vc**2 + vb**2) if vc + vb > 0 else 1.0, 0.0
     log_ratio = float(tt.estimate)
     return Effect(
         test,
@@ -295,9 +311,25 @@ def compare_cell(
         p=float(tt.p),
         noise_sd=noise_sd,
         df_factor=df_factor,
+        df_lost=df_lost,
+        centre_c=centres[0],
+        centre_b=centres[1],
         **ratio_fields(log_ratio, higher_is_better),
         **common,
     )
+
+
+def geometric_centres(log_c: np.ndarray, log_b: np.ndarray, sides: np.ndarray | None = None) -> tuple[float, float]:
+    """exp of each side's mean log value: the geometric means whose quotient
+    is the test's estimate. Blocked by ``sides`` (the crossover), the mean of
+    the two sides' means, as its estimate is."""
+
+    def centre(x: np.ndarray) -> float:
+        if sides is None:
+            return float(np.exp(_mean1(x)))
+        return float(np.exp(np.mean([_mean1(x[sides == v]) for v in np.unique(sides)])))
+
+    return centre(log_c), centre(log_b)
 
 
 # exp() of a log ratio is kept finite and positive: at a tiny corrected level

@@ -90,3 +90,15 @@ def ci_halfwidth_pct(summary: Summary) -> float:
     if summary.mean == 0:
         return float("inf")
     return half / abs(summary.mean) * 100
+
+
+def centre_of(values: Sequence[float]) -> float:
+    """What Table I prints as a cell's centre: the geometric mean (the
+    changes are ratios of them), or the mean when a value is not positive
+    (no logarithm; such a cell is not tested). nan for no values."""
+    a = np.asarray(values, dtype=float).ravel()
+    if a.size == 0 or not np.all(np.isfinite(a)):
+        return float("nan")
+    if not np.all(a > 0):
+        return float(np.mean(a))
+    return float(np.exp(np.mean(np.log(a)))) if np.ptp(a) > 0 else float(a[0])  # constant: the value itself

@@ -10,7 +10,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from isobench.analysis.stats import TEST_NONE, TEST_PAIRED, Effect, ratio_fields, t_pvalue
+from isobench.analysis.stats import TEST_CROSSOVER, TEST_NONE, TEST_PAIRED, Effect, ratio_fields, t_pvalue
 
 TEST_WELCH_DIFF = "welch-diff"  # Welch-type t on the difference of two runs' mean log ratios
 # Two log ratios of the same ratio computed from differently scaled values
@@ -76,7 +76,7 @@ def overhead_change(a: Effect, b: Effect) -> Effect:
     # (n - 1)·df_factor df: the per-run predictions combined the same way.
     va, vb = a.noise_sd**2, b.noise_sd**2
     df_factor = (va + vb) ** 2 / (va**2 / a.df_factor + vb**2 / b.df_factor) if va + vb > 0 else 1.0
-    reason = "" if a.test == b.test == TEST_PAIRED else f"within-run tests: A {a.test}, B {b.test}"
+    reason = "" if {a.test, b.test} <= {TEST_PAIRED, TEST_CROSSOVER} else f"within-run tests: A {a.test}, B {b.test}"
     return Effect(
         TEST_WELCH_DIFF,
         reason,

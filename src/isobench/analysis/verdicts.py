@@ -206,7 +206,7 @@ def rounds_needed(effect: Effect, q: float, margin_pct: float, cap: int = ROUNDS
     """
     if not effect.tested:
         return None
-    needed = rounds_to_resolve(effect.noise_sd, q, margin_pct, effect.df_factor, cap)
+    needed = rounds_to_resolve(effect.noise_sd, q, margin_pct, effect.df_factor, cap, effect.df_lost)
     if needed is None:
         return None
     # Unequal sides make the equal-n prediction approximate: never ask for
@@ -218,28 +218,34 @@ def rounds_needed(effect: Effect, q: float, margin_pct: float, cap: int = ROUNDS
 def callable_change(effect: Effect, q: float) -> float | None:
     """The smallest change, in percent, this cell's own test could have
     called at its n and level 1 - q, at its observed noise: the change a
-    paired test of that many rounds finds 4 times in 5
-    (``detectable_change``), as (e^delta - 1)·100. A Welch cell uses the
-    same with n = min(n_c, n_b), an approximation on the safe side: its
-    test has between n - 1 and 2(n - 1) degrees of freedom, the paired one
-    n - 1. None when the cell is untested or no change could be called
+    test of that many rounds and the cell's own degrees of freedom finds 4
+    times in 5 (``detectable_change``), as (e^delta - 1)·100: n - 1 for the
+    paired test, n - 2 for the crossover, Welch's for a Welch cell (with
+    n = min(n_c, n_b)). None when the cell is untested or no change could be called
     (under 2 rounds, a critical value beyond a float's precision, a change
     too large for exp).
     """
     if not effect.tested:
         return None
-    delta = detectable_change(effect.noise_sd, effect.n_pairs or min(effect.n_c, effect.n_b), q)
+    df = effect.df if math.isfinite(effect.df) and effect.df > 0 else None
+    delta = detectable_change(effect.noise_sd, effect.n_pairs or min(effect.n_c, effect.n_b), q, df=df)
     if not math.isfinite(delta) or delta >= 700:  # exp would overflow: "no change could be"
         return None
     return math.expm1(delta) * 100
 
 
 def rounds_to_resolve(
-    noise_sd: float, q: float, margin_pct: float, df_factor: float = 1.0, cap: int = ROUNDS_NEEDED_CAP
+    noise_sd: float,
+    q: float,
+    margin_pct: float,
+    df_factor: float = 1.0,
+    cap: int = ROUNDS_NEEDED_CAP,
+    df_lost: float = 0.0,
 ) -> int | None:
     """The smallest n whose interval at level 1 - q has half-width
     t_df(n)(1 - q/2)·noise_sd/sqrt(n) < log(1 + margin/100)/2, with
-    df(n) = df_factor·(n - 1) (1 for a paired test: n rounds, n - 1 df).
+    df(n) = df_factor·(n - 1) - df_lost, the test's own (a paired test: n
+    rounds, n - 1 df; the crossover n - 2).
 
     Why half the margin: then an interval that contains 1 lies inside
     ±margin (equivalent) and one that does not is changed, so no outcome is
@@ -253,16 +259,18 @@ def rounds_to_resolve(
         return None
     target = math.log1p(margin_pct / 100) / 2
 
+    least = 2 + math.ceil(df_lost)  # the fewest rounds the test has a df at
+
     def half(n: int) -> float:  # decreasing in n: bisection finds the smallest n
-        return float(t_critical(q, df_factor * (n - 1))) * noise_sd / math.sqrt(n)
+        return float(t_critical(q, df_factor * (n - 1) - df_lost)) * noise_sd / math.sqrt(n)
 
     if half(cap) >= target:
         return cap + 1
-    lo, hi = 1, cap  # half(lo) >= target (or lo < 2), half(hi) < target
+    lo, hi = least - 1, cap  # half(lo) >= target (or lo below the least), half(hi) < target
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if half(mid) < target else (mid, hi)
-    return max(hi, 2)
+    return max(hi, least)
 
 
 # "Can find a change": the paired test at the corrected level rejects it this
@@ -270,10 +278,13 @@ def rounds_to_resolve(
 DETECT_POWER = 0.8
 
 
-def detectable_change(noise_sd: float, rounds: int, q: float, power: float = DETECT_POWER) -> float:
+def detectable_change(
+    noise_sd: float, rounds: int, q: float, power: float = DETECT_POWER, df: float | None = None
+) -> float:
     """The smallest true log ratio a paired t-test of ``rounds`` rounds,
     two-sided at level 1 - q, finds (rejects in its direction) with
-    probability ``power``, at per-round log-ratio SD ``noise_sd``.
+    probability ``power``, at per-round log-ratio SD ``noise_sd``; ``df``
+    the test's degrees of freedom when not n - 1 (the crossover's n - 2).
 
     With n rounds the statistic is noncentral t with n - 1 df and
     noncentrality delta·sqrt(n)/noise_sd; it rejects upward when it exceeds
@@ -288,20 +299,21 @@ def detectable_change(noise_sd: float, rounds: int, q: float, power: float = DET
         return math.inf
     if noise_sd == 0:
         return 0.0
-    nc = _noncentrality(rounds, float(q), float(power))
+    nc = _noncentrality(float(rounds - 1 if df is None else df), float(q), float(power))
     return nc * noise_sd / math.sqrt(rounds) if math.isfinite(nc) else math.inf
 
 
 @functools.lru_cache(maxsize=4096)
-def _noncentrality(rounds: int, q: float, power: float) -> float:
-    """nc of ``detectable_change``: it depends on the rounds, level and power
+def _noncentrality(df: float, q: float, power: float) -> float:
+    """nc of ``detectable_change``: it depends on the df, level and power
     only, so every inconclusive cell of a table (one n, one level) solves it
     once."""
     import warnings
 
     from scipy import optimize
 
-    df = rounds - 1
+    if not df > 0:
+        return math.inf
     c = float(t_critical(q, df))
     if not math.isfinite(c):
         return math.inf

@@ -84,7 +84,12 @@ def duet_problems(study: Study, host: HostInfo, cpus: list[int]) -> list[str]:
     too few CPUs for two sides, an environment that cannot be placed or
     places itself, a workload that needs more CPUs than a side has."""
     if study.meta.schedule != "duet":
-        return []
+        return [
+            f"{study.path}: workloads.{e.key}.duet: true asks for a duet, but the study runs one sample at a time; "
+            'add schedule = "duet" to [study] (or --schedule duet), or leave duet out'
+            for e in study.workloads
+            if e.params.duet is True and WORKLOADS[e.workload](e.params, host).duet_mode() is not None
+        ]
     side = len(duet_sides(cpus)[0])
     if side < 1:
         return [
@@ -135,13 +140,20 @@ class StudySize:
     round_s: float = 0.0  # one round of every cell in every environment
     fixed_s: float = 0.0  # starting and stopping the instances, once
     guessed_s: float = 0.0  # the part of round_s that is a guess (Workload.duration_known)
+    # a budgeted study: the measured rounds of every case its budget pays for
+    # at this estimate (``budget_rounds``); None otherwise. ``rounds`` and
+    # ``samples`` stay the first block's, which the limits are checked on.
+    budget_rounds: int | None = None
 
     def describe(self) -> str:
         n = plural
+        rounds, samples = n(self.rounds, "round"), self.samples
+        if self.budget_rounds is not None and self.rounds > 0:  # the one rounds figure a budget is said in
+            rounds = f"{self.warmup} warm-up + about {n(self.budget_rounds, 'round')}"
+            samples = self.samples // self.rounds * (self.warmup + self.budget_rounds)
         return (
             f"size: {n(self.environments, 'environment')} ({n(self.instances, 'instance')}), "
-            f"{n(self.cells, 'cell')}, {n(self.rounds, 'round')}, {n(self.samples, 'sample')}, "
-            f"about {fmt_duration(self.estimated_s)}"
+            f"{n(self.cells, 'cell')}, {rounds}, {n(samples, 'sample')}, about {fmt_duration(self.estimated_s)}"
         )
 
     def seconds_at(self, measured_rounds: int) -> float:
@@ -183,7 +195,17 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
         round_s,
         START_S * instances,
         guessed_s,
+        budget_rounds(plan, round_s, START_S * instances, study.meta.warmup) if plan else None,
     )
+
+
+def budget_rounds(plan, round_s: float, fixed_s: float, warmup: int) -> int:
+    """Measured rounds of every case a budget pays for at ``round_s`` a
+    round, within its plan's first block and cap (analysis.budget.Plan)."""
+    if round_s <= 0:
+        return int(plan.cap)
+    fits = int((plan.budget_s - fixed_s) / round_s) - warmup
+    return int(min(max(fits, plan.first), plan.cap))
 
 
 def budget_problem(study: Study, size: StudySize, label: str = "study.budget") -> str | None:

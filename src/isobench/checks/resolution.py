@@ -32,6 +32,7 @@ from isobench.analysis.stats import ALPHA
 from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable, rounds_to_resolve
 from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, KernelNoise, Pilot, fmt_noise
 from isobench.checks.preflight import StudySize
+from isobench.checks.preflight import budget_rounds as preflight_budget_rounds
 from isobench.host.hostinfo import HostInfo
 from isobench.results.numbers import rounds_text
 from isobench.study import Study
@@ -66,7 +67,7 @@ def compared_cells(study: Study, host: HostInfo) -> Compared:
         if workload.io_bound and envs:
             io_cells += rows * len(envs)
             io_keys.append(entry.key)
-        elif study.meta.schedule == "duet" and workload.duets and envs:
+        elif study.meta.schedule == "duet" and (workload.duets or workload.duet_mode() in ("auto", "true")) and envs:
             duet_cells += rows * len(envs)
             duet_keys.append(entry.key)
     return Compared(cells, io_cells, tuple(io_keys), duet_cells, tuple(duet_keys))
@@ -104,11 +105,8 @@ def _needs_text(r: Resolution, size: StudySize) -> str:
 
 def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
     """Measured rounds of every case the budget pays for, by the study's own
-    estimate, within the plan's first block and cap."""
-    if size.round_s <= 0:
-        return plan.cap
-    fits = int((plan.budget_s - size.fixed_s) / size.round_s) - warmup
-    return min(max(fits, plan.first), plan.cap)
+    estimate (``preflight.budget_rounds``: the figure its size line says)."""
+    return preflight_budget_rounds(plan, size.round_s, size.fixed_s, warmup)
 
 
 @dataclass(frozen=True)
@@ -185,6 +183,21 @@ def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: P
     is compared."""
     if compared.cells == 0:
         return []
+    return one_round_warning(study) + _noise_lines(study, size, compared, pilot, now)
+
+
+def one_round_warning(study: Study) -> list[str]:
+    """A study measured once per cell compares nothing: said before it runs."""
+    meta = study.meta
+    if meta.adaptive or meta.budget is not None or meta.repetitions != 1:
+        return []
+    return [
+        "warning: repetitions = 1: one round per cell gives no interval and no paired test, so every "
+        "comparison is inconclusive; give repetitions = 2 at least (7 or more to resolve a few percent)"
+    ]
+
+
+def _noise_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None, now: float) -> list[str]:
     o = outlook(study, size, compared, pilot)
     if not o.groups:
         return [

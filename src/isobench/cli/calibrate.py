@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from isobench.cli.common import STORE_OPTION, Finite, check_output, console
+from isobench.cli.common import STORE_OPTION, Finite, check_output, console, shipped_or_path
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, table_format_option, terminal_to
@@ -30,19 +30,36 @@ def _old_json(ctx, param, value: str | None) -> str | None:
 
 
 @click.command("calibrate")
-@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @STORE_OPTION
 @click.option(
     "--env",
     metavar="NAME",
-    help="Environment to calibrate (default: the study's baseline); its kind must offer a CPU quota (cpus).",
+    help="Environment to calibrate (default: the study's baseline); for --plant quota its kind must offer a "
+    "CPU quota (cpus).",
 )
 @click.option(
     "--sizes",
     default="5,10,20",
     show_default=True,
     metavar="PCTS",
-    help="Planted slowdowns, percent of CPU time taken away, each in (0, 90).",
+    help="Planted slowdowns, percent of the rate of work taken away, each in (0, 50].",
+)
+@click.option(
+    "--plant",
+    type=click.Choice(["work", "quota"]),
+    default="work",
+    show_default=True,
+    help="How a slowed copy is slowed: work does that much more of the same work per sample, counted as the "
+    "base work (the same size on any host); quota gives it that much less CPU quota (docs/calibrate.md).",
+)
+@click.option(
+    "--plants",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Slowed copies per planted size (detection is counted over plants x primary cells).",
 )
 @click.option(
     "--copies",
@@ -57,7 +74,7 @@ def _old_json(ctx, param, value: str | None) -> str | None:
     "quota",
     type=Finite(min=0, min_open=True),
     metavar="N",
-    help="CPU quota every unslowed copy gets when the environment sets none (default 1).",
+    help="With --plant quota: the CPU quota every unslowed copy gets when the environment sets none (default 1).",
 )
 @click.option("--show", "show_id", metavar="RUN_ID", help="Judge a stored calibration run again; run nothing.")
 @table_format_option("calibrate", json_alias=False)
@@ -85,6 +102,8 @@ def calibrate(
     store_path: str,
     env: str | None,
     sizes: str,
+    plant: str,
+    plants: int,
     copies: int,
     quota: float | None,
     show_id: str | None,
@@ -98,18 +117,21 @@ def calibrate(
 
     Runs STUDY_FILE's workloads in one environment (the baseline), in COPIES
     identical copies of it (nothing changed: any 'changed' verdict is a false
-    alarm) and in copies slowed by a CPU quota SIZES percent smaller (a
+    alarm) and in PLANTS copies per planted size slowed by SIZES percent (a
     'changed for the worse' verdict is a detection), rounds interleaved as in
-    `isobench run`. Then counts, over the primary cells, the false-alarm rate
-    and the detection rate per planted size, each with a 95% Wilson interval,
-    and stores them with the run. CPU-bound workloads feel the planted size
-    fully; the 'measured' column shows what each planted size actually did.
+    `isobench run`. A work plant does SIZES/(100-SIZES) more of the same work
+    per sample and counts only the base work; a quota plant gets a CPU quota
+    SIZES percent smaller. Then counts, over the primary cells, the
+    false-alarm rate and the detection rate per planted size, each with a
+    95% Wilson interval and each plant's delivered size (its slowdown
+    against the A/A copies'), and stores them with the run.
     --json, the old spelling of --format json, works for one more release
     (and --json FILE, writing FILE besides the table: use --format json -o FILE).
 
     \b
     Example (about 8 minutes on 2 cores):
       isobench calibrate studies/calibrate.toml --sizes 5,10,20 --copies 7
+      isobench calibrate studies/calibrate.toml --sizes 5 --plants 4
     """
     from isobench.run.calibration import derive, judge, parse_sizes
     from isobench.store.db import StoreError
@@ -132,7 +154,7 @@ def calibrate(
         assert study_file is not None  # exactly one of the two, checked above
         try:
             study = load_study(study_file)
-            text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota)
+            text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota, plant, plants)
             derived = parse_study(text, f"{study_file} (calibration)", study.base_dir)
             if schedule is not None:
                 derived = with_schedule(derived, schedule)
@@ -163,23 +185,38 @@ def _pct(x: float) -> str:
     return DASH if math.isnan(x) else f"{x * 100:.0f}%"
 
 
+def _size(x: float) -> str:
+    return DASH if math.isnan(x) else fmt_pct(x)
+
+
 def print_rates(result, out) -> None:
-    """The rates as a table on ``out``, drawn to its width (its title and cells wrap)."""
+    """The rates as a table on ``out``, drawn to its width (its title and
+    cells wrap), then each plant's planted and delivered size."""
     table = Table(
         "",
-        "cells",
-        "called changed",
+        "called changed (of cells)",
         "rate [95%]",
         "measured slowdown (median)",
-        title=f"calibration of {escape(result.env)} (run {escape(result.run_id)})",
+        "delivered (median, range)",
+        title=f"calibration of {escape(result.env)} (run {escape(result.run_id)}, {escape(result.plant)} plants)",
     )
     for r in result.rates:
         what = "false alarms" if r.planted_pct == 0 else "detected"
+        lo, hi = r.delivered_range
         table.add_row(
             escape(r.label),
-            str(r.n),
-            f"{r.hits} {what}",
+            f"{r.hits} of {r.n} {what}",
             f"{_pct(r.rate)} [{_pct(r.low)}, {_pct(r.high)}]",
-            DASH if math.isnan(r.measured_pct) else fmt_pct(r.measured_pct),
+            _size(r.measured_pct),
+            DASH if not r.plants else f"{_size(r.delivered_pct)} ({_size(lo)} to {_size(hi)})",
         )
     out.print(table)
+    plants = [p for r in result.rates for p in r.plants]
+    if not plants:
+        return
+    each = Table("planted", "delivered", "verdict", title="each plant")
+    each.add_column("environment", overflow="fold")
+    each.add_column("cell", overflow="fold")
+    for p in plants:
+        each.add_row(_size(p.planted_pct), _size(p.delivered_pct), escape(p.text), escape(p.env), escape(p.cell))
+    out.print(each)

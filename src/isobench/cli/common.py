@@ -87,6 +87,15 @@ def fold(lines, out: Console) -> None:
 MESSAGE_LIMIT = 2000
 
 
+class Failure(SystemExit):
+    """fail()'s exit: status 2, carrying its one line for a command that
+    also says it as a JSON error document (validate --format json)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 def fail(message: str) -> NoReturn:
     """One line and exit status 2. The message holds user text (paths,
     names, "[study]"): printed literally, never as console markup, and with
@@ -94,7 +103,21 @@ def fail(message: str) -> NoReturn:
     err_console.print(
         f"[bold red]error:[/] {escape(printable(message)[:MESSAGE_LIMIT])}", highlight=False, soft_wrap=True
     )
-    sys.exit(2)
+    raise Failure(printable(message)[:MESSAGE_LIMIT])
+
+
+def shipped_or_path(ctx, param, value: str | None) -> str | None:
+    """A STUDY_FILE argument's callback: a path as given, or a shipped
+    study's name (`isobench run quick` from any directory); a name that is
+    neither is one line listing the shipped names."""
+    if value is None:
+        return None
+    from isobench.core.shipped import NotAStudy, study_path
+
+    try:
+        return study_path(value)
+    except NotAStudy as exc:
+        fail(str(exc))
 
 
 def open_store(path: str, create: bool = False):
@@ -126,6 +149,11 @@ FORCE_OPTION = click.option(
     callback=lambda ctx, param, value: globals().__setitem__("_force", bool(value)),
     help="Replace an existing output file, or write through a symlink.",
 )
+
+
+def written_here(path) -> None:
+    """A file this command wrote itself (try's --save): writing it again replaces it."""
+    _own.add(os.path.realpath(path))
 
 
 def check_output(path, what: str = "-o") -> None:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.text import Text
 
-from isobench.cli.common import STORE_OPTION, Finite, check_output, console, err_console
+from isobench.cli.common import STORE_OPTION, Finite, check_output, console, default_output, err_console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
@@ -86,8 +88,10 @@ from isobench.core.ids import printable
     "--fail-on-change fails (and, with --require-resolution, where a cell is blind), "
     "skipped when inconclusive otherwise.",
 )
-@format_option()
-@output_option()
+@format_option(extra=" html: one offline file, default results/compare-RUN_ID_A-RUN_ID_B.html.")
+@output_option(
+    "Write to FILE instead of stdout (- for stdout; html without -o: results/compare-RUN_ID_A-RUN_ID_B.html)."
+)
 def compare_cmd(
     run_a: str,
     run_b: str,
@@ -181,6 +185,9 @@ def compare_cmd(
     else:
         from isobench.report.html import render_compare_html
 
+        if output is None:  # as report and history: a page is a file, results/compare-A-B.html
+            output = str(default_output(f"compare-{a.run_id}-{b.run_id}", ".html"))
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
         emit(render_compare_html(result, regressions, fail_pct), output)
     if junit_path:
         from isobench.report.junit import write_junit
@@ -243,6 +250,8 @@ def cells_word(n: int) -> str:
 
 def compare_json(result, fail_pct, regressions, resolution_pct, blind) -> dict:
     """The compare as data (docs/output.md#compare)."""
+    from isobench.results.numbers import beyond_cap, capped
+
     failing, unseen = {id(c) for c in regressions}, {id(c) for c in blind}
     cells = []
     for c in result.cells:
@@ -267,7 +276,8 @@ def compare_json(result, fail_pct, regressions, resolution_pct, blind) -> dict:
                 "level": v.level,
                 "half_width_pct": v.half_width_pct,
                 "p_adjusted": v.p_adjusted,
-                "rounds_needed": v.rounds_needed,
+                "rounds_needed": capped(v.rounds_needed),
+                "rounds_needed_beyond_cap": beyond_cap(v.rounds_needed),
                 "callable_pct": v.callable_pct,
                 "regression": id(c) in failing,
                 "blind": id(c) in unseen,

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the last frame: everything becomes one line
         if _damaged(exc):  # a damaged page met mid-command (issue 47): no "unexpected", no exit 3
             from isobench.cli.common import current_store
-            from isobench.store.db import damaged_line
+            from isobench.store.damage import damaged_line
 
             _say(damaged_line(current_store() or "the store", one_line(str(exc))))
             sys.exit(EXIT_ERROR)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from isobench.cli.common import STORE_OPTION, console, err_console, open_store
+from isobench.cli.common import STORE_OPTION, console, err_console, open_store, shipped_or_path
 from isobench.cli.common import fail as _fail
 from isobench.cli.output import Duration, document, emit, output_option, table_format_option
 from isobench.core import sink
@@ -26,7 +26,7 @@ def fleet() -> None:
 
 
 @fleet.command("run")
-@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @click.option("--inventory", "-i", type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--limit", "-l", metavar="PATTERN", help="Only these hosts or groups (comma-separated, shell patterns).")
 @click.option(
@@ -56,7 +56,8 @@ def fleet() -> None:
 )
 @click.option("--resume", "resume_id", metavar="FLEET_ID", help="Retry only the hosts of FLEET_ID that did not finish.")
 @STORE_OPTION
-def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_id, store_path) -> None:
+@table_format_option("fleet run", json_alias=False)
+def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_id, store_path, fmt) -> None:
     """Run STUDY_FILE on every host of --inventory; import each host's run."""
     from isobench.core.ids import BadIdentifier, check_host, check_run_id
     from isobench.fleet import record
@@ -72,7 +73,10 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
             _fail(f"{store_path}: no fleet {resume_id!r}; `isobench fleet list` lists them")
         todo = [r for r in previous if r.status != record.COMPLETE]
         if not todo:
-            console.print(f"fleet {resume_id}: every host is complete; nothing to resume", highlight=False)
+            if fmt == "json":
+                emit(_run_document(resume_id, previous[0].study_path, previous, "nothing to resume"), None)
+            else:
+                console.print(f"fleet {resume_id}: every host is complete; nothing to resume", highlight=False)
             return
         study_file, inventory = study_file or previous[0].study_path, inventory or previous[0].inventory
         hosts, runs, fleet_id = [r.host for r in todo], {r.host: r.run_id for r in todo}, resume_id
@@ -102,6 +106,28 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
         outcomes = run_fleet(store, fleet_id, study_file, inventory, hosts, runs, forks, setup, timeout, poll, _note)
     except (StudyError, InventoryError, FleetError, BadIdentifier) as exc:
         _fail(str(exc))
+    bad = [o for o in outcomes if o.status != record.COMPLETE]
+    after = f"`isobench fleet run --resume {fleet_id}` retries the rest" if bad else f"`isobench report {fleet_id}`"
+    if fmt == "json":
+        emit(_run_document(fleet_id, study.meta.name, outcomes, after), None)
+    else:
+        _say_outcomes(fleet_id, outcomes, len(bad), after)
+    sys.exit(1 if bad else 0)
+
+
+def _run_document(fleet_id: str, study: str, outcomes, after: str) -> str:
+    from isobench.fleet.record import COMPLETE
+
+    hosts = [{"host": o.host, "run_id": o.run_id, "status": o.status, "detail": o.detail or None} for o in outcomes]
+    complete = sum(o.status == COMPLETE for o in outcomes)
+    return document(
+        "fleet-run", {"fleet_id": fleet_id, "study": study, "hosts": hosts, "complete": complete, "next": after}
+    )
+
+
+def _say_outcomes(fleet_id: str, outcomes, bad: int, after: str) -> None:
+    from isobench.fleet import record
+
     for o in outcomes:
         mark = "[green]ok[/]" if o.status == record.COMPLETE else f"[red]{o.status}[/]"
         console.print(
@@ -109,16 +135,11 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
             highlight=False,
             soft_wrap=True,
         )
-    bad = [o for o in outcomes if o.status != record.COMPLETE]
     console.print(
-        f"fleet {fleet_id}: {len(outcomes) - len(bad)} of {len(outcomes)} host(s) complete"
-        + (
-            f"; `isobench fleet run --resume {fleet_id}` retries the rest" if bad else f"; `isobench report {fleet_id}`"
-        ),
+        f"fleet {fleet_id}: {len(outcomes) - bad} of {len(outcomes)} host(s) complete; {after}",
         highlight=False,
         soft_wrap=True,
     )
-    sys.exit(1 if bad else 0)
 
 
 @fleet.command("list")
@@ -146,6 +167,9 @@ def fleet_list(store_path, fmt, output) -> None:
             output,
         )
         return
+    if not rows:  # a line, never a blank one: an empty store is an answer too
+        emit("no fleets stored yet; `isobench fleet run` starts one", output)
+        return
     emit(
         "".join(
             f"{printable(f)}  {printable(h)}  {printable(r)}  {st}  {printable(d or '')}\n" for f, h, r, st, d in rows
@@ -162,7 +186,8 @@ def fleet_list(store_path, fmt, output) -> None:
 @click.option(
     "--forks", "-f", type=click.IntRange(min=1), default=5, show_default=True, help="Hosts worked on at the same time."
 )
-def fleet_clean(inventory, limit, forks) -> None:
+@table_format_option("fleet clean", json_alias=False)
+def fleet_clean(inventory, limit, forks, fmt) -> None:
     """`isobench clean` on every host, then remove what the fleet installed there."""
     from isobench.fleet.controller import clean_fleet
     from isobench.fleet.inventory import InventoryError, hosts_of, inventory_json
@@ -174,6 +199,18 @@ def fleet_clean(inventory, limit, forks) -> None:
     if not hosts:
         _fail(f"{inventory}: no hosts; nothing to clean")
     problems = clean_fleet(inventory, hosts, forks)
+    if fmt == "json":
+        rows = [
+            {
+                "host": h,
+                "clean": h not in problems,
+                "status": problems.get(h, ("clean", ""))[0],
+                "cause": problems.get(h, ("", None))[1],
+            }
+            for h in hosts
+        ]
+        emit(document("fleet-clean", {"hosts": rows, "clean": not problems}), None)
+        sys.exit(1 if problems else 0)
     for h in hosts:
         console.print(
             escape(f"{h}: " + (f"{problems[h][0]}: {problems[h][1]}" if h in problems else "clean")),

@@ -17,25 +17,44 @@ from isobench.core.numbers import plural
 @table_format_option("envs")
 @output_option()
 def envs(fmt: str, output: str | None) -> None:
-    """What this host can run, and why not.
+    """What this host can run, and why not; then the presets, the names a
+    study's [environments.NAME] table or `try --env NAME` takes without a
+    body, each with its kind and what it sets.
 
     --json, the old spelling of --format json, works for one more release."""
-    from isobench.envs.kinds import probe_all
+    from isobench.envs.kinds import presets, probe_all
 
     rows = probe_all()
+    shorthands = [{"name": n, "kind": body["kind"], "sets": _sets(body)} for n, body in presets().items()]
     if fmt == "json":
-        emit(
-            document(
-                "envs",
-                {"environments": [{"name": r.name, "available": r.available, "details": r.details} for r in rows]},
-            ),
-            output,
-        )
+        environments = [{"name": r.name, "available": r.available, "details": r.details} for r in rows]
+        emit(document("envs", {"environments": environments, "presets": shorthands}), output)
         return
     table = Table("environment", "available", "details")
     for row in rows:
         table.add_row(escape(row.name), "[green]yes" if row.available else "[red]no", escape(row.details))
-    terminal_to(output, lambda out: out.print(table), console)
+    named = Table(
+        "preset", "kind", "sets", title=escape("presets: [environments.NAME] with no body, or try --env NAME")
+    )
+    for p in shorthands:
+        named.add_row(
+            escape(p["name"]),
+            escape(p["kind"]),
+            escape(", ".join(f"{k} = {_toml(v)}" for k, v in p["sets"].items()) or "-"),
+        )
+    terminal_to(output, lambda out: (out.print(table), out.print(named)), console)
+
+
+def _sets(body: dict) -> dict:
+    """A preset's fields besides its kind."""
+    return {k: v for k, v in body.items() if k != "kind"}
+
+
+def _toml(value) -> str:
+    """A value as a study file spells it (true, not True)."""
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 @click.command()
@@ -88,21 +107,27 @@ def images() -> None:
 
 @images.command("build")
 @click.option("--force", is_flag=True, help="Rebuild even when the cached image matches the recipe.")
-def images_build(force: bool) -> None:
+@table_format_option("images build", json_alias=False)
+def images_build(force: bool, fmt: str) -> None:
     """Build (or reuse) the image, cached by a hash of its recipe."""
     from isobench.core.dockerclient import engine
     from isobench.core.errors import EnvironmentError_
     from isobench.images import ensure_image
 
+    log = console if fmt == "terminal" else err_console  # the build's log never mixes into the document
     try:
-        tag = ensure_image(engine(), force=force, log=lambda line: console.print(line, highlight=False, markup=False))
+        tag = ensure_image(engine(), force=force, log=lambda line: log.print(line, highlight=False, markup=False))
     except EnvironmentError_ as exc:
         _fail(str(exc))
-    console.print(f"image ready: {tag}", markup=False)
+    if fmt == "json":
+        emit(document("images-build", {"tag": tag}), None)
+    else:
+        console.print(f"image ready: {tag}", markup=False)
 
 
 @click.command()
-def clean() -> None:
+@table_format_option("clean", json_alias=False)
+def clean(fmt: str) -> None:
     """Remove what a crashed run left: QEMU guests, servers, namespaces, links,
     iptables rules, containers, volumes and scratch files (only isobench's)."""
     from isobench.core.lock import AlreadyRunning, RunLock
@@ -118,7 +143,10 @@ def clean() -> None:
         from isobench.checks.health import forget_pending
 
         forget_pending()  # what failed teardowns left is gone with the rest
-    print_removed(removed, console)
+    if fmt == "json":
+        emit(document("clean", {"removed": removed}), None)
+    else:
+        print_removed(removed, console)
 
 
 def print_removed(removed: list[str], out) -> None:

@@ -14,7 +14,9 @@ from isobench.cli.host import clean, doctor, envs, images
 from isobench.cli.reparse import reparse
 from isobench.cli.reporting import export_cmd, report, runs
 from isobench.cli.running import run, validate
+from isobench.cli.setup_cmd import setup
 from isobench.cli.store_cmd import store_group
+from isobench.cli.studies import studies
 from isobench.cli.transfer import archive_cmd, export_run_cmd, import_cmd
 from isobench.cli.try_cmd import try_cmd
 
@@ -32,7 +34,8 @@ def main() -> None:
 
     \b
     Typical use:
-      isobench run studies/quick.toml      run a study, print and save its report
+      isobench studies                     the shipped studies, each run by name
+      isobench run quick                   run a study, print and save its report
       isobench runs                        list stored runs
       isobench report --format md          the latest run's Table I as Markdown
       isobench envs                        what this host can run, and why not
@@ -58,6 +61,8 @@ for _command in (
     reparse,
     history,
     try_cmd,
+    studies,
+    setup,
     store_group,
 ):
     main.add_command(_command)

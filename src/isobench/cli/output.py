@@ -139,9 +139,17 @@ SCHEMAS = {
         "resolution",
         "not_run",
     ),
-    "envs": ("environments",),
+    "envs": ("environments", "presets"),
     "doctor": ("findings",),
     "fleet-list": ("hosts",),
+    "fleet-run": ("fleet_id", "study", "hosts", "complete", "next"),
+    "fleet-clean": ("hosts", "clean"),
+    "reparse": ("dry_run", "runs"),
+    "import": ("run_id", "file"),
+    "archive": ("run_id", "file"),
+    "clean": ("removed",),
+    "studies": ("studies",),
+    "images-build": ("tag",),
     "calibrate": ("run_id", "env", "rates"),
     "report": ("run", "host_facts", "cell_columns", "cells", "attribution"),
     "compare": (
@@ -183,6 +191,13 @@ def document(kind: str, body: dict) -> str:
     if missing:  # a programming error: the documented schema and the code went apart
         raise AssertionError(f"isobench.{kind} document lacks {missing}")
     doc = {"schema": f"isobench.{kind}", "version": SCHEMA_VERSION, **body}
+    return json.dumps(plain(doc), indent=2, allow_nan=False, default=str) + "\n"
+
+
+def error_document(kind: str, message: str, body: dict | None = None) -> str:
+    """The JSON text of a command that failed (docs/output.md#failures):
+    {"schema", "version", "ok": false, "error": the one line, ...body}."""
+    doc = {"schema": f"isobench.{kind}", "version": SCHEMA_VERSION, **(body or {}), "ok": False, "error": message}
     return json.dumps(plain(doc), indent=2, allow_nan=False, default=str) + "\n"
 
 

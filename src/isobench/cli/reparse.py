@@ -8,6 +8,7 @@ import click
 from isobench.cli.common import STORE_OPTION, console
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.output import document, emit, table_format_option
 from isobench.core.ids import printable
 
 
@@ -16,7 +17,8 @@ from isobench.core.ids import printable
 @click.option("--all", "all_runs", is_flag=True, help="Every run in the store, oldest first.")
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
 @STORE_OPTION
-def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str) -> None:
+@table_format_option("reparse", json_alias=False)
+def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str, fmt: str) -> None:
     """Recompute RUN_ID's values (an id or a unique prefix) from the raw outputs
     its samples kept, with the current parsers, and record the parser
     version per sample.
@@ -47,14 +49,55 @@ def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str) 
     if not run_ids:
         _fail(f"{store_path}: no runs stored yet; nothing to reparse")
     live = running_run_id()
+    done = []
     for i, rid in enumerate(run_ids):
         try:
             result = reparse_run(store, rid, write=not dry_run, live_run=live)
         except StoreError as exc:
             _fail(f"run {rid}: {exc}; the run is as it was")
-        for line in ([""] if i else []) + result.lines():
-            console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
-        if dry_run and not result.skipped:
-            console.print("  dry run: nothing written", markup=False, highlight=False)
-        elif result.written:
-            console.print("  written in one transaction", markup=False, highlight=False)
+        done.append(result)
+        if fmt == "terminal":
+            _say(result, i, dry_run)
+    if fmt == "json":
+        emit(document("reparse", {"dry_run": dry_run, "runs": [as_data(r) for r in done]}), None)
+
+
+def _say(result, i: int, dry_run: bool) -> None:
+    for line in ([""] if i else []) + result.lines():
+        console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+    if dry_run and not result.skipped:
+        console.print("  dry run: nothing written", markup=False, highlight=False)
+    elif result.written:
+        console.print("  written in one transaction", markup=False, highlight=False)
+
+
+def as_data(r) -> dict:
+    """One run's reparse as the isobench.reparse document holds it (docs/output.md)."""
+    return {
+        "run_id": r.run_id,
+        "study": r.study_name or None,
+        "skipped": r.skipped or None,
+        "reparsed": r.reparsed,
+        "left_alone": r.left_samples,
+        "identical": r.identical,
+        "changed": r.changed,
+        "kept": r.kept,
+        "detail_changed": r.detail_changed,
+        "written": r.written,
+        "parser_versions": {w: r.versions(w) for w in sorted(r.after)},
+        "metrics": [
+            {
+                "workload": c.workload,
+                "metric": c.metric,
+                "compared": c.compared,
+                "changed": c.changed,
+                "added": c.added,
+                "largest": list(c.largest) if c.largest else None,
+            }
+            for c in sorted(r.changes.values(), key=lambda c: (c.workload, c.metric))
+        ],
+        "unreadable": [
+            {"env": u.env, "workload": u.workload, "case": u.case, "round": u.round, "why": u.why} for u in r.unreadable
+        ],
+        "lines": r.lines(),
+    }

@@ -251,14 +251,14 @@ def _run_fields(run) -> dict:
     type=click.Choice(["csv", "json"]),
     default="csv",
     show_default=True,
-    help="csv: samples.csv and cells.csv in --dir; json: one document (-o FILE, - for stdout).",
+    help="csv: samples.csv, cells.csv and counters.csv in --dir; json: one document (-o FILE, - for stdout).",
 )
 @click.option(
     "--dir",
     "out_dir",
     type=click.Path(file_okay=False),
     metavar="DIR",
-    help="csv: the directory for samples.csv and cells.csv (default results/RUN_ID/).",
+    help="csv: the directory for samples.csv, cells.csv and counters.csv (default results/RUN_ID/).",
 )
 @output_option(
     "json: the file (default results/RUN_ID.json; - for stdout). With csv, -o DIR is the "
@@ -280,13 +280,18 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, out_dir: str | Non
     samples = store.samples(run.run_id)
     if fmt == "csv":
         if output == STDOUT:
-            _fail("export --format csv -o -: CSV is two files; give --dir DIR, or --format json -o - for stdout")
+            _fail("export --format csv -o -: CSV is three files; give --dir DIR, or --format json -o - for stdout")
         if output:
             deprecated("export --format csv -o DIR", "--dir DIR")(None, None, output)
         target = out_dir or output or default_output(run.run_id, "")
         with writing(target, "--dir"):
             paths = exp.export_csv(run, samples, target)
-        console.print(f"wrote {sink.terminal(paths[0])} and {sink.terminal(paths[1])}", highlight=False, markup=False)
+        console.print(
+            f"wrote {', '.join(sink.terminal(p) for p in paths[:-1])} and {sink.terminal(paths[-1])}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,  # a path is never broken inside
+        )
     elif out_dir:
         _fail("export --dir: only for --format csv; give -o FILE for json")
     elif output == STDOUT:

@@ -8,7 +8,18 @@ from pathlib import Path
 
 import click
 
-from isobench.cli.common import STORE_OPTION, Finite, console, default_output, err_console, fold, own, writing
+from isobench.cli.common import (
+    STORE_OPTION,
+    Failure,
+    Finite,
+    console,
+    default_output,
+    err_console,
+    fold,
+    own,
+    shipped_or_path,
+    writing,
+)
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
@@ -16,6 +27,7 @@ from isobench.cli.output import (
     deprecated,
     document,
     emit,
+    error_document,
     gate_exit,
     output_option,
     table_format_option,
@@ -26,7 +38,7 @@ from isobench.core.numbers import plural
 
 
 @click.command()
-@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.argument("study_file", type=click.Path(dir_okay=False), callback=shipped_or_path)
 @click.option("--allow-large", is_flag=True, help="Accept a study beyond the size limits (docs/reliability.md).")
 @click.option(
     "--budget",
@@ -57,6 +69,15 @@ def validate(
     \b
     Example (CI): isobench validate studies/quick.toml --budget 30m --strict
     """
+    try:
+        _validate(study_file, allow_large, budget, strict, fmt, output)
+    except Failure as exc:  # said on stderr already; a script reading stdout gets it as a document
+        if fmt == "json":
+            emit(error_document("validate", exc.message, {"study_file": study_file}), output)
+        raise
+
+
+def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bool, fmt: str, output) -> None:
     from isobench.study import StudyError, load_study, with_budget
 
     try:
@@ -86,13 +107,14 @@ def validate(
                     "instances": instances,
                     "workloads": [w.workload for w in study.workloads],
                     "warmup": study.meta.warmup,
-                    "repetitions": _repetitions_text(study.meta, study.budget_plan()),
+                    **_rounds(study.meta, study.budget_plan()),
                     "size": {
                         "cells": size.cells,
                         "rounds": size.rounds,
                         "samples": size.samples,
                         "estimated_s": round(size.estimated_s, 1),
                         "round_s": round(size.round_s, 3),
+                        "budget_rounds": size.budget_rounds,  # a budget's measured rounds at this estimate
                     },
                     "resolution": resolution,
                     "not_run": [
@@ -154,10 +176,26 @@ def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
     gate_exit(False, True)
 
 
+def _rounds(meta, plan=None) -> dict:
+    """validate's JSON rounds: `repetitions` the fixed count (null when
+    adaptive or under a budget), `rounds` the bounds, `repetitions_text` the words."""
+    if plan is not None:
+        mode, low, high = "budget", plan.first, plan.cap
+    elif meta.adaptive:
+        mode, low, high = "auto", meta.adaptive_schedule.min_rounds, meta.adaptive_schedule.max_rounds
+    else:
+        mode, low, high = "fixed", meta.repetitions, meta.repetitions
+    return {
+        "repetitions": meta.repetitions if mode == "fixed" else None,
+        "rounds_plan": {"mode": mode, "min": low, "max": high},
+        "repetitions_text": _repetitions_text(meta, plan),
+    }
+
+
 def _repetitions_text(meta, plan=None) -> str:
     if plan is not None:
-        return (
-            f"a {meta.budget} budget ({plan.first} rounds of every case, then blocks to the cases still "
+        return (  # its rounds are said once, in the size line (StudySize.budget_rounds)
+            f"a {meta.budget} budget (a first block of every case, then blocks to the cases still "
             f"open, up to {plan.cap} rounds; {plan.looks} planned looks)"
         )
     if not meta.adaptive:
@@ -170,7 +208,7 @@ def _repetitions_text(meta, plan=None) -> str:
 
 
 @click.command()
-@click.argument("study_file", type=click.Path(dir_okay=False), required=False)
+@click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @STORE_OPTION
 @output_option("The Markdown report's file (default: results/RUN_ID.md; - for stdout).")
 @click.option(

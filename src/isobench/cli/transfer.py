@@ -9,7 +9,7 @@ from rich.markup import escape
 from isobench.cli.common import FORCE_OPTION, STORE_OPTION, console, default_output, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
-from isobench.cli.output import deprecated
+from isobench.cli.output import deprecated, document, emit, table_format_option
 from isobench.core import sink
 
 
@@ -26,6 +26,7 @@ def _archive_options(command):
                 type=click.Path(dir_okay=False),
                 help="The file to write (default results/RUN_ID.run.json).",
             ),
+            table_format_option("archive", json_alias=False),
         )
     ):
         command = option(command)
@@ -34,7 +35,7 @@ def _archive_options(command):
 
 @click.command("archive")
 @_archive_options
-def archive_cmd(run_id: str | None, store_path: str, output: str | None) -> None:
+def archive_cmd(run_id: str | None, store_path: str, output: str | None, fmt: str) -> None:
     """Write every stored row of RUN_ID to one file, for `isobench import`
     on another host or store (`isobench export` writes samples and cells for
     analysis instead)."""
@@ -49,23 +50,27 @@ def archive_cmd(run_id: str | None, store_path: str, output: str | None) -> None
             path = write_export(store, run_id, target)
     except (StoreError, TransferError) as exc:
         _fail(str(exc))
-    console.print(f"wrote {sink.markup(path)}", highlight=False)
+    if fmt == "json":
+        emit(document("archive", {"run_id": run_id, "file": str(path)}), None)
+    else:
+        console.print(f"wrote {sink.markup(path)}", highlight=False)
 
 
 @click.command("export-run", hidden=True)
 @_archive_options
 @click.pass_context
-def export_run_cmd(ctx: click.Context, run_id: str | None, store_path: str, output: str | None) -> None:
+def export_run_cmd(ctx: click.Context, run_id: str | None, store_path: str, output: str | None, fmt: str) -> None:
     """The old name of `isobench archive`: works for one more release."""
     deprecated("export-run", "archive")(ctx, None, True)
-    ctx.invoke(archive_cmd, run_id=run_id, store_path=store_path, output=output)
+    ctx.invoke(archive_cmd, run_id=run_id, store_path=store_path, output=output, fmt=fmt)
 
 
 @click.command("import")
 @click.argument("export_file", type=click.Path(dir_okay=False))
 @STORE_OPTION
 @click.option("--rename", metavar="RUN_ID", help="Import under this run id (when the original id is taken).")
-def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
+@table_format_option("import", json_alias=False)
+def import_cmd(export_file: str, store_path: str, rename: str | None, fmt: str) -> None:
     """Import a run written by `isobench archive` (on this or another host)."""
     from isobench.store.transfer import TransferError, import_run, read_export
 
@@ -74,4 +79,7 @@ def import_cmd(export_file: str, store_path: str, rename: str | None) -> None:
         run_id = import_run(store, read_export(export_file), rename=rename)
     except TransferError as exc:
         _fail(str(exc))
-    console.print(escape(f"imported run {run_id}"), highlight=False)
+    if fmt == "json":
+        emit(document("import", {"run_id": run_id, "file": export_file}), None)
+    else:
+        console.print(escape(f"imported run {run_id}"), highlight=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from isobench.cli.common import STORE_OPTION, check_output, console, err_console, fold, writing
+from isobench.cli.common import STORE_OPTION, check_output, console, err_console, fold, writing, written_here
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import emit, output_option, table_format_option, terminal_to, to_stdout
@@ -20,7 +20,10 @@ from isobench.core.ids import NAME_MAX
 # The first presets in the kinds' rank order (the host itself, then Docker
 # with its two networks today: the quick study's); the core names no kind.
 DEFAULT_ENV_COUNT = 3
-ROUNDS = 5  # as the quick study: at 3 a paired test has 2 degrees of freedom
+# A duet's test is blocked by CPU side (n - 2 degrees of freedom): at 8
+# rounds a one-thread program whose paired SD is 2% gets an interval of
+# about ±1.7%, and 7-Zip's 11 s samples fit in about 4 minutes here.
+ROUNDS = 8
 
 
 def default_envs() -> tuple[str, ...]:
@@ -48,8 +51,11 @@ def study_text(
     timeout_s: float | None,
     budget: str | None,
     packages: tuple[str, ...] = (),
+    schedule: str = "sequential",
+    duet: bool | None = None,
 ) -> str:
-    """The study `try` runs, as the TOML `--save` writes."""
+    """The study `try` runs, as the TOML `--save` writes (``duet``: the
+    table's call once a run has made it; None leaves it to "auto")."""
     import tomli_w
 
     name = table_name(argv)
@@ -60,6 +66,8 @@ def study_text(
         "warmup": warmup,
         "baseline": envs[0],
     }
+    if schedule != "sequential":
+        study["schedule"] = schedule
     if budget is not None:
         study["budget"] = budget
     table: dict = {"command": list(argv)}
@@ -69,6 +77,8 @@ def study_text(
         table["timeout_s"] = timeout_s
     if packages:
         table["packages"] = list(packages)
+    if duet is not None and schedule == "duet":
+        table["duet"] = duet
     doc = {"study": study, "environments": {e: {} for e in envs}, "workloads": {name: table}}
     return (
         "# Made by `isobench try`: edit it (setup, files, metrics read from the output: "
@@ -117,6 +127,14 @@ def study_text(
     help="A Debian package the command runs; repeat for more. Its version is compared everywhere, and one "
     "isobench does not install is added to the image and the host (docs/workloads/command.md#packages).",
 )
+@click.option(
+    "--schedule",
+    type=click.Choice(["sequential", "duet"]),
+    help="duet (the default where the host has two usable CPUs): each environment's sample runs at the same "
+    "time as the baseline's, each on its own CPUs, so the host's moods hit both; the command runs so only "
+    "when its warm-up, alone, used at most a side's CPUs and little disk (docs/workloads/command.md#duet). "
+    "sequential: one sample at a time.",
+)
 @click.option("--budget", metavar="DURATION", help="Spend about this long (30m): rounds go where they resolve.")
 @click.option(
     "--save",
@@ -136,6 +154,7 @@ def try_cmd(
     repeat: int,
     timeout_s: float | None,
     packages: tuple[str, ...],
+    schedule: str | None,
     budget: str | None,
     save_path: str | None,
     store_path: str,
@@ -171,7 +190,8 @@ def try_cmd(
             f"--env {unknown[0]}: not an environment preset; allowed: {', '.join(presets())} "
             "(other environments: --save a study, edit it, `isobench run` it)"
         )
-    text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None, packages)
+    schedule = schedule_for(schedule)
+    text = study_text(command, envs, rounds, warmup, repeat, timeout_s, None, packages, schedule)
     label = save_path or "isobench try"
     try:
         study = parse_study(text, label)
@@ -181,7 +201,10 @@ def try_cmd(
         _fail(str(exc))
     if save_path is not None:
         with writing(save_path, "--save"):
-            Path(save_path).write_text(study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages))
+            Path(save_path).write_text(
+                study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages, schedule)
+            )
+        written_here(save_path)  # its rewrite below, with the duet call, replaces it
         err_console.print(f"study written to {sink.terminal(save_path)}", highlight=False, markup=False)
     store = _open_store(store_path, create=True)
     if not to_stdout(output):
@@ -189,12 +212,41 @@ def try_cmd(
     # there is no table to set same_program in until --save writes one
     where = f" (in {save_path})" if save_path else " (--save STUDY.toml writes the study to set it in)"
     run_id = execute(study, store, progress, budget_label="--budget", where_to_allow=where)
+    call = decided(store.run_facts(run_id))
+    if save_path is not None and call is not None:  # the call this run made, so a rerun need not make it
+        with writing(save_path, "--save"):
+            Path(save_path).write_text(
+                study_text(command, envs, rounds, warmup, repeat, timeout_s, budget, packages, schedule, call)
+            )
+        err_console.print(
+            f"study written to {save_path} with duet = {str(call).lower()}", highlight=False, markup=False
+        )
     if fmt == "json":
         from isobench.cli.reporting import report_document
 
         emit(report_document(store.load_run(run_id)), output)
         return
     terminal_to(output, lambda out: print_answer(store.load_run(run_id), out), console)
+
+
+def schedule_for(asked: str | None) -> str:
+    """--schedule as given, or duet where the host has two usable CPUs (one a side)."""
+    from isobench.envs.pinning import usable_cpus
+
+    cpus = len(usable_cpus())
+    if asked == "duet" and cpus < 2:
+        _fail(
+            f"--schedule duet: a duet needs two usable host CPUs (one a side), this process may use {cpus}; "
+            "use --schedule sequential"
+        )
+    return asked or ("duet" if cpus >= 2 else "sequential")
+
+
+def decided(facts: dict) -> bool | None:
+    """The duet call a try run made for its one table (None: none made)."""
+    calls = (facts.get("schedule") or {}).get("calls") or {}
+    found = [c.get("duet") for c in calls.values() if isinstance(c, dict) and isinstance(c.get("duet"), bool)]
+    return found[0] if found else None
 
 
 def print_answer(run, out) -> None:
@@ -218,4 +270,9 @@ def print_answer(run, out) -> None:
         for block in blocks:
             draw(out, block)
     out.print()
+    schedule = (run.host_facts.get("schedule") or {}) if isinstance(run.host_facts, dict) else {}
+    if (
+        isinstance(schedule, dict) and schedule.get("name") == "sequential"
+    ):  # a duet's is said in the answer, with its call
+        fold(["Schedule: one sample at a time (--schedule sequential)."], out)
     fold([f"stored as run {run.run_id}: `isobench report {run.run_id}` shows the whole report"], out)

@@ -47,14 +47,21 @@ def as_text(data: bytes | str | None) -> str:
 
 
 def run_argv(
-    argv: list[str], timeout: float, cwd: str | None = None, env: dict | None = None, live: set[int] | None = None
+    argv: list[str],
+    timeout: float,
+    cwd: str | None = None,
+    env: dict | None = None,
+    live: set[int] | None = None,
+    own_session: bool = False,
 ) -> ExecResult:
     """subprocess.run with the timeout and output capture every step needs;
     never raises for a failing or missing command. `live` holds the
     process's pid while it runs (a duet moves it between CPUs: move_tree).
-    The process leads a process group of its own: a timeout (or Ctrl-C)
-    kills the whole group, so nothing it started lives on as root under
-    init (the command under env and GNU time, its children)."""
+    ``own_session``: the command leads a session of its own (a measured
+    sample: with the kernel's autogroup it is then scheduled as a group of its
+    own, as a container's cgroup is, not inside the harness's group with
+    whatever else the shell started), and a timeout or an interrupt kills
+    its whole process group, not just the process started."""
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -64,7 +71,7 @@ def run_argv(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            start_new_session=True,
+            start_new_session=own_session,
         )
     except (FileNotFoundError, PermissionError) as exc:
         return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
@@ -76,14 +83,15 @@ def run_argv(
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired as exc:
                 # as subprocess.run does: the output so far, without waiting
-                # for a process outside the group that still holds the pipes
-                kill_group(proc)
+                # for grandchildren that still hold the pipes
+                _kill(proc, own_session)
                 proc.wait()
                 return ExecResult(
                     argv, -9, as_text(exc.stdout), as_text(exc.stderr), time.perf_counter() - start, timed_out=True
                 )
-            except BaseException:  # Ctrl-C: the group goes too, then the interrupt
-                kill_group(proc)
+            except BaseException:  # Ctrl-C: a session of its own does not get the terminal's SIGINT
+                if own_session:
+                    _kill(proc, own_session)
                 raise
     finally:
         if live is not None:
@@ -91,13 +99,11 @@ def run_argv(
     return ExecResult(argv, proc.returncode, as_text(out), as_text(err), time.perf_counter() - start)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL to the process group proc leads (start_new_session), and to
-    proc itself should the group be gone already."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        proc.kill()
+def _kill(proc: subprocess.Popen, group: bool) -> None:
+    if group:
+        with contextlib.suppress(OSError):  # the group may be gone already
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
 
 
 def tree(root: int) -> list[int]:

@@ -93,7 +93,7 @@ class NativeEnvironment(Environment):
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         if self.cpu is not None:  # pinned: everything it runs stays on its core
             argv = ["taskset", "-c", self.cpu, *argv]
-        return run_argv(argv, timeout, cwd, live=self._live)
+        return run_argv(argv, timeout, cwd, live=self._live, own_session=True)
 
     def recorded_options(self) -> dict:
         options = super().recorded_options()

@@ -14,13 +14,14 @@ from rich.table import Table as RichTable
 
 from isobench.analysis.verdicts import CHANGED, INCONCLUSIVE
 from isobench.core.sink import rich_text as plain
+from isobench.report.fit import fitted
 from isobench.report.junit import Case
 from isobench.report.markdown import md_escape
 from isobench.results.analysis import DESCRIPTIVE, interval_text
 from isobench.results.numbers import fmt_pct
 from isobench.results.table import DASH, DESCRIPTIVE_MARK, EMULATED, EMULATED_NOTE, HIGHER, LOWER, MINUS, fmt_num
 
-HEADER = ["workload", "metric", "env", "A mean [sd]", "B mean [sd]", "change [interval]", "BH p", "verdict"]
+HEADER = ["workload", "metric", "env", "A centre [sd]", "B centre [sd]", "change [interval]", "BH p", "verdict"]
 
 
 def header(result) -> list[str]:
@@ -54,8 +55,9 @@ def status_text(cell) -> str:
     return f"inconclusive ({v.rounds_needed_text} rounds)" if v.rounds_needed else "inconclusive"
 
 
-def _side(s) -> str:
-    return f"{fmt_num(s.mean)} [{fmt_num(s.sd, 2)}] n={s.n}"
+def _side(s, centre: float) -> str:
+    """A run's cell: its geometric mean (the change is B's over A's), sd, n."""
+    return f"{fmt_num(centre if math.isfinite(centre) else s.mean)} [{fmt_num(s.sd, 2)}] n={s.n}"
 
 
 def _ratio_side(e) -> str:
@@ -70,7 +72,7 @@ def sides(result, cell) -> tuple[str, str]:
     if result.is_overhead:
         return _ratio_side(cell.within_a), _ratio_side(cell.within_b)
     e = cell.verdict.effect
-    return _side(e.baseline), _side(e.candidate)
+    return _side(e.baseline, e.centre_b), _side(e.candidate, e.centre_c)
 
 
 def rows(result) -> list[list[str]]:
@@ -226,7 +228,7 @@ def render_terminal(result, console, regressions: list | None = None) -> None:
         if cell.flagged:
             style = "bold red" if cell.verdict.direction == "worse" else "bold green"
         t.add_row(*[plain(x) for x in row[:-1]], plain(row[-1], style=style))
-    console.print(t)
+    console.print(fitted(console, t))
     for line in legend(result):
         console.print(plain(line, style="dim"))
     if result.facts_diff:

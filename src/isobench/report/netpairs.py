@@ -8,6 +8,7 @@ reference, rounds paired."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from isobench.analysis.verdicts import Verdict
@@ -29,9 +30,12 @@ class PairLine:
 
     def text(self) -> str:
         e = self.verdict.effect
+        # the geometric centres the change is the ratio of (the means are not)
+        nat = e.centre_c if math.isfinite(e.centre_c) else e.candidate.mean
+        host = e.centre_b if math.isfinite(e.centre_b) else e.baseline.mean
         return (
-            f"{self.key.workload} {row_label(self.key)}: {self.nat_env} {fmt_num(e.candidate.mean)} vs "
-            f"{self.host_env} {fmt_num(e.baseline.mean)}: {self.verdict.text}"
+            f"{self.key.workload} {row_label(self.key)}: {self.nat_env} {fmt_num(nat)} vs "
+            f"{self.host_env} {fmt_num(host)}: {self.verdict.text}"
         )
 
 

@@ -3,22 +3,26 @@ that the terminal shows, the answer last so that it is what stays on screen."""
 
 from __future__ import annotations
 
+import math
+
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
 from isobench.core import sink
 from isobench.report.blocks import BAD, DIM, GOOD, NOTE, WARN, Code, Facts, Figure, Grid, Items, Para, Records, Results
+from isobench.report.fit import fitted, natural_width
 from isobench.report.section import TERMINAL, ReportContext
 from isobench.report.sections import sections_for
 from isobench.results.analysis import interval_text
 from isobench.results.model import RunData
 from isobench.results.numbers import fmt_num, fmt_pct
-from isobench.results.table import Cell, Table, cell_marks, tone
+from isobench.results.table import Cell, Table, cell_marks, centre_text, tone
 
-# Long facts (package lists, JSON) are cut here; the store keeps them whole.
-MAX_FACT_CHARS = 100
+# Long facts (package lists, JSON) are cut here, between values; the store keeps them whole.
+MAX_FACT_CHARS = 200
 STYLES = {BAD: "red", GOOD: "green", WARN: "yellow", DIM: "dim", NOTE: "italic"}
 
 
@@ -27,17 +31,24 @@ plain = sink.rich_text
 
 
 def _clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+    """A long fact (a package list, JSON) cut at the last space, comma or
+    semicolon within ``limit``: a value is dropped whole, never cut in half.
+    A fact whose numbers say something (the host-noise pilot: SD with its
+    interval) is under the limit."""
+    if len(text) <= limit:
+        return text
+    cut = max(text.rfind(sep, 0, limit) for sep in (" ", ",", ";"))
+    return text[: cut if cut > 0 else limit].rstrip(" ,;") + " \u2026"
 
 
 def short_text(cell: Cell, show_n: bool = False) -> str:
-    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (mean,
+    """The cell in a terminal's width: ``13.36 +1.5% [−5.6, +9.1] ?`` (centre,
     change with its interval in percent, n when the column's varies, marks);
     the same numbers as ``cell_text`` less the sd and medians, which the
     Markdown and HTML reports keep."""
     if cell.summary is None:
         return cell.text
-    parts = [fmt_num(cell.summary.mean)]
+    parts = [centre_text(cell.centre, cell.reference) if math.isfinite(cell.centre) else fmt_num(cell.summary.mean)]
     if cell.verdict is not None:
         point = fmt_pct(cell.verdict.pct)
         parts.append(point + interval_text(cell.verdict)[len(point) :].replace("%", ""))
@@ -69,12 +80,6 @@ def _results_table(table: Table, columns: list[int], title: str) -> RichTable:
     return rt
 
 
-def _width(console: Console, rt: RichTable) -> int:
-    """The width the table takes without wrapping a cell (rich clamps a
-    measurement to the width it is given, so give it room)."""
-    return console.measure(rt, options=console.options.update_width(10_000)).maximum
-
-
 def results_tables(table: Table, console: Console) -> list[RichTable]:
     """Table I in the console's width without wrapping a cell: short cells,
     and beside the baseline as many environments as fit; the others follow
@@ -85,9 +90,13 @@ def results_tables(table: Table, console: Console) -> list[RichTable]:
         if col.is_baseline:
             continue
         trial = _results_table(table, base + panels[-1] + [i], table.title)
-        if panels[-1] and _width(console, trial) > console.width:
+        if panels[-1] and natural_width(console, trial) > console.width:
             panels.append([])
         panels[-1].append(i)
+    if any(natural_width(console, _results_table(table, base + cols, "")) > console.width for cols in panels):
+        # a panel of one environment is still too wide: every environment stacked under each row at once
+        # (report.fit), never a cell cut or wrapped
+        return [_results_table(table, list(range(len(table.columns))), table.title)]
     return [
         _results_table(table, base + cols, table.title if k == 0 else f"{table.title} (continued)")
         for k, cols in enumerate(panels)
@@ -116,22 +125,22 @@ def _facts(block: Facts) -> RichTable:
 def draw(console: Console, block) -> None:
     if isinstance(block, Results):
         for rt in results_tables(block.table, console):
-            console.print(rt)
+            console.print(fitted(console, rt))
     elif isinstance(block, Para):
         console.print(plain(block.text, style=STYLES.get(block.tone, "")))
     elif isinstance(block, Items):
         if block.heading:
             console.print(plain(block.heading, style="bold"))
-        for item in block.items:
-            line = RichText("  ")
+        for item in block.items:  # wrapped under its own indent
+            line = RichText()
             if item.strong:
                 line.append(sink.terminal(item.strong) + " ", style="bold")
             line.append(sink.terminal(item.text), style=STYLES.get(item.tone or block.tone, ""))
-            console.print(line)
+            console.print(Padding(line, (0, 0, 0, 2), expand=False))
             for sub in item.sub:
-                console.print(plain(f"    {sub}", style=STYLES.get(block.tone, "")))
+                console.print(Padding(plain(sub, style=STYLES.get(block.tone, "")), (0, 0, 0, 4), expand=False))
     elif isinstance(block, Grid):
-        console.print(_grid(block))
+        console.print(fitted(console, _grid(block)))
     elif isinstance(block, Facts):
         console.print(_facts(block))
     elif isinstance(block, Code):

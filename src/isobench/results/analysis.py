@@ -121,6 +121,29 @@ def pairs_and_sides(
     return [(v, r) for v, r, _ in found], sides
 
 
+def blocked_by_side(run: RunData) -> bool:
+    """Whether a duet's paired test blocks by CPU side (stats.log_crossover):
+    only for a run whose samples each sat on one CPU set throughout (stored
+    before the sides swapped within a sample). Swapping every 0.1 s leaves a
+    sample's first side a tenth of a second of its seconds: blocking would
+    spend a degree of freedom on nothing (docs/statistics.md#duet)."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    record = facts.get("schedule")
+    if not isinstance(record, dict) or record.get("name") != "duet":
+        return False
+    rotate = record.get("rotate_s")
+    return not (isinstance(rotate, (int, float)) and not isinstance(rotate, bool) and rotate > 0)
+
+
+def tested_pairs(
+    run: RunData, key: MetricKey, env: str, ref_env: str
+) -> tuple[list[tuple[float, float]] | None, list[str] | None]:
+    """``pairs_and_sides`` as the test takes them: the sides only where it
+    blocks by them (``blocked_by_side``)."""
+    found, sides = pairs_and_sides(run, key, env, ref_env)
+    return found, sides if blocked_by_side(run) else None
+
+
 @dataclass(frozen=True)
 class Question:
     """One cell to judge: candidate values against reference values."""
@@ -165,7 +188,7 @@ def baseline_question(run: RunData, key: MetricKey, env: str, settings: Settings
         return None
     if not settings.paired:
         return Question(key, vals, ref)
-    return Question(key, vals, ref, *pairs_and_sides(run, key, env, run.baseline))
+    return Question(key, vals, ref, *tested_pairs(run, key, env, run.baseline))
 
 
 @dataclass(frozen=True)

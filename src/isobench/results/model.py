@@ -62,14 +62,25 @@ class RunData:
     time_spent: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
     # warm-up rounds the run measured first (a run of n more rounds takes them again)
     warmup_rounds: int = 0
+    # rounds it took, warm-ups included; 0 when unknown (built in memory)
+    rounds_run: int = 0
+    # workload -> seconds its samples' summed wall time counts twice, a duet's
+    # two sides having run at once (store.readback._duet_overlap)
+    overlap_s: dict[str, float] = field(default_factory=dict)
+
+    def wall_s(self) -> float:
+        """The run's samples' wall time, a duet's overlapping sides counted once."""
+        return sum(w for w, _ in self.time_spent.values()) - sum(self.overlap_s.values())
 
     def seconds_per_round(self) -> float | None:
         """One round of every case in every environment, at this run's own
-        pace (its samples' mean wall time; warm-ups and failures included);
-        None when the store kept no times."""
-        wall = sum(w for w, _ in self.time_spent.values())
+        wall pace (warm-ups and failures included; a duet's sides ran at
+        once); None when the store kept no times."""
+        wall = self.wall_s()
         samples = sum(n for _, n in self.time_spent.values())
         cases = {(k.workload, k.case) for k in self.metrics}
         if wall <= 0 or not samples or not cases:
             return None
+        if self.rounds_run > 0:
+            return wall / self.rounds_run
         return wall / samples * len(cases) * len(self.environments)

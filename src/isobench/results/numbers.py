@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from isobench.analysis.budget import BUDGET_CAP, budget_text
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
 from isobench.core.numbers import DASH, MINUS, fmt_duration, fmt_num, fmt_pct
 
 __all__ = ["DASH", "MINUS", "fmt_duration", "fmt_num", "fmt_pct", "rounds_text", "rounds_time"]
@@ -41,3 +42,14 @@ def rounds_time(rounds: int, seconds_per_round: float | None, warmup: int = 0, f
     else:
         buys = f"--budget {budget}"
     return f"about {fmt_duration(wall)} here, {buys}"
+
+
+def capped(n: int | None) -> int | None:
+    """rounds_needed as a document holds it: null beyond the cap (the cap + 1
+    stands for "more than the cap" inside; beyond_cap says it outside)."""
+    return None if n is None or n > ROUNDS_NEEDED_CAP else n
+
+
+def beyond_cap(n: int | None) -> bool:
+    """rounds_needed stands for "more than the cap" (docs/output.md)."""
+    return n is not None and n > ROUNDS_NEEDED_CAP

@@ -30,7 +30,12 @@ def schedule_summary(run: RunData) -> str:
         f"Schedule: duet: each environment's sample ran at the same time as {run.baseline}'s, each side on "
         f"its own CPUs{where}, {swapped}; ratios are taken within each duet"
     )
-    text += f" ({', '.join(duets)})" if duets else ""
-    if alone:
-        text += f"; one sample at a time: {', '.join(alone)} (its workload cannot duet)"
-    return text + "."
+    calls = record["calls"] if isinstance(record.get("calls"), dict) else {}
+    said = {str(c): str(v["text"]) for c, v in calls.items() if isinstance(v, dict) and isinstance(v.get("text"), str)}
+    plain = [c for c in duets if c not in said]
+    text += f" ({', '.join(plain)})" if plain else ""
+    cannot = [c for c in alone if c not in said]
+    if cannot:
+        text += f"; one sample at a time: {', '.join(cannot)} (its workload cannot duet)"
+    # a user's command, decided from its sample alone (workloads/duetcall.py)
+    return text + "." + "".join(f" {c}: {t}." for c, t in sorted(said.items()))

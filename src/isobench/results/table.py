@@ -12,21 +12,11 @@ Computing texts here, once, keeps terminal, Markdown and HTML identical.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from isobench.analysis.anomalies import (
-    Drift,
-    Outliers,
-    SideAsymmetry,
-    SlowFirstRound,
-    drift,
-    outliers,
-    side_asymmetry,
-    slow_first_round,
-)
-from isobench.analysis.repetitions import converged
-from isobench.analysis.stats import TEST_PAIRED, TEST_WELCH_LOG, Summary, summarize
+from isobench.analysis.stats import TEST_CROSSOVER, TEST_PAIRED, TEST_WELCH_LOG, Summary, centre_of, summarize
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, Verdict, fmt_level
 from isobench.core.metric import DURATION, LATENCY, STARTUP, is_time_unit
 from isobench.results.analysis import (
@@ -36,10 +26,11 @@ from isobench.results.analysis import (
     Settings,
     interval_text,
     judge_families,
-    pairs_and_sides,
     settings_of,
+    tested_pairs,
 )
-from isobench.results.model import ALL_METRICS, MetricKey, RunData
+from isobench.results.cellwarnings import cell_warnings
+from isobench.results.model import MetricKey, RunData
 from isobench.results.numbers import DASH, MINUS, fmt_num, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.programs import footnotes as program_footnotes
@@ -66,6 +57,12 @@ LOWER = "\u2193"
 SPREAD_ROLES = (LATENCY, DURATION, STARTUP)
 
 OK, FAILED, MISSING, UNSUPPORTED = "ok", "failed", "missing", "unsupported"
+# what the first number of a cell is, in every format's legend
+CENTRE_KEY = (
+    "Centre: the geometric mean of the samples the change rests on (the rounds paired with {baseline}); "
+    "the change is its ratio to {baseline}'s centre over the same samples: {baseline}'s column, or the "
+    "figure after 'vs' where those were other samples (a duet's beside this environment, or fewer rounds)."
+)
 
 
 @dataclass(frozen=True)
@@ -86,6 +83,11 @@ class Cell:
     text: str
     failures: int = 0  # failed repetitions of this workload case in this environment
     warnings: tuple[str, ...] = ()  # anomalies in its samples, the workload's validity notes
+    # the geometric mean of the values the change rests on (stats.centre_of,
+    # Effect.centre_c): change = centre / the baseline's centre over the same
+    # rounds, which is ``reference`` where that is not the baseline column's
+    centre: float = float("nan")
+    reference: float | None = None
 
     @property
     def mean(self) -> float:
@@ -139,6 +141,12 @@ def is_time(key: MetricKey) -> bool:
     return role_of(key) in SPREAD_ROLES or is_time_unit(key.unit)
 
 
+def centre_text(centre: float, reference: float | None) -> str:
+    """``2.993`` or, paired with other baseline samples than its column's
+    (a duet's), ``2.993 vs 2.974``: the two numbers the change is the ratio of."""
+    return fmt_num(centre) + ("" if reference is None else f" vs {fmt_num(reference)}")
+
+
 def cell_text(
     summary: Summary,
     verdict: Verdict | None,
@@ -146,10 +154,13 @@ def cell_text(
     failures: int = 0,
     spread: bool = False,
     warned: bool = False,
+    centre: float | None = None,
+    reference: float | None = None,
 ) -> str:
-    """``1043 (−0.9% [−3.1%, +1.4%]) [16] ≈``: mean, change vs baseline with
-    its interval, sd, markers; for times also ``median 1040 (1020..1070)``."""
-    parts = [fmt_num(summary.mean)]
+    """``1043 (−0.9% [−3.1%, +1.4%]) [16] ≈``: centre (``vs`` the baseline's
+    when not its column's), change vs baseline with its interval, sd, markers;
+    for times also ``median 1040 (1020..1070)``."""
+    parts = [centre_text(summary.mean if centre is None else centre, reference)]
     if verdict is not None:
         parts.append(f"({interval_text(verdict)})")
     parts.append(f"[{fmt_num(summary.sd, 2)}]")
@@ -209,32 +220,6 @@ def _uniform_n(run: RunData, env: str) -> int | None:
     return ns.pop() if len(ns) == 1 else None
 
 
-def cell_warnings(run: RunData, key: MetricKey, env: str, target_ci_pct: float | None = None) -> tuple[str, ...]:
-    """Outliers, a slow first round and drift in the cell's samples, what the
-    workload said about the validity of its figure, and for an adaptive run a
-    cell that did not converge (never a changed value)."""
-    vals = _values(run, key, env)
-    by_round = [v for _, v in sorted(zip(run.rounds.get((key, env), range(len(vals))), vals))]
-    found: list[Outliers | SlowFirstRound | Drift | SideAsymmetry] = [
-        outliers(vals),
-        slow_first_round(by_round, key.higher_is_better),
-        drift(by_round),
-    ]
-    if env != run.baseline:
-        pairs, sides = pairs_and_sides(run, key, env, run.baseline)
-        if pairs is not None and sides is not None:
-            found.append(side_asymmetry(pairs, sides))
-    texts = [f.text for f in found if f.flagged]
-    if target_ci_pct is not None and not converged(vals, target_ci_pct):
-        texts.append(f"not converged: the 95% CI is wider than \u00b1{target_ci_pct:g}% after {len(vals)} rounds")
-    where = (key.workload, key.case, env)
-    return (
-        tuple(texts)
-        + tuple(run.validity.get((*where, key.metric), ()))
-        + tuple(run.validity.get((*where, ALL_METRICS), ()))
-    )
-
-
 def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKey, str], Question]:
     """Every non-baseline cell with values on both sides, paired by round."""
     out = {}
@@ -244,7 +229,7 @@ def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKe
             vals = _values(run, key, col.env)
             if col.is_baseline or not vals or not base:
                 continue
-            out[(key, col.env)] = Question(key, vals, base, *pairs_and_sides(run, key, col.env, run.baseline))
+            out[(key, col.env)] = Question(key, vals, base, *tested_pairs(run, key, col.env, run.baseline))
     return out
 
 
@@ -259,8 +244,25 @@ def tone(cell: Cell) -> str:
     return v.direction if v is not None and v.changed else ""
 
 
+def centres(vals: list[float], verdict: Verdict | None, base_centre: float) -> tuple[float, float | None]:
+    """The cell's centre and, when it differs in print from ``base_centre``
+    (the baseline column's), the baseline centre its change was taken
+    against: a duet's baseline samples beside this environment, or the
+    rounds both measured."""
+    e = verdict.effect if verdict is not None else None
+    if e is None or not (math.isfinite(e.centre_c) and math.isfinite(e.centre_b)):
+        return centre_of(vals), None
+    return e.centre_c, None if fmt_num(e.centre_b) == fmt_num(base_centre) else e.centre_b
+
+
 def build_cell(
-    run: RunData, key: MetricKey, env: str, show_n: bool, verdict: Verdict | None, settings: Settings
+    run: RunData,
+    key: MetricKey,
+    env: str,
+    show_n: bool,
+    verdict: Verdict | None,
+    settings: Settings,
+    base_centre: float = math.nan,
 ) -> Cell:
     vals = _values(run, key, env)
     failed = _failure_count(run, key, env)
@@ -272,8 +274,9 @@ def build_cell(
         return Cell(env, MISSING, None, None, DASH)
     summary = summarize(vals)
     warnings = cell_warnings(run, key, env, settings.target_ci_pct)
-    text = cell_text(summary, verdict, show_n, failed, spread=is_time(key), warned=bool(warnings))
-    return Cell(env, OK, summary, verdict, text, failed, warnings)
+    centre, reference = centres(vals, verdict, base_centre)
+    text = cell_text(summary, verdict, show_n, failed, is_time(key), bool(warnings), centre, reference)
+    return Cell(env, OK, summary, verdict, text, failed, warnings, centre, reference)
 
 
 def unsupported_reason(run: RunData, workload: str, env: str) -> str | None:
@@ -316,15 +319,17 @@ def build_legend(
     judged = [c.verdict for c in cells if c.verdict is not None and c.verdict.effect.tested]
     tests = Counter(v.effect.test for v in judged)
     legend = [
-        f"Cell: mean (change vs {run.baseline} [interval]) [sample standard deviation] verdict; "
-        f"for times also the median (min..max).",
+        f"Cell: centre (change vs {run.baseline} [interval]) [sample standard deviation] verdict; "
+        f"for times also the median (min..max). {CENTRE_KEY.format(baseline=run.baseline)}",
         f"{HIGHER} higher is better, {LOWER} lower is better: for {HIGHER} a {MINUS}% is worse, "
         f"for {LOWER} a +% is worse.",
     ]
     split = any(r.family for r in rows)
     if judged:
         how = {
-            TEST_PAIRED: "paired t-test on the per-round log ratios (same round, interleaved)",
+            TEST_PAIRED: "paired t-test on the per-round log ratios (same round, interleaved; rounds \u2212 1 df)",
+            TEST_CROSSOVER: "paired crossover t-test on the per-round log ratios blocked by the duet's CPU side "
+            "(the mean of the two sides' means; rounds \u2212 2 df)",
             TEST_WELCH_LOG: "Welch's t-test on log values (rounds could not be paired)",
         }
         used = "; ".join(f"{how.get(t, t)}: {k} cell{'s' if k > 1 else ''}" for t, k in tests.most_common())
@@ -418,8 +423,9 @@ def build_table(run: RunData) -> Table:
     for key in run.metrics:
         # the adaptive rule waited for the primaries only, when the run has them
         watched = settings if family[key] != DESCRIPTIVE else replace(settings, target_ci_pct=None)
+        base = centre_of(_values(run, key, run.baseline))
         cells = tuple(
-            build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)), watched) for col in columns
+            build_cell(run, key, col.env, col.n is None, verdicts.get((key, col.env)), watched, base) for col in columns
         )
         label = row_label(key) + (f" {DESCRIPTIVE_MARK}" if family[key] == DESCRIPTIVE else "")
         rows.append(Row(key, label, cells, family[key]))

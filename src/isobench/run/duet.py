@@ -140,15 +140,17 @@ def _side(
 
 
 def run_duet(
-    workload: Workload,
+    workload: Workload | tuple[Workload, Workload],
     case: str,
     pair: tuple[Environment, Environment],
     cpus: tuple[tuple[int, ...], tuple[int, ...]],
     noise_facts: dict | None = None,
 ) -> list[Taken]:
     """Both samples, taken at once; each Taken carries its duet record in
-    extra["duet"]. Placement failures raise (EnvironmentError_): the caller
+    extra["duet"]. ``workload`` is both sides', or one per side (a planted
+    copy on one). Placement failures raise (EnvironmentError_): the caller
     records both samples as failed."""
+    works = workload if isinstance(workload, tuple) else (workload, workload)
     sides = [Side(env, c) for env, c in zip(pair, cpus)]
     for s in sides:
         s.env.place(s.cpus)
@@ -157,11 +159,11 @@ def run_duet(
     threads = [
         threading.Thread(
             target=_side,
-            args=(workload, case, me, other, barrier, both, noise_facts),
+            args=(work, case, me, other, barrier, both, noise_facts),
             name=f"duet-{me.env.name}",
             daemon=True,
         )
-        for me, other in (sides, sides[::-1])
+        for work, (me, other) in zip(works, (sides, sides[::-1]))
     ]
     threads.append(
         threading.Thread(target=_rotate, args=(sides, barrier, both, errors), name="duet-rotate", daemon=True)

@@ -24,10 +24,15 @@ class Cell:
     workload: Workload
     run_case: str = ""  # the workload's own case (what run() is given)
     noise_step: int | None = None
+    planted: tuple[tuple[str, Workload], ...] = ()  # (environment, the workload's planted copy there)
 
     @property
     def workload_case(self) -> str:
         return self.run_case or self.case
+
+    def workload_in(self, env: str) -> Workload:
+        """What runs in ``env``: the workload, or its planted copy there."""
+        return next((w for name, w in self.planted if name == env), self.workload)
 
 
 def new_run_id(study: Study) -> str:
@@ -42,10 +47,19 @@ def plan(study: Study, host) -> list[Cell]:
         workload = WORKLOADS[entry.workload](entry.params, host)
         if study.meta.schedule == "duet" and workload.duets:  # "all cores" is one side's
             workload = WORKLOADS[entry.workload](entry.params, side_host(host))
-        cells.extend(Cell(entry.key, case, workload) for case in workload.cases())
+        # the study checked that every workload plants (study._check_plants)
+        planted = tuple((env, workload.planted(pct)) for env, pct in study.meta.plants.items())
+        cells.extend(Cell(entry.key, case, workload, planted=planted) for case in workload.cases())
     if study.noise is None:
         return cells
-    return [Cell(c.key, step_case(c.case, w), c.workload, c.case, w) for w in study.noise.steps for c in cells]
+    return [
+        Cell(c.key, step_case(c.case, w), c.workload, c.case, w, c.planted) for w in study.noise.steps for c in cells
+    ]
+
+
+def planted_of(cells: list[Cell]) -> dict[tuple[str, str], Workload]:
+    """(workload key, environment) -> the planted copy that runs there."""
+    return {(c.key, env): w for c in cells for env, w in c.planted}
 
 
 def by_step(cells: list[Cell]) -> list[tuple[int | None, list[Cell]]]:

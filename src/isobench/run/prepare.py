@@ -7,6 +7,7 @@ refused before anything is measured (results/programs.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from isobench.core.errors import IsobenchError
@@ -23,14 +24,22 @@ class ProgramsDiffer(IsobenchError):
     """An environment runs other bytes than the baseline and the study did not allow it."""
 
 
-def prepare(workloads: dict[str, Workload], envs: list[Environment], progress: Notes) -> dict[tuple[str, str], str]:
-    """Prepare each workload (the study's name -> it) once per environment.
+def prepare(
+    workloads: dict[str, Workload],
+    envs: list[Environment],
+    progress: Notes,
+    planted: Mapping[tuple[str, str], Workload] | None = None,
+) -> dict[tuple[str, str], str]:
+    """Prepare each workload (the study's name -> it) once per environment
+    (its planted copy where ``planted`` holds one for (name, environment)).
     A failure fails that workload's cells in that environment only; returns
     why, per (workload, env)."""
     failures = {}
-    for key, workload in workloads.items():
+    planted = planted or {}
+    for key, base in workloads.items():
         for env in envs:
             progress.note(f"preparing {key} in {env.name}")
+            workload = planted.get((key, env.name), base)
             try:
                 workload.prepare(env)
             except Exception as exc:  # noqa: BLE001 - any failure fails this workload here, not the study
@@ -40,17 +49,21 @@ def prepare(workloads: dict[str, Workload], envs: list[Environment], progress: N
 
 
 def programs(
-    workloads: dict[str, Workload], envs: list[Environment], skip: dict[tuple[str, str], str]
+    workloads: dict[str, Workload],
+    envs: list[Environment],
+    skip: dict[tuple[str, str], str],
+    planted: Mapping[tuple[str, str], Workload] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """Environment -> {workload: what it runs there}, for the workloads
     that record one (an environment whose preparation failed has none, nor
     one that never runs the workload: ``skip``'s (environment, workload))."""
     out: dict[str, dict[str, dict]] = {}
+    planted = planted or {}
     for env in envs:
         found = {
             key: record
             for key, w in workloads.items()
-            if (env.name, key) not in skip and (record := w.program(env.name)) is not None
+            if (env.name, key) not in skip and (record := planted.get((key, env.name), w).program(env.name)) is not None
         }
         if found:
             out[env.name] = found

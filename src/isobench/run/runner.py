@@ -29,9 +29,10 @@ from isobench.host.noise import Noise
 from isobench.images import study_packages
 from isobench.run.clean import clean
 from isobench.run.duet import run_duet
+from isobench.run.duetcalls import restore, settle
 from isobench.run.looks import Clock, budget_look, next_block_of, record_adaptive, record_budget_plan
 from isobench.run.measure import record, record_failure, take
-from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan
+from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan, planted_of
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
 from isobench.run.schedule import Schedule, Slot, make_schedule
 from isobench.store.db import Store, StoreWriteError
@@ -145,13 +146,15 @@ def _run_study(
                 **({"unsupported": not_run} if not_run else {}),
             }
             store.set_env_facts(run_id, env.name, env_facts[env.name])
-        workloads = {c.key: c.workload for c in cells}
-        prepare_failures = prepare(workloads, started, progress)
-        found = programs(workloads, started, skip)  # what each environment runs, kept with its facts
+        workloads, planted = {c.key: c.workload for c in cells}, planted_of(cells)
+        prepare_failures = prepare(workloads, started, progress, planted)
+        found = programs(workloads, started, skip, planted)  # what each environment runs, kept with its facts
         for name, table in found.items():
             store.set_env_facts(run_id, name, with_programs(env_facts[name], table))
         check_same(workloads, found, study.meta.baseline, progress)  # before the first sample
         meta = study.meta
+        if resume is not None:
+            restore(store, run_id, cells)  # the duet calls it made
         runnable = sum(
             schedule.samples_per_round(c.workload, sum((e.name, c.key) not in skip for e in envs)) for c in cells
         )
@@ -186,6 +189,8 @@ def _run_study(
                     for cell in step_cells:
                         if (cell.key, cell.case) not in active:
                             continue
+                        if schedule.decides(cell.workload) and round_ >= min(meta.warmup, 1):
+                            _decide(ctx, schedule, cell, started, rounds - round_, noise_facts)
                         began, measured_here = time.monotonic(), False
                         for slot in schedule.slots(cell.workload, started, round_ - meta.warmup):
                             measured_here |= _run_slot(ctx, slot, cell, round_, noise_facts)
@@ -322,6 +327,20 @@ def schedule_facts(schedule: Schedule, cells: list[Cell]) -> dict:
     }
 
 
+def _decide(
+    ctx: _Run, schedule: Schedule, cell: Cell, envs: list[Environment], rounds_left: int, noise: dict | None
+) -> None:
+    """A table's duet call before its first measured round (run/duetcalls.py),
+    from the baseline's sample alone where the baseline runs it."""
+    runs = [e for e in envs if (e.name, cell.key) not in ctx.skip and not ctx.watch.skips(e)]
+    decider = next((e for e in runs if e.name == ctx.meta.baseline), runs[0] if runs else None)
+    alone = schedule.samples_per_round(cell.workload, len(runs))
+    settle(ctx.store, ctx.run_id, schedule, cell, decider, ctx.meta.warmup, ctx.progress.note, noise)
+    more = (schedule.samples_per_round(cell.workload, len(runs)) - alone) * rounds_left
+    if more > 0:
+        ctx.progress.extend(more)
+
+
 def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None) -> bool:
     """Measure one slot's samples (alone or as a duet) and store them;
     returns whether anything was measured."""
@@ -344,7 +363,8 @@ def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict 
     if duet:
         try:
             cpus = (slot.cpus[0], slot.cpus[1])
-            takens = run_duet(cell.workload, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
+            sides = (cell.workload_in(live[0].name), cell.workload_in(live[1].name))
+            takens = run_duet(sides, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
         except EnvironmentError_ as exc:
             for env in live:
                 record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
@@ -367,7 +387,7 @@ def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict 
             if env.name in ctx.placed:  # alone again: back where its own spec places it
                 env.place(None)
                 ctx.placed.discard(env.name)
-            taken = take(cell.workload, cell.workload_case, env, noise_facts)
+            taken = take(cell.workload_in(env.name), cell.workload_case, env, noise_facts)
             error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
             if error is not None:
                 ctx.watch.failed(env, f"{key}/{case}", error)
@@ -381,10 +401,11 @@ def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:
     since entries may share an input file."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
     try:
-        for workload in {c.key: c.workload for c in cells}.values():
+        planted = planted_of(cells)
+        for key, workload in {c.key: c.workload for c in cells}.items():
             for env in envs:
                 try:
-                    workload.cleanup(env)
+                    planted.get((key, env.name), workload).cleanup(env)
                 except Exception:  # noqa: BLE001 - env.stop() is the backstop
                     pass
     finally:

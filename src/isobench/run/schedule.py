@@ -12,7 +12,9 @@ alone, or two samples run at the same time, each on its own host CPUs.
   hits both (Bulej et al., ICPE 2020). The duets of a round run in a Williams
   row's order over the other environments; every environment changes CPU
   set each round, so over two rounds each sits on each set once. A workload that cannot duet
-  (Workload.duet) runs sequentially in the same study.
+  (Workload.duet) runs sequentially in the same study; a table decided from a
+  sample alone (Workload.duet_mode: a user's command) runs one at a time until
+  the runner has decided it (run/duetcalls.py).
 """
 
 from __future__ import annotations
@@ -95,6 +97,15 @@ class Schedule(abc.ABC):
         """What the run's facts keep of the schedule beyond its name."""
         return {}
 
+    def side_cpus(self) -> int:
+        """Host CPUs on each side of a duet (0: this schedule runs none)."""
+        return 0
+
+    def decides(self, workload: Workload) -> bool:
+        """Must this workload's table be decided from a sample alone before
+        its measured rounds (Workload.duet_mode, run/duetcalls.py)?"""
+        return False
+
 
 class Sequential(Schedule):
     name = "sequential"
@@ -115,10 +126,18 @@ class Duet(Schedule):
         self._sequential = Sequential(baseline, order)
 
     def used_for(self, workload: Workload) -> str:
+        if self.decides(workload):
+            return "auto"  # until its sample alone decides it
         return self.name if workload.duets else self._sequential.name
 
     def facts(self) -> dict:
         return {"sides": [list(s) for s in self.sides], "rotate_s": ROTATE_S}
+
+    def side_cpus(self) -> int:
+        return len(self.sides[0])
+
+    def decides(self, workload: Workload) -> bool:
+        return workload.duet_mode() is not None and workload.duet_call is None
 
     def samples_per_round(self, workload: Workload, envs: int) -> int:
         # the baseline runs once beside each other environment

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Sequence
 
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
 from isobench.results.model import RunData
+from isobench.store.damage import damaged_line, looks_like_sqlite, quick_check
 from isobench.store.readback import read_run
 from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
@@ -29,30 +29,6 @@ class StoreError(RuntimeError):
 
 class StoreWriteError(StoreError):
     """Writing a sample failed mid-run (disk full, read-only): the run stops."""
-
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-# the writer's check at a run's start: seconds it may take before a large store is taken as it is
-QUICK_CHECK_S = 2.0
-
-
-def damaged_line(path: str, why: str) -> str:
-    """The one line every command says of a damaged store."""
-    return (
-        f"{path}: the store is damaged ({why}); `isobench store check --store {path}` says where, and "
-        f"`isobench store recover -o NEW.sqlite --store {path}` copies every run that still reads"
-    )
-
-
-def looks_like_sqlite(path: str) -> bool:
-    """Whether the file starts as an SQLite database does (damaged or not)."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
@@ -128,24 +104,9 @@ class Store:
                 self.db.execute("DROP TABLE isobench_probe")
         except sqlite3.DatabaseError as exc:
             raise StoreError(store_problem(self.path, exc)) from None
-        problem = self.quick_check()
+        problem = quick_check(self.db)
         if problem:  # a run on a damaged store would measure, then fail to store
             raise StoreError(damaged_line(self.path, problem))
-
-    def quick_check(self, budget_s: float = QUICK_CHECK_S) -> str:
-        """SQLite's quick_check, stopped after budget_s (a large store is
-        then taken as it is): its first problem, or "" when none was found."""
-        deadline = time.monotonic() + budget_s
-        self.db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        try:
-            first = self.db.execute("PRAGMA quick_check(1)").fetchone()
-        except sqlite3.OperationalError as exc:
-            return "" if "interrupted" in str(exc) else str(exc)
-        except sqlite3.DatabaseError as exc:
-            return str(exc)
-        finally:
-            self.db.set_progress_handler(None, 0)
-        return "" if first is None or first[0] == "ok" else " ".join(str(first[0]).split())
 
     def close(self) -> None:
         self.db.close()
@@ -309,6 +270,20 @@ class Store:
                 "SELECT env, workload, ccase, round FROM samples WHERE run_id=? AND status='ok'", (run_id,)
             )
         }
+
+    def first_alone(self, run_id: str, env: str, workload: str, case: str) -> tuple[dict, dict] | None:
+        """(values, extra) of the environment's first ok warm-up sample of a
+        cell that ran alone (no duet partner): a table's duet call reads it."""
+        rows = self.db.execute(
+            "SELECT vals, extra FROM samples WHERE run_id=? AND env=? AND workload=? AND ccase=? AND warmup=1"
+            " AND status='ok' ORDER BY round, id",
+            (run_id, env, workload, case),
+        )
+        for vals, extra in rows:
+            values, more = json.loads(vals or "{}"), json.loads(extra or "{}")
+            if isinstance(values, dict) and isinstance(more, dict) and "duet" not in more:
+                return values, more
+        return None
 
     def study_of(self, run_id: str) -> tuple[str, str]:
         """The study file path and text a run was started from."""

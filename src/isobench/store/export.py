@@ -19,6 +19,7 @@ from pathlib import Path
 from isobench.core import sink
 from isobench.results.attribution import derived
 from isobench.results.model import RunData
+from isobench.results.numbers import beyond_cap, capped
 from isobench.results.programs import summary as program_summary
 from isobench.results.table import FAILED, OK, build_table
 
@@ -75,6 +76,11 @@ CELL_COLUMNS = (
     "warnings",
     # appended since primaries
     "family",
+    # appended since centres: pct_vs_baseline = centre / baseline_centre - 1
+    "centre",
+    "baseline_centre",
+    # appended since rounds_needed is null beyond the cap (was cap + 1)
+    "rounds_needed_beyond_cap",
 )
 
 # Per-sample counters (docs/attribution.md): one row per measured sample and
@@ -149,6 +155,7 @@ def cell_rows(run: RunData) -> list[dict]:
     rows = []
     for row in table.rows:
         k = row.key
+        base = next((c.centre for c in row.cells if c.env == run.baseline), math.nan)
         for cell in row.cells:
             if cell.status not in (OK, FAILED):
                 continue
@@ -191,9 +198,12 @@ def cell_rows(run: RunData) -> list[dict]:
                     "p_adjusted": _num(v.p_adjusted) if v else None,
                     "interval_level": _num(v.level) if v else None,
                     "direction": (v.direction or None) if v else None,
-                    "rounds_needed": v.rounds_needed if v else None,
+                    "rounds_needed": capped(v.rounds_needed) if v else None,
                     "warnings": "; ".join(cell.warnings) or None,
                     "family": row.family or None,
+                    "centre": _num(cell.centre) if s else None,
+                    "baseline_centre": _num(cell.reference if cell.reference is not None else base) if e else None,
+                    "rounds_needed_beyond_cap": beyond_cap(v.rounds_needed) if v else None,
                 }
             )
     return rows
@@ -281,7 +291,8 @@ def run_fields(run: RunData) -> dict:
 
 def export_document(run: RunData, samples: list[dict]) -> dict:
     return {
-        "format": "isobench-export",
+        "schema": "isobench.export",  # the name every document has (docs/output.md)
+        "format": "isobench-export",  # its older name, kept for readers that check it
         "version": FORMAT_VERSION,
         "run": {**run_fields(run), "study_text": run.study_text},
         "host_facts": run.host_facts,

@@ -90,7 +90,31 @@ def read_run(db: sqlite3.Connection, path: str, run_id: str, role_sql: str, prim
         "SELECT COUNT(DISTINCT round) FROM samples WHERE run_id=? AND warmup=1", (run_id,)
     ).fetchone()
     run.warmup_rounds = int(warmups)
+    (measured,) = db.execute(
+        "SELECT COUNT(DISTINCT round) FROM samples WHERE run_id=? AND warmup=0", (run_id,)
+    ).fetchone()
+    run.rounds_run = int(measured) + run.warmup_rounds
+    run.overlap_s = _duet_overlap(db, run_id)
     return run
+
+
+def _duet_overlap(db: sqlite3.Connection, run_id: str) -> dict[str, float]:
+    """Per workload, the seconds counted twice in the samples' summed wall
+    time because a duet's two sides ran at once: each duet's walls less its
+    longest (the one its slot took)."""
+    slots: dict[tuple, list[float]] = {}
+    for env, w, c, round_, warm, wall, extra in db.execute(
+        "SELECT env, workload, ccase, round, warmup, COALESCE(wall_s, 0), extra FROM samples"
+        " WHERE run_id=? AND extra LIKE '%\"duet\"%'",
+        (run_id,),
+    ):
+        partner, _ = _duet_partner(extra or "")
+        if partner is not None:
+            slots.setdefault((w, c, round_, warm, frozenset((env, partner))), []).append(float(wall))
+    out: dict[str, float] = {}
+    for (w, *_), walls in slots.items():
+        out[w] = out.get(w, 0.0) + sum(walls) - max(walls)
+    return out
 
 
 def _load_counters(db: sqlite3.Connection, path: str, run: RunData) -> None:

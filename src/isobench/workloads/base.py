@@ -15,11 +15,13 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from isobench.core.metric import Metric, value_problem
+from isobench.core.plants import CannotPlant
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import Footprint  # one for a workload's copy and for a kind's own (a guest's RAM)
 from isobench.host.hostinfo import HostInfo
+from isobench.workloads.duetcall import DuetCall
 
 
 class ParseError(ValueError):
@@ -138,6 +140,9 @@ class Workload(abc.ABC):
     # user's own command): a time budget is then not refused on it
     # (checks.preflight.budget_problem); the run's own pace decides instead.
     duration_known: ClassVar[bool] = True
+    # The slowdown a planted copy (planted()) carries, percent, as built
+    # (whole runs or bytes); 0 for the workload's own.
+    plant_pct: float = 0.0
 
     def __init__(self, params: WorkloadParams, host: HostInfo):
         self.params = params
@@ -186,8 +191,37 @@ class Workload(abc.ABC):
 
     @property
     def duets(self) -> bool:
-        """Do this table's cells run as duets under schedule = "duet"?"""
+        """Do this table's cells run as duets under schedule = "duet"? A table
+        decided from a sample alone (duet_mode) runs one at a time until then."""
+        if self.duet_mode() is not None:
+            return self.duet_call is not None and self.duet_call.duet
         return type(self).duet if self.params.duet is None else (self.params.duet and type(self).duet)
+
+    def duet_mode(self) -> str | None:
+        """ "auto", "true" or "false" for a table whose schedule is decided from
+        one sample run alone (a user's command: nobody knows its CPUs and disk
+        before it runs; workloads/duetcall.py); None where the workload's class
+        and the table's ``duet`` decide (the built-ins)."""
+        return None
+
+    def usage(self, values: dict, extra: dict) -> tuple[float, float, float] | None:
+        """(CPU seconds, wall seconds, block I/O bytes) of one stored sample,
+        for the duet call of a table with a duet_mode; None: not known."""
+        return None
+
+    def settle_duet(self, call: DuetCall) -> None:
+        """The runner's call for a table with a duet_mode (kept with the run)."""
+        self.duet_call = call
+
+    duet_call: DuetCall | None = None
+
+    def planted(self, pct: float) -> Workload:
+        """A copy doing pct / (100 - pct) more of the same work in each
+        sample while its figures count only the base work, so its rate falls
+        by ``pct`` percent on any host (core.plants): what `isobench
+        calibrate` plants (docs/calibrate.md). Its ``plant_pct`` is the size
+        as built. Raises CannotPlant (one line) where there is no such work."""
+        raise CannotPlant(f"{self.name} cannot plant work: it has no amount of work a sample could do more of")
 
     def cpus_needed(self) -> int:
         """Host CPUs one sample keeps busy (threads, processes): a duet side

@@ -25,24 +25,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
-import re
 import shlex
 import time
-from typing import Annotated, Any, ClassVar
-
-from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from typing import Any, ClassVar
 
 from isobench.core.metric import DURATION, Metric
+from isobench.core.plants import CannotPlant, planted_amount, slowdown_of
 from isobench.core.proc import ExecResult
 from isobench.envs.base import Environment, Paths
-from isobench.host.packages import debian_has, tool_packages
 from isobench.workloads import command_files as cf
 from isobench.workloads.base import Footprint, Measurement, ParseError, Workload, WorkloadError, WorkloadParams, check
+from isobench.workloads.command_params import BUILTIN, KEEP_CHARS, SYSTEM_PATH, CommandParams
 from isobench.workloads.command_rules import (
-    OutputMetric,
-    Units,
+    block_io_bytes,
     first_json,
     json_path,
     parse_time_block,
@@ -51,154 +47,10 @@ from isobench.workloads.command_rules import (
     rule_regex,
     split_time,
     tail_lines,
-    value_group,
 )
 from isobench.workloads.compress import TIMER_RESOLUTION_S, TIMER_SHARE, TIMER_SHARE_PCT
 
-# The PATH every environment resolves the command with (the image's own,
-# images/definition.py): natively, a shell's PATH (a virtualenv, pyenv
-# shims, ~/bin) would run another program than the containers do.
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-BUILTIN = ("wall_s", "user_s", "sys_s", "peak_rss_mib")
-_METRIC_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]{1,99}")  # Debian policy 5.6.1
-# A stored sample keeps at most this much of each stream (the tail): enough
-# for any summary a rule reads, bounded for a command that prints a lot.
-KEEP_CHARS = 1 << 20
-
-
-def _argv(v: Any, empty_ok: bool) -> Any:
-    if isinstance(v, str):
-        raise ValueError(
-            f'must be an argv list such as ["make", "-j1"], not a string (for a shell line write '
-            f'["sh", "-c", {json.dumps(v)[:60]}])'
-        )
-    if isinstance(v, (list, tuple)):
-        if not v and not empty_ok:
-            raise ValueError('must name a program: an argv list such as ["make", "-j1"]')
-        if not all(isinstance(a, str) for a in v):
-            raise ValueError('every argument must be a string (quote numbers: "1")')
-        if v and not v[0]:
-            raise ValueError("the program's name is empty")
-        if any("\0" in a for a in v):
-            raise ValueError("an argument holds a NUL byte")
-    return v
-
-
-def _inside(given: str) -> str:
-    why = cf.outside_reason(given)
-    if why:
-        raise ValueError(f"{given} {why}")
-    return given
-
-
-class CommandParams(WorkloadParams):
-    command: tuple[str, ...]
-    setup: tuple[str, ...] = ()
-    cleanup: tuple[str, ...] = ()
-    workdir: str = ""  # relative to the scratch directory, or absolute
-    env: dict[str, str] = Field(default_factory=dict)
-    repeat: int = Field(1, ge=1, le=10_000)
-    files: tuple[Annotated[str, AfterValidator(_inside)], ...] = ()
-    metrics: dict[str, OutputMetric] = Field(default_factory=dict)
-    # Debian packages the command runs (the one behind a wrapper script):
-    # their versions recorded in every environment and compared
-    packages: tuple[str, ...] = ()
-    # false: measure even when an environment runs other bytes than the
-    # baseline (its executable, a copied file, a package version), and say so
-    same_program: bool = True
-    units: Units | None = None  # default: the run
-    _base: str = PrivateAttr(".")  # what files are relative to: the study file's directory
-
-    @model_validator(mode="after")
-    def _where(self, info: ValidationInfo) -> CommandParams:
-        self._base = os.path.abspath((info.context or {}).get("base_dir") or ".")
-        return self
-
-    @field_validator("command", mode="before")
-    @classmethod
-    def _command(cls, v: Any) -> Any:
-        return _argv(v, empty_ok=False)
-
-    @field_validator("setup", "cleanup", mode="before")
-    @classmethod
-    def _steps(cls, v: Any) -> Any:
-        return _argv(v, empty_ok=True)
-
-    @field_validator("env")
-    @classmethod
-    def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        bad = [k for k in v if not _ENV_NAME.fullmatch(k)]
-        if bad:
-            raise ValueError(f"{bad[0]!r} is not a variable name (letters, digits, '_', not starting with a digit)")
-        if any("\0" in x for x in v.values()):
-            raise ValueError("a value holds a NUL byte")
-        return v
-
-    @field_validator("workdir")
-    @classmethod
-    def _workdir(cls, v: str) -> str:
-        if "\0" in v or ".." in v.split("/"):
-            raise ValueError("must stay inside the scratch directory (no '..'), or be an absolute path")
-        return v
-
-    @field_validator("files")
-    @classmethod
-    def _files(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        names = [posixpath.basename(f.rstrip("/")) for f in v]
-        if any(not f or not n or n in (".", "..") for f, n in zip(v, names)):
-            raise ValueError("name a file or directory (not '', '.' or '..')")
-        twice = [n for n in names if names.count(n) > 1]
-        if twice:
-            raise ValueError(f"two entries are named {twice[0]!r} in the scratch directory; copy their parent")
-        return v
-
-    @field_validator("packages")
-    @classmethod
-    def _packages(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [p for p in v if not _DEBIAN_NAME.fullmatch(p)]
-        if bad:
-            raise ValueError(f"{bad[0]!r} is not a Debian package name (lower-case letters, digits, '+', '-', '.')")
-        if len(set(v)) != len(v):
-            raise ValueError("names a package twice")
-        # isobench's own need no asking; the others are added to the study's
-        # image and installed on the host (images.study_packages)
-        held = tool_packages()
-        unknown = next((p for p in v if p not in held and debian_has(p) is False), None)
-        if unknown:
-            raise ValueError(f"{unknown!r} is not a Debian package (apt-cache on this host knows no such name)")
-        return v
-
-    @field_validator("units")
-    @classmethod
-    def _units(cls, v: Units | None, info: ValidationInfo) -> Units | None:
-        metrics = info.data.get("metrics") or {}
-        if v is not None and v.metric is not None and v.metric not in metrics:
-            raise ValueError(
-                f"metric {v.metric!r} is not one of this table's metrics ("
-                + (", ".join(sorted(metrics)) or "it reads none from the output")
-                + ")"
-            )
-        return v
-
-    @field_validator("metrics")
-    @classmethod
-    def _metrics(cls, v: dict[str, OutputMetric]) -> dict[str, OutputMetric]:
-        for name, rule in v.items():
-            if not _METRIC_NAME.fullmatch(name):
-                raise ValueError(
-                    f"{name!r}: a metric name is lower-case letters, digits and '_', starting with "
-                    "a letter, at most 40 characters"
-                )
-            if name in BUILTIN:
-                raise ValueError(f"{name!r} is a built-in metric ({', '.join(BUILTIN)}); choose another name")
-            if rule.regex is not None:
-                try:
-                    value_group(rule_regex(rule.regex), name)
-                except ValueError as exc:
-                    raise ValueError(f"{name}.regex {exc}") from None
-        return v
+__all__ = ["BUILTIN", "KEEP_CHARS", "SYSTEM_PATH", "Command", "CommandParams", "failure"]
 
 
 class Command(Workload):
@@ -207,6 +59,7 @@ class Command(Workload):
     packages: ClassVar[tuple[str, ...]] = ("time",)
     claimed_by_field: ClassVar[str] = "command"
     duration_known: ClassVar[bool] = False  # nobody knows a command's time before it runs
+    duet: ClassVar[bool] = True  # as its table's duet_mode decides
     params: CommandParams
 
     def __init__(self, params: WorkloadParams, host) -> None:
@@ -243,6 +96,28 @@ class Command(Workload):
         # an output metric is the runs' mean (parse_runs): times the runs, the sample's count
         per_run = rule.count if rule.count is not None else m.values.get(rule.metric or "", 0.0)
         return [rule.name, per_run * runs]
+
+    def planted(self, pct: float) -> Command:
+        """More runs of the command per sample: whole runs, so the size as
+        built must be within a tenth of ``pct`` (repeat = 19 plants 5% exactly, 18 plants 5.3%)."""
+        p = self.params
+        if any(r.primary for r in p.metrics.values()):
+            raise CannotPlant("command: its primary metric is read from the output, the runs' mean: more runs leave it")
+
+        def close(repeat: int) -> bool:
+            return abs(slowdown_of(repeat, planted_amount(repeat, pct)) - pct) <= pct / 10
+
+        runs = planted_amount(p.repeat, pct)
+        built = slowdown_of(p.repeat, runs)
+        if not close(p.repeat):
+            need = next((r for r in range(p.repeat, 10_001) if close(r)), 10_000)
+            raise CannotPlant(
+                f"command: repeat = {p.repeat} cannot carry a planted {pct:g}% in whole runs "
+                f"({runs} runs would plant {built:.1f}%); give repeat = {need}"
+            )
+        copy = type(self)(p.model_copy(update={"repeat": runs}), self.host)
+        copy.plant_pct = built
+        return copy
 
     # -- where it runs --------------------------------------------------------
     def scratch(self, paths: Paths) -> str:
@@ -329,6 +204,17 @@ class Command(Workload):
             libraries = {n: next(digests, "unreadable") if p.startswith("/") else p for n, p in libraries.items()}
         return {"executable": path, "sha256": digest, **({"libraries": libraries} if libraries else {})}
 
+    def duet_mode(self) -> str | None:
+        d = self.params.duet
+        return d if isinstance(d, str) else ("true" if d else "false")
+
+    def usage(self, values: dict, extra: dict) -> tuple[float, float, float] | None:
+        try:
+            io = float(extra["block_io_bytes"])
+            return float(values["user_s"]) + float(values["sys_s"]), float(values["wall_s"]), io
+        except (KeyError, TypeError, ValueError):
+            return None
+
     def program(self, env: str) -> dict | None:
         return self._program.get(env)
 
@@ -374,10 +260,11 @@ class Command(Workload):
         output metric the runs' mean."""
         if not runs:
             raise ParseError("no run to read")
-        per_run = []
+        per_run, io = [], []
         for stdout, stderr in runs:
             own_err, block = split_time(stderr)
             values = parse_time_block(block)
+            io.append(block_io_bytes(block))
             for name, rule in self.params.metrics.items():
                 text = stdout if rule.stream == "stdout" else own_err
                 if rule.regex is not None:
@@ -390,7 +277,10 @@ class Command(Workload):
         for name in self.params.metrics:
             out[name] = sum(v[name] for v in per_run) / len(per_run)
         raw = json.dumps({"runs": [{"stdout": o[-KEEP_CHARS:], "stderr": e[-KEEP_CHARS:]} for o, e in runs]})
-        return Measurement(values=out, extra={"runs": len(runs)}, raw=raw)
+        extra: dict[str, Any] = {"runs": len(runs)}
+        if all(b is not None for b in io):
+            extra["block_io_bytes"] = sum(b for b in io if b is not None)
+        return Measurement(values=out, extra=extra, raw=raw)
 
     def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
         try:

@@ -31,6 +31,14 @@ _TIME_FIELDS = {
     "sys": re.compile(r"^\tSystem time \(seconds\): (\S+)$", re.M),
     "rss_kb": re.compile(r"^\tMaximum resident set size \(kbytes\): (\S+)$", re.M),
 }
+# the filesystem's reads and writes of the timed process and its children
+# (getrusage's ru_inblock/ru_oublock), in 512-byte blocks: what a duet's two
+# sides would share of the disk (workloads/duetcall.py)
+_BLOCK_FIELDS = (
+    re.compile(r"^\tFile system inputs: (\d+)$", re.M),
+    re.compile(r"^\tFile system outputs: (\d+)$", re.M),
+)
+BLOCK_BYTES = 512
 _ENDED_RE = re.compile(r"^Command (?:exited with non-zero status|terminated by signal) \d+\s*\Z")
 
 
@@ -78,6 +86,15 @@ def parse_time_block(block: str) -> dict[str, float]:
         }
     except ValueError as exc:
         raise ParseError(f"GNU time's block has a bad number: {exc}") from None
+
+
+def block_io_bytes(block: str) -> float | None:
+    """The filesystem inputs and outputs GNU time's verbose block counts, in
+    bytes; None when the block lacks either line. Pure."""
+    found = [p.search(block) for p in _BLOCK_FIELDS]
+    if any(m is None for m in found):
+        return None
+    return float(sum(int(m.group(1)) for m in found if m is not None) * BLOCK_BYTES)
 
 
 def tail_lines(text: str, n: int = 5, width: int = 300) -> str:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from isobench.core.metric import DURATION, THROUGHPUT, Metric
+from isobench.core.plants import planted_amount, slowdown_of
 from isobench.core.proc import ExecResult
 from isobench.envs.base import Environment, Paths
 from isobench.workloads.base import (
@@ -92,6 +93,16 @@ class Compression(Workload):
     duet: ClassVar[bool] = True  # CPU-bound, input in tmpfs: one side's CPUs hold it all
     params: CompressionParams
 
+    def __init__(self, params: WorkloadParams, host) -> None:
+        super().__init__(params, host)
+        self.corpus_bytes = self.params.size_mb * MB  # more in a planted copy; the figures count size_mb
+
+    def planted(self, pct: float) -> Compression:
+        copy = type(self)(self.params, self.host)
+        copy.corpus_bytes = planted_amount(self.params.size_mb * MB, pct)
+        copy.plant_pct = slowdown_of(self.params.size_mb * MB, copy.corpus_bytes)
+        return copy
+
     def cpus_needed(self) -> int:
         return self.threads()
 
@@ -115,21 +126,21 @@ class Compression(Workload):
 
     def argv(self, case: str, paths: Paths) -> list[str]:
         p = self.params
-        return build_argv(corpus_path(paths, p.size_mb), p.level, p.extreme, self.threads())
+        return build_argv(corpus_path(paths, self.corpus_bytes), p.level, p.extreme, self.threads())
 
     def footprint(self) -> list[Footprint]:
-        return [Footprint("size_mb", "memory", self.params.size_mb * MB)]  # the corpus lives in tmpfs
+        return [Footprint("size_mb", "memory", self.corpus_bytes)]  # the corpus lives in tmpfs
 
     def prepare(self, env: Environment) -> None:
-        path = corpus_path(env.paths, self.params.size_mb)
-        part = staging_path(env.paths, self.params.size_mb)
+        path = corpus_path(env.paths, self.corpus_bytes)
+        part = staging_path(env.paths, self.corpus_bytes)
         check(env.exec(["mkdir", "-p", posixpath.dirname(path), posixpath.dirname(part)], timeout=60))
         check(env.exec(["rm", "-f", path], timeout=60))
         digest = hashlib.sha256()
         # write_file writes whole files, so the corpus goes in as pieces
         # appended in place. Pieces are staged on the data disk: Docker's
         # archive API (behind write_file) cannot see a container's tmpfs.
-        for piece in corpus_pieces(self.params.size_mb * MB):
+        for piece in corpus_pieces(self.corpus_bytes):
             env.write_file(part, piece)
             check(env.exec(["sh", "-c", 'cat -- "$1" >> "$2" && rm -f -- "$1"', "sh", part, path], timeout=300))
             digest.update(piece)
@@ -144,8 +155,9 @@ class Compression(Workload):
         times = parse_time(result.stderr)
         if times["real_s"] <= 0:
             raise ParseError(f"real time {times['real_s']} s is too short to give a rate; use a larger size_mb")
+        # a planted copy compresses more than size_mb and counts size_mb: its rate falls by the plant
         values = {"throughput_mbs": self.params.size_mb / times["real_s"], **times}
-        return Measurement(values=values, extra={"input_bytes": self.params.size_mb * MB}, raw=result.stderr)
+        return Measurement(values=values, extra={"input_bytes": self.corpus_bytes}, raw=result.stderr)
 
     def reparse(self, case: str, raw: str, extra: dict) -> Measurement:
         # the raw output kept is GNU time's stderr, where parse() looks
@@ -162,20 +174,25 @@ class Compression(Workload):
         return dict.fromkeys(("throughput_mbs", "real_s"), note)
 
     def cleanup(self, env: Environment) -> None:
-        path = corpus_path(env.paths, self.params.size_mb)
-        part = staging_path(env.paths, self.params.size_mb)
+        path = corpus_path(env.paths, self.corpus_bytes)
+        part = staging_path(env.paths, self.corpus_bytes)
         env.exec(["rm", "-f", path, part], timeout=60)
         env.exec(["rmdir", "--ignore-fail-on-non-empty", posixpath.dirname(path), posixpath.dirname(part)], timeout=60)
 
 
 # Named by size, the only parameter the bytes depend on: a study may list
 # the workload twice (level 2 and 9e, say) and both share one corpus.
-def corpus_path(paths: Paths, size_mb: int) -> str:
-    return posixpath.join(paths.tmp, "compression", f"corpus-{size_mb}MB.txt")
+def corpus_name(size: int) -> str:
+    """corpus-8MB for whole megabytes, corpus-8421053B for a planted copy's."""
+    return f"corpus-{size // MB}MB" if size % MB == 0 else f"corpus-{size}B"
 
 
-def staging_path(paths: Paths, size_mb: int) -> str:
-    return posixpath.join(paths.data, "compression", f"corpus-{size_mb}MB.part")
+def corpus_path(paths: Paths, size: int) -> str:
+    return posixpath.join(paths.tmp, "compression", f"{corpus_name(size)}.txt")
+
+
+def staging_path(paths: Paths, size: int) -> str:
+    return posixpath.join(paths.data, "compression", f"{corpus_name(size)}.part")
 
 
 def build_argv(corpus: str, level: int, extreme: bool, threads: int) -> list[str]:

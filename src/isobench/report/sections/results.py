@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from isobench.report.blocks import DIM, NOTE, Item, Items, Para, Results
 from isobench.report.section import TERMINAL, ReportContext, Section
+from isobench.results.table import CENTRE_KEY
 
 
 def short_key(baseline: str) -> str:
     """What a short cell holds (the first legend line where cells are short)."""
     return (
-        f"Cell: mean, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
-        f"(min..max) are in `report --format md` and `html`."
+        f"Cell: centre, change vs {baseline} [interval, %], verdict; the sd and, for times, the median "
+        f"(min..max) are in `report --format md` and `html`. {CENTRE_KEY.format(baseline=baseline)}"
     )
 
 

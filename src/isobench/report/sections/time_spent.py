@@ -9,11 +9,16 @@ from isobench.results.numbers import fmt_duration
 
 
 def time_rows(
-    time_spent: dict[tuple[str, str], tuple[float, int]], workloads: list[str], envs: list[str]
+    time_spent: dict[tuple[str, str], tuple[float, int]],
+    workloads: list[str],
+    envs: list[str],
+    overlap_s: dict[str, float] | None = None,
 ) -> tuple[tuple[str, ...], list[tuple[str, ...]], float]:
     """(header, rows, total seconds): a row per workload, a column per
-    environment, then the workload's total and its share. Pure."""
-    total = sum(wall for wall, _ in time_spent.values())
+    environment (its samples' own time), then the workload's wall time (a
+    duet's two sides, ``overlap_s``, counted once) and its share. Pure."""
+    overlap = overlap_s or {}
+    total = sum(wall for wall, _ in time_spent.values()) - sum(overlap.values())
     names = list(dict.fromkeys(workloads + [w for w, _ in time_spent]))
     columns = list(dict.fromkeys(envs + [e for _, e in time_spent]))
     header = ("workload", *columns, "total", "share")
@@ -22,7 +27,7 @@ def time_rows(
         cells = [time_spent.get((w, e)) for e in columns]
         if not any(cells):
             continue
-        sub = sum(c[0] for c in cells if c)
+        sub = sum(c[0] for c in cells if c) - overlap.get(w, 0.0)
         rows.append(
             (
                 w,
@@ -44,12 +49,17 @@ class TimeSpentSection(Section):
         if not run.time_spent:
             return []
         workloads = list(dict.fromkeys(k.workload for k in run.metrics))
-        header, rows, total = time_rows(run.time_spent, workloads, run.environments)
+        header, rows, total = time_rows(run.time_spent, workloads, run.environments, run.overlap_s)
         samples = sum(n for _, n in run.time_spent.values())
+        duet = (
+            "; a duet's two sides ran at once, so a workload's total is its wall time, not the sum of its columns"
+            if any(v > 0 for v in run.overlap_s.values())
+            else ""
+        )
         return [
             Para(
                 f"Wall time of the {samples} samples, warm-up and failed ones included: "
-                f"{fmt_duration(total)} (starting and stopping environments is not counted)."
+                f"{fmt_duration(total)} (starting and stopping environments is not counted{duet})."
             ),
             Grid(header, tuple(rows), numeric_from=1),
         ]

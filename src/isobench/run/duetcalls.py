@@ -1,0 +1,67 @@
+"""A table's duet call, made during the run (workloads/duetcall.py says what
+decides it): a user's command runs its warm-up one sample at a time, and
+before its first measured round the runner reads what the baseline's sample
+alone used and decides. With ``warmup = 0`` the baseline runs one sample
+alone first, kept in the store as a warm-up sample (round -1). The call is
+kept with the run's facts (schedule.calls), so --resume and the report read
+the same call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from isobench.envs.base import Environment
+from isobench.run.measure import record, take
+from isobench.run.plan import Cell
+from isobench.run.schedule import Schedule
+from isobench.store.db import Store
+from isobench.workloads.duetcall import DuetCall, decide, from_record
+
+PROBE_ROUND = -1  # the sample alone of a study without warm-up rounds
+
+
+def cell_name(cell: Cell) -> str:
+    return f"{cell.key}/{cell.case}"
+
+
+def restore(store: Store, run_id: str, cells: list[Cell]) -> None:
+    """A resumed run's calls, as it made them."""
+    calls = (store.run_facts(run_id).get("schedule") or {}).get("calls") or {}
+    for cell in cells:
+        call = from_record(calls.get(cell_name(cell)))
+        if call is not None and cell.workload.duet_mode() is not None:
+            cell.workload.settle_duet(call)
+
+
+def settle(
+    store: Store,
+    run_id: str,
+    schedule: Schedule,
+    cell: Cell,
+    decider: Environment | None,
+    warmup_rounds: int,
+    note: Callable[[str], None],
+    noise_facts: dict | None = None,
+) -> DuetCall:
+    """Decide the cell's table from ``decider``'s sample alone (the
+    baseline's, or the first environment that runs the table), taking one
+    first when the study has no warm-up round; keep and say the call."""
+    w, mode = cell.workload, cell.workload.duet_mode() or "false"
+    found = None
+    if decider is not None and mode != "false":
+        found = store.first_alone(run_id, decider.name, cell.key, cell.case)
+        if found is None and warmup_rounds == 0:
+            taken = take(w, cell.workload_case, decider, noise_facts)
+            if record(store, run_id, cell.key, cell.case, w, decider, PROBE_ROUND, True, taken) is None:
+                found = store.first_alone(run_id, decider.name, cell.key, cell.case)
+    used = w.usage(*found) if found is not None else None
+    cpu_s, wall_s, io = used if used is not None else (None, None, None)
+    call = decide(mode, schedule.side_cpus(), cpu_s, wall_s, io, decider.name if decider else "")
+    w.settle_duet(call)
+    facts = store.run_facts(run_id)
+    record_ = facts.setdefault("schedule", {})
+    record_.setdefault("calls", {})[cell_name(cell)] = call.record()
+    record_.setdefault("cells", {})[cell_name(cell)] = schedule.used_for(w)
+    store.set_run_facts(run_id, facts)
+    note(f"{cell_name(cell)}: {call.text()}")
+    return call

@@ -1,0 +1,83 @@
+"""One clock: a duet's two sides run at once, so the run's time is wall time
+(each duet counted once), and the time a suggestion names comes from that
+wall pace, not from the sum of both sides' samples."""
+
+from __future__ import annotations
+
+from isobench.core.metric import Metric
+from isobench.report.section import ReportContext
+from isobench.report.sections.time_spent import TimeSpentSection
+from isobench.store.db import Sample, Store
+from synthetic_runs import fake_study
+
+ENVS = ["native", "docker-nat", "docker-host"]
+ROUNDS = 4  # one warm-up, three measured
+
+
+def _duet_store(path: str) -> str:
+    """Native beside each other environment every round, both sides 10 s;
+    fio one sample at a time, 5 s each."""
+    store = Store(path)
+    store.create_run("r-duet", fake_study(ENVS), {"cores": 2})
+    store.define_metrics("r-duet", "compression", "default", [Metric("throughput_mbs", "MB/s", True)])
+    store.define_metrics("r-duet", "fio", "seqread", [Metric("bw_mbs", "MB/s", True)])
+    for r in range(ROUNDS):
+        at = f"2026-11-27T10:{r:02d}:00+0000"
+        for other in ENVS[1:]:
+            for env, partner in (("native", other), (other, "native")):
+                duet = {"duet": {"partner": partner, "cpus": "0" if env == "native" else "1"}}
+                store.add_sample(
+                    Sample(
+                        "r-duet",
+                        env,
+                        "compression",
+                        "default",
+                        r,
+                        r == 0,
+                        "ok",
+                        at,
+                        10.0,
+                        {"throughput_mbs": 3.0},
+                        duet,
+                    )
+                )
+        for env in ENVS:
+            store.add_sample(Sample("r-duet", env, "fio", "seqread", r, r == 0, "ok", at, 5.0, {"bw_mbs": 800.0}))
+    store.finish_run("r-duet", "complete")
+    store.close()
+    return "r-duet"
+
+
+def test_a_duet_counts_its_wall_time_once(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    run = Store(path).load_run(_duet_store(path))
+    # per round: two duets of 10 s (not four samples of 10 s) and three fio samples of 5 s
+    assert run.overlap_s == {"compression": ROUNDS * 2 * 10.0}
+    assert run.wall_s() == ROUNDS * (2 * 10.0 + 3 * 5.0)
+    assert run.rounds_run == ROUNDS and run.seconds_per_round() == 2 * 10.0 + 3 * 5.0
+    blocks = TimeSpentSection().blocks(ReportContext(run))
+    assert "2 min (starting" in blocks[0].text and "ran at once" in blocks[0].text  # 140 s, not 220
+    compression = next(r for r in blocks[1].rows if r[0] == "compression")
+    assert compression[-2:] == ("80 s", "57%")  # its wall time and share of 140 s
+
+
+def test_validate_says_a_budget_in_one_rounds_figure():
+    """The budget's rounds are said once (the size line), and the outlook,
+    when the host's noise is known, says the same figure."""
+    import re
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from isobench.cli.main import main
+
+    quick = Path(__file__).resolve().parents[2] / "studies" / "quick.toml"
+    r = CliRunner().invoke(main, ["validate", str(quick), "--budget", "30m"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())  # folded to the console's width: one line
+    head, size = out[: out.index("size:")], out[out.index("size:") : out.index(" min", out.index("size:"))]
+    assert re.findall(r"(\d+) rounds", head) == ["100"]  # only the cap: "up to 100 rounds"
+    (figure,) = re.findall(r"about (\d+) rounds", size)
+    assert int(figure) > 9  # what 30 minutes pay for at the study's estimate, not the first block
+    said = re.findall(r"about (\d+) rounds of every case", out)
+    assert said in ([], [figure])
