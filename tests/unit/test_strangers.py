@@ -500,3 +500,32 @@ def test_resume_of_a_complete_run_says_so_and_starts_nothing(sandbox, capfd):
     code, out, err = isobench(capfd, "run", "--resume", "r1", "--no-progress")
     assert code == 0 and "run r1 is complete: every cell has its samples, nothing to resume" in err, (out, err)
     assert "files" not in err
+
+
+# -- a full disk at start -------------------------------------------------------
+
+
+def test_a_full_disk_is_one_line_and_no_second_traceback(sandbox, capfd, monkeypatch):
+    from isobench.cli import entry as entry_module
+    from isobench.core import workspace
+
+    def full(*args, **kwargs):  # the kernel's own ENOSPC, as a full ISOBENCH_HOME gives it
+        with open("/dev/full", "w") as fh:
+            fh.write("x")
+            fh.flush()
+
+    monkeypatch.setattr("isobench.store.db.Store.__init__", full)
+    code, _, err = isobench(capfd, "runs")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "the disk is full (No space left on device); free space on it" in err, err
+    # nowhere to write the traceback of an unexpected error: said, not a second traceback
+    blocked = sandbox / "blocked"
+    blocked.write_text("a file, not a directory")
+    monkeypatch.setattr("isobench.store.db.Store.__init__", lambda *a, **k: (_ for _ in ()).throw(KeyError("k")))
+    with monkeypatch.context() as m:  # undone before the fixtures' own teardown needs tempfile
+        m.setattr(workspace, "STATE_ROOT", str(blocked))
+        m.setattr(entry_module, "_log_dir", lambda: str(blocked))
+        m.setattr("tempfile.tempdir", str(blocked))
+        assert entry_module.write_traceback(ValueError("x")) is None
+        code, _, err = isobench(capfd, "runs")
+    assert code == 3 and err.count("\n") == 1 and "its traceback could not be written either" in err, err

@@ -5,6 +5,8 @@ traceback, which `--debug` (anywhere on the command line) prints instead."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -29,13 +31,23 @@ def _log_dir() -> str:
     return tempfile.gettempdir()
 
 
-def write_traceback(exc: BaseException) -> str:
-    """The traceback in a new log file; returns its path."""
-    path = os.path.join(_log_dir(), f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"isobench {' '.join(sys.argv[1:])}\n\n")
-        traceback.print_exception(exc, file=fh)
-    return path
+def write_traceback(exc: BaseException) -> str | None:
+    """The traceback in a new log file; returns its path, or None when no
+    log directory takes it (a full disk: no second traceback, no empty log)."""
+    from isobench.core.workspace import STATE_ROOT
+
+    name = f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    for root in (_log_dir(), os.path.join(STATE_ROOT, "logs"), os.path.join(tempfile.gettempdir(), "isobench-logs")):
+        path = os.path.join(root, name)
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(f"isobench {' '.join(sys.argv[1:])}\n\n")
+                traceback.print_exception(exc, file=fh)
+            return path
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    return None
 
 
 def one_line(text: str) -> str:
@@ -115,12 +127,16 @@ def main(argv: list[str] | None = None) -> None:
 
             _say(damaged_line(current_store() or "the store", one_line(str(exc))))
             sys.exit(EXIT_ERROR)
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # a fault, not a bug: one line, exit 2
+            _say(f"{exc.filename or 'a file isobench writes'}: the disk is full ({exc.strerror}); free space on it")
+            sys.exit(EXIT_ERROR)
         if debug:
             traceback.print_exc()
             sys.exit(EXIT_UNEXPECTED)
         path = write_traceback(exc)
+        where = f"traceback in {path}" if path else "its traceback could not be written either"
         _say(
-            f"unexpected {type(exc).__name__}: {one_line(str(exc))[:300]} (traceback in {path}; "
+            f"unexpected {type(exc).__name__}: {one_line(str(exc))[:300]} ({where}; "
             f"run again with {DEBUG_FLAG} to print it)"
         )
         sys.exit(EXIT_UNEXPECTED)
