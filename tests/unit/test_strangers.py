@@ -529,3 +529,25 @@ def test_a_full_disk_is_one_line_and_no_second_traceback(sandbox, capfd, monkeyp
         assert entry_module.write_traceback(ValueError("x")) is None
         code, _, err = isobench(capfd, "runs")
     assert code == 3 and err.count("\n") == 1 and "its traceback could not be written either" in err, err
+
+
+def test_a_store_removed_or_replaced_mid_run_stops_the_next_commit(tmp_path):
+    from isobench.store.db import Sample, Store, StoreWriteError
+
+    def sample(i: int) -> Sample:
+        return Sample("r1", "native", "w", "default", i, False, "ok", "2026-05-01T10:00:00+0000", 1.0, {"x": 1.0})
+
+    study = parse_study(HEAD, "s.toml")
+    for how in ("removed", "replaced"):
+        path = tmp_path / f"{how}.sqlite"
+        store = Store(str(path))
+        store.create_run("r1", study, {"cores": 2})
+        store.add_sample(sample(0))
+        for suffix in ("", "-wal", "-shm"):  # as `rm` of the store and its -wal/-shm did
+            if os.path.exists(f"{path}{suffix}"):
+                os.unlink(f"{path}{suffix}")
+        if how == "replaced":
+            Store(str(path)).close()  # another store now under the name
+        with pytest.raises(StoreWriteError, match=f"the store file was {how} while the run wrote to it"):
+            store.add_sample(sample(1))
+        store.close()

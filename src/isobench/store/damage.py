@@ -4,6 +4,7 @@ writer's bounded quick check (store/health.py checks and recovers)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 
@@ -45,3 +46,28 @@ def quick_check(db: sqlite3.Connection, budget_s: float = QUICK_CHECK_S) -> str:
     finally:
         db.set_progress_handler(None, 0)
     return "" if first is None or first[0] == "ok" else " ".join(str(first[0]).split())
+
+
+def identity(path: str) -> tuple[int, int] | None:
+    """The store file's (device, inode) as opened."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def still_there(path: str, opened: tuple[int, int] | None) -> str:
+    """Why the store file is no longer the one opened ("" when it is): removed
+    (SQLite goes on writing into the unlinked file) or replaced by another."""
+    if opened is None:
+        return ""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return f"{path}: the store file was removed while the run wrote to it; the samples since are lost with it"
+    except OSError:
+        return ""
+    if (st.st_dev, st.st_ino) != opened or st.st_nlink == 0:
+        return f"{path}: the store file was replaced while the run wrote to it; the run wrote into the old one"
+    return ""

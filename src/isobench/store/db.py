@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
 from isobench.results.model import RunData
-from isobench.store.damage import damaged_line, looks_like_sqlite, quick_check
+from isobench.store.damage import damaged_line, identity, looks_like_sqlite, quick_check, still_there
 from isobench.store.readback import read_run
 from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
@@ -77,6 +77,7 @@ class Store:
         except OSError as exc:
             raise StoreError(f"{path}: cannot open the store: {exc.strerror}; give a writable --store path") from None
         self._add_missing_columns()
+        self._identity = identity(path)
 
     def _foreign_tables(self) -> str:
         """What makes the file someone else's database ('' when it is an
@@ -200,6 +201,9 @@ class Store:
             self._add_sample(s)
         except sqlite3.DatabaseError as exc:  # disk full, file gone read-only: earlier samples are committed
             raise StoreWriteError(store_problem(self.path, exc)) from None
+        gone = still_there(self.path, self._identity)
+        if gone:  # SQLite writes on into an unlinked file without a word: every sample would vanish
+            raise StoreWriteError(gone)
 
     def _add_sample(self, s: Sample) -> None:
         with self.db:  # committed now: a crash after this loses nothing
