@@ -278,6 +278,43 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], check=False, timeout=30)
 
 
+def fill(mnt) -> None:
+    with contextlib.suppress(OSError), open(mnt / "filler", "wb") as fh:  # take every free block
+        while True:  # ENOSPC ends it, in write() or in the close that flushes
+            fh.write(b"\0" * 65536)
+            fh.flush()
+
+
+def test_outputs_to_a_full_filesystem_leave_no_file(tmp_path, small_tmpfs):
+    """issue 47: -o, archive and export to a full disk left 0-byte files."""
+    from tests.synthetic_runs import simple_run
+
+    from isobench.store.db import Store
+
+    store = tmp_path / "r.sqlite"
+    simple_run(Store(str(store)), "r1", {"native": [10.0, 10.2, 9.9], "docker-nat": [9.8, 9.9, 9.7]})
+    fill(small_tmpfs)
+    env = {**os.environ, "ISOBENCH_STORE": str(store)}
+    for args in (
+        ("report", "r1", "--format", "md", "-o"),
+        ("report", "r1", "--format", "html", "-o"),
+        ("archive", "r1", "-o"),
+        ("export", "r1", "--format", "json", "-o"),
+    ):
+        target = small_tmpfs / f"{args[0]}-{args[-2]}.out"
+        p = subprocess.run(
+            [sys.executable, "-m", "isobench", *args, str(target)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, (args, p.stderr)
+        assert "cannot write: No space left on device" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert not target.exists(), f"{args}: left a {target.stat().st_size}-byte file"
+
+
 def test_store_filesystem_full_mid_run(tmp_path, small_tmpfs):
     study = tmp_path / "full.toml"
     study.write_text(
@@ -290,10 +327,7 @@ def test_store_filesystem_full_mid_run(tmp_path, small_tmpfs):
     try:
         wait_samples(store, "native", 3)
         t_fault = time.monotonic()
-        with contextlib.suppress(OSError), open(filler, "wb") as fh:  # take every free block
-            while True:  # ENOSPC ends it, in write() or in the close that flushes
-                fh.write(b"\0" * 65536)
-                fh.flush()
+        fill(small_tmpfs)
         t_seen, line = run.wait_line("disk is full", t_fault, DETECT_S)
         print(f"\nstore full: detected in {t_seen - t_fault:.1f} s: {line}")
         rc = run.wait(120)

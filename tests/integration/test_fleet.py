@@ -322,8 +322,8 @@ def test_bad_hosts_one_line_each(fleet):
             fleet["names"][2],
             "python3",
             "-c",
-            "import fcntl,os,time; os.makedirs('/var/lib/isobench',exist_ok=True);"
-            "f=open('/var/lib/isobench/run.lock','a+'); fcntl.flock(f,fcntl.LOCK_EX);"
+            "import fcntl,os,time; os.makedirs('/run/isobench',exist_ok=True);"
+            "f=open('/run/isobench/run.lock','a+'); fcntl.flock(f,fcntl.LOCK_EX);"
             'f.write(\'{"pid": 1, "study": "other"}\'); f.flush(); time.sleep(300)',
         ]
     )

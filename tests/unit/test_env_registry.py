@@ -245,3 +245,20 @@ def test_gvisor_refuses_netlat_up_front_and_nothing_else():
     assert docker.unsupported(gvisor, "compression") is None
     assert docker.unsupported(docker.spec(), "netlat") is None
     assert docker.unsupported(docker.spec(runtime="crun"), "netlat") is None
+
+
+def test_a_resume_first_removes_the_runs_own_leftovers(fake, tmp_path):
+    """issue 47: a resume after SIGKILL during prepare met its own container's name (409 Conflict)."""
+    from isobench.run.runner import run_study
+    from isobench.store.db import Store
+    from isobench.study import parse_study
+
+    study = parse_study(study_text("[environments.fake]\n[workloads.startup]\n"), "f.toml")
+    store = Store(str(tmp_path / "r.sqlite"))
+    run_id = run_study(study, store)
+    store.db.execute("DELETE FROM samples")  # as if killed before its first sample
+    store.db.commit()
+    fake.EVENTS.clear()
+    assert run_study(study, store, resume=run_id) == run_id
+    events = fake.EVENTS
+    assert events.index(("clean", run_id)) < events.index(("start", "fake")), events

@@ -369,7 +369,7 @@ def test_8_an_output_onto_the_open_store_is_refused(capfd, sandbox, stored, args
     def refused_last_line(*argv):
         code, _, err = isobench(capfd, *argv)
         last = err.strip().splitlines()[-1]
-        assert code == 2 and last.startswith("error: ") and "is the store this command reads" in last, err
+        assert code == 2 and last.startswith("error: ") and "is the store this command uses" in last, err
 
     for target in (stored, sandbox / "." / "s.sqlite", sandbox / "s.sqlite-wal"):
         refused_last_line(*args, target)

@@ -95,10 +95,10 @@ def test_cpuset_refuses_shell_metacharacters():
 
 def test_shipped_studies_validate(monkeypatch):
     # (no time limit here: speed targets live in benchmarks, not in unit tests on a shared host)
-    from isobench.workloads import command_params as command
+    from isobench.workloads import command_params
 
     asked = []
-    monkeypatch.setattr(command, "debian_has", lambda name: asked.append(name) or True)
+    monkeypatch.setattr(command_params, "debian_has", lambda name: asked.append(name) or True)
     paths = sorted((ROOT / "studies").rglob("*.toml"))
     assert {
         "ku2020-memory-pressure.toml",

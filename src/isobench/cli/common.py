@@ -40,7 +40,22 @@ STORE_OPTION = click.option(
     show_default=True,
     metavar="FILE",
     help="SQLite file holding every run (env: ISOBENCH_STORE).",
+    callback=lambda ctx, param, value: _known_store(value),
 )
+
+
+def _known_store(value: str) -> str:
+    """The store a command will use is an input from the start: `try --save`
+    writes before it opens the store, and an output must never be it."""
+    if value:
+        _inputs.add(os.path.realpath(value))
+        _stores.append(value)
+    return value
+
+
+def current_store() -> str | None:
+    """The store this command was given (--store or ISOBENCH_STORE), if any."""
+    return _stores[-1] if _stores else None
 
 
 class Finite(click.FloatRange):
@@ -122,6 +137,7 @@ def open_store(path: str, create: bool = False):
 # -- outputs never destroy inputs (docs/hostile-inputs.md, "Outputs") ------------------------
 
 _inputs: set[str] = set()  # the stores this command opened (resolved)
+_stores: list[str] = []  # as given, the last one the command's
 _own: set[str] = set()  # default outputs (results/RUN_ID.html ...): isobench's own, replaced freely
 _force = False
 
@@ -148,14 +164,22 @@ def check_output(path, what: str = "-o") -> None:
     and is replaced). Devices (/dev/null, /dev/stdout) are written as given."""
     text = os.fspath(path)
     real = os.path.realpath(text)
-    if any(real in (s, s + "-wal", s + "-shm", s + "-journal") for s in _inputs):
-        fail(f"{what} {text}: is the store this command reads; give another path")
+    if any(real in (s, s + "-wal", s + "-shm", s + "-journal") or _same_file(real, s) for s in _inputs):
+        fail(f"{what} {text}: is the store this command uses (not even with --force); give another path")
     if _force or real in _own:
         return
     if os.path.islink(text):
         fail(f"{what} {text}: is a symlink (to {real}); give the target itself, or pass --force")
     if os.path.isfile(text):
         fail(f"{what} {text}: exists; give another path, or pass --force to replace it")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two existing paths are one file (a hard link to the store)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def default_output(run_id: str, suffix: str) -> Path:
@@ -176,15 +200,26 @@ def own(path: Path) -> Path:
     return path
 
 
+def _drop(path) -> None:
+    try:
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 @contextmanager
 def writing(path, what: str = "-o"):
     """Around writing a user-named file: the output rule (check_output)
     first; a missing directory, a read-only or full disk is one line naming
-    the path, not a traceback."""
+    the path, not a traceback, and leaves no file where none was."""
     check_output(path, what)
+    existed = os.path.lexists(path)
     try:
         yield
     except OSError as exc:
+        if not existed:
+            _drop(path)  # a full disk left a 0-byte or partial file: it is no output
         fail(
             f"{what} {path}: cannot write: {exc.strerror or exc}; give a path in an existing, writable "
             "directory with free space"

@@ -5,6 +5,8 @@ traceback, which `--debug` (anywhere on the command line) prints instead."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -29,13 +31,23 @@ def _log_dir() -> str:
     return tempfile.gettempdir()
 
 
-def write_traceback(exc: BaseException) -> str:
-    """The traceback in a new log file; returns its path."""
-    path = os.path.join(_log_dir(), f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"isobench {' '.join(sys.argv[1:])}\n\n")
-        traceback.print_exception(exc, file=fh)
-    return path
+def write_traceback(exc: BaseException) -> str | None:
+    """The traceback in a new log file; returns its path, or None when no
+    log directory takes it (a full disk: no second traceback, no empty log)."""
+    from isobench.core.workspace import STATE_ROOT
+
+    name = f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    for root in (_log_dir(), os.path.join(STATE_ROOT, "logs"), os.path.join(tempfile.gettempdir(), "isobench-logs")):
+        path = os.path.join(root, name)
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(f"isobench {' '.join(sys.argv[1:])}\n\n")
+                traceback.print_exception(exc, file=fh)
+            return path
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    return None
 
 
 def one_line(text: str) -> str:
@@ -67,6 +79,12 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         if mod in sys.modules and hasattr(sys.modules[mod], name):
             known.append(getattr(sys.modules[mod], name))
     return tuple(known)
+
+
+def _damaged(exc: Exception) -> bool:
+    import sqlite3
+
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in str(exc) or "not a database" in str(exc))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -103,12 +121,22 @@ def main(argv: list[str] | None = None) -> None:
         _say(one_line(str(exc)))
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - the last frame: everything becomes one line
+        if _damaged(exc):  # a damaged page met mid-command (issue 47): no "unexpected", no exit 3
+            from isobench.cli.common import current_store
+            from isobench.store.damage import damaged_line
+
+            _say(damaged_line(current_store() or "the store", one_line(str(exc))))
+            sys.exit(EXIT_ERROR)
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # a fault, not a bug: one line, exit 2
+            _say(f"{exc.filename or 'a file isobench writes'}: the disk is full ({exc.strerror}); free space on it")
+            sys.exit(EXIT_ERROR)
         if debug:
             traceback.print_exc()
             sys.exit(EXIT_UNEXPECTED)
         path = write_traceback(exc)
+        where = f"traceback in {path}" if path else "its traceback could not be written either"
         _say(
-            f"unexpected {type(exc).__name__}: {one_line(str(exc))[:300]} (traceback in {path}; "
+            f"unexpected {type(exc).__name__}: {one_line(str(exc))[:300]} ({where}; "
             f"run again with {DEBUG_FLAG} to print it)"
         )
         sys.exit(EXIT_UNEXPECTED)

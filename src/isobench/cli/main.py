@@ -15,6 +15,7 @@ from isobench.cli.reparse import reparse
 from isobench.cli.reporting import export_cmd, report, runs
 from isobench.cli.running import run, validate
 from isobench.cli.setup_cmd import setup
+from isobench.cli.store_cmd import store_group
 from isobench.cli.studies import studies
 from isobench.cli.transfer import archive_cmd, export_run_cmd, import_cmd
 from isobench.cli.try_cmd import try_cmd
@@ -62,6 +63,7 @@ for _command in (
     try_cmd,
     studies,
     setup,
+    store_group,
 ):
     main.add_command(_command)
 

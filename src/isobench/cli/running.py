@@ -232,6 +232,12 @@ def _repetitions_text(meta, plan=None) -> str:
     is_flag=True,
     help="Run a study beyond the size limits (instances, samples, estimated hours; docs/reliability.md).",
 )
+@click.option(
+    "--trust-imported",
+    is_flag=True,
+    help="Let --resume continue a run that came in through `isobench import`: its stored study "
+    "(commands, files, packages) is then run on this host, as root. Read it first (isobench report RUN_ID).",
+)
 @click.option("--run-id", "new_id", metavar="RUN_ID", help="Id for the new run (a fleet controller chooses it).")
 @click.option(
     "--budget",
@@ -265,6 +271,7 @@ def run(
     progress: bool | None,
     resume_id: str | None,
     allow_large: bool,
+    trust_imported: bool,
     new_id: str | None,
     budget: str | None,
     schedule: str | None,
@@ -289,6 +296,7 @@ def run(
     """
     from isobench.cli.execution import execute
     from isobench.store.db import StoreError
+    from isobench.store.transfer import imported
     from isobench.study import StudyError, load_study, parse_study, with_budget, with_schedule
 
     if (study_file is None) == (resume_id is None):
@@ -308,6 +316,21 @@ def run(
     try:
         if resume_id is not None:
             resume_id = check_run_id(store.resolve(resume_id), "--resume")
+            if imported(store.run_facts(resume_id)) and not trust_imported:
+                _fail(
+                    f"--resume {resume_id}: this run came in through `isobench import`: its stored study is "
+                    "someone else's commands, files and packages, and a run executes them as root; re-run its "
+                    "study file after reading it (isobench report shows it), or add --trust-imported"
+                )
+            status = store.db.execute("SELECT status FROM runs WHERE run_id=?", (resume_id,)).fetchone()
+            if status is not None and status[0] == "complete":  # nothing to measure: start nothing
+                err_console.print(
+                    f"run {resume_id} is complete: every cell has its samples, nothing to resume "
+                    f"(isobench report {resume_id} shows it)",
+                    markup=False,
+                    highlight=False,
+                )
+                return
             stored_path, text = store.study_of(resume_id)
             # its files are read again beside the study file it was started from
             study = parse_study(text, f"{resume_id} (stored study)", os.path.dirname(os.path.abspath(stored_path)))

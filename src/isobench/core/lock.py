@@ -1,4 +1,7 @@
-"""One study at a time per host: two runs would measure each other."""
+"""One study at a time per host: two runs would measure each other. The
+lock lives at a fixed host path, whatever ISOBENCH_HOME says: two homes are
+still one host (issue 47: runs under two homes measured at the same time,
+and one home's `clean` removed the other's live run)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,8 @@ import os
 import time
 from typing import TextIO
 
-from isobench.core.workspace import STATE_ROOT
-
-LOCK_PATH = os.path.join(STATE_ROOT, "run.lock")
+# /run: the host's runtime state (a tmpfs, empty after a boot, as a lock should be)
+LOCK_PATH = "/run/isobench/run.lock"
 
 
 class AlreadyRunning(RuntimeError):
@@ -18,8 +20,8 @@ class AlreadyRunning(RuntimeError):
 
 
 class RunLock:
-    """An flock on a file under STATE_ROOT: the kernel drops it when the
-    holder dies, even by SIGKILL, so a crash never leaves the host locked."""
+    """An flock on LOCK_PATH: the kernel drops it when the holder dies, even
+    by SIGKILL, so a crash never leaves the host locked."""
 
     def __init__(self, path: str = LOCK_PATH):
         self.path = path

@@ -21,6 +21,8 @@ class ExecResult:
     stderr: str
     wall_s: float
     timed_out: bool = False
+    # why the kernel ended it, when it says: "killed: out of memory (limit 512 MB)"
+    killed: str = ""
 
     @property
     def ok(self) -> bool:
@@ -30,6 +32,8 @@ class ExecResult:
         """One line saying why a command failed, for errors and the store."""
         if self.timed_out:
             return f"timed out after {self.wall_s:.0f} s: {' '.join(self.argv)}"
+        if self.killed:
+            return f"{self.killed}: {' '.join(self.argv)}"
         tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
         return f"exit {self.returncode}: {' '.join(self.argv)}: {tail[0]}"
 
@@ -141,7 +145,19 @@ def move_pids(pids: list[int], cpus: set[int]) -> None:
                     os.sched_setaffinity(int(tid), cpus)
 
 
+def bound_s(timeout: float) -> int:
+    """The whole seconds coreutils' timeout is given for ``timeout``."""
+    return max(1, int(timeout))
+
+
 def bounded(argv: list[str], timeout: float) -> list[str]:
     """argv wrapped in coreutils' timeout, for commands run where our own
     clock cannot kill them (inside a container or a guest)."""
-    return ["timeout", "-k", str(KILL_GRACE_S), f"{max(1, int(timeout))}", *argv]
+    return ["timeout", "-k", str(KILL_GRACE_S), f"{bound_s(timeout)}", *argv]
+
+
+def bounded_timed_out(code: int | None, wall_s: float, timeout: float) -> bool:
+    """Whether ``bounded``'s timeout ended the command: its exit 124 (TERM)
+    or 137 (KILL after the grace) once its whole-second bound had passed
+    (the bound, not the fraction asked: 4.9 s is given as 4)."""
+    return code in (124, 137) and wall_s >= bound_s(timeout)

@@ -16,8 +16,9 @@ from requests.exceptions import ReadTimeout
 
 from isobench.core.dockerclient import engine, engine_or_none, first_line, remove_retrying
 from isobench.core.errors import EnvironmentError_
-from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded
+from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, bounded_timed_out
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
+from isobench.envs import oom
 from isobench.envs import runtimes as rt
 from isobench.envs.base import Environment, Paths
 from isobench.envs.docker_spec import DockerSpec
@@ -278,6 +279,7 @@ class DockerEnvironment(Environment):
         if self._container is None:
             raise EnvironmentError_(f"{self.name}: not started")
         full = bounded(argv, timeout)
+        kills_before = oom.read(self._container.id)[0]
         start = time.perf_counter()
         # a client whose socket outlives the in-container bound, so the tool's
         # own timeout fires first and we still read its output
@@ -298,13 +300,10 @@ class DockerEnvironment(Environment):
         wall = time.perf_counter() - start
         stdout = (out or b"").decode("utf-8", errors="replace")
         stderr = (err or b"").decode("utf-8", errors="replace")
+        timed_out = bounded_timed_out(code, wall, timeout)
+        killed = oom.killed_line(kills_before, *oom.read(self._container.id)) if code == 137 and not timed_out else ""
         return ExecResult(
-            argv,
-            code if code is not None else -1,
-            stdout,
-            stderr,
-            wall,
-            timed_out=(code in (124, 137) and wall >= timeout),
+            argv, code if code is not None else -1, stdout, stderr, wall, timed_out=timed_out, killed=killed
         )
 
     def write_file(self, path: str, content: bytes) -> None:

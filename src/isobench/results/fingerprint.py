@@ -29,7 +29,17 @@ MEMORY_TOLERANCE = 0.05
 # average, the doctor's readings of the moment, a fleet's per-run ids, what a
 # calibration or adaptive run added about itself.
 VOLATILE_HOST = frozenset(
-    {"loadavg", "fleet", "calibration", "adaptive", "budget", "doctor load", "doctor free memory", "doctor free disk"}
+    {
+        "loadavg",
+        "fleet",
+        "imported",
+        "calibration",
+        "adaptive",
+        "budget",
+        "doctor load",
+        "doctor free memory",
+        "doctor free disk",
+    }
 )
 # The noise pilot's fact (noisepilot.Pilot.as_fact) says when it was measured
 # and how long ago: only its summary of the figures is a fact of the host.

@@ -121,6 +121,8 @@ def _run_study(
         done = store.measured_cells(run_id)
         store.reopen_run(run_id)
         clock.spent_before = float((store.run_facts(run_id).get("budget") or {}).get("spent_s") or 0.0)
+        for item in clean(run_id):  # what a killed attempt left: its containers' names are taken (409)
+            progress.note(f"removed a leftover of this run's earlier attempt: {item}")
     if on_run_id is not None:
         on_run_id(run_id)
     for item in clean_pending(clean):  # what an earlier run's teardown could not remove (engine was down)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from isobench.core.instants import CANONICAL_GLOB, now_utc, order_by, utc
 from isobench.core.metric import Metric
 from isobench.results.model import RunData
+from isobench.store.damage import damaged_line, identity, looks_like_sqlite, quick_check, still_there
 from isobench.store.readback import read_run
 from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
@@ -33,7 +34,9 @@ class StoreWriteError(StoreError):
 def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
     """sqlite's error as one line saying what to do."""
     text = str(exc)
-    if "not a database" in text or "malformed" in text:
+    if "malformed" in text or ("not a database" in text and looks_like_sqlite(path)):
+        return damaged_line(path, text)
+    if "not a database" in text:
         return f"{path}: not an isobench store ({text}); give another --store path"
     if "readonly" in text or "read-only" in text or "unable to open" in text:
         return f"{path}: the store is not writable ({text}); fix its permissions or give another --store path"
@@ -74,6 +77,7 @@ class Store:
         except OSError as exc:
             raise StoreError(f"{path}: cannot open the store: {exc.strerror}; give a writable --store path") from None
         self._add_missing_columns()
+        self._identity = identity(path)
 
     def _foreign_tables(self) -> str:
         """What makes the file someone else's database ('' when it is an
@@ -101,6 +105,9 @@ class Store:
                 self.db.execute("DROP TABLE isobench_probe")
         except sqlite3.DatabaseError as exc:
             raise StoreError(store_problem(self.path, exc)) from None
+        problem = quick_check(self.db)
+        if problem:  # a run on a damaged store would measure, then fail to store
+            raise StoreError(damaged_line(self.path, problem))
 
     def close(self) -> None:
         self.db.close()
@@ -194,6 +201,9 @@ class Store:
             self._add_sample(s)
         except sqlite3.DatabaseError as exc:  # disk full, file gone read-only: earlier samples are committed
             raise StoreWriteError(store_problem(self.path, exc)) from None
+        gone = still_there(self.path, self._identity)
+        if gone:  # SQLite writes on into an unlinked file without a word: every sample would vanish
+            raise StoreWriteError(gone)
 
     def _add_sample(self, s: Sample) -> None:
         with self.db:  # committed now: a crash after this loses nothing

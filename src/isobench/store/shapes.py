@@ -76,6 +76,7 @@ class HostFacts(_Part):
     adaptive: dict[Name, list[Look]] = {}
     budget: Budget | None = None
     fleet: dict[Name, Any] | None = None
+    imported: dict[Name, Any] | None = None  # set by `isobench import` (store/transfer.py): a stranger's run
 
 
 class DensityPoint(_Part):

@@ -12,7 +12,7 @@ from typing import Any
 
 from isobench.core import tomlbound
 from isobench.core.ids import BadIdentifier, check_name, check_run_id, shown
-from isobench.core.instants import utc
+from isobench.core.instants import now_utc, utc
 from isobench.core.metric import ROLES, value_problem
 from isobench.store.shapes import NAME_LIMIT, EnvFacts, HostFacts, SampleExtra, ShapeError, check
 
@@ -298,10 +298,8 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
                     row = {**row, "run_id": run_id}
                     # stored as UTC instants: sorted as times, one form for every reader
                     row.update({c: utc(row[c]) for c in ("started_at", "finished_at") if row.get(c)})
-                    if table == "runs" and tag is not None:
-                        facts = json.loads(row["host_facts"])
-                        facts["fleet"] = tag
-                        row["host_facts"] = json.dumps(facts, sort_keys=True)
+                    if table == "runs":
+                        row["host_facts"] = json.dumps(_marked(json.loads(row["host_facts"]), tag), sort_keys=True)
                     cols = [c for c in row if c != "id"]
                     store.db.execute(
                         f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
@@ -319,6 +317,22 @@ def import_run(store, doc: dict, rename: str | None = None, tag: dict | None = N
     except StoreError as exc:
         raise TransferError(str(exc)) from None
     return run_id
+
+
+def _marked(facts: dict, tag: dict | None) -> dict:
+    """The run's host facts as imported: a fleet host's TAG under "fleet",
+    and "imported" always (kept when the export already said so), so that
+    `run --resume` knows its stored study is not this host's own."""
+    out = dict(facts)
+    if tag is not None:
+        out["fleet"] = tag
+    out["imported"] = out.get("imported") if isinstance(out.get("imported"), dict) else {"at": now_utc()}
+    return out
+
+
+def imported(facts: dict) -> bool:
+    """Whether a run's host facts say it came in through `isobench import`."""
+    return "imported" in facts
 
 
 def _readable(store, run_id: str) -> None:

@@ -308,6 +308,6 @@ def failure(what: str, argv: tuple[str, ...], r: ExecResult) -> str:
         own = split_time(r.stderr)[0] if what == "command" else r.stderr
     except ParseError:
         own = r.stderr
-    how = f"timed out after {r.wall_s:.0f} s" if r.timed_out else f"exit {r.returncode}"
+    how = f"timed out after {r.wall_s:.0f} s" if r.timed_out else r.killed or f"exit {r.returncode}"
     tail = tail_lines(own) or tail_lines(r.stdout, 2)
     return f"{what} {how}: {shlex.join(argv)[:200]}" + (f": {tail}" if tail else "")

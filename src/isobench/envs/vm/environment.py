@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from isobench.core import sink
 from isobench.core.errors import EnvironmentError_
-from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, run_argv
+from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, bounded_timed_out, run_argv
 from isobench.core.workspace import DATA_ROOT, GUEST_DATA_DIR, GUEST_TMP_DIR
 from isobench.envs.base import Environment, Paths
 from isobench.envs.vm import guestnet
@@ -305,7 +305,7 @@ class VmEnvironment(Environment):
         else:
             full = bound
         r = self._agent().exec(full, timeout + KILL_GRACE_S + 15)
-        timed_out = r.timed_out or (r.returncode in (124, 137) and r.wall_s >= timeout)
+        timed_out = r.timed_out or bounded_timed_out(r.returncode, r.wall_s, timeout)
         return ExecResult(list(argv), r.returncode, r.stdout, r.stderr, r.wall_s, timed_out=timed_out)
 
     def write_file(self, path: str, content: bytes) -> None:

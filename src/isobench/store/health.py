@@ -1,0 +1,76 @@
+"""A damaged store, told and recovered: SQLite's integrity check, read
+only, and the copy of every run that still reads whole into a new store
+(through the run export, store/transfer.py, which checks every value
+again); a run any of whose rows cannot be read is counted as lost."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from isobench.store.transfer import TABLES, TransferError, export_run, import_run
+
+
+def _read_only(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+
+
+def integrity(path: str, limit: int = 20) -> list[str]:
+    """SQLite's integrity_check on the store, read only: its problems ([] when ok)."""
+    db = _read_only(path)
+    try:
+        rows = [r[0] for r in db.execute(f"PRAGMA integrity_check({int(limit)})")]
+    except sqlite3.DatabaseError as exc:  # a page so damaged the check itself stops there
+        rows = [f"integrity_check stopped: {exc}"]
+    finally:
+        db.close()
+    return [] if rows == ["ok"] else rows
+
+
+@dataclass
+class Recovered:
+    kept: list[str] = field(default_factory=list)
+    lost: list[tuple[str, str]] = field(default_factory=list)  # (run id, why)
+
+
+def _run_ids(db: sqlite3.Connection) -> list[str]:
+    """Every run id the runs table still reads, then any only the samples name."""
+    ids: list[str] = []
+    for query in ("SELECT run_id FROM runs NOT INDEXED", "SELECT DISTINCT run_id FROM samples NOT INDEXED"):
+        try:
+            ids += [r[0] for r in db.execute(query) if r[0] not in ids]
+        except sqlite3.DatabaseError:
+            continue
+    return ids
+
+
+def recover(path: str, into) -> Recovered:
+    """Copy every run of the damaged store at PATH that reads whole into the
+    store INTO (opened by the caller); rows are read without the indexes,
+    which a damaged page often hits."""
+    db = _read_only(path)
+    out = Recovered()
+    try:
+        source = SimpleNamespace(db=_Unindexed(db), path=path)
+        for run_id in _run_ids(db):
+            try:
+                import_run(into, export_run(source, run_id))
+                out.kept.append(run_id)
+            except (sqlite3.DatabaseError, TransferError) as exc:
+                out.lost.append((run_id, str(exc)[:200]))
+    finally:
+        db.close()
+    return out
+
+
+class _Unindexed:
+    """A connection whose reads of the run's tables skip their indexes."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self._db = db
+
+    def execute(self, sql: str, params=()):
+        for table in TABLES:
+            sql = sql.replace(f"FROM {table} WHERE", f"FROM {table} NOT INDEXED WHERE")
+        return self._db.execute(sql, params)
