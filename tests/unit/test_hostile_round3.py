@@ -532,9 +532,10 @@ def test_7_the_drift_estimator_is_linear_in_rounds():
 
     values = list(100 + 0.01 * np.arange(50_000) + np.random.default_rng(1).normal(0, 1, 50_000))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.monotonic()
+    t0 = time.process_time()  # CPU seconds, not wall: a shared host's load must not fail it
     d = drift(values)
-    assert time.monotonic() - t0 < 2 and d.flagged
+    # all 1.25e9 pairs' slopes would take minutes of CPU; the linear estimate takes well under a second
+    assert time.process_time() - t0 < 10 and d.flagged
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: not 50,000² slopes
     from scipy.stats import theilslopes  # up to 256 rounds: every pair, as before
 
