@@ -8,16 +8,24 @@ the same call."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from isobench.envs.base import Environment
 from isobench.run.measure import record, take
 from isobench.run.plan import Cell
 from isobench.run.schedule import Schedule
 from isobench.store.db import Store
+from isobench.study import StudyMeta
 from isobench.workloads.duetcall import DuetCall, decide, from_record
 
 PROBE_ROUND = -1  # the sample alone of a study without warm-up rounds
+
+
+class Told(Protocol):
+    """What of the runner's progress a call uses (runner.Progress has it)."""
+
+    def note(self, message: str) -> None: ...
+    def extend(self, more: int) -> None: ...
 
 
 def cell_name(cell: Cell) -> str:
@@ -38,19 +46,24 @@ def settle(
     run_id: str,
     schedule: Schedule,
     cell: Cell,
-    decider: Environment | None,
-    warmup_rounds: int,
-    note: Callable[[str], None],
+    runs: list[Environment],
+    meta: StudyMeta,
+    progress: Told,
+    rounds_left: int,
     noise_facts: dict | None = None,
 ) -> DuetCall:
-    """Decide the cell's table from ``decider``'s sample alone (the
-    baseline's, or the first environment that runs the table), taking one
-    first when the study has no warm-up round; keep and say the call."""
+    """Decide the cell's table from one sample alone of the baseline (or,
+    where the baseline does not run it, the first of ``runs``, the
+    environments that do), taking one first when the study has no warm-up
+    round; keep and say the call, and grow the progress bar by the samples
+    its duets add over ``rounds_left``."""
     w, mode = cell.workload, cell.workload.duet_mode() or "false"
+    decider = next((e for e in runs if e.name == meta.baseline), runs[0] if runs else None)
+    alone = schedule.samples_per_round(w, len(runs))
     found = None
     if decider is not None and mode != "false":
         found = store.first_alone(run_id, decider.name, cell.key, cell.case)
-        if found is None and warmup_rounds == 0:
+        if found is None and meta.warmup == 0:
             taken = take(w, cell.workload_case, decider, noise_facts)
             if record(store, run_id, cell.key, cell.case, w, decider, PROBE_ROUND, True, taken) is None:
                 found = store.first_alone(run_id, decider.name, cell.key, cell.case)
@@ -63,5 +76,8 @@ def settle(
     record_.setdefault("calls", {})[cell_name(cell)] = call.record()
     record_.setdefault("cells", {})[cell_name(cell)] = schedule.used_for(w)
     store.set_run_facts(run_id, facts)
-    note(f"{cell_name(cell)}: {call.text()}")
+    progress.note(f"{cell_name(cell)}: {call.text()}")
+    more = (schedule.samples_per_round(w, len(runs)) - alone) * rounds_left
+    if more > 0:
+        progress.extend(more)
     return call

@@ -201,16 +201,8 @@ def _run_study(
                     if round_ == meta.warmup and meta.measure_for is not None and budget is None:
                         rounds = meta.warmup + fit_rounds(ctx, schedule, step, step_cells, len(started), warm_s)
                     began_round = time.monotonic()
-                    for cell in step_cells:
-                        if (cell.key, cell.case) not in active:
-                            continue
-                        if schedule.decides(cell.workload) and round_ >= min(meta.warmup, 1):
-                            _decide(ctx, schedule, cell, started, rounds - round_, noise_facts)
-                        began, measured_here = time.monotonic(), False
-                        for slot in schedule.slots(cell.workload, started, round_ - meta.warmup):
-                            measured_here |= _run_slot(ctx, slot, cell, round_, noise_facts)
-                        if measured_here and round_ >= meta.warmup:  # resumed cells took no time
-                            clock.add((cell.key, cell.case), time.monotonic() - began)
+                    cells_now = [c for c in step_cells if (c.key, c.case) in active]
+                    _run_round(ctx, schedule, cells_now, started, round_, rounds, clock, noise_facts)
                     warm_s += time.monotonic() - began_round if round_ < meta.warmup else 0.0
                     round_ += 1
                 if budget is not None:
@@ -331,18 +323,29 @@ def schedule_facts(schedule: Schedule, cells: list[Cell]) -> dict:
     }
 
 
-def _decide(
-    ctx: _Run, schedule: Schedule, cell: Cell, envs: list[Environment], rounds_left: int, noise: dict | None
+def _run_round(
+    ctx: _Run,
+    schedule: Schedule,
+    cells: list[Cell],
+    envs: list[Environment],
+    round_: int,
+    rounds: int,
+    clock: Clock,
+    noise: dict | None,
 ) -> None:
-    """A table's duet call before its first measured round (run/duetcalls.py),
-    from the baseline's sample alone where the baseline runs it."""
-    runs = [e for e in envs if (e.name, cell.key) not in ctx.skip and not ctx.watch.skips(e)]
-    decider = next((e for e in runs if e.name == ctx.meta.baseline), runs[0] if runs else None)
-    alone = schedule.samples_per_round(cell.workload, len(runs))
-    settle(ctx.store, ctx.run_id, schedule, cell, decider, ctx.meta.warmup, ctx.progress.note, noise)
-    more = (schedule.samples_per_round(cell.workload, len(runs)) - alone) * rounds_left
-    if more > 0:
-        ctx.progress.extend(more)
+    """One round of these cells in their slots; a command table's duet call
+    is made before its first measured round, and each cell's measured time
+    goes to the budget's clock."""
+    warmup = ctx.meta.warmup
+    for cell in cells:
+        if schedule.decides(cell.workload) and round_ >= min(warmup, 1):
+            runs = [e for e in envs if (e.name, cell.key) not in ctx.skip and not ctx.watch.skips(e)]
+            settle(ctx.store, ctx.run_id, schedule, cell, runs, ctx.meta, ctx.progress, rounds - round_, noise)
+        began, measured_here = time.monotonic(), False
+        for slot in schedule.slots(cell.workload, envs, round_ - warmup):
+            measured_here |= _run_slot(ctx, slot, cell, round_, noise)
+        if measured_here and round_ >= warmup:  # resumed cells took no time
+            clock.add((cell.key, cell.case), time.monotonic() - began)
 
 
 def _run_slot(ctx: _Run, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None) -> bool:
