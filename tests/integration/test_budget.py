@@ -1,4 +1,4 @@
-"""A budgeted study for real: native against a Docker container held to 0.4
+"""A budgeted study for real: native against a Docker container held to 0.25
 CPU. Single-threaded compression there is slowed by more than half, which
 the first look resolves: that case stops after the first block while the
 budget still has time, the run ends complete, and the report says how the
@@ -24,7 +24,7 @@ baseline = "native"
 [environments.native]
 [environments.docker-slow]
 preset = "docker-host"
-cpus = 0.4
+cpus = 0.25
 
 [workloads.compression]
 size_mb = 2
@@ -64,7 +64,7 @@ def test_a_budgeted_study_stops_resolved_cases_early_and_ends_complete(tmp_path)
     record = json.loads(facts)["budget"]
     assert record["points"][0] == 6 and record["looks"] == len(record["points"])
     cases = record["cases"]
-    # the 0.4-CPU container more than halves a single thread's throughput: resolved at the first look
+    # the 0.25-CPU container more than halves a single thread's throughput: resolved at the first look
     assert cases["compression/default"] == {**cases["compression/default"], "state": "resolved", "rounds": 6}
     rounds = [
         r

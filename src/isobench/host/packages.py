@@ -17,6 +17,7 @@ what is read here equals the registered workloads' attributes.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -97,11 +98,14 @@ def image_only_packages() -> list[str]:
     return read_package_list(IMAGE_ONLY_PACKAGES_FILE)
 
 
+@functools.lru_cache(maxsize=256)
 def debian_has(name: str, timeout_s: float = 30.0) -> bool | None:
     """Does this host's apt know a package of that name (``apt-cache show``,
     from the lists scripts/install-host.sh fetched)? None where it cannot
     tell: no apt-cache, an error other than "No packages found", a timeout.
-    ``name`` must already be a Debian package name (it is an argv entry)."""
+    ``name`` must already be a Debian package name (it is an argv entry).
+    Asked once per name in a process (apt-cache takes 0.5 to 3 s to load its
+    cache, and a study names the same packages in every command table)."""
     try:
         r = subprocess.run(
             ["apt-cache", "show", "--no-all-versions", name], capture_output=True, text=True, timeout=timeout_s
