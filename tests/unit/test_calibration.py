@@ -58,8 +58,8 @@ def test_the_environments_own_quota_is_the_unslowed_one():
     [
         ("native", 2, "quota", 1, "--env: native (native) has no CPU quota (cpus)"),
         ("nope", 2, "work", 1, "--env: 'nope' is not an environment"),
-        ("docker-host", 0, "work", 1, "--copies: 0 is outside 1 to 16"),
-        ("docker-host", 1, "work", 17, "--plants: 17 is outside 1 to 16"),
+        ("docker-host", 0, "work", 1, "--copies: 0 is outside 1 to 32"),
+        ("docker-host", 1, "work", 33, "--plants: 33 is outside 1 to 32"),
         ("docker-host", 1, "cfs", 1, "--plant: 'cfs' is not a kind of plant; give work or quota"),
     ],
 )

@@ -39,7 +39,9 @@ from isobench.workloads.base import NO_HOST
 
 QUOTA_FIELD = "cpus"  # the spec field a kind offers for a CPU quota
 PLANT_KINDS = ("work", "quota")
-MAX_COPIES = 16
+# each copy is one more idle environment (a container: a few MB); 20 A/A
+# comparisons of a one-case study need 20 copies
+MAX_COPIES = 32
 DEFAULT_SIZES = (5.0, 10.0, 20.0)
 _AA = "-aa"
 _SLOW = "-slow"
