@@ -1,0 +1,238 @@
+"""The rounds of one step of a run: each round's cells in the slots the
+schedule gives (one sample at a time, or a duet), every sample stored the
+moment it exists, and, after each block, the look (a budget's or adaptive
+repetitions') that says how many rounds more. The runner (run/runner.py)
+starts the environments and tears them down around this."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from isobench.analysis.budget import Plan as BudgetPlan
+from isobench.checks.health import Watch
+from isobench.core.errors import EnvironmentError_
+from isobench.envs.base import Environment
+from isobench.host.noise import Noise
+from isobench.run.duet import run_duet
+from isobench.run.duetcalls import settle
+from isobench.run.looks import Clock, budget_look, fit_rounds, next_block_of, record_adaptive, round_label
+from isobench.run.measure import record, record_failure, take
+from isobench.run.plan import Cell
+from isobench.run.schedule import Schedule, Slot
+from isobench.store.db import Store
+from isobench.study import StudyMeta
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+    def step(self, label: str) -> None: ...
+    def advance(self) -> None: ...
+    def note(self, message: str) -> None: ...
+    def extend(self, more: int) -> None: ...  # more samples than start() said (a budget's next block)
+
+
+class SilentProgress:
+    def start(self, total: int) -> None: ...
+    def step(self, label: str) -> None: ...
+    def advance(self) -> None: ...
+    def note(self, message: str) -> None: ...
+    def extend(self, more: int) -> None: ...
+
+
+@dataclass
+class RunContext:
+    """What every slot of a run reads and writes."""
+
+    store: Store
+    run_id: str
+    meta: StudyMeta
+    done: set
+    skip: dict
+    watch: Watch
+    progress: Progress
+    prepare_failures: dict
+    placed: set = field(default_factory=set)  # environments a duet left on one side's CPUs
+
+
+def run_round(
+    ctx: RunContext,
+    schedule: Schedule,
+    cells: list[Cell],
+    envs: list[Environment],
+    round_: int,
+    rounds: int,
+    clock: Clock,
+    noise: dict | None,
+) -> None:
+    """One round of these cells in their slots; a command table's duet call
+    is made before its first measured round, and each cell's measured time
+    goes to the budget's clock."""
+    warmup = ctx.meta.warmup
+    for cell in cells:
+        if schedule.decides(cell.workload) and round_ >= min(warmup, 1):
+            runs = [e for e in envs if (e.name, cell.key) not in ctx.skip and not ctx.watch.skips(e)]
+            settle(ctx.store, ctx.run_id, schedule, cell, runs, ctx.meta, ctx.progress, rounds - round_, noise)
+        began, measured_here = time.monotonic(), False
+        for slot in schedule.slots(cell.workload, envs, round_ - warmup):
+            measured_here |= _run_slot(ctx, slot, cell, round_, noise)
+        if measured_here and round_ >= warmup:  # resumed cells took no time
+            clock.add((cell.key, cell.case), time.monotonic() - began)
+
+
+def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None) -> bool:
+    """Measure one slot's samples (alone or as a duet) and store them;
+    returns whether anything was measured."""
+    meta, key, case = ctx.meta, cell.key, cell.case
+    # a duet is done when its other side is: both samples are stored together
+    if (slot.envs[-1].name, key, case, round_) in ctx.done:
+        return False
+    envs = [e for e in slot.envs if (e.name, key) not in ctx.skip]
+    live = [e for e in envs if not ctx.watch.skips(e)]  # its engine or guest died: --resume measures these
+    for _ in range(len(envs) - len(live)):
+        ctx.progress.advance()
+    if not live:
+        return False
+    warmup = round_ < meta.warmup
+    duet = slot.together and len(live) == 2 and not any(ctx.prepare_failures.get((key, e.name)) for e in live)
+    ctx.progress.step(
+        f"{round_label(meta, round_)} {key}/{case} in {' with '.join(e.name for e in live)}"
+        + (" (duet)" if duet else "")
+    )
+    if duet:
+        try:
+            cpus = (slot.cpus[0], slot.cpus[1])
+            sides = (cell.workload_in(live[0].name), cell.workload_in(live[1].name))
+            takens = run_duet(sides, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
+        except EnvironmentError_ as exc:
+            for env in live:
+                record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
+                ctx.watch.failed(env, f"{key}/{case}", str(exc))
+                ctx.progress.advance()
+            return True
+        finally:
+            ctx.placed.update(e.name for e in live)
+        for env, taken in zip(live, takens):
+            error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
+            if error is not None:
+                ctx.watch.failed(env, f"{key}/{case}", error)
+            ctx.progress.advance()
+        return True
+    for env in live:
+        problem = ctx.prepare_failures.get((key, env.name))
+        if problem is not None:
+            record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, problem)
+        else:
+            if env.name in ctx.placed:  # alone again: back where its own spec places it
+                env.place(None)
+                ctx.placed.discard(env.name)
+            taken = take(cell.workload_in(env.name), cell.workload_case, env, noise_facts)
+            error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
+            if error is not None:
+                ctx.watch.failed(env, f"{key}/{case}", error)
+        ctx.progress.advance()
+    return True
+
+
+def run_step(
+    ctx: RunContext,
+    schedule: Schedule,
+    step: int | None,
+    step_cells: list[Cell],
+    started: list[Environment],
+    envs: list[Environment],
+    noise: Noise | None,
+    budget: BudgetPlan | None,
+    clock: Clock,
+) -> set[tuple]:
+    """Every round of one step's cells: the first block, then the blocks a
+    budget's or adaptive repetitions' looks ask for. Returns the (env,
+    workload, case, round) the run must end with an ok sample."""
+    meta = ctx.meta
+    noise_facts = _step_noise(ctx, noise, step, step_cells, started)
+    rounds, first = meta.warmup + _first_block(meta, budget), 0
+    active = {(c.key, c.case) for c in step_cells}
+    ended: dict[tuple[str, str], int] = {}  # case -> rounds (warm-up included) when a budget stopped it
+    warm_s = 0.0  # the warm-up rounds' time: measure_for fits the rounds to it
+    while True:
+        round_ = first
+        while round_ < rounds:
+            if round_ == meta.warmup and meta.measure_for is not None and budget is None:
+                rounds = meta.warmup + fit_rounds(ctx, schedule, step, step_cells, len(started), warm_s)
+            began_round = time.monotonic()
+            cells_now = [c for c in step_cells if (c.key, c.case) in active]
+            run_round(ctx, schedule, cells_now, started, round_, rounds, clock, noise_facts)
+            warm_s += time.monotonic() - began_round if round_ < meta.warmup else 0.0
+            round_ += 1
+        more = _look(ctx, schedule, step, step_cells, len(started), active, ended, rounds, budget, clock)
+        if more == 0:
+            break
+        first, rounds = rounds, rounds + more
+    return {
+        (e.name, c.key, c.case, r)
+        for c in step_cells
+        for r in range(ended.get((c.key, c.case), rounds))
+        for e in envs
+        if (e.name, c.key) not in ctx.skip
+    }
+
+
+def _first_block(meta: StudyMeta, budget: BudgetPlan | None) -> int:
+    if budget is not None:
+        return budget.first
+    if meta.adaptive:
+        return meta.adaptive_schedule.min_rounds
+    return int(meta.repetitions)
+
+
+def _step_noise(
+    ctx: RunContext, noise: Noise | None, step: int | None, step_cells: list[Cell], started: list[Environment]
+) -> dict | None:
+    """Start a noise study's stressor for this step, unless a resumed run
+    has measured all of the step's first block already."""
+    meta = ctx.meta
+    if noise is None or step is None:
+        return None
+    first = range(meta.warmup + meta.adaptive_schedule.min_rounds)
+    if all((e.name, c.key, c.case, r) in ctx.done for r in first for c in step_cells for e in started):
+        return None
+    ctx.progress.note(f"noise: {noise.spec.stressor} stressor, {step} workers")
+    return noise.start_step(step)
+
+
+def _look(
+    ctx: RunContext,
+    schedule: Schedule,
+    step: int | None,
+    step_cells: list[Cell],
+    n_envs: int,
+    active: set,
+    ended: dict,
+    rounds: int,
+    budget: BudgetPlan | None,
+    clock: Clock,
+) -> int:
+    """After a block: the rounds of the next one (0: the step is done). A
+    budget's look also narrows ``active`` to the cases it still measures and
+    notes in ``ended`` when the others stopped."""
+    meta = ctx.meta
+    if budget is not None:
+        alloc = budget_look(
+            ctx.store, ctx.run_id, step_cells, active, rounds - meta.warmup, budget, clock, n_envs, meta.tolerance_pct
+        )
+        ctx.progress.note(f"budget: {alloc.text}")
+        ended.update({c.case: rounds for c in alloc.calls if c.case not in alloc.measure})
+        active.clear()
+        active.update(alloc.measure)
+        if alloc.stop:
+            return 0
+        per_round = sum(schedule.samples_per_round(c.workload, n_envs) for c in step_cells if (c.key, c.case) in active)
+        ctx.progress.extend(alloc.more * per_round)
+        return alloc.more
+    if not meta.adaptive:
+        return 0
+    decision = next_block_of(ctx.store, ctx.run_id, step_cells, rounds - meta.warmup, meta)
+    ctx.progress.note(f"adaptive repetitions: {decision.text}")
+    record_adaptive(ctx.store, ctx.run_id, step, rounds - meta.warmup, decision)
+    return 0 if decision.stop else decision.more
