@@ -96,8 +96,10 @@ def test_the_suggested_rounds_and_budget_settle_4_times_in_5():
         k = max(rounds_to_resolve(s, Q, M), 6)  # capped at 1001
         exact.append(resolved(rng.normal(HI / 2, 0.03, (40, k)), Q).mean())
     # seen: fixed 0.951, 0.845, 0.962; budgeted 0.984, 0.895, 0.988; at the observed SD 0.694
+    # (its fixed figures 0.883, 0.706, 0.916)
     shares = [float(np.mean(fixed[i])) for i in range(3)], [float(np.mean(budget[i])) for i in range(3)]
-    assert all(0.8 <= x <= 0.99 for x in shares[0]), shares
+    # at the hardest change the rule aims at 80%: the half-margin width it replaced gave 0.916
+    assert all(0.8 <= x <= 0.99 for x in shares[0]) and shares[0][1] <= 0.9, shares
     # a budgeted run also stops at the looks before its last, and its rounds go up to a look
     assert all(0.8 <= x for x in shares[1]) and shares[1][1] <= 0.95 and max(shares[1]) <= 0.995, shares
     assert float(np.mean(exact)) < 0.75  # as before: the figure at the observed SD
