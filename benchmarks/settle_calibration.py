@@ -112,9 +112,8 @@ def main() -> None:
                 r = row(sd, n0, m, pilots, runs, alloc, rng)
                 cells = [", ".join(f"{x:.2f}" for x in r[k]) for k in ("fixed", "looks", "allocate")]
                 print(f"| {m} | {n0} | {sd:g} | {r['kept']} | " + " | ".join(cells) + " |", flush=True)
-    print(
-        f"({pilots} pilots x {runs} runs per figure, {alloc} budgeted runs through allocate; {time.time() - started:.0f} s)"
-    )
+    took = time.time() - started
+    print(f"({pilots} pilots x {runs} runs per figure, {alloc} budgeted runs through allocate; {took:.0f} s)")
 
 
 if __name__ == "__main__":
