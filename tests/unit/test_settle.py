@@ -147,3 +147,30 @@ def test_the_study_cap_is_the_budgets():
     assert looks_of(5, 3, None) == Looks(6, 3, 100)
     assert looks_of(5, 3, 40).points() == (6, 9, 15, 24, 36, 40)
     assert looks_of(12, 5, 8) == Looks(15, 5, 15)  # a first block above the cap is the cap
+
+
+STUDY = (
+    '[study]\nname = "s"\nmax_repetitions = {cap}\n\n[environments.native]\n\n[environments.docker-nat]\n\n'
+    "[environments.docker-host]\n\n[workloads.compression]\n"
+)
+
+
+def test_the_suggested_budget_runs_as_suggested_and_nothing_past_the_limits_is_suggested():
+    """The --budget and max_repetitions a suggestion names are what the study
+    takes: its plan looks where the suggestion says, at alpha/K for its K.
+    Past 24 h or 1000 rounds none is named; such values are refused in one
+    line, as before."""
+    from isobench.study import StudyError, parse_study, with_budget
+
+    looks = looks_of(5, 3, None)
+    b = suggest(Noise(0.08, 9, now=5), Q, M, looks, Pace(20.0, warmup=1)).budget
+    assert b is not None and b.budget is not None and b.max_repetitions is not None
+    study = with_budget(parse_study(STUDY.format(cap=b.max_repetitions), "s.toml"), b.budget)
+    plan = study.budget_plan()
+    assert plan is not None and plan.looks == b.looks and b.look in plan.points and plan.budget_s >= b.wall_s
+    with pytest.raises(StudyError) as exc:
+        with_budget(study, "25h")
+    assert "\n" not in str(exc.value) and "at most 24h" in str(exc.value)
+    with pytest.raises(StudyError) as exc:
+        parse_study(STUDY.format(cap=MAX_REPETITIONS + 1), "s.toml")
+    assert "\n" not in str(exc.value) and "max_repetitions" in str(exc.value)
