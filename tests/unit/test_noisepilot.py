@@ -18,8 +18,8 @@ from scipy import stats as st
 
 from isobench.analysis.budget import make_plan
 from isobench.analysis.pilotstats import drift, pair_noise
-from isobench.analysis.settle import rounds_to_settle
-from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
+from isobench.analysis.settle import rounds_to_resolve, rounds_to_settle
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change
 from isobench.checks import noisepilot as npl
 from isobench.checks import pilotkernels as pk
 from isobench.checks.noisepilot import KernelNoise, Pilot

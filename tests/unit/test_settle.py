@@ -10,10 +10,10 @@ import pytest
 from scipy import stats as st
 
 from isobench.analysis.budget import BUDGET_CAP, MAX_BUDGET_S, make_plan, parse_duration
-from isobench.analysis.settle import rounds_to_settle, settle_chance
+from isobench.analysis.settle import rounds_to_resolve, rounds_to_settle, settle_chance
 from isobench.analysis.stats import compare_cell
 from isobench.analysis.suggest import MAX_REPETITIONS, Looks, Noise, Pace, looks_of, suggest
-from isobench.analysis.verdicts import INCONCLUSIVE, ROUNDS_NEEDED_CAP, at_level, rounds_to_resolve
+from isobench.analysis.verdicts import INCONCLUSIVE, ROUNDS_NEEDED_CAP, at_level
 
 Q = 0.05 / 14  # the quick study's 14 primary cells, nothing changed
 M = 5.0
@@ -174,3 +174,18 @@ def test_the_suggested_budget_runs_as_suggested_and_nothing_past_the_limits_is_s
     with pytest.raises(StudyError) as exc:
         parse_study(STUDY.format(cap=MAX_REPETITIONS + 1), "s.toml")
     assert "\n" not in str(exc.value) and "max_repetitions" in str(exc.value)
+
+
+def test_a_run_is_told_the_budget_its_study_could_take():
+    from isobench.results.model import RunData
+    from isobench.results.suggestion import budget_looks
+
+    def run(study: str) -> RunData:
+        envs = ["native", "docker-nat", "docker-host"]
+        return RunData("r", "s", "", None, "complete", {}, study, "", "native", envs, {}, [])
+
+    assert budget_looks(run("")) == Looks(6, 3, 100)  # a study's defaults: 5 repetitions
+    assert budget_looks(run('[study]\nname = "s"\nrepetitions = 8\nmax_repetitions = 40\n')) == Looks(9, 3, 40)
+    assert budget_looks(run('[study]\nname = "s"\nrepetitions = 8\nmeasure_for = "3m"\n')) == Looks(9, 3, 100)
+    assert budget_looks(run('[study]\nname = "s"\nrepetitions = "auto"\n')) is None  # two stopping rules
+    assert budget_looks(run('[study]\nname = "s"\n\n[noise]\nstressor = "cpu"\nsteps = [0, 1]\n')) is None

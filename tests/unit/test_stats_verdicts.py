@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from isobench.analysis.settle import rounds_to_settle, settle_chance
+from isobench.analysis.settle import rounds_to_resolve, rounds_to_settle, settle_chance
 from isobench.analysis.stats import compare_cell, interval
 from isobench.analysis.verdicts import (
     CHANGED,
@@ -23,7 +23,6 @@ from isobench.analysis.verdicts import (
     judge,
     regressions,
     rounds_needed,
-    rounds_to_resolve,
 )
 
 ALPHA = 0.05

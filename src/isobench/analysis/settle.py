@@ -39,9 +39,12 @@ from isobench.analysis.stats import t_critical
 from isobench.analysis.summary import scipy_special
 
 SETTLE_POWER = 0.8  # the suggested rounds settle the cell 4 times in 5
+# Beyond this many rounds per side, "inconclusive" says ">1000": the number
+# only tells the reader the question cannot be settled on this host.
+ROUNDS_NEEDED_CAP = 1000
 SETTLE_TEXT = "4 times in 5"  # SETTLE_POWER in words, as every suggestion says it
 
-_NODES = 24  # per chi² variable: the chance to about 1e-4 (48 nodes agree)
+_NODES = 24  # per chi² variable: the chance within 0.001 of 64 nodes
 _u, _w = np.polynomial.legendre.leggauss(_NODES)
 _QUANTILES = (_u + 1) / 2
 _WEIGHTS = np.outer(_w / 2, _w / 2)
@@ -94,7 +97,7 @@ def rounds_to_settle(
     margin_pct: float,
     df_factor: float = 1.0,
     df_lost: float = 0.0,
-    cap: int = 1000,
+    cap: int = ROUNDS_NEEDED_CAP,
     power: float = SETTLE_POWER,
     now: int = 0,
 ) -> int | None:
@@ -159,3 +162,42 @@ def _width_rounds(
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if narrow(mid) else (mid, hi)
     return hi
+
+
+def rounds_to_resolve(
+    noise_sd: float,
+    q: float,
+    margin_pct: float,
+    df_factor: float = 1.0,
+    cap: int = ROUNDS_NEEDED_CAP,
+    df_lost: float = 0.0,
+) -> int | None:
+    """The smallest n whose interval at level 1 - q has half-width
+    t_df(n)(1 - q/2)·noise_sd/sqrt(n) < log(1 + margin/100)/2, with
+    df(n) = df_factor·(n - 1) - df_lost, the test's own (a paired test: n
+    rounds, n - 1 df; the crossover n - 2).
+
+    Why half the margin: then an interval that contains 1 lies inside
+    ±margin (equivalent) and one that does not is changed, so no outcome is
+    left inconclusive. log(1 + margin) is the narrower side of the ±margin
+    band on the log scale. Returns cap + 1 beyond the cap, None when the
+    margin is 0 or the noise unknown (nan). The observed noise taken as
+    exact: a budgeted run's own call at a look (``budget.cell_needs``); what
+    a suggestion names is ``rounds_to_settle``'s.
+    """
+    if margin_pct <= 0 or math.isnan(noise_sd):
+        return None
+    target = math.log1p(margin_pct / 100) / 2
+
+    least = 2 + math.ceil(df_lost)  # the fewest rounds the test has a df at
+
+    def half(n: int) -> float:  # decreasing in n: bisection finds the smallest n
+        return float(t_critical(q, df_factor * (n - 1) - df_lost)) * noise_sd / math.sqrt(n)
+
+    if half(cap) >= target:
+        return cap + 1
+    lo, hi = least - 1, cap  # half(lo) >= target (or lo below the least), half(hi) < target
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if half(mid) < target else (mid, hi)
+    return max(hi, least)

@@ -58,6 +58,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# the cap lives with the rule that reaches it; every verdict reader takes it from here
+from isobench.analysis.settle import ROUNDS_NEEDED_CAP as ROUNDS_NEEDED_CAP
 from isobench.analysis.settle import SETTLE_TEXT, rounds_to_settle
 from isobench.analysis.stats import ALPHA, Effect, ratio_interval, t_critical
 from isobench.analysis.summary import scipy_stats
@@ -67,9 +69,6 @@ CHANGED = "changed"
 EQUIVALENT = "equivalent"
 INCONCLUSIVE = "inconclusive"
 
-# Beyond this many rounds per side, "inconclusive" says ">1000": the number
-# only tells the reader the question cannot be settled on this host.
-ROUNDS_NEEDED_CAP = 1000
 
 # A lower bound of the change below this many percent is printed as "<-99.9%":
 # the ratio's bound is positive, but at a strict corrected level and two or
@@ -249,45 +248,6 @@ def callable_change(effect: Effect, q: float) -> float | None:
     if not math.isfinite(delta) or delta >= 700:  # exp would overflow: "no change could be"
         return None
     return math.expm1(delta) * 100
-
-
-def rounds_to_resolve(
-    noise_sd: float,
-    q: float,
-    margin_pct: float,
-    df_factor: float = 1.0,
-    cap: int = ROUNDS_NEEDED_CAP,
-    df_lost: float = 0.0,
-) -> int | None:
-    """The smallest n whose interval at level 1 - q has half-width
-    t_df(n)(1 - q/2)·noise_sd/sqrt(n) < log(1 + margin/100)/2, with
-    df(n) = df_factor·(n - 1) - df_lost, the test's own (a paired test: n
-    rounds, n - 1 df; the crossover n - 2).
-
-    Why half the margin: then an interval that contains 1 lies inside
-    ±margin (equivalent) and one that does not is changed, so no outcome is
-    left inconclusive. log(1 + margin) is the narrower side of the ±margin
-    band on the log scale. Returns cap + 1 beyond the cap, None when the
-    margin is 0 or the noise unknown (nan). Used for an inconclusive cell
-    (``rounds_needed``) and, before a study starts, with the host's noise
-    from the pilot (``isobench.checks.resolution``).
-    """
-    if margin_pct <= 0 or math.isnan(noise_sd):
-        return None
-    target = math.log1p(margin_pct / 100) / 2
-
-    least = 2 + math.ceil(df_lost)  # the fewest rounds the test has a df at
-
-    def half(n: int) -> float:  # decreasing in n: bisection finds the smallest n
-        return float(t_critical(q, df_factor * (n - 1) - df_lost)) * noise_sd / math.sqrt(n)
-
-    if half(cap) >= target:
-        return cap + 1
-    lo, hi = least - 1, cap  # half(lo) >= target (or lo below the least), half(hi) < target
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if half(mid) < target else (mid, hi)
-    return max(hi, least)
 
 
 # "Can find a change": the paired test at the corrected level rejects it this

@@ -134,7 +134,7 @@ class Design:
     pace: Pace | None = None
 
 
-def _needs_text(r: Resolution, size: StudySize) -> str:
+def _needs_text(r: Resolution) -> str:
     tol = f"\u00b1{r.tol_pct:g}%"
     n, s = r.rounds_needed, r.suggestion
     if n is None or s is None:
@@ -146,11 +146,10 @@ def _needs_text(r: Resolution, size: StudySize) -> str:
         reach = f"about {b.rounds} rounds at its looks' alpha/{b.looks} ({SETTLE_TEXT}), its look at {b.look}"
         if n <= r.rounds:
             return f"{tol} equivalence needs {reach}, within the budget"
-        return (
-            f"{tol} equivalence needs {reach}"
-            + (f": --budget {b.budget}" if b.budget else "")
-            + (f" with max_repetitions = {b.max_repetitions}" if b.max_repetitions else "")
-        )
+        if b.budget is None:
+            return f"{tol} equivalence needs {reach}" + (": more than any --budget (24h)" if b.beyond_24h else "")
+        cap = f" with max_repetitions = {b.max_repetitions}" if b.max_repetitions else ""
+        return f"{tol} equivalence needs {reach}: --budget {b.budget}{cap}"
     if n <= r.rounds:
         return f"{tol} equivalence needs about {n} rounds ({SETTLE_TEXT}), within the planned {r.rounds}"
     # said as the run's inconclusive cells say it, at the study's own estimate of a round
@@ -238,10 +237,10 @@ def study_design(study: Study, size: StudySize, q: float, looks: int) -> Design:
     """How STUDY runs what a suggestion names: a fixed study's rounds at its
     level q (no looks), an adaptive one's at its own (q, with its K looks),
     and a `--budget` run at its looks' level when the study can take one
-    (not adaptive, not measure_for, no [noise] table) or has one."""
+    (not adaptive, no [noise] table) or has one."""
     meta = study.meta
     pace = Pace(size.round_s, size.warmup, size.fixed_s) if size.round_s > 0 else None
-    can_budget = not meta.adaptive and meta.measure_for is None and study.noise is None
+    can_budget = not meta.adaptive and study.noise is None  # measure_for: `try --budget` takes its place
     budget_looks = (
         looks_of(int(meta.repetitions), len(study.environments), meta.max_repetitions) if can_budget else None
     )
@@ -286,10 +285,10 @@ def _noise_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot
         + (f", tested at alpha/{o.looks} for {o.looks} looks" if o.looks > 1 else "")
         + ")"
     )
-    needs = _needs_text(r, size)
+    needs = _needs_text(r)
     first += f"; {needs}" if needs else ""
     for r, named, cells in rest:
-        needs = _needs_text(r, size).replace(" equivalence", "")
+        needs = _needs_text(r).replace(" equivalence", "")
         first += f"; {cells} ({named}): about {change_text(r.change_pct)}" + (f", and {needs}" if needs else "")
     age = pilot.when(now) + ("" if pilot.age_s(now) < MAX_AGE_S else "; `isobench doctor --fresh` measures again")
     second = (

@@ -125,7 +125,7 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
             ),
             output,
         )
-        _strict(strict, outlook, size, study.meta.tolerance_pct)
+        _strict(strict, outlook, study.meta.tolerance_pct)
         return
     lines = [
         f"{study_file}: ok \u2014 {plural(len(study.environments), 'environment')}"
@@ -145,10 +145,10 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
         emit("\n".join(lines), output)
     else:  # each fact folded to the terminal's width, its continuation indented
         fold(lines, console)
-    _strict(strict, outlook, size, study.meta.tolerance_pct)
+    _strict(strict, outlook, study.meta.tolerance_pct)
 
 
-def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
+def _strict(strict: bool, outlook, tol_pct: float) -> None:
     """validate --strict: exit 4 (output.EXIT_BLIND), saying why, when the
     study is blind at its size here or cannot tell (checks.resolution.Outlook)."""
     if not strict:

@@ -20,8 +20,10 @@ DEFAULT_REPETITIONS = 5  # study.StudyMeta's
 def budget_looks(run: RunData) -> Looks | None:
     """The looks a `--budget` run of RUN's study would take (its
     repetitions the first block, its max_repetitions the cap); None when
-    the study cannot take a budget (repetitions = "auto", measure_for, a
-    [noise] table: ``study.with_budget`` refuses them)."""
+    the study cannot take a budget (repetitions = "auto", a [noise] table:
+    ``study.with_budget`` refuses them). A measure_for study can: `isobench
+    try --budget` runs its study with the budget in measure_for's place
+    (`run --budget` asks to keep one of them, in one line)."""
     try:
         doc = tomlbound.loads(run.study_text or "")
     except (tomllib.TOMLDecodeError, tomlbound.TomlBoundError):
@@ -30,7 +32,7 @@ def budget_looks(run: RunData) -> Looks | None:
     meta: dict[str, object] = raw if isinstance(raw, dict) else {}
     repetitions = meta.get("repetitions", DEFAULT_REPETITIONS)
     cap = meta.get("max_repetitions")
-    if "noise" in doc or meta.get("measure_for") is not None or type(repetitions) is not int:
+    if "noise" in doc or type(repetitions) is not int:
         return None
     return looks_of(repetitions, len(run.environments), cap if type(cap) is int else None)
 
