@@ -67,6 +67,11 @@ CELLS = [
     "baseline_centre",
     # appended since rounds_needed is null beyond the cap
     "rounds_needed_beyond_cap",
+    # appended since suggestions name a budgeted run at its looks' level
+    "budget_rounds_needed",
+    "budget_look",
+    "budget",
+    "budget_max_repetitions",
 ]
 
 
@@ -130,6 +135,37 @@ def test_json_has_metadata_and_both_tables(store_path, tmp_path):
     assert list(doc["samples"][0]) == SAMPLES and list(doc["cells"][0]) == CELLS
     baseline = next(c for c in doc["cells"] if c["env"] == "native")
     assert baseline["ratio_vs_baseline"] is None  # null, never NaN
+
+
+def test_an_inconclusive_cell_carries_its_fixed_and_budgeted_suggestion(store_path, tmp_path):
+    """rounds_needed is a fixed run's, at the fixed level; the budget fields
+    a budgeted run's, at alpha/K over its looks (results/suggestion.py), as
+    the answer says them; null beyond what can be said."""
+    from isobench.results.suggestion import cell_suggestion
+    from isobench.results.table import build_table
+
+    out = tmp_path / "x.json"
+    assert CliRunner().invoke(main, ["export", "run-x", "--store", store_path, "--format", "json", "-o", str(out)])
+    cells = json.loads(out.read_text())["cells"]
+    run = Store(store_path).load_run("run-x")
+    verdicts = {
+        (r.key.workload, r.key.case, r.key.metric, c.env): c.verdict for r in build_table(run).rows for c in r.cells
+    }
+    open_cells = [c for c in cells if c["verdict"] == "inconclusive"]
+    said = 0
+    for c in open_cells:
+        s = cell_suggestion(verdicts[(c["workload"], c["case"], c["metric"], c["env"])], run)
+        assert c["rounds_needed"] == (None if s.beyond_cap else s.rounds)
+        assert c["rounds_needed_beyond_cap"] == s.beyond_cap
+        b = s.budget
+        assert (c["budget_rounds_needed"], c["budget_look"], c["budget"], c["budget_max_repetitions"]) == (
+            (b.rounds, b.look, b.budget, b.max_repetitions) if b else (None, None, None, None)
+        )
+        if b is not None and not s.beyond_cap:
+            said += 1
+            assert c["budget_look"] >= c["budget_rounds_needed"] > c["rounds_needed"]  # alpha/K asks more
+    assert said
+    assert all(c["budget"] is None for c in cells if c["verdict"] != "inconclusive")
 
 
 COUNTERS = [

@@ -83,12 +83,15 @@ def test_run_require_resolution_judges_its_own_table(tmp_path, monkeypatch, valu
     assert r.exit_code == code, r.output
     if code:
         assert "blind: 1 of 1 primary cell could not have seen a change of 5% against native" in r.stderr
-        # 1 s a sample, one case in two environments: 2 s a round
-        assert re.search(
-            r"  compression throughput_mbs on docker-nat: its interval is \u00b1\d+\.\d%; about \d+ rounds "
-            r"\(about \d+ (s|min) here, --budget \d+m",
+        # 1 s a sample, one case in two environments: 2 s a round; a fixed run's rounds at
+        # its level, a budgeted run's at alpha/K over its looks, reached at one of them
+        m = re.search(
+            r"  compression throughput_mbs on docker-nat: its interval is \u00b1\d+\.\d%; about (\d+) rounds "
+            r"\(4 times in 5, about \d+ (s|min) here\), or --budget \d+m \(its (\d+) looks test at "
+            r"alpha/\3: (\d+) rounds, reached at its look at (\d+)\) would resolve it",
             r.stderr,
-        ), r.stderr
+        )
+        assert m and int(m[5]) >= int(m[4]) > int(m[1]), r.stderr
     else:
         assert "blind" not in r.stderr
     # without the option the same run is green whatever it could see
@@ -132,7 +135,8 @@ def test_validate_strict_fails_a_study_that_can_resolve_nothing_here(tmp_path, m
         assert "can find only changes beyond +999%" in r.stdout  # what validate always said
         assert "blind: at 2 rounds it can resolve nothing here" in r.stderr
         assert re.search(
-            r"\u00b15% equivalence needs more rounds \((about \d+ rounds \(about .* --budget|more than)", r.stderr
+            r"\u00b15% equivalence needs more rounds \((about \d+ rounds \(4 times in 5, about .* --budget|more than)",
+            r.stderr,
         )
     # --format json prints the document, and the same status
     assert invoke("validate", str(study), "--strict", "--format", "json").exit_code == strict_code

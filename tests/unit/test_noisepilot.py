@@ -16,8 +16,10 @@ from click.testing import CliRunner
 from scipy import integrate
 from scipy import stats as st
 
+from isobench.analysis.budget import make_plan
 from isobench.analysis.pilotstats import drift, pair_noise
-from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change, rounds_to_resolve
+from isobench.analysis.settle import rounds_to_resolve, rounds_to_settle
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, detectable_change
 from isobench.checks import noisepilot as npl
 from isobench.checks import pilotkernels as pk
 from isobench.checks.noisepilot import KernelNoise, Pilot
@@ -472,11 +474,11 @@ def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
     assert first.startswith(
         f"at 5 rounds this host can find changes of about {cpu_pct:.0f}% or more "
         f"(CPU noise 4.1%, {m} cells compared); \u00b15% equivalence needs about "
-        f"{rounds_to_resolve(0.041, 0.05 / m, 5)} rounds (about "
-    )
+        f"{rounds_to_settle(0.041, 19, 0.05 / m, 5)} rounds (4 times in 5, about "
+    )  # 4 times in 5, the pilot's SD being an estimate from its 20 pairs
     assert (
         f"; I/O-bound fio (I/O noise 9.5%): about {io_pct:.0f}%, and \u00b15% needs about "
-        f"{rounds_to_resolve(0.095, 0.05 / m, 5)} rounds" in first
+        f"{rounds_to_settle(0.095, 19, 0.05 / m, 5)} rounds (4 times in 5" in first
     )
     assert second == (
         "a workload can be noisier than the pilot's kernels (measured 10 min ago): its "
@@ -494,10 +496,36 @@ def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
     )
     size = study_size(study, HOST)
     n = int(first.split("needs about ")[1].split()[0])
-    # said as a run's inconclusive cell says it (results.numbers.rounds_text), with the --budget that buys it
-    wall = size.seconds_at(n)
-    assert first.endswith(f"about {n} rounds (about {fmt_duration(wall)} here, --budget {budget_text(wall)})")
-    assert size.seconds_at(study.meta.repetitions) == pytest.approx(size.estimated_s)
+    assert n == rounds_to_settle(0.041, 19, 0.05 / 2, 5)  # a fixed run's rounds at its level alpha/m
+    # said as a run's inconclusive cell says it (results/suggestion.py), with the --budget that settles
+    # as often: a budgeted run tests at alpha/K over its K looks, and stops only at one of them
+    pts = study.budget_plan() or make_plan(600.0, 5, len(study.environments), None)
+    k = len(pts.points)
+    r = rounds_to_settle(0.041, 19, 0.05 / 2 / k, 5)
+    look = min(p for p in pts.points if p >= r)
+    assert first.endswith(
+        f"about {n} rounds (4 times in 5, about {fmt_duration(size.seconds_at(n))} here), or --budget "
+        f"{budget_text(size.seconds_at(look))} (its {k} looks test at alpha/{k}: {r} rounds, reached at its look "
+        f"at {look})"
+    )
+    assert r > n and size.seconds_at(study.meta.repetitions) == pytest.approx(size.estimated_s)
+
+
+def test_a_budgeted_study_is_told_the_look_that_settles_and_the_budget_that_reaches_it():
+    from isobench.analysis.budget import budget_text
+    from isobench.checks.preflight import study_size
+
+    text = STUDY.replace("[workloads.fio]\nsize_mb = 256\nruntime_s = 1\nramp_s = 1\n", "")
+    (first, _), study = lines_for(text.replace("warmup = 1", 'warmup = 1\nbudget = "1h"'), pilot(5000.0))
+    plan = study.budget_plan()
+    assert plan is not None and f"tested at alpha/{plan.looks} for {plan.looks} looks" in first
+    r = rounds_to_settle(0.041, 19, 0.05 / 2 / plan.looks, 5)
+    look = min(p for p in plan.points if p >= r)
+    said = f"\u00b15% equivalence needs about {r} rounds at its looks' alpha/{plan.looks} (4 times in 5)"
+    assert f"{said}, its look at {look}, within the budget" in first
+    (first, _), study = lines_for(text.replace("warmup = 1", 'warmup = 1\nbudget = "3m"'), pilot(5000.0))
+    wall = study_size(study, HOST).seconds_at(look)
+    assert first.endswith(f"its look at {look}: --budget {budget_text(wall)}")  # too short: the one that does
 
 
 def test_a_duet_study_is_told_the_duet_kernels_figure():
@@ -548,8 +576,8 @@ def test_resolution_variants():
     (first, _), study = lines_for(many, pilot(5000.0, cpu=0.004))
     m = compared_cells(study, HOST).cells
     assert (
-        f"\u00b15% equivalence needs about {rounds_to_resolve(0.004, 0.05 / m, 5)} rounds, within the "
-        "planned 400" in first
+        f"\u00b15% equivalence needs about {rounds_to_settle(0.004, 19, 0.05 / m, 5)} rounds (4 times in 5), within "
+        "the planned 400" in first
     )
 
 

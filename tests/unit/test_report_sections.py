@@ -75,7 +75,8 @@ def _without_centres(lines: list[str]) -> list[str]:
         if ln.startswith("|"):
             ln = " | ".join(re.sub(r"^[\d.,\u2212]+( vs [\d.,\u2212]+)? ?", "", c) for c in ln.split(" | "))
             ln = ln.replace(" \u26a0 |", " |").replace("\u26a0 |", " |")  # the screen's new warnings: tested below
-        ln = re.sub(r"about >?\d+ rounds", "about N rounds", ln)  # 4 times in 5 now: analysis/settle.py
+        # 4 times in 5 now, said so, at the worst true change: analysis/settle.py
+        ln = re.sub(r"about >?\d+ rounds", "about N rounds", ln).replace(" 4 times in 5", "")
         out.append(ln.replace("; rounds \u2212 1 df", ""))  # the legend names the test's df now
     return out
 
@@ -155,7 +156,12 @@ def test_the_answer_comes_first_on_a_page_and_last_in_a_terminal(quick, quick_md
     render_terminal(run, console)
     text = console.export_text()
     assert text.rindex("The answer:") > text.rindex("Run and host") > text.index("quick: run")
-    assert text.rstrip().endswith("7 need more than 1000.")  # rounds that settle 4 times in 5
+    # rounds that settle 4 times in 5 at the worst true change (7 needed more than 1000 asking for an
+    # interval any estimate settles), and the budgets at alpha/9 over the budget's 9 looks
+    assert " ".join(text.split()).endswith(
+        "1 needs more than 1000. A --budget run tests at alpha/9 over its 9 planned looks: it needs more rounds "
+        "there, and its budget pays for the first look that reaches them."
+    )
 
 
 def test_the_answer_is_table_i_verdicts_on_the_primaries(quick):
@@ -170,24 +176,40 @@ def test_the_answer_is_table_i_verdicts_on_the_primaries(quick):
     assert all(cells[(r.key, "docker-nat")] is c for r, c in nat.equivalent + nat.inconclusive)
 
 
+def _suggested(rounds, wall=None, budget=None, beyond=False):
+    from isobench.analysis.suggest import Suggestion
+
+    return Suggestion(rounds, wall, budget, beyond)
+
+
 def test_settle_line_counts_rounds():
-    assert settle_line([8, 12, 40, 2000, None], 5) == (
-        "Rounds that would settle them at this run's noise (this run has n = 5): "
+    from isobench.analysis.suggest import BudgetRun
+
+    said = [_suggested(8), _suggested(12), _suggested(40), _suggested(1001), _suggested(None)]
+    assert settle_line(said, 5) == (
+        "Rounds that would settle them 4 times in 5 at this run's noise (this run has n = 5): "
         "12 settle 2 of 5; 40 settle 3 of 5; 2 need more than 1000."
     )
     assert settle_line([], 5) == ""
-    # and in time, at the run's own pace: 40 rounds of 42 s are 28 min, and the --budget that buys them
-    assert (
-        "12 (about 8 min here, --budget 9m) settle 2 of 5; 40 (about 28 min here, --budget 28m) settle 3 of 5"
-        in settle_line([8, 12, 40, 2000, None], 5, 42.0)
+    # in time, at the run's own pace, and the --budget that settles as many: the one paying
+    # for the latest look of theirs (a budgeted run tests at alpha/8 over its looks)
+    runs = {8: BudgetRun(12, 8, 15, None, 16 * 42.0), 12: BudgetRun(18, 8, 24, None, 25 * 42.0)}
+    runs[40] = BudgetRun(60, 8, 81, None, 82 * 42.0)
+    timed = [_suggested(k, (k + 1) * 42.0, runs[k]) for k in (8, 12, 40)] + [_suggested(1001), _suggested(None)]
+    assert settle_line(timed, 5) == (
+        "Rounds that would settle them 4 times in 5 at this run's noise (this run has n = 5): "
+        "12 (about 9 min here, or --budget 18m) settle 2 of 5; 40 (about 29 min here, or --budget 58m) "
+        "settle 3 of 5; 2 need more than 1000. A --budget run tests at alpha/8 over its 8 planned looks: "
+        "it needs more rounds there, and its budget pays for the first look that reaches them."
     )
-    # a run of 40 rounds takes its warm-up round again: 41 x 42 s
-    assert "40 (about 29 min here, --budget 29m)" in settle_line([40], 5, 42.0, warmup=1)
+    # a cell whose study cannot take a budget: the times alone
+    assert "12 (about 9 min here) settle" in settle_line([*timed[:1], _suggested(12, 13 * 42.0)], 5)
 
 
 def test_a_run_knows_its_pace_and_answers_in_minutes():
+    from isobench.analysis.suggest import BudgetRun, Pace
     from isobench.results.model import RunData
-    from isobench.results.numbers import rounds_text
+    from isobench.results.suggestion import run_pace, suggestion_text
 
     run = RunData(
         "r",
@@ -203,19 +225,29 @@ def test_a_run_knows_its_pace_and_answers_in_minutes():
         {},
         [_key("w", "m", "throughput"), _key("w", "n", "duration")],
     )
-    assert run.seconds_per_round() is None  # no times stored
+    assert run.seconds_per_round() is None and run_pace(run) is None  # no times stored
     run.time_spent = {("w", "native"): (30.0, 10), ("w", "docker"): (50.0, 10)}
-    assert run.seconds_per_round() == 8.0  # 4 s a sample, 1 case x 2 environments
-    assert rounds_text(72, 8.0, 1000) == "about 72 rounds (about 10 min here, --budget 10m)"
+    run.warmup_rounds = 1
+    assert run.seconds_per_round() == 8.0 and run_pace(run) == Pace(8.0, 1)  # 4 s a sample, 2 environments
     # a run of 72 rounds takes its warm-up round and its starts too: 73 x 8 s + 60 s = 644 s
-    assert rounds_text(72, 8.0, 1000, warmup=1, fixed_s=60.0) == "about 72 rounds (about 11 min here, --budget 11m)"
-    # a budget stops at 100 rounds unless the study raises max_repetitions; none is longer than 24h
-    assert (
-        rounds_text(150, 8.0, 1000) == "about 150 rounds (about 20 min here, --budget 20m with max_repetitions = 150)"
+    assert Pace(8.0, 1, 60.0).wall_s(72) == 644.0
+    assert suggestion_text(_suggested(72, 644.0)) == "about 72 rounds (4 times in 5, about 11 min here)"
+    at_looks = BudgetRun(110, 9, 112, 112, 113 * 8.0)
+    assert suggestion_text(_suggested(72, 644.0, at_looks)) == (
+        "about 72 rounds (4 times in 5, about 11 min here), or --budget 16m with max_repetitions = 112 "
+        "(its 9 looks test at alpha/9: 110 rounds, reached at its look at 112)"
     )
-    assert rounds_text(900, 120.0, 1000) == "about 900 rounds (about 30.0 h here, more than any --budget (24h))"
-    assert rounds_text(72, None, 1000) == "about 72 rounds"
-    assert rounds_text(2000, 8.0, 1000) == "more than 1000 rounds"
+    # no budget is longer than 24h; none holds more than 1000 rounds
+    assert suggestion_text(_suggested(900, 30 * 3600.0, BudgetRun(990, 12, 1000, 1000, 31 * 3600.0))) == (
+        "about 900 rounds (4 times in 5, about 30.0 h here), or a budgeted run to its look at 1000: "
+        "more than any --budget (24h)"
+    )
+    assert suggestion_text(_suggested(900, 7200.0, None, beyond=True)) == (
+        "about 900 rounds (4 times in 5, about 2.0 h here); a budgeted run would need more than 1000"
+    )
+    assert suggestion_text(_suggested(72)) == "about 72 rounds (4 times in 5)"  # no pace: no time, no budget
+    assert suggestion_text(_suggested(1001, None, None, True)) == "more than 1000 rounds"
+    assert suggestion_text(_suggested(None)) == "more rounds than can be said"
 
 
 def _key(w, m, role, case="default"):

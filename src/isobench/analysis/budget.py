@@ -37,8 +37,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from isobench.analysis.settle import ROUNDS_NEEDED_CAP, rounds_to_resolve
 from isobench.analysis.stats import Effect, ratio_interval
-from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, rounds_to_resolve
 from isobench.core.ids import shown
 
 # The first block: at least this many rounds (4 degrees of freedom: the

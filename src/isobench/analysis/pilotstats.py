@@ -6,7 +6,7 @@ twice, back to back. The log ratio of a pair, log(a / b), is what a study's
 paired test sees in one round when nothing differs between the two sides,
 so its standard deviation is the paired noise per sample: the ``noise_sd``
 a study's resolution is predicted from (``verdicts.detectable_change``,
-``verdicts.rounds_to_resolve``).
+``analysis.suggest``).
 
 * ``pair_noise``: the sample SD of the per-pair log ratios (ddof = 1, so a
   constant offset between A and B, such as the first of a pair always

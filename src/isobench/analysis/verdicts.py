@@ -37,7 +37,8 @@ The rules (docs/statistics.md explains them for users):
   - *inconclusive*: neither; ``callable_pct`` says the smallest change this
     run could have called at its n and level (found 4 times in 5, see
     ``detectable_change``), and ``rounds_needed`` how many rounds per side
-    would resolve it at the observed noise.
+    a fixed run needs to resolve it 4 times in 5, allowing for the observed
+    noise's own uncertainty (``settle``; a budget's: ``suggest``).
 
 * **Noise floor** (``noise_pct``, per cell, Firecracker's noise threshold):
   a statistically real change whose whole interval lies within ±noise_pct
@@ -57,7 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isobench.analysis.settle import rounds_to_settle
+# the cap lives with the rule that reaches it; every verdict reader takes it from here
+from isobench.analysis.settle import ROUNDS_NEEDED_CAP as ROUNDS_NEEDED_CAP
+from isobench.analysis.settle import SETTLE_TEXT, rounds_to_settle
 from isobench.analysis.stats import ALPHA, Effect, ratio_interval, t_critical
 from isobench.analysis.summary import scipy_stats
 from isobench.core.numbers import MINUS
@@ -66,9 +69,6 @@ CHANGED = "changed"
 EQUIVALENT = "equivalent"
 INCONCLUSIVE = "inconclusive"
 
-# Beyond this many rounds per side, "inconclusive" says ">1000": the number
-# only tells the reader the question cannot be settled on this host.
-ROUNDS_NEEDED_CAP = 1000
 
 # A lower bound of the change below this many percent is printed as "<-99.9%":
 # the ratio's bound is positive, but at a strict corrected level and two or
@@ -89,11 +89,29 @@ class Verdict:
     margin_pct: float  # equivalence margin used: max(tol_pct, noise_pct)
     noise_pct: float
     m: int  # tested cells corrected together
-    rounds_needed: int | None  # inconclusive only; > ROUNDS_NEEDED_CAP means "more than the cap"
     reason: str  # for inconclusive/untested and noise-floor cases; "" otherwise
     # inconclusive only: the smallest change (percent, upward) this run could have
     # called at its n and level; None when untested or no change could be
     callable_pct: float | None = None
+    # the planned looks the level was divided by (an adaptive or budgeted run's
+    # K; a compare's K_A·K_B): rounds_needed is at the level without them
+    looks: int = 1
+
+    @property
+    def fixed_q(self) -> float:
+        """1 - level of a fixed run of the same cells (no looks): the level
+        ``rounds_needed`` is said at (``analysis.suggest``)."""
+        return (1 - self.level) * self.looks
+
+    @functools.cached_property
+    def rounds_needed(self) -> int | None:
+        """Inconclusive only: the rounds a fixed run needs to settle the cell
+        4 times in 5 (module-level ``rounds_needed`` at ``fixed_q``); > ROUNDS_NEEDED_CAP
+        means "more than the cap". Computed when first asked: a table's
+        cells are judged by the thousand, their suggestions read by few."""
+        if self.verdict != INCONCLUSIVE or not self.effect.tested:
+            return None
+        return rounds_needed(self.effect, self.fixed_q, self.margin_pct)
 
     @property
     def changed(self) -> bool:
@@ -165,7 +183,7 @@ class Verdict:
         could = f"; {self.callable_text}" if self.callable_text else ""
         return (
             f"inconclusive at n = {_n_text(e)}: {where}{could}; about {self.rounds_needed_text} "
-            f"rounds would resolve ±{self.margin_pct:g}%"
+            f"rounds would resolve ±{self.margin_pct:g}% {SETTLE_TEXT}"
         )
 
 
@@ -199,22 +217,18 @@ def _n_text(e: Effect) -> str:
 
 
 def rounds_needed(effect: Effect, q: float, margin_pct: float, cap: int = ROUNDS_NEEDED_CAP) -> int | None:
-    """Rounds per side after which the interval at level 1 - q would settle
-    the cell, whatever the estimate, 4 times in 5 allowing for the observed
-    noise's own uncertainty (``settle.rounds_to_settle`` with the cell's
-    noise and its test's degrees of freedom).
-    Returns cap + 1 beyond the cap, None when the cell is untested or the
-    margin is 0 (nothing can be shown equivalent to ±0).
+    """Rounds per side after which a run tested at level 1 - q would settle
+    the cell (changed or equivalent) 4 times in 5, whatever the true change,
+    allowing for the observed noise's own uncertainty
+    (``settle.rounds_to_settle`` with the cell's noise, the df it was
+    estimated on and its test's df at n rounds; never fewer than the rounds
+    it has plus one). Returns cap + 1 beyond the cap, None when the cell is
+    untested or the margin is 0 (nothing can be shown equivalent to ±0).
     """
     if not effect.tested:
         return None
-    needed = rounds_to_settle(effect.noise_sd, effect.df, q, margin_pct, effect.df_factor, effect.df_lost, cap)
-    if needed is None:
-        return None
-    # Unequal sides make the equal-n prediction approximate: never ask for
-    # fewer rounds than are already there.
     now = effect.n_pairs or min(effect.n_c, effect.n_b)
-    return max(needed, now + 1)
+    return rounds_to_settle(effect.noise_sd, effect.df, q, margin_pct, effect.df_factor, effect.df_lost, cap, now=now)
 
 
 def callable_change(effect: Effect, q: float) -> float | None:
@@ -234,45 +248,6 @@ def callable_change(effect: Effect, q: float) -> float | None:
     if not math.isfinite(delta) or delta >= 700:  # exp would overflow: "no change could be"
         return None
     return math.expm1(delta) * 100
-
-
-def rounds_to_resolve(
-    noise_sd: float,
-    q: float,
-    margin_pct: float,
-    df_factor: float = 1.0,
-    cap: int = ROUNDS_NEEDED_CAP,
-    df_lost: float = 0.0,
-) -> int | None:
-    """The smallest n whose interval at level 1 - q has half-width
-    t_df(n)(1 - q/2)·noise_sd/sqrt(n) < log(1 + margin/100)/2, with
-    df(n) = df_factor·(n - 1) - df_lost, the test's own (a paired test: n
-    rounds, n - 1 df; the crossover n - 2).
-
-    Why half the margin: then an interval that contains 1 lies inside
-    ±margin (equivalent) and one that does not is changed, so no outcome is
-    left inconclusive. log(1 + margin) is the narrower side of the ±margin
-    band on the log scale. Returns cap + 1 beyond the cap, None when the
-    margin is 0 or the noise unknown (nan). Used for an inconclusive cell
-    (``rounds_needed``) and, before a study starts, with the host's noise
-    from the pilot (``isobench.checks.resolution``).
-    """
-    if margin_pct <= 0 or math.isnan(noise_sd):
-        return None
-    target = math.log1p(margin_pct / 100) / 2
-
-    least = 2 + math.ceil(df_lost)  # the fewest rounds the test has a df at
-
-    def half(n: int) -> float:  # decreasing in n: bisection finds the smallest n
-        return float(t_critical(q, df_factor * (n - 1) - df_lost)) * noise_sd / math.sqrt(n)
-
-    if half(cap) >= target:
-        return cap + 1
-    lo, hi = least - 1, cap  # half(lo) >= target (or lo below the least), half(hi) < target
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if half(mid) < target else (mid, hi)
-    return max(hi, least)
 
 
 # "Can find a change": the paired test at the corrected level rejects it this
@@ -355,14 +330,19 @@ def adjust(
     *,
     tol_pct: float | Sequence[float] | None = None,
     noise_pct: float | Sequence[float] | None = None,
+    looks: int = 1,
 ) -> list[Verdict]:
     """The final verdicts of one table or compare, in the order given.
 
     ``alpha`` defaults to the effects' own (they must agree). ``tol_pct`` and
     ``noise_pct`` override the effects' own, as one value or one per cell.
     Untested cells are excluded from m and come back inconclusive with the
-    effect's reason.
+    effect's reason. ``looks``: the planned looks ``alpha`` was divided by
+    (``repetitions.sequential_alpha``); a cell's ``rounds_needed`` is a fixed
+    run's, at the level without them.
     """
+    if looks < 1:
+        raise ValueError(f"looks must be >= 1, not {looks}")
     effects = list(effects)
     if alpha is None:
         alphas = {e.alpha for e in effects}
@@ -383,14 +363,18 @@ def adjust(
     r = int(rejected.sum())
     q = max(r, 1) * alpha / max(m, 1)  # FCR level 1 - q, see the module docstring
 
-    return [_verdict(e, float(p_adj[i]), bool(rejected[i]), q, tols[i], noises[i], m) for i, e in enumerate(effects)]
+    return [
+        _verdict(e, float(p_adj[i]), bool(rejected[i]), q, tols[i], noises[i], m, looks) for i, e in enumerate(effects)
+    ]
 
 
-def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, noise: float, m: int) -> Verdict:
+def _verdict(
+    e: Effect, p_adj: float, rejected: bool, q: float, tol: float, noise: float, m: int, looks: int = 1
+) -> Verdict:
     margin = max(tol, noise)
     nan = float("nan")
     if not e.tested:
-        return Verdict(e, INCONCLUSIVE, nan, False, nan, nan, nan, margin, noise, m, None, e.reason, None)
+        return Verdict(e, INCONCLUSIVE, nan, False, nan, nan, nan, margin, noise, m, e.reason, None, looks)
     lo, hi = ratio_interval(e.log_ratio, e.se, e.df, q, exclude=rejected)
 
     def inside(pct: float) -> bool:
@@ -398,10 +382,10 @@ def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, nois
 
     within_noise = inside(noise)  # with noise 0: only [1, 1], never a rejected cell
     if rejected and not within_noise:
-        return Verdict(e, CHANGED, p_adj, True, 1 - q, lo, hi, margin, noise, m, None, "", None)
+        return Verdict(e, CHANGED, p_adj, True, 1 - q, lo, hi, margin, noise, m, "", None, looks)
     if inside(margin):
         reason = f"significant, but inside the noise floor ±{noise:g}%" if rejected else ""
-        return Verdict(e, EQUIVALENT, p_adj, rejected, 1 - q, lo, hi, margin, noise, m, None, reason, None)
+        return Verdict(e, EQUIVALENT, p_adj, rejected, 1 - q, lo, hi, margin, noise, m, reason, None, looks)
     return Verdict(
         e,
         INCONCLUSIVE,
@@ -413,9 +397,9 @@ def _verdict(e: Effect, p_adj: float, rejected: bool, q: float, tol: float, nois
         margin,
         noise,
         m,
-        rounds_needed(e, q, margin),
         f"the interval holds both no change and changes beyond ±{margin:g}%",
         callable_change(e, q),
+        looks,
     )
 
 

@@ -40,7 +40,7 @@ KERNEL_LABELS = {"cpu": "CPU", "cpu-duet": "CPU duet", "io": "I/O"}
 
 # Above this paired SD a host is worth a warning: a ~100-cell table then
 # needs more than 15 rounds to resolve ±5%, and 5 rounds find only changes
-# beyond about 12% (verdicts.rounds_to_resolve, detectable_change).
+# beyond about 12% (analysis.suggest with the pilot's 19 df, verdicts.detectable_change).
 NOISY_PCT = 2.0
 
 

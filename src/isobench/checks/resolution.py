@@ -12,9 +12,12 @@ alpha. The pilot's A/A pairs give the per-round log-ratio SD of its kernels,
 which stands in for each cell's own. At the study's n rounds, then:
 
 * the change found 4 times in 5: ``verdicts.detectable_change(sd, n, q)``;
-* the rounds after which every cell is changed or ±tol equivalent:
-  ``verdicts.rounds_to_resolve(sd, q, tol)``, the rule an inconclusive
-  cell's "about N rounds would resolve" uses;
+* the rounds after which every cell is changed or ±tol equivalent 4 times
+  in 5, allowing for the pilot's SD being an estimate (its pairs - 1 df):
+  ``analysis.suggest``, the rule an inconclusive cell's "about N rounds
+  would resolve" uses, at a fixed study's level alpha/m (an adaptive
+  one's own alpha/(K·m)) and, for a `--budget`, at its looks' alpha/(K·m)
+  and the first look reaching them;
 
 with q = alpha/(K·m). Cells of workloads that declare themselves I/O-bound
 (``Workload.io_bound``) use the pilot's I/O figure, every other cell the
@@ -28,13 +31,16 @@ from dataclasses import dataclass
 
 from isobench.analysis.budget import Plan
 from isobench.analysis.repetitions import sequential_alpha
+from isobench.analysis.settle import SETTLE_TEXT
 from isobench.analysis.stats import ALPHA
-from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable, rounds_to_resolve
+from isobench.analysis.suggest import Looks, Noise, Pace, Suggestion, looks_of, suggest
+from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, change_text, detectable_change, findable
 from isobench.checks.noisepilot import ABOUT_S, MAX_AGE_S, KernelNoise, Pilot, fmt_noise
+from isobench.checks.pilotkernels import PAIRS
 from isobench.checks.preflight import StudySize
 from isobench.checks.preflight import budget_rounds as preflight_budget_rounds
 from isobench.host.hostinfo import HostInfo
-from isobench.results.numbers import rounds_text
+from isobench.results.suggestion import suggestion_text
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 
@@ -73,6 +79,9 @@ def compared_cells(study: Study, host: HostInfo) -> Compared:
     return Compared(cells, io_cells, tuple(io_keys), duet_cells, tuple(duet_keys))
 
 
+PILOT_DF = PAIRS - 1  # the pilot's SD, from its pairs
+
+
 @dataclass(frozen=True)
 class Resolution:
     """What one noise figure allows at the study's rounds."""
@@ -80,27 +89,71 @@ class Resolution:
     noise_sd: float
     rounds: int
     change_pct: float  # found 4 times in 5 at ``rounds`` (inf: nothing can be)
-    rounds_needed: int | None  # to resolve ±tol; > ROUNDS_NEEDED_CAP means beyond the cap
+    # the rounds that resolve ±tol 4 times in 5 as the study runs: a fixed or
+    # adaptive study's at its own level, a budgeted one's first look reaching
+    # them at its looks' level; > ROUNDS_NEEDED_CAP means beyond the cap
+    rounds_needed: int | None
     tol_pct: float
+    suggestion: Suggestion | None = None  # and how it is said: analysis.suggest
+    budgeted: bool = False
 
 
-def resolve(noise_sd: float, rounds: int, q: float, tol_pct: float) -> Resolution:
+def resolve(
+    noise_sd: float,
+    rounds: int,
+    q: float,
+    tol_pct: float,
+    df: float = PILOT_DF,
+    design: Design | None = None,
+) -> Resolution:
+    """The change found at ``rounds`` and level 1 - q, and the rounds that
+    settle ±tol at the noise ``noise_sd`` estimated on ``df`` degrees of
+    freedom (the pilot's pairs - 1), as ``design`` runs them (a fixed run's
+    at q when None)."""
     change = detectable_change(noise_sd, rounds, q)
     change_pct = math.expm1(change) * 100 if change < 700 else math.inf  # exp would overflow
-    return Resolution(noise_sd, rounds, change_pct, rounds_to_resolve(noise_sd, q, tol_pct), tol_pct)
+    d = design or Design(q)
+    s = suggest(Noise(noise_sd, df), d.q, tol_pct, d.looks, d.pace)
+    needed = s.rounds
+    if d.budgeted:
+        needed = s.budget.look if s.budget is not None else ROUNDS_NEEDED_CAP + 1
+    return Resolution(noise_sd, rounds, change_pct, needed, tol_pct, s, d.budgeted)
 
 
-def _needs_text(r: Resolution, size: StudySize) -> str:
+@dataclass(frozen=True)
+class Design:
+    """How the study would run the rounds a suggestion names: ``q`` the
+    level its fixed rounds are said at (a fixed study's alpha/m, an adaptive
+    one's own alpha/(K·m)), ``looks`` a `--budget` run's (None: the study
+    cannot take one), ``budgeted`` whether the study has a budget, ``pace``
+    its own estimate of a round."""
+
+    q: float
+    looks: Looks | None = None
+    budgeted: bool = False
+    pace: Pace | None = None
+
+
+def _needs_text(r: Resolution) -> str:
     tol = f"\u00b1{r.tol_pct:g}%"
-    n = r.rounds_needed
-    if n is None:
+    n, s = r.rounds_needed, r.suggestion
+    if n is None or s is None:
         return ""
-    if n > ROUNDS_NEEDED_CAP:
+    if n > ROUNDS_NEEDED_CAP or s.beyond_cap:
         return f"{tol} equivalence is out of reach here (more than {ROUNDS_NEEDED_CAP} rounds)"
+    b = s.budget
+    if r.budgeted and b is not None:
+        reach = f"about {b.rounds} rounds at its looks' alpha/{b.looks} ({SETTLE_TEXT}), its look at {b.look}"
+        if n <= r.rounds:
+            return f"{tol} equivalence needs {reach}, within the budget"
+        if b.budget is None:
+            return f"{tol} equivalence needs {reach}" + (": more than any --budget (24h)" if b.beyond_24h else "")
+        cap = f" with max_repetitions = {b.max_repetitions}" if b.max_repetitions else ""
+        return f"{tol} equivalence needs {reach}: --budget {b.budget}{cap}"
     if n <= r.rounds:
-        return f"{tol} equivalence needs about {n} rounds, within the planned {r.rounds}"
+        return f"{tol} equivalence needs about {n} rounds ({SETTLE_TEXT}), within the planned {r.rounds}"
     # said as the run's inconclusive cells say it, at the study's own estimate of a round
-    return f"{tol} equivalence needs {rounds_text(n, size.round_s, ROUNDS_NEEDED_CAP, size.warmup, size.fixed_s)}"
+    return f"{tol} equivalence needs {suggestion_text(s)}"
 
 
 def budget_rounds(plan: Plan, size: StudySize, warmup: int) -> int:
@@ -147,6 +200,7 @@ def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | No
     if m == 0 or pilot is None or not pilot.kernels:
         return Outlook(at, rounds, looks, m, ())
     q = sequential_alpha(looks, alpha=ALPHA) / m
+    design = study_design(study, size, q, looks)
     cpu, duet, io = pilot.noise("cpu"), pilot.noise("cpu-duet"), pilot.noise("io")
     lent = cpu or io
     assert lent is not None  # the pilot's kernels are cpu, io or both
@@ -172,8 +226,26 @@ def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | No
         rounds,
         looks,
         m,
-        tuple((resolve(f.sd, rounds, q, meta.tolerance_pct), named, cells) for f, named, cells in groups),
+        tuple(
+            (resolve(f.sd, rounds, q, meta.tolerance_pct, f.pairs - 1, design), named, cells)
+            for f, named, cells in groups
+        ),
     )
+
+
+def study_design(study: Study, size: StudySize, q: float, looks: int) -> Design:
+    """How STUDY runs what a suggestion names: a fixed study's rounds at its
+    level q (no looks), an adaptive one's at its own (q, with its K looks),
+    and a `--budget` run at its looks' level when the study can take one
+    (not adaptive, no [noise] table) or has one."""
+    meta = study.meta
+    pace = Pace(size.round_s, size.warmup, size.fixed_s) if size.round_s > 0 else None
+    can_budget = not meta.adaptive and study.noise is None  # measure_for: `try --budget` takes its place
+    budget_looks = (
+        looks_of(int(meta.repetitions), len(study.environments), meta.max_repetitions) if can_budget else None
+    )
+    fixed_q = q * looks if not meta.adaptive else q  # a budgeted study's fixed level: without its looks
+    return Design(fixed_q, budget_looks, meta.budget is not None, pace)
 
 
 def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None, now: float) -> list[str]:
@@ -213,10 +285,10 @@ def _noise_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot
         + (f", tested at alpha/{o.looks} for {o.looks} looks" if o.looks > 1 else "")
         + ")"
     )
-    needs = _needs_text(r, size)
+    needs = _needs_text(r)
     first += f"; {needs}" if needs else ""
     for r, named, cells in rest:
-        needs = _needs_text(r, size).replace(" equivalence", "")
+        needs = _needs_text(r).replace(" equivalence", "")
         first += f"; {cells} ({named}): about {change_text(r.change_pct)}" + (f", and {needs}" if needs else "")
     age = pilot.when(now) + ("" if pilot.age_s(now) < MAX_AGE_S else "; `isobench doctor --fresh` measures again")
     second = (

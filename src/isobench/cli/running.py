@@ -125,7 +125,7 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
             ),
             output,
         )
-        _strict(strict, outlook, size, study.meta.tolerance_pct)
+        _strict(strict, outlook, study.meta.tolerance_pct)
         return
     lines = [
         f"{study_file}: ok \u2014 {plural(len(study.environments), 'environment')}"
@@ -145,16 +145,15 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
         emit("\n".join(lines), output)
     else:  # each fact folded to the terminal's width, its continuation indented
         fold(lines, console)
-    _strict(strict, outlook, size, study.meta.tolerance_pct)
+    _strict(strict, outlook, study.meta.tolerance_pct)
 
 
-def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
+def _strict(strict: bool, outlook, tol_pct: float) -> None:
     """validate --strict: exit 4 (output.EXIT_BLIND), saying why, when the
     study is blind at its size here or cannot tell (checks.resolution.Outlook)."""
     if not strict:
         return
-    from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
-    from isobench.results.numbers import rounds_text
+    from isobench.results.suggestion import suggestion_text
 
     if outlook.cells and not outlook.groups:
         why = (
@@ -162,8 +161,9 @@ def _strict(strict: bool, outlook, size, tol_pct: float) -> None:
             "`isobench doctor` measures it"
         )
     elif outlook.resolves_nothing():
-        needed = [r.rounds_needed for r, _, _ in outlook.groups if r.rounds_needed is not None]
-        more = rounds_text(min(needed), size.round_s, ROUNDS_NEEDED_CAP, size.warmup, size.fixed_s) if needed else ""
+        said = [r for r, _, _ in outlook.groups if r.rounds_needed is not None and r.suggestion is not None]
+        least = min(said, key=lambda r: r.rounds_needed or 0, default=None)
+        more = suggestion_text(least.suggestion) if least is not None and least.suggestion is not None else ""
         why = (
             f"{outlook.at} it can resolve nothing here: only changes beyond +999% can be found and "
             f"\u00b1{tol_pct:g}% equivalence needs more rounds"

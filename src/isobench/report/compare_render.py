@@ -109,10 +109,11 @@ def regression_line(cell) -> str:
 
 def blind_line(cell, run) -> str:
     """A cell the gate could not see through: its interval's half-width and
-    the rounds, time and --budget (at RUN's pace) that would resolve it."""
+    the rounds per run and their time (at RUN's pace) that would resolve it:
+    no --budget, which stops when a run's own cells resolve, not a compare's."""
     from isobench.results.gate import why_blind
 
-    return f"{cell.name}: {why_blind(cell.verdict, run)}"
+    return f"{cell.name}: {why_blind(cell.verdict, run, budget=False)}"
 
 
 def legend(result) -> list[str]:

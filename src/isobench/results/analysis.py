@@ -161,7 +161,8 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
     """Final verdicts of a set of cells asked together (one table, one
     compare): per-cell log-scale tests, then Benjamini-Hochberg over all of
     them at the alpha the design allows (an adaptive run's looks)."""
-    alpha = sequential_alpha(settings.looks if looks is None else looks, alpha=ALPHA)
+    looks = settings.looks if looks is None else looks
+    alpha = sequential_alpha(looks, alpha=ALPHA)
     effects: list[Effect] = [
         compare_cell(
             q.candidate,
@@ -176,7 +177,7 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
         for q in questions
     ]
     effects = [e if q.between is None else add_between_runs(e, *q.between) for e, q in zip(effects, questions)]
-    return adjust(effects, alpha)
+    return adjust(effects, alpha, looks=looks)
 
 
 def baseline_question(run: RunData, key: MetricKey, env: str, settings: Settings) -> Question | None:
@@ -240,7 +241,7 @@ def judge_overhead_cells(
         overhead_change(ea, eb) if s is None else add_between_runs(overhead_change(ea, eb), *s)
         for (ea, eb), s in zip(inner, spread)
     ]
-    verdicts = per_family(changes, family, lambda changes: adjust(changes, alpha))
+    verdicts = per_family(changes, family, lambda changes: adjust(changes, alpha, looks=looks))
     return [OverheadJudgement(ea, eb, v) for (ea, eb), v in zip(inner, verdicts)]
 
 

@@ -1,17 +1,17 @@
 """The blind gate (`--require-resolution PCT`, docs/output.md): the gated
 cells of a run's own Table I that could not have seen a change of PCT, and
 the one way a blind cell is said: its interval and the rounds, wall time and
-`--budget` that would resolve it (results.numbers.rounds_text). compare,
+`--budget` that would resolve it (results.suggestion). compare,
 history and run name their blind cells with it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP, Verdict
+from isobench.analysis.verdicts import Verdict
 from isobench.results.analysis import DESCRIPTIVE
 from isobench.results.model import MetricKey, RunData
-from isobench.results.numbers import rounds_text
+from isobench.results.suggestion import cell_suggestion, suggestion_text
 from isobench.results.table import Cell, Row, Table
 
 
@@ -21,18 +21,19 @@ def cell_name(key: MetricKey, env: str, baseline: str = "") -> str:
     return f"{key.workload}{case} {key.metric} on {env}" + (f" vs {baseline}" if baseline else "")
 
 
-def why_blind(verdict: Verdict | None, run: RunData | None) -> str:
-    """ "its interval is ±12.3%; about 72 rounds (about 10 min here, --budget
-    11m) would resolve it", at RUN's own pace (its seconds per round and
-    warm-up rounds); an untested cell says why it is not tested."""
+def why_blind(verdict: Verdict | None, run: RunData | None, budget: bool = True) -> str:
+    """ "its interval is ±12.3%; about 72 rounds (4 times in 5, about 10 min
+    here), or --budget 14m (...) would resolve it", at RUN's own pace (its
+    seconds per round and warm-up rounds; results.suggestion); ``budget``
+    False for a cell between two runs (compare), which no budgeted run
+    aims at. An untested cell says why it is not tested."""
     if verdict is None:
         return "no verdict: a side has no ok sample"
     if not verdict.effect.tested:
         return f"not tested ({verdict.effect.reason})"
-    pace, warmup = (run.seconds_per_round(), run.warmup_rounds) if run is not None else (None, 0)
     return (
         f"its interval is \u00b1{verdict.half_width_pct:.1f}%; "
-        f"{rounds_text(verdict.rounds_needed, pace, ROUNDS_NEEDED_CAP, warmup)} would resolve it"
+        f"{suggestion_text(cell_suggestion(verdict, run, budget))} would resolve it"
     )
 
 

@@ -21,6 +21,7 @@ from isobench.results.attribution import derived
 from isobench.results.model import RunData
 from isobench.results.numbers import beyond_cap, capped
 from isobench.results.programs import summary as program_summary
+from isobench.results.suggestion import budget_fields
 from isobench.results.table import FAILED, OK, build_table
 
 # 2: cells carry the log-scale, BH-corrected verdicts; ``verdict`` is
@@ -81,6 +82,11 @@ CELL_COLUMNS = (
     "baseline_centre",
     # appended since rounds_needed is null beyond the cap (was cap + 1)
     "rounds_needed_beyond_cap",
+    # appended since suggestions name a budgeted run at its looks' level (results/suggestion.py)
+    "budget_rounds_needed",
+    "budget_look",
+    "budget",
+    "budget_max_repetitions",
 )
 
 # Per-sample counters (docs/attribution.md): one row per measured sample and
@@ -204,6 +210,7 @@ def cell_rows(run: RunData) -> list[dict]:
                     "centre": _num(cell.centre) if s else None,
                     "baseline_centre": _num(cell.reference if cell.reference is not None else base) if e else None,
                     "rounds_needed_beyond_cap": beyond_cap(v.rounds_needed) if v else None,
+                    **budget_fields(v, run),
                 }
             )
     return rows

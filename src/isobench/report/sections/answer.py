@@ -9,14 +9,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from isobench.analysis.settle import SETTLE_TEXT
+from isobench.analysis.suggest import BudgetRun, Suggestion
 from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP, Verdict
 from isobench.report.blocks import BAD, GOOD, Block, Figure, Grid, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
-from isobench.results.numbers import fmt_pct, rounds_text, rounds_time
+from isobench.results.model import RunData
+from isobench.results.numbers import fmt_duration, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.schedule import schedule_summary
 from isobench.results.stopping import budget_summary
+from isobench.results.suggestion import cell_suggestion, suggestion_text
 from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
 
 SHOWN = 4  # inconclusive cells listed one by one per environment
@@ -64,30 +68,53 @@ def _name(row: Row) -> str:
     return f"{row.key.workload} {row.label}"
 
 
-def settle_line(
-    needed: list[int | None], n: int | None, seconds_per_round: float | None = None, warmup: int = 0
-) -> str:
-    """How many rounds would settle how many inconclusive cells, and how long
-    they take at the run's own pace. Pure."""
-    finite = sorted(k for k in needed if k is not None and k <= ROUNDS_NEEDED_CAP)
-    beyond = len(needed) - len(finite)
-    if not needed:
+def settle_line(suggestions: list[Suggestion], n: int | None) -> str:
+    """How many rounds would settle how many inconclusive cells 4 times in 5,
+    how long they take at the run's own pace, and the --budget that settles
+    as many (``results.suggestion``). Pure."""
+    if not suggestions:
         return ""
+    finite = sorted((s for s in suggestions if s.rounds is not None and not s.beyond_cap), key=_rounds_of)
+    beyond = len(suggestions) - len(finite)
     parts: list[str] = []
+    budgets: list[BudgetRun] = []
     for q in (0.5, 0.9, 1.0):
         if not finite:
             break
-        k = finite[min(len(finite) - 1, math.ceil(q * len(finite)) - 1)]
-        settled = sum(1 for x in finite if x <= k)
-        when = rounds_time(k, seconds_per_round, warmup)
-        when = f" ({when})" if when else ""
-        text = f"{k}{when} settle {settled} of {len(needed)}"
+        top = finite[min(len(finite) - 1, math.ceil(q * len(finite)) - 1)]
+        settled = [s for s in finite if _rounds_of(s) <= _rounds_of(top)]
+        said = [f"about {fmt_duration(top.wall_s)} here"] if top.wall_s is not None else []
+        if said and (last := _budget_for(settled)) is not None:
+            cap = f" with max_repetitions = {last.max_repetitions}" if last.max_repetitions else ""
+            said.append(f"or --budget {last.budget}{cap}")
+            budgets.append(last)
+        when = f" ({', '.join(said)})" if said else ""
+        text = f"{top.rounds}{when} settle {len(settled)} of {len(suggestions)}"
         if not parts or text.split(" ", 1)[0] != parts[-1].split(" ", 1)[0]:
             parts.append(text)
     if beyond:
         parts.append(f"{beyond} need{'s' if beyond == 1 else ''} more than {ROUNDS_NEEDED_CAP}")
     ran = f" (this run has n = {n})" if n else ""
-    return f"Rounds that would settle them at this run's noise{ran}: " + "; ".join(parts) + "."
+    line = f"Rounds that would settle them {SETTLE_TEXT} at this run's noise{ran}: " + "; ".join(parts) + "."
+    if budgets:
+        k = "/".join(str(x) for x in sorted({b.looks for b in budgets}))
+        line += (
+            f" A --budget run tests at alpha/{k} over its {k} planned looks: it needs more rounds there, "
+            "and its budget pays for the first look that reaches them."
+        )
+    return line
+
+
+def _rounds_of(s: Suggestion) -> int:
+    return s.rounds or 0
+
+
+def _budget_for(settled: list[Suggestion]) -> BudgetRun | None:
+    """The budget that settles all of them: the one paying for the latest of
+    their looks; None when one of them has no budget to name."""
+    runs = [s.budget for s in settled]
+    named = [b for b in runs if b is not None and b.budget is not None]
+    return max(named, key=lambda b: b.look) if named and len(named) == len(runs) else None
 
 
 class AnswerSection(Section):
@@ -163,17 +190,14 @@ class AnswerSection(Section):
             out.append(Items(tuple(equivalent), heading=f"Equivalent (the interval lies within {', '.join(margins)})"))
         open_cells = [(a.env, r, c) for a in found for r, c in a.inconclusive]
         if open_cells:
-            pace = ctx.run.seconds_per_round()
             out.append(
                 Items(
-                    tuple(item for a in found for item in _open_items(a, pace, ctx.run.warmup_rounds)),
+                    tuple(item for a in found for item in _open_items(a, ctx.run)),
                     heading="Inconclusive: these rounds cannot tell (cheapest to settle first)",
                 )
             )
             n = next((col.n for col in table.columns if col.is_baseline), None)
-            out.append(
-                Para(settle_line([_judged(c).rounds_needed for _, _, c in open_cells], n, pace, ctx.run.warmup_rounds))
-            )
+            out.append(Para(settle_line([cell_suggestion(_judged(c), ctx.run) for _, _, c in open_cells], n)))
         untold = [
             Item(
                 f"{_name(r)}: {c.status if c.status != OK else 'not tested'}"
@@ -190,15 +214,16 @@ class AnswerSection(Section):
         return out
 
 
-def _open_items(a: EnvAnswer, pace: float | None = None, warmup: int = 0) -> list[Item]:
-    """The SHOWN cells cheapest to settle, one line each; the rest in one line
-    (the Inconclusive section lists every one)."""
+def _open_items(a: EnvAnswer, run: RunData | None = None) -> list[Item]:
+    """The SHOWN cells cheapest to settle, one line each, with what would
+    settle them at RUN's pace; the rest in one line (the Inconclusive
+    section lists every one)."""
     cells = sorted(a.inconclusive, key=lambda rc: _cost(_judged(rc[1]).rounds_needed))
     items = [
         Item(
             f"{_name(r)}: {interval_text(_judged(c))}; "
             + (f"{_judged(c).callable_text}; " if _judged(c).callable_text else "")
-            + f"{rounds_text(_judged(c).rounds_needed, pace, ROUNDS_NEEDED_CAP, warmup)} would settle it",
+            + f"{suggestion_text(cell_suggestion(_judged(c), run))} would settle it",
             strong=f"{a.env}:",
         )
         for r, c in cells[:SHOWN]
