@@ -156,7 +156,9 @@ def apt(monkeypatch):
     def sim(names):
         asked.append(names)
         plans = [parse_simulation(real(n)) for n in names if (DATA / f"apt-get-s-{n}.stdout").exists()]
-        return aptplan.AptPlan(*(tuple(c for p in plans for c in getattr(p, f)) for f in ("install", "upgrade", "remove")))
+        return aptplan.AptPlan(
+            *(tuple(c for p in plans for c in getattr(p, f)) for f in ("install", "upgrade", "remove"))
+        )
 
     monkeypatch.setattr(hostpackages, "simulate", sim)
     return asked
@@ -178,7 +180,10 @@ def test_of_several_packages_the_one_that_removes_is_named(apt):
 
 
 def test_packages_only_in_the_image_or_isobench_s_own_plan_nothing_on_the_host(apt):
-    assert hostpackages.host_packages(study('["podman-docker"]', 'baseline = "docker-nat"\n[environments.docker-nat]\n')) is None
+    assert (
+        hostpackages.host_packages(study('["podman-docker"]', 'baseline = "docker-nat"\n[environments.docker-nat]\n'))
+        is None
+    )
     assert hostpackages.host_packages(study('["fio"]')) is None  # isobench's own
     assert apt == []
 
@@ -280,3 +285,64 @@ def test_the_plan_is_kept_with_the_run_and_a_resume_keeps_the_first(tmp_path):
     again = {"asked": ["cowsay"], "consent": "--allow-packages"}
     execution.keep_packages_plan(store, "r1", again)
     assert store.run_facts("r1")["packages_plan"] == again
+
+
+def test_run_agrees_before_the_lock_the_pilot_and_any_environment_and_keeps_the_plan(apt, tmp_path, monkeypatch):
+    from tests.unit.test_noisepilot import pilot
+
+    import isobench.run.runner
+    from isobench.checks import noisepilot
+    from isobench.core import lock
+    from isobench.results.runfacts import host_facts
+    from isobench.store.db import Store
+
+    monkeypatch.setattr(lock.RunLock.__init__, "__defaults__", (str(tmp_path / "run.lock"),))
+    monkeypatch.setattr(execution.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(execution.sys, "stdin", Tty(False))
+    monkeypatch.setattr(noisepilot, "host_noise", lambda **kw: pytest.fail("the pilot ran before the consent"))
+    monkeypatch.setattr(isobench.run.runner, "run_study", lambda *a, **kw: pytest.fail("the run started"))
+    store = Store(str(tmp_path / "r.sqlite"))
+    native = study('["openssh-server"]', "[environments.native]\n")
+    with pytest.raises(Failure) as err:
+        execution.execute(native, store, progress=False)
+    assert "give --allow-packages to install them" in err.value.message
+    with pytest.raises(Failure) as err:
+        execution.execute(
+            study('["podman-docker"]', "[environments.native]\n"), store, progress=False, allow_packages=True
+        )
+    assert "podman-docker would remove docker.io" in err.value.message
+
+    def run_study(study, store, bar, on_run_id, **kw):
+        store.create_run("r1", study, {"cores": 2})
+        on_run_id("r1")  # as the runner does, before any environment starts
+        return "r1"
+
+    monkeypatch.setattr(noisepilot, "host_noise", lambda **kw: pilot(0.0))
+    monkeypatch.setattr(isobench.run.runner, "run_study", run_study)
+    assert execution.execute(native, store, progress=False, allow_packages=True) == "r1"
+    kept = store.run_facts("r1")["packages_plan"]
+    assert kept["consent"] == "--allow-packages" and kept["install"][0]["package"] == "openssh-sftp-server"
+    assert ("Study's packages", f"{kept['line']}; consent: --allow-packages") in host_facts(store.load_run("r1"))
+
+
+def test_validate_shows_the_plan_and_refuses_what_run_refuses(apt, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from isobench.cli.main import main
+
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.replace("ENVS", "[environments.native]\n").replace("PACKAGES", '["openssh-server"]'))
+    text = CliRunner().invoke(main, ["validate", str(path)])
+    assert text.exit_code == 0 and "packages on this host (native): installing openssh-server" in text.stdout
+    doc = json.loads(CliRunner().invoke(main, ["validate", str(path), "--format", "json"]).stdout)
+    assert doc["packages_plan"]["to_install"] == ["openssh-server"] and len(doc["packages_plan"]["install"]) == 3
+    path.write_text(path.read_text().replace("openssh-server", "podman-docker"))
+    refused = CliRunner().invoke(main, ["validate", str(path), "--format", "json"])
+    assert refused.exit_code == 2 and json.loads(refused.stdout)["error"] == (
+        f"{path}: packages: podman-docker would remove docker.io, which isobench runs on: drop it from packages"
+    )
+    path.write_text(path.read_text().replace('["podman-docker"]', '["fio"]'))  # isobench's own: no plan
+    doc = json.loads(CliRunner().invoke(main, ["validate", str(path), "--format", "json"]).stdout)
+    assert doc["ok"] and doc["packages_plan"] is None

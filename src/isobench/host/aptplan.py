@@ -152,7 +152,7 @@ def why_not(verb: str, package: str, needed: set[str]) -> str:
 
 
 def still_safe(names: list[str], needed: set[str]) -> str:
-    """"" when installing ``names`` now (after ``apt-get update``: apt's
+    """Empty when installing ``names`` now (after ``apt-get update``: apt's
     plan may have changed since the user agreed to it) still removes
     nothing and touches nothing isobench needs; else one line why not."""
     try:
