@@ -130,7 +130,8 @@ def study_text(
     multiple=True,
     metavar="NAME",
     help="A Debian package the command runs; repeat for more. Its version is compared everywhere, and one "
-    "isobench does not install is added to the image and the host (docs/workloads/command.md#packages).",
+    "isobench does not install is added to the image and, once you agree (--allow-packages), to the host "
+    "(docs/workloads/command.md#host-packages).",
 )
 @click.option(
     "--allow-packages",
