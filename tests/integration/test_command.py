@@ -155,6 +155,10 @@ def test_a_package_the_study_adds_is_in_an_image_of_its_own_and_on_the_host(tmp_
     assert programs["native"]["sha256"] == programs["docker-nat"]["sha256"]  # /usr/bin/jq, the same bytes
     host = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "jq"], capture_output=True, text=True, timeout=30)
     assert host.stdout == version  # installed, or brought to the image's version, by the native environment
+    # apt's plan and the consent, kept with the run ("nothing to install" where jq was up to date)
+    (run_facts,) = db.execute("SELECT host_facts FROM runs").fetchone()
+    kept = json.loads(run_facts)["packages_plan"]
+    assert kept["asked"] == ["jq"] and kept["consent"] in ("--allow-packages", "nothing to install"), kept
     # the container ran the study's image, not isobench's own
     facts = json.loads(db.execute("SELECT facts FROM env_facts WHERE env = 'docker-nat'").fetchone()[0])
     tag = facts["image"]
