@@ -5,7 +5,8 @@ report; a planted difference (the host's PATH finds another program than the
 image's) refused before measuring, or measured and said with same_program =
 false; a package the study adds (Debian's jq, which isobench does not
 install) built into an image of its own and installed on the host, the
-same version in both; and `isobench try` with its saved study."""
+same version in both; one that would remove docker.io (podman-docker)
+refused before anything changes; and `isobench try` with its saved study."""
 
 import hashlib
 import json
@@ -142,7 +143,8 @@ def test_a_package_the_study_adds_is_in_an_image_of_its_own_and_on_the_host(tmp_
     (tmp_path / "own.toml").write_text(PACKAGE_STUDY)
     store = tmp_path / "r.sqlite"
     # the first run on a host builds the image (about 2 min here); later runs reuse it
-    out = isobench("run", "own.toml", "--no-progress", store=store, cwd=tmp_path, timeout=1200)
+    # jq may be missing or older than apt's candidate here: agreed to without a terminal
+    out = isobench("run", "own.toml", "--no-progress", "--allow-packages", store=store, cwd=tmp_path, timeout=1200)
     assert isobench_containers() == [], out.stderr[-3000:]
     db = sqlite3.connect(store)
     rows = db.execute("SELECT env, status, extra FROM samples").fetchall()
@@ -153,12 +155,43 @@ def test_a_package_the_study_adds_is_in_an_image_of_its_own_and_on_the_host(tmp_
     assert programs["native"]["sha256"] == programs["docker-nat"]["sha256"]  # /usr/bin/jq, the same bytes
     host = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "jq"], capture_output=True, text=True, timeout=30)
     assert host.stdout == version  # installed, or brought to the image's version, by the native environment
+    # apt's plan and the consent, kept with the run ("nothing to install" where jq was up to date)
+    (run_facts,) = db.execute("SELECT host_facts FROM runs").fetchone()
+    kept = json.loads(run_facts)["packages_plan"]
+    assert kept["asked"] == ["jq"] and kept["consent"] in ("--allow-packages", "nothing to install"), kept
     # the container ran the study's image, not isobench's own
     facts = json.loads(db.execute("SELECT facts FROM env_facts WHERE env = 'docker-nat'").fetchone()[0])
     tag = facts["image"]
     assert tag.startswith(images.IMAGE_REPO + ":") and tag != images.image_tag(), tag
     built = json.loads((Path(images.image_dir(tag.split(":")[1])) / "image.json").read_text())
     assert built["recipe"]["study_packages"] == ["jq"] and built["tool_versions"]["jq"] == version
+
+
+def dpkg_state() -> str:
+    return subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+
+
+def test_a_package_that_would_remove_docker_io_is_refused_before_anything_changes(tmp_path):
+    # Debian's podman-docker conflicts with docker.io: apt's real simulation (apt-get -s) says it
+    # would remove it; validate and run refuse, even with --allow-packages, and nothing starts
+    before, containers = dpkg_state(), isobench_containers()
+    assert re.search(r"^docker\.io \S+ ii", before, re.M), "docker.io from Debian is what this test protects"
+    (tmp_path / "pd.toml").write_text(PACKAGE_STUDY.replace('"jq"', '"podman-docker"'))
+    store = tmp_path / "r.sqlite"
+    line = "pd.toml: packages: podman-docker would remove docker.io, which isobench runs on: drop it from packages"
+    checked = isobench("validate", "pd.toml", store=store, cwd=tmp_path, check=False)
+    assert checked.returncode == 2 and checked.stderr.strip() == f"error: {line}", checked.stderr
+    ran = isobench("run", "pd.toml", "--allow-packages", "--no-progress", store=store, cwd=tmp_path, check=False)
+    assert ran.returncode == 2 and ran.stderr.strip() == f"error: {line}; nothing was changed", ran.stderr
+    assert "measuring the host's noise" not in ran.stderr  # refused before the lock and the pilot
+    assert dpkg_state() == before and isobench_containers() == containers
+    assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
 def test_a_planted_difference_is_refused_before_measuring_or_measured_and_said(tmp_path):

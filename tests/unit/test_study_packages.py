@@ -48,14 +48,25 @@ def test_the_runner_provides_the_studys_packages_under_a_recipe_of_their_own(fak
 
 
 def test_a_native_environment_installs_only_what_the_host_lacks(monkeypatch):
+    from isobench.host import aptplan
+
+    monkeypatch.setattr(aptplan, "still_safe", lambda names, needed: f"{names} {'docker.io' in needed}")
     installed = []
     monkeypatch.setattr(packages, "to_install", lambda names: [n for n in names if n != "fio"])
-    monkeypatch.setattr(packages, "install_on_host", lambda names: installed.append(names))
+    checks = []
+
+    def install(names, check):
+        installed.append(names)
+        checks.append(check)
+
+    monkeypatch.setattr(packages, "install_on_host", install)
     notes = []
     env = NativeEnvironment("native")
     env.provide_packages(["fio", "cowsay"], notes.append)
     assert installed == [["cowsay"]]
     assert notes == ["native: installing the study's cowsay on this host (apt-get)"]
+    # after apt-get update, apt's plan for those is judged again against what isobench needs
+    assert checks[0]() == "['cowsay'] True"
     installed.clear()
     monkeypatch.setattr(packages, "to_install", lambda names: [])
     env.provide_packages(["fio", "cowsay"], notes.append)
@@ -101,3 +112,18 @@ def test_what_the_host_lacks_or_has_older_than_the_image_from_apt_cache_policy(m
     monkeypatch.setattr(packages.subprocess, "run", lambda argv, **kw: reply)
     assert packages.to_install(["jq", "coreutils", "cowsay"]) == ["jq", "cowsay"]
     assert packages.to_install([]) == []
+
+
+def test_a_plan_that_turned_bad_after_apt_get_update_installs_nothing(tmp_path, monkeypatch):
+    # the plan the user agreed to was judged on the old lists; the fresh ones are judged again before installing
+    log = tmp_path / "argv"
+    fake_apt(tmp_path, f'echo "$@" >> "{log}"\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(packages.InstallError, match="^after apt-get update, podman-docker would remove docker.io"):
+        packages.install_on_host(
+            ["podman-docker"],
+            check=lambda: "after apt-get update, podman-docker would remove docker.io, which isobench runs on",
+        )
+    assert log.read_text() == "update -q\n"  # updated, never installed
+    packages.install_on_host(["cowsay"], check=lambda: "")
+    assert log.read_text().splitlines()[-1].endswith("install --no-install-recommends cowsay")

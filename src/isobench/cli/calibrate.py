@@ -76,6 +76,11 @@ def _old_json(ctx, param, value: str | None) -> str | None:
     metavar="N",
     help="With --plant quota: the CPU quota every unslowed copy gets when the environment sets none (default 1).",
 )
+@click.option(
+    "--allow-packages",
+    is_flag=True,
+    help="Install the study's packages on this host (a native environment) without asking (as `run --allow-packages`).",
+)
 @click.option("--show", "show_id", metavar="RUN_ID", help="Judge a stored calibration run again; run nothing.")
 @table_format_option("calibrate", json_alias=False)
 @click.option(
@@ -106,6 +111,7 @@ def calibrate(
     plants: int,
     copies: int,
     quota: float | None,
+    allow_packages: bool,
     show_id: str | None,
     fmt: str,
     json_out: str | None,
@@ -162,7 +168,7 @@ def calibrate(
             _fail(str(exc))
         from isobench.cli.execution import execute
 
-        run_id = execute(derived, store, progress)
+        run_id = execute(derived, store, progress, allow_packages=allow_packages)
     result = judge(store.load_run(run_id))
     if not result.rates:
         _fail(

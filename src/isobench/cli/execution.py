@@ -86,6 +86,57 @@ def host_noise_for_run(lock):
         sys.exit(130)
 
 
+def agree_to_packages(study, allow: bool, label: str) -> dict | None:
+    """The study's packages on this host (run/hostpackages.py): refused in
+    one line when apt's plan removes a package or touches isobench's own;
+    else agreed to by --allow-packages or at a prompt, before anything
+    changes. Returns the ``packages_plan`` fact (None: none installed here)."""
+    import click
+
+    from isobench.run.hostpackages import NOTHING, Refused, host_packages, refusal
+
+    try:
+        found = host_packages(study)
+    except Refused as exc:
+        _fail(f"{label}: {exc}")
+    if found is None:
+        return None
+    if found.plan is None:
+        _fail(
+            f"{label}: cannot tell what installing {' '.join(found.missing)} would change on this host "
+            f"({found.unknown}): install them by hand (apt-get install --no-install-recommends), then run again; "
+            "nothing was changed"
+        )
+    why = refusal(found)
+    if why:
+        _fail(f"{label}: {why}; nothing was changed")
+    if not found.changes:
+        return found.fact(NOTHING)
+    if allow:
+        return found.fact("--allow-packages")
+    if not sys.stdin.isatty():
+        _fail(
+            f"{label}: installing {' '.join(found.missing)} would change this host ({len(found.plan.install)} new, "
+            f"{len(found.plan.upgrade)} upgraded packages: `isobench validate` lists them); give --allow-packages "
+            "to install them (no terminal to ask); nothing was changed"
+        )
+    fold([found.line()], err_console)
+    if not click.confirm("Install them on this host?", default=False, err=True):
+        _fail(f"{label}: not installed (you said no); nothing was changed")
+    return found.fact("prompt")
+
+
+def keep_packages_plan(store, run_id: str, fact: dict) -> None:
+    """The ``packages_plan`` fact, written as the run gets its id (before any
+    environment starts). A resume keeps the first attempt's unless this
+    attempt changes the host itself."""
+    from isobench.run.hostpackages import NOTHING
+
+    facts = store.run_facts(run_id)
+    if "packages_plan" not in facts or fact.get("consent") != NOTHING:
+        store.set_run_facts(run_id, {**facts, "packages_plan": fact})
+
+
 def image_provider(bar):
     def provide() -> str:
         from isobench.core.dockerclient import engine
@@ -105,11 +156,16 @@ def execute(
     new_id: str | None = None,
     budget_label: str = "study.budget",
     where_to_allow: str = "",
+    allow_packages: bool = False,
+    packages_label: str = "",
 ) -> str:
     """Run ``study`` into ``store`` and return its run id; every refusal and
     fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130).
     ``where_to_allow`` follows the line refusing environments that run other
-    programs (where same_program = false can be set, when not in the study)."""
+    programs (where same_program = false can be set, when not in the study).
+    The study's packages on this host are agreed to first (agree_to_packages:
+    ``allow_packages``, else a prompt), refusals naming ``packages_label``
+    (default: the study's packages)."""
     from isobench.core.errors import EnvironmentError_
     from isobench.core.lock import AlreadyRunning, RunLock
     from isobench.run.prepare import ProgramsDiffer
@@ -124,6 +180,7 @@ def execute(
         _fail(str(exc))
     if os.geteuid() != 0:
         _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
+    packages_plan = agree_to_packages(study, allow_packages, packages_label or f"{study.path}: packages")
     lock = RunLock()
     try:
         lock.acquire(study.meta.name)
@@ -133,6 +190,12 @@ def execute(
     pilot = host_noise_for_run(lock)
     say_resolution(study, size, pilot, err_console)
     show = sys.stderr.isatty() if progress is None else progress
+
+    def started(run_id: str) -> None:
+        lock.set_run_id(run_id)
+        if packages_plan is not None:
+            keep_packages_plan(store, run_id, packages_plan)
+
     bar = RichProgress(err_console, bar=show)
     try:
         with lock, bar:
@@ -142,7 +205,7 @@ def execute(
                 bar,
                 image_provider=image_provider(bar),
                 resume=resume_id,
-                on_run_id=lock.set_run_id,
+                on_run_id=started,
                 run_id=new_id,
                 host_noise=pilot.as_fact(time.time()),
             )

@@ -148,6 +148,7 @@ SCHEMAS = {
         "size",
         "resolution",
         "not_run",
+        "packages_plan",
     ),
     "envs": ("environments", "presets"),
     "doctor": ("findings",),

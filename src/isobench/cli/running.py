@@ -95,6 +95,7 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
 
     resolution, outlook = study_outlook(study, size, cached())  # the last pilot's figures: validate measures nothing
     unsupported = study.unsupported()
+    packages = _host_packages(study)
     if fmt == "json":
         emit(
             document(
@@ -121,6 +122,7 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
                         {"environment": env, "case": str(key), "reason": reason}
                         for (env, key), reason in unsupported.items()
                     ],
+                    "packages_plan": packages.as_dict() if packages is not None else None,
                 },
             ),
             output,
@@ -141,11 +143,27 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
         *resolution,
     ]
     lines += [f"not run: {key} in {env}: {reason}" for (env, key), reason in unsupported.items()]
+    lines += [packages.line()] if packages is not None else []
     if not to_stdout(output):
         emit("\n".join(lines), output)
     else:  # each fact folded to the terminal's width, its continuation indented
         fold(lines, console)
     _strict(strict, outlook, study.meta.tolerance_pct)
+
+
+def _host_packages(study):
+    """What the study's packages would change on this host (run asks
+    first: cli/execution.agree_to_packages); a plan run refuses fails here too."""
+    from isobench.run.hostpackages import Refused, host_packages, refusal
+
+    try:
+        found = host_packages(study)
+    except Refused as exc:
+        _fail(f"{study.path}: packages: {exc}")
+    why = refusal(found) if found is not None else ""
+    if why:
+        _fail(f"{study.path}: packages: {why}")
+    return found
 
 
 def _strict(strict: bool, outlook, tol_pct: float) -> None:
@@ -240,6 +258,13 @@ def _repetitions_text(meta, plan=None) -> str:
 )
 @click.option("--run-id", "new_id", metavar="RUN_ID", help="Id for the new run (a fleet controller chooses it).")
 @click.option(
+    "--allow-packages",
+    is_flag=True,
+    help="Install the study's packages on this host (a native environment) without asking; without it "
+    "run asks on a terminal, and elsewhere refuses. A plan that removes a package or changes one "
+    "isobench runs on is refused either way (`isobench validate` shows the plan).",
+)
+@click.option(
     "--budget",
     metavar="DURATION",
     help="Spend about this long (30m, 1h30m, 90s or plain seconds): the study's rounds are a first "
@@ -273,6 +298,7 @@ def run(
     allow_large: bool,
     trust_imported: bool,
     new_id: str | None,
+    allow_packages: bool,
     budget: str | None,
     schedule: str | None,
     resolution_pct: float | None,
@@ -355,6 +381,7 @@ def run(
         resume_id,
         new_id,
         budget_label="--budget" if budget is not None else "study.budget",
+        allow_packages=allow_packages,
     )
     _print_report(store, run_id, output, out_dir)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)

@@ -130,7 +130,15 @@ def study_text(
     multiple=True,
     metavar="NAME",
     help="A Debian package the command runs; repeat for more. Its version is compared everywhere, and one "
-    "isobench does not install is added to the image and the host (docs/workloads/command.md#packages).",
+    "isobench does not install is added to the image and, once you agree (--allow-packages), to the host "
+    "(docs/workloads/command.md#host-packages).",
+)
+@click.option(
+    "--allow-packages",
+    is_flag=True,
+    help="Install the --package ones this host lacks (for the native environment) without asking; without it "
+    "try shows apt's plan and asks on a terminal, and elsewhere refuses. A plan that removes a package or "
+    "changes one isobench runs on is refused either way.",
 )
 @click.option(
     "--schedule",
@@ -159,6 +167,7 @@ def try_cmd(
     repeat: int,
     timeout_s: float | None,
     packages: tuple[str, ...],
+    allow_packages: bool,
     schedule: str | None,
     budget: str | None,
     save_path: str | None,
@@ -218,7 +227,15 @@ def try_cmd(
         check_output(output, "-o")  # before the measuring, not after
     # there is no table to set same_program in until --save writes one
     where = f" (in {save_path})" if save_path else " (--save STUDY.toml writes the study to set it in)"
-    run_id = execute(study, store, progress, budget_label="--budget", where_to_allow=where)
+    run_id = execute(
+        study,
+        store,
+        progress,
+        budget_label="--budget",
+        where_to_allow=where,
+        allow_packages=allow_packages,
+        packages_label="--package",
+    )
     call = decided(store.run_facts(run_id))
     if save_path is not None and call is not None:  # the call this run made, so a rerun need not make it
         with writing(save_path, "--save"):

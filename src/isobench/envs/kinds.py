@@ -66,6 +66,9 @@ class EnvKind(abc.ABC):
     rank: ClassVar[int] = 100
     # the runner builds or reuses the Docker image before anything starts
     needs_image: ClassVar[bool] = False
+    # a study's own packages are installed on the host itself (the kind runs
+    # the host's programs): run asks first (run/hostpackages.py)
+    installs_on_host: ClassVar[bool] = False
     # directories whose entries named "<run id>-..." are this kind's scratch
     scratch_roots: ClassVar[tuple[str, ...]] = ()
 

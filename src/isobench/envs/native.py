@@ -31,6 +31,7 @@ class NativeKind(EnvKind):
     spec = NativeSpec
     presets = {"native": {}}
     rank = 0
+    installs_on_host = True
 
     def make(self, name, spec, *, run_id, host, image, index) -> Environment:
         return NativeEnvironment(name=name, spec=spec, run_id=run_id, cpu=placement(spec.pin, index))
@@ -75,14 +76,16 @@ class NativeEnvironment(Environment):
         os.makedirs(self._paths.tmp, exist_ok=True)
 
     def provide_packages(self, names: list[str], log: Callable[[str], None]) -> None:
+        from isobench.host.aptplan import still_safe
         from isobench.host.packages import InstallError, install_on_host, to_install
+        from isobench.host.prepare import needed_packages
 
         missing = to_install(names)  # or older than the image's: the sameness check compares versions
         if not missing:
             return
         log(f"{self.name}: installing the study's {' '.join(missing)} on this host (apt-get)")
-        try:
-            install_on_host(missing)
+        try:  # the user agreed to apt's plan before the run (run/hostpackages.py); fresh lists may change it
+            install_on_host(missing, check=lambda: still_safe(missing, needed_packages()))
         except InstallError as exc:
             raise EnvironmentError_(f"{self.name}: cannot install the study's packages: {exc}") from None
 

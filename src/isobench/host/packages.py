@@ -21,6 +21,7 @@ import functools
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # src/isobench
@@ -151,11 +152,12 @@ class InstallError(RuntimeError):
     """apt-get could not install a study's packages on the host (one line)."""
 
 
-def install_on_host(names: list[str], timeout_s: float = 900.0) -> None:
+def install_on_host(names: list[str], timeout_s: float = 900.0, check: Callable[[], str] | None = None) -> None:
     """``apt-get update`` (the image's build fetches the current lists too,
     so both install the same versions), then install ``names`` without
     recommends, as scripts/install-host.sh installs isobench's own. Raises
-    InstallError with apt's last line and the fix."""
+    InstallError with apt's last line and the fix. ``check``, between the
+    two, says in one line why not to install after all ("" to go on)."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     opts = ["-y", "-q", "-o", "Dpkg::Options::=--force-confold", "-o", "Dpkg::Options::=--force-confdef"]
     for argv in (
@@ -176,6 +178,9 @@ def install_on_host(names: list[str], timeout_s: float = 900.0) -> None:
             raise InstallError(
                 f"{' '.join(argv[:2])} exited {r.returncode} ({last[:200]}): as root, apt-get install {' '.join(names)}"
             )
+        why = check() if check is not None and argv[1] == "update" else ""
+        if why:
+            raise InstallError(why)
 
 
 def main() -> None:

@@ -141,6 +141,15 @@ def wanted_packages(install_host_text: str) -> list[str]:
     return [*infra_packages(install_host_text), *tool_packages()]
 
 
+def needed_packages() -> set[str]:
+    """What isobench runs on and with on this host (Docker Engine, its
+    runtimes, QEMU, the tools): what setup installs, which a study's
+    packages may not remove or upgrade (host.aptplan.touched)."""
+    from isobench.core.shipped import script
+
+    return set(wanted_packages(script("install-host.sh").read_text(encoding="utf-8")))
+
+
 @dataclass
 class HostState:
     """The host as setup finds it, read once, changing nothing."""

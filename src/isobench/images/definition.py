@@ -92,13 +92,18 @@ DOCKER_CHANGES = [
 _study_packages: tuple[str, ...] = ()
 
 
+def beyond_own(names: Iterable[str]) -> tuple[str, ...]:
+    """Those of ``names`` not in isobench's own lists, sorted: what a study adds."""
+    own = {*packages.tool_packages(), *packages.image_only_packages()}
+    return tuple(sorted(set(names) - own))
+
+
 @contextlib.contextmanager
 def study_packages(names: Iterable[str]) -> Iterator[tuple[str, ...]]:
     """While the block runs, the recipe also installs ``names`` (those not
     already in isobench's own lists); yields the ones added, sorted."""
     global _study_packages
-    own = {*packages.tool_packages(), *packages.image_only_packages()}
-    added = tuple(sorted(set(names) - own))
+    added = beyond_own(names)
     previous, _study_packages = _study_packages, added
     try:
         yield added

@@ -27,7 +27,9 @@ MEMORY_TOLERANCE = 0.05
 
 # Host facts that change from run to run on an unchanged host: the load
 # average, the doctor's readings of the moment, a fleet's per-run ids, what a
-# calibration or adaptive run added about itself.
+# calibration or adaptive run added about itself, the study's packages as
+# planned and agreed to (a second run finds them installed: their versions
+# are environment facts).
 VOLATILE_HOST = frozenset(
     {
         "loadavg",
@@ -36,6 +38,7 @@ VOLATILE_HOST = frozenset(
         "calibration",
         "adaptive",
         "budget",
+        "packages_plan",
         "doctor load",
         "doctor free memory",
         "doctor free disk",

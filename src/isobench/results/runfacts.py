@@ -59,9 +59,13 @@ def host_facts(run: RunData) -> list[tuple[str, str]]:
         out.append(("Host noise", noise["line"]))
     elif "host_noise" in facts:
         out.append(("host_noise", fmt_fact(noise)))
-    out += [
-        (k, fmt_fact(v)) for k, v in facts.items() if k not in known and k not in ("doctor", "adaptive", "host_noise")
-    ]
+    plan = facts.get("packages_plan")  # cli/execution.agree_to_packages: the plan's sentence and the consent
+    if isinstance(plan, dict) and isinstance(plan.get("line"), str):
+        out.append(("Study's packages", f"{plan['line']}; consent: {plan.get('consent', DASH)}"))
+    elif "packages_plan" in facts:
+        out.append(("packages_plan", fmt_fact(plan)))
+    shown = ("doctor", "adaptive", "host_noise", "packages_plan")
+    out += [(k, fmt_fact(v)) for k, v in facts.items() if k not in known and k not in shown]
     return out
 
 
