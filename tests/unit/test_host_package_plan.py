@@ -24,6 +24,15 @@ from isobench.workloads import command_params
 DATA = Path(__file__).resolve().parents[1] / "data" / "packages"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_plans():
+    """hostpackages asks apt once per process per package list: each test here
+    puts its own apt in place."""
+    hostpackages._planned.cache_clear()
+    yield
+    hostpackages._planned.cache_clear()
+
+
 def real(name: str) -> str:
     return (DATA / f"apt-get-s-{name}.stdout").read_text()
 

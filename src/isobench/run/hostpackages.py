@@ -8,6 +8,8 @@ the run as the ``packages_plan`` fact (cli/execution.py)."""
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from isobench.envs.kinds import kind_of
@@ -74,14 +76,23 @@ def host_packages(study: Study) -> HostPackages | None:
     asked = beyond_own(p for c in plan(study, host_info()) for p in c.workload.added_packages()) if envs else ()
     if not asked:
         return None
+    missing, found, error = _planned(tuple(asked))
+    if error is not None and found is None and error.startswith("refused:"):
+        raise Refused(f"apt cannot install them on this host ({error[len('refused:') :]}): drop them from packages")
+    return HostPackages(envs, asked, missing, found, error or "")
+
+
+@functools.lru_cache(maxsize=64)
+def _planned(asked: tuple[str, ...]) -> tuple[tuple[str, ...], AptPlan | None, str | None]:
+    """(what the host lacks, apt's plan for it, why there is none), asked
+    once per process for the same packages: apt takes 2 to 10 s a plan, and
+    a fleet or a test validates the same study's packages many times. The
+    install re-checks its plan on fresh lists anyway (host.packages)."""
     missing = tuple(to_install(list(asked)))
     try:
-        found = simulate(list(missing))
+        return missing, simulate(list(missing)), None
     except PlanError as exc:
-        if exc.refused:
-            raise Refused(f"apt cannot install them on this host ({exc}): drop them from packages") from None
-        return HostPackages(envs, asked, missing, None, str(exc))
-    return HostPackages(envs, asked, missing, found)
+        return missing, None, f"refused:{exc}" if exc.refused else str(exc)
 
 
 def refusal(packages: HostPackages) -> str:
