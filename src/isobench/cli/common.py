@@ -120,14 +120,15 @@ def shipped_or_path(ctx, param, value: str | None) -> str | None:
         fail(str(exc))
 
 
-def open_store(path: str, create: bool = False):
-    """The store at PATH, or one line and exit 2. Commands that only read
-    (create=False) never create a store: a typo in --store is said, not
-    answered with an empty new store."""
+def open_store(path: str, create: bool = False, read_only: bool = False):
+    """The store at PATH, or one line and exit 2. Commands that do not make
+    runs (create=False) never create a store: a typo in --store is said, not
+    answered with an empty new store. Commands that only read (read_only)
+    write nothing to it, and read it on a read-only filesystem too."""
     from isobench.store.db import Store, StoreError
 
     try:
-        store = Store(path, create=create)
+        store = Store(path, create=create, read_only=read_only)
     except StoreError as exc:
         fail(str(exc))
     _inputs.add(os.path.realpath(path))
