@@ -6,6 +6,7 @@ tests/integration/test_readonly_store.py."""
 import hashlib
 import sqlite3
 
+from isobench.store import db as db_module
 from isobench.store import readonly
 from isobench.store.db import Store
 from isobench.store.readonly import open_way, problem, uri
@@ -36,7 +37,7 @@ def test_a_name_sqlite_would_read_as_a_query_is_quoted(tmp_path):
     assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
 
 
-def test_a_reader_writes_nothing_to_an_old_store_and_reads_it_whole(tmp_path):
+def test_a_reader_writes_nothing_to_an_old_store_it_may_not_write_and_reads_it_whole(tmp_path, monkeypatch):
     path = tmp_path / "old.sqlite"
     store = Store(str(path))
     write_run(store, Synthetic("a", seed=1))
@@ -45,7 +46,9 @@ def test_a_reader_writes_nothing_to_an_old_store_and_reads_it_whole(tmp_path):
     db.executescript("DROP TABLE fleet_hosts; ALTER TABLE samples DROP COLUMN parser_version;")
     db.close()
     before = digest(path)
-    reader = Store(str(path), create=False, read_only=True)
+    monkeypatch.setattr(db_module, "writable", lambda path: False)  # as on a read-only filesystem
+    reader = Store(str(path), create=False, reader=True)
+    assert reader.read_only
     assert [r.run_id for r in reader.list_runs()] == ["a"] and reader.load_run("a").values
     assert reader.db.execute("SELECT COUNT(*) FROM fleet_hosts").fetchone() == (0,)  # empty, not missing
     assert set(reader.parser_versions("a")[("compression", "default")]) == {None}  # the column is missing
@@ -62,3 +65,12 @@ def test_a_store_on_a_writable_filesystem_is_read_through_its_index(tmp_path, mo
     monkeypatch.setattr(readonly.sqlite3, "connect", lambda target, **kw: opened.append(target) or real(target, **kw))
     readonly.connect_read_only(str(path)).close()
     assert opened == [uri(str(path), mode="ro")]  # a writable place: mode=ro reads through the index
+
+
+def test_a_reader_opens_a_store_it_may_write_as_every_command_does(tmp_path):
+    path = tmp_path / "s.sqlite"
+    Store(str(path)).close()
+    reader = Store(str(path), create=False, reader=True)
+    assert not reader.read_only
+    reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]  # mode=ro would leave -wal and -shm

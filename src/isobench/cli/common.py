@@ -120,15 +120,15 @@ def shipped_or_path(ctx, param, value: str | None) -> str | None:
         fail(str(exc))
 
 
-def open_store(path: str, create: bool = False, read_only: bool = False):
+def open_store(path: str, create: bool = False, reader: bool = False):
     """The store at PATH, or one line and exit 2. Commands that do not make
     runs (create=False) never create a store: a typo in --store is said, not
-    answered with an empty new store. Commands that only read (read_only)
-    write nothing to it, and read it on a read-only filesystem too."""
+    answered with an empty new store. Commands that only read (reader) read
+    a store they may not write (a read-only filesystem) where it is."""
     from isobench.store.db import Store, StoreError
 
     try:
-        store = Store(path, create=create, read_only=read_only)
+        store = Store(path, create=create, reader=reader)
     except StoreError as exc:
         fail(str(exc))
     _inputs.add(os.path.realpath(path))

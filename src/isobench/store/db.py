@@ -16,7 +16,13 @@ from isobench.core.metric import Metric
 from isobench.results.model import RunData
 from isobench.store.damage import damaged_line, identity, looks_like_sqlite, quick_check, still_there
 from isobench.store.readback import read_run
-from isobench.store.readonly import UnreadableStore, connect_read_only, empty_missing_tables, on_read_only_fs
+from isobench.store.readonly import (
+    UnreadableStore,
+    connect_read_only,
+    empty_missing_tables,
+    on_read_only_fs,
+    writable,
+)
 from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
 from isobench.store.shapes import SampleExtra, stored, stored_instant, stored_names
@@ -52,12 +58,14 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
 
 
 class Store:
-    def __init__(self, path: str, create: bool = True, read_only: bool = False):
+    def __init__(self, path: str, create: bool = True, reader: bool = False):
         """Open the store at PATH; with create=False a missing file is refused
-        rather than created; read_only (the commands that only read) opens it
-        so that nothing is written, even on a read-only filesystem
-        (store/readonly.py)."""
-        self.path, self.read_only = path, read_only
+        rather than created. A reader (a command that only reads) opens a
+        store this process may not write (its file, directory or filesystem)
+        read-only, writing nothing to it (store/readonly.py); a writable one
+        as every command does."""
+        self.path = path
+        self.read_only = reader and os.path.exists(path) and not writable(path)
         if not path:
             raise StoreError(
                 "--store: empty path; give the store's file path (default /var/lib/isobench/results.sqlite)"
@@ -76,7 +84,7 @@ class Store:
                 raise StoreError(
                     f"{path}: an SQLite file but not an isobench store ({foreign}); give another --store path"
                 )
-            if read_only:
+            if self.read_only:
                 empty_missing_tables(self.db, SCHEMA)
             else:
                 self.db.execute("PRAGMA journal_mode=WAL")

@@ -1,5 +1,7 @@
-"""A store opened only to be read (issue 47: a store on a read-only
-filesystem refused even the readers). SQLite's `mode=ro` first. Every store
+"""A store a reader may not write, opened only to be read (issue 47: a
+store on a read-only filesystem refused even the readers); a writable one
+is opened as every command opens it (a read-only connection would leave its
+-wal and -shm files behind, which only a writer removes). SQLite's `mode=ro` first. Every store
 is in WAL mode, and a WAL database is read through its `-shm` index, which
 SQLite creates beside the file when it is missing
 (https://www.sqlite.org/wal.html#readonly): on a read-only filesystem it
@@ -32,6 +34,13 @@ def uri(path: str, **params: str) -> str:
     """The file: URI SQLite opens PATH by ('?', '#' and '%' in a name quoted)."""
     query = "&".join(f"{k}={v}" for k, v in params.items())
     return f"file:{quote(os.path.abspath(path))}?{query}"
+
+
+def writable(path: str) -> bool:
+    """May this process write the store and make its -wal and -shm beside
+    it? access(2) says no on a read-only filesystem, for an immutable file,
+    and where the modes forbid this user."""
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
 def on_read_only_fs(path: str) -> bool:
