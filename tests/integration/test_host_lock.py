@@ -1,10 +1,13 @@
 """One run lock per host, whatever ISOBENCH_HOME says (issue 47): a run
-holding it under one home refuses a run and a `clean` under another.
+holding it under one home refuses a run under another, and a `clean` under
+another home keeps what the live run owns (its owner file, its containers'
+owner labels) while removing a dead owner's.
 
 Run under the machine's heavy lock: it takes the host's run lock."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -15,13 +18,16 @@ import pytest
 pytestmark = pytest.mark.integration
 
 HOLD = """
-import sys, time
+import os, sys, time
 from isobench.core.lock import RunLock
+from isobench.core.owner import owning
 lock = RunLock()
 lock.acquire("held-under-home-a")
 lock.set_run_id("run-under-a")
-print("held", flush=True)
-time.sleep(120)
+with owning("run-under-a"):
+    os.makedirs("/dev/shm/isobench/run-under-a-native", exist_ok=True)  # a native env's scratch
+    print("held", flush=True)
+    time.sleep(120)
 """
 
 
@@ -53,8 +59,45 @@ def test_two_homes_are_one_host(tmp_path):
         assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
         assert "another isobench run is in progress (run run-under-a, study held-under-home-a" in run.stderr
         assert time.monotonic() - started < 60  # refused, not measured
-        clean = isobench("clean", home=tmp_path / "b", cwd=tmp_path)
-        assert clean.returncode == 2 and "clean would remove its environments" in clean.stderr, clean.stderr
+        clean = isobench("clean", home=tmp_path / "b", cwd=tmp_path)  # not refused, nor waiting for the run
+        kept = f"kept directory /dev/shm/isobench/run-under-a-native: run run-under-a is live (pid {holder.pid})"
+        assert clean.returncode == 0 and kept in clean.stdout, clean.stdout + clean.stderr
+        assert os.path.isdir("/dev/shm/isobench/run-under-a-native")
     finally:
         holder.kill()
         holder.wait()
+    clean = isobench("clean", home=tmp_path / "b", cwd=tmp_path)  # its owner is gone: removed now
+    assert "removed directory /dev/shm/isobench/run-under-a-native" in clean.stdout, clean.stdout + clean.stderr
+    assert "removed owner file /run/isobench/owners/run-under-a.json" in clean.stdout
+
+
+def test_clean_keeps_a_live_owners_container_only(tmp_path):
+    """Owner labels: a live pid on this boot keeps its container; a pid now
+    another process's (its start time differs) or of another boot does not."""
+    import docker
+
+    from isobench.core import owner
+    from isobench.core.dockerclient import engine
+    from isobench.images import ensure_image
+
+    image = ensure_image(engine(), log=lambda *a, **k: None)
+    client = docker.from_env(timeout=60)
+    sleeper = subprocess.Popen(["sleep", "120"])
+    marks = {"pid": str(sleeper.pid), "boot": owner.boot_id(), "start": str(owner.started(sleeper.pid))}
+    variants = {"live": marks, "reused": {**marks, "start": "1"}, "rebooted": {**marks, "boot": "another-boot"}}
+    names = {v: f"isobench-owner-test-{v}" for v in variants}
+    try:
+        for v, m in variants.items():
+            labels = {"isobench": "1", "isobench.run": f"owner-test-{v}", **{f"isobench.{k}": x for k, x in m.items()}}
+            client.containers.create(image, ["true"], name=names[v], labels=labels)
+        out = isobench("clean", home=tmp_path, cwd=tmp_path).stdout
+        left = {c.name for c in client.containers.list(all=True, filters={"label": "isobench=1"})}
+        assert f"kept container {names['live']}: run owner-test-live is live (pid {sleeper.pid})" in out, out
+        assert f"removed container {names['reused']}" in out and f"removed container {names['rebooted']}" in out
+        assert names["live"] in left and not {names["reused"], names["rebooted"]} & left
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for name in names.values():
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(name).remove(force=True)

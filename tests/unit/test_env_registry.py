@@ -138,6 +138,29 @@ def test_runner_starts_and_uses_the_fake_kind_and_clean_sweeps_it(fake, tmp_path
     assert "fake leftovers of r0" in removed and f"directory {left}" in removed and not left.exists()
 
 
+def test_clean_keeps_the_scratch_of_a_live_run(fake, tmp_path):
+    import subprocess
+
+    from isobench.core import owner
+    from isobench.run.clean import clean
+
+    live, dead = tmp_path / "fake-root" / "r1-live", tmp_path / "fake-root" / "r2-dead"
+    live.mkdir(parents=True)
+    dead.mkdir()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        mark = owner.Owner(sleeper.pid, owner.boot_id(), owner.started(sleeper.pid) or 0, "r1")
+        (tmp_path / "r1.json").write_text(json.dumps(mark.__dict__))
+        (tmp_path / "r2.json").write_text(json.dumps({**mark.__dict__, "run_id": "r2", "boot": "an-earlier-boot"}))
+        keeper = owner.Keeper(str(tmp_path))
+        removed = clean("r1", keeper) + clean("r2", keeper)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert live.exists() and keeper.kept == [f"directory {live}: run r1 is live (pid {sleeper.pid})"]
+    assert not dead.exists() and f"directory {dead}" in removed
+
+
 def test_the_core_names_no_kind():
     """study, runner, preflight, clean and every CLI module loop over the registry."""
     cli = [str(p.relative_to(SRC)) for p in (SRC / "cli").glob("*.py")]

@@ -60,27 +60,19 @@ def test_archive_and_import_json(store, tmp_path):
     assert doc["run_id"] == "a" and doc["file"] == str(target)
 
 
-class _Lock:
-    def acquire(self, what):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def test_clean_json(monkeypatch):
     from isobench.checks import health
-    from isobench.core import lock
     from isobench.run import clean
 
-    monkeypatch.setattr(lock, "RunLock", _Lock)
-    monkeypatch.setattr(clean, "clean", lambda: ["container isobench-x", "iptables rule -A X"])
+    def sweep(keeper):
+        keeper.kept.append("container isobench-y: run r is live (pid 7)")
+        return ["container isobench-x", "iptables rule -A X"]
+
+    monkeypatch.setattr(clean, "clean", sweep)
     monkeypatch.setattr(health, "forget_pending", lambda: None)
     doc = one_document(invoke("clean", "--format", "json"), "clean")
     assert doc["removed"] == ["container isobench-x", "iptables rule -A X"]
+    assert doc["kept"] == ["container isobench-y: run r is live (pid 7)"]
 
 
 def test_images_build_json_keeps_the_build_log_off_stdout(monkeypatch):

@@ -407,7 +407,10 @@ def test_the_run_lock_is_the_hosts_whatever_the_home(tmp_path):
     import subprocess
     import sys
 
-    show = "from isobench.core import lock, workspace; print(lock.LOCK_PATH, workspace.STATE_ROOT)"
+    show = (
+        "from isobench.core import lock, owner, workspace; "
+        "print(lock.LOCK_PATH, workspace.STATE_ROOT, owner.OWNERS_DIR)"
+    )
     seen = []
     for home in ("a", "b"):
         env = {**os.environ, "ISOBENCH_HOME": str(tmp_path / home), "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -415,6 +418,7 @@ def test_the_run_lock_is_the_hosts_whatever_the_home(tmp_path):
         seen.append(out.stdout.split())
     assert seen[0][1] != seen[1][1]  # two homes
     assert seen[0][0] == seen[1][0] == "/run/isobench/run.lock"  # one lock
+    assert seen[0][2] == seen[1][2] == "/run/isobench/owners"  # one place saying which runs are live
 
 
 # -- a damaged store says so ----------------------------------------------------

@@ -120,14 +120,15 @@ def shipped_or_path(ctx, param, value: str | None) -> str | None:
         fail(str(exc))
 
 
-def open_store(path: str, create: bool = False):
-    """The store at PATH, or one line and exit 2. Commands that only read
-    (create=False) never create a store: a typo in --store is said, not
-    answered with an empty new store."""
+def open_store(path: str, create: bool = False, reader: bool = False):
+    """The store at PATH, or one line and exit 2. Commands that do not make
+    runs (create=False) never create a store: a typo in --store is said, not
+    answered with an empty new store. Commands that only read (reader) read
+    a store they may not write (a read-only filesystem) where it is."""
     from isobench.store.db import Store, StoreError
 
     try:
-        store = Store(path, create=create)
+        store = Store(path, create=create, reader=reader)
     except StoreError as exc:
         fail(str(exc))
     _inputs.add(os.path.realpath(path))

@@ -135,8 +135,8 @@ def compare_cmd(
     from isobench.results.compare import compare_overheads, compare_runs
     from isobench.store.db import StoreError
 
-    store_a = _open_store(store_path)
-    store_b = _open_store(store_b_path) if store_b_path else store_a
+    store_a = _open_store(store_path, reader=True)
+    store_b = _open_store(store_b_path, reader=True) if store_b_path else store_a
     from isobench.cli.fleet import resolve_host_run  # FLEET_ID/HOST names that host's run
 
     run_a, run_b = resolve_host_run(store_a, run_a), resolve_host_run(store_b, run_b)

@@ -150,7 +150,7 @@ def fleet_list(store_path, fmt, output) -> None:
     """Fleets in the store, host by host.
 
     --json, the old spelling of --format json, works for one more release."""
-    store = open_store(store_path)
+    store = open_store(store_path, reader=True)
     rows = store.db.execute(
         "SELECT fleet_id, host, run_id, status, detail FROM fleet_hosts ORDER BY fleet_id, host"
     ).fetchall()

@@ -103,7 +103,7 @@ def history(
     from isobench.report.history import history_page
     from isobench.results.history import build_history, select
 
-    store = _open_store(store_path)
+    store = _open_store(store_path, reader=True)
     rows = store.list_runs()
     if not rows:
         _fail(f"{store_path}: no runs stored yet; start one with `isobench run STUDY`")

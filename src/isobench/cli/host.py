@@ -3,6 +3,8 @@ what biases it, the image, and what a crashed run left. Parsing and printing onl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -129,28 +131,29 @@ def images_build(force: bool, fmt: str) -> None:
 @table_format_option("clean", json_alias=False)
 def clean(fmt: str) -> None:
     """Remove what a crashed run left: QEMU guests, servers, namespaces, links,
-    iptables rules, containers, volumes and scratch files (only isobench's)."""
-    from isobench.core.lock import AlreadyRunning, RunLock
+    iptables rules, containers, volumes and scratch files (only isobench's),
+    but nothing a live run owns (it is kept, and said)."""
+    from isobench.core.owner import Keeper
     from isobench.run.clean import clean as do_clean
 
-    lock = RunLock()
-    try:
-        lock.acquire("clean")  # never pull environments away from a live run
-    except AlreadyRunning as exc:
-        _fail(f"{exc}; clean would remove its environments: run it once that run has ended")
-    with lock:
-        removed = do_clean()
-        from isobench.checks.health import forget_pending
+    # no run lock: a live run's things are kept item by item (their owner
+    # still runs), so clean neither waits for a run nor refuses during one
+    keeper = Keeper()
+    removed = do_clean(keeper=keeper)
+    from isobench.checks.health import forget_pending
 
-        forget_pending()  # what failed teardowns left is gone with the rest
+    forget_pending()  # what failed teardowns left is gone with the rest
     if fmt == "json":
-        emit(document("clean", {"removed": removed}), None)
+        emit(document("clean", {"removed": removed, "kept": keeper.kept}), None)
     else:
-        print_removed(removed, console)
+        print_removed(removed, console, keeper.kept)
 
 
-def print_removed(removed: list[str], out) -> None:
-    """What clean removed, one item a line (an iptables rule folds, its
-    continuation indented), then how many."""
-    fold([f"removed {item}" for item in removed], out)
-    out.print(f"{plural(len(removed), 'item')} removed" if removed else "nothing to clean")
+def print_removed(removed: list[str], out, kept: Sequence[str] = ()) -> None:
+    """What clean kept (a live run's) and removed, one item a line (an
+    iptables rule folds, its continuation indented), then how many."""
+    fold([f"kept {item}" for item in kept] + [f"removed {item}" for item in removed], out)
+    if removed:
+        out.print(f"{plural(len(removed), 'item')} removed")
+    else:
+        out.print("nothing removed" if kept else "nothing to clean")

@@ -41,7 +41,7 @@ def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str, 
 
     if (run_id is None) == (not all_runs):
         _fail("give a run id (or a unique prefix of one), or --all for every run (not both)")
-    store = _open_store(store_path)
+    store = _open_store(store_path, reader=dry_run)
     try:
         run_ids = [r.run_id for r in store.list_runs()] if all_runs else [store.resolve(run_id)]
     except StoreError as exc:

@@ -35,7 +35,7 @@ def runs(store_path: str, fmt: str, output: str | None) -> None:
     """List stored runs, oldest first. Samples are the measured ones; the
     warm-ups, left out of every statistic, are counted apart.
     --json, the old spelling of --format json, works for one more release."""
-    store = _open_store(store_path)
+    store = _open_store(store_path, reader=True)
     # status: complete (every cell has an ok sample), incomplete (some failed or were skipped:
     # --resume), interrupted (Ctrl-C, SIGTERM, a full store), died (killed: nobody holds its lock)
     from isobench.core.lock import running_run_id
@@ -162,7 +162,7 @@ def report(
     from isobench.report.terminal import render_terminal
     from isobench.store.db import StoreError
 
-    store = _open_store(store_path)
+    store = _open_store(store_path, reader=True)
     from isobench.cli.fleet import is_fleet_id
 
     if run_id is not None and is_fleet_id(store, run_id):
@@ -272,7 +272,7 @@ def export_cmd(run_id: str | None, store_path: str, fmt: str, out_dir: str | Non
     from isobench.store import export as exp
     from isobench.store.db import StoreError
 
-    store = _open_store(store_path)
+    store = _open_store(store_path, reader=True)
     try:
         run = store.load_run(store.resolve(run_id))
     except StoreError as exc:

@@ -23,11 +23,14 @@ def store_group() -> None:
 def check_cmd(store_path: str) -> None:
     """SQLite's integrity check of the store, read only. Exit 0 sound, 2 damaged."""
     from isobench.store.health import integrity
+    from isobench.store.readonly import UnreadableStore
 
     if not os.path.isfile(store_path):
         fail(f"{store_path}: no such store; give it with --store")
     try:
         problems = integrity(store_path)
+    except UnreadableStore as exc:
+        fail(str(exc))
     except sqlite3.DatabaseError as exc:  # not even its first page: not an SQLite file at all
         fail(f"{store_path}: not a store SQLite can open ({exc}); give another --store path")
     if not problems:
@@ -49,6 +52,7 @@ def recover_cmd(store_path: str, output: str) -> None:
     store NEW; the damaged store is only read. Exit 0 every run kept, 2 some lost."""
     from isobench.store.db import Store, StoreError
     from isobench.store.health import recover
+    from isobench.store.readonly import UnreadableStore
 
     if not os.path.isfile(store_path):
         fail(f"{store_path}: no such store; give it with --store")
@@ -61,6 +65,8 @@ def recover_cmd(store_path: str, output: str) -> None:
         fail(str(exc))
     try:
         result = recover(store_path, into)
+    except UnreadableStore as exc:
+        fail(str(exc))
     except sqlite3.DatabaseError as exc:
         fail(f"{store_path}: the store is damaged beyond reading ({exc}); nothing could be copied")
     finally:

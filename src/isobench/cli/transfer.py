@@ -42,7 +42,7 @@ def archive_cmd(run_id: str | None, store_path: str, output: str | None, fmt: st
     from isobench.store.db import StoreError
     from isobench.store.transfer import TransferError, write_export
 
-    store = _open_store(store_path)
+    store = _open_store(store_path, reader=True)
     try:
         run_id = store.resolve(run_id)
         target = output or default_output(run_id, ".run.json")

@@ -5,9 +5,11 @@ comments (addresses.py)."""
 from __future__ import annotations
 
 import shlex
+from functools import partial
 
 from isobench.clienthost.addresses import COMMENT_PREFIX, LINK_RE, NETNS_PREFIX, NETNS_SUFFIX, netns_name, tag_of
 from isobench.clienthost.namespace import ip_step
+from isobench.core.owner import Keeper
 
 
 def leftovers(run_id: str | None = None) -> tuple[list[str], list[str], list[str]]:
@@ -51,18 +53,34 @@ def rule_is_ours(line: str, run_id: str | None) -> bool:
     return comment.startswith(COMMENT_PREFIX)
 
 
-def clean_network(run_id: str | None = None) -> list[str]:
-    """Remove isobench's namespaces, links and iptables rules; returns what went."""
+def netns_of(name: str, run_id: str) -> bool:
+    return name == netns_name(run_id)
+
+
+def link_of(name: str, run_id: str) -> bool:
+    return name.startswith(f"ib-{tag_of(run_id)}-")
+
+
+def clean_network(run_id: str | None = None, keeper: Keeper | None = None) -> list[str]:
+    """Remove isobench's namespaces, links and iptables rules, but none of a
+    live run (`keeper`'s); returns what went."""
+    keeper = keeper or Keeper()
     removed = []
     namespaces, links, rules = leftovers(run_id)
     for line in rules:
+        if keeper.keeps_run(f"iptables rule {line}", partial(rule_is_ours, line)):
+            continue
         words = shlex.split(line)
         if ip_step(["iptables", "-w", "5", "-D", *words[1:]], check=False).ok:
             removed.append(f"iptables rule {line}")
     for name in namespaces:
+        if keeper.keeps_run(f"network namespace {name}", partial(netns_of, name)):
+            continue
         if ip_step(["ip", "netns", "del", name], check=False).ok:
             removed.append(f"network namespace {name}")
     for name in sorted(links, key=lambda n: n.endswith("-br")):  # veths and taps before bridges
+        if keeper.keeps_run(f"link {name}", partial(link_of, name)):
+            continue
         if ip_step(["ip", "link", "del", name], check=False).ok:
             removed.append(f"link {name}")
     return removed

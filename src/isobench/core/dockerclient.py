@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from isobench.core.errors import EnvironmentError_
+from isobench.core.owner import Keeper
 
 API_TIMEOUT_S = 60  # engine calls other than long execs
 
@@ -64,3 +65,30 @@ def remove_retrying(item, **kwargs) -> str | None:
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:120]
+
+
+def remove_labelled(label: str, keeper: Keeper) -> list[str]:
+    """Remove the containers and volumes with this label (key=value) but
+    those `keeper` keeps (their owner still runs); returns what went. One
+    that cannot be removed must not keep the others: each is tried (with
+    retries), and what failed is raised once at the end."""
+    client = engine_or_none()
+    if client is None:
+        return []
+    removed, failed = [], []
+    for what, items, kwargs in (
+        ("container", client.containers.list(all=True, filters={"label": label}), {"v": True}),
+        ("volume", client.volumes.list(filters={"label": label}), {}),
+    ):
+        for item in items:
+            labels = item.labels if what == "container" else item.attrs.get("Labels")
+            if keeper.keeps_marked(f"{what} {item.name}", labels):
+                continue
+            problem = remove_retrying(item, **kwargs)
+            if problem is None:
+                removed.append(f"{what} {item.name}")
+            else:
+                failed.append(f"{what} {item.name}: {problem}")
+    if failed:
+        raise EnvironmentError_("could not remove " + "; ".join(failed))
+    return removed

@@ -13,3 +13,8 @@ LABEL = "isobench"  # Docker label key on every container, volume and network
 # Inside a container or guest: the environment's own storage and its tmpfs.
 GUEST_DATA_DIR = "/isobench/data"
 GUEST_TMP_DIR = "/isobench/tmp"
+
+
+def of_run(entry: str, run_id: str) -> bool:
+    """Is a scratch entry (named `<run id>-…`) the run's?"""
+    return entry.startswith(f"{run_id}-")

@@ -14,8 +14,9 @@ import docker
 import docker.errors
 from requests.exceptions import ReadTimeout
 
-from isobench.core.dockerclient import engine, engine_or_none, first_line, remove_retrying
+from isobench.core.dockerclient import engine, engine_or_none, first_line, remove_labelled, remove_retrying
 from isobench.core.errors import EnvironmentError_
+from isobench.core.owner import Keeper, owner_labels
 from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, bounded_timed_out
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 from isobench.envs import oom
@@ -151,29 +152,9 @@ class DockerKind(EnvKind):
     def unsupported(self, spec: DockerSpec, workload: str) -> str | None:  # type: ignore[override]  # as check
         return rt.UNSUPPORTED.get(rt.engine_name(spec.runtime, spec.gvisor_platform), {}).get(workload)
 
-    def clean(self, run_id: str | None) -> list[str]:
-        """Containers and volumes labelled isobench (with this run's id)."""
-        removed: list[str] = []
-        client = engine_or_none()
-        if client is None:
-            return removed
-        label = f"{LABEL}.run={run_id}" if run_id else f"{LABEL}=1"
-        failed: list[str] = []
-        # one that cannot be removed must not keep the others: each is tried
-        # (with retries), and what failed is raised once at the end
-        for what, items, kwargs in (
-            ("container", client.containers.list(all=True, filters={"label": label}), {"v": True}),
-            ("volume", client.volumes.list(filters={"label": label}), {}),
-        ):
-            for item in items:
-                problem = remove_retrying(item, **kwargs)
-                if problem is None:
-                    removed.append(f"{what} {item.name}")
-                else:
-                    failed.append(f"{what} {item.name}: {problem}")
-        if failed:
-            raise EnvironmentError_("could not remove " + "; ".join(failed))
-        return removed
+    def clean(self, run_id: str | None, keeper: Keeper) -> list[str]:
+        """Containers and volumes labelled isobench (with this run's id), but a live owner's."""
+        return remove_labelled(f"{LABEL}.run={run_id}" if run_id else f"{LABEL}=1", keeper)
 
 
 @dataclass
@@ -211,7 +192,8 @@ class DockerEnvironment(Environment):
         return Paths(data=DATA_DIR, tmp=TMP_DIR)
 
     def _labels(self) -> dict[str, str]:
-        return {LABEL: "1", f"{LABEL}.run": self.run_id, f"{LABEL}.env": self.name}
+        # the owner (this process) too: clean leaves the container while it runs
+        return {LABEL: "1", f"{LABEL}.run": self.run_id, f"{LABEL}.env": self.name, **owner_labels(self.run_id)}
 
     def start(self) -> None:
         spec = self.spec

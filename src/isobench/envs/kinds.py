@@ -21,6 +21,7 @@ from pydantic import Field
 
 # EnvSpec, the base of every kind's study-file model, is defined beside
 # Environment (which keeps one) and imported from here by the kinds
+from isobench.core.owner import Keeper
 from isobench.envs.base import Environment, EnvSpec
 from isobench.host.hostinfo import Finding, HostInfo
 
@@ -93,10 +94,10 @@ class EnvKind(abc.ABC):
         anything starts: (spec field, one-line problem) pairs, empty if none."""
         return []
 
-    def clean(self, run_id: str | None) -> list[str]:
+    def clean(self, run_id: str | None, keeper: Keeper) -> list[str]:
         """Remove this kind's leftovers (of one run, or all) other than its
-        scratch_roots entries: processes, containers, volumes. Returns what
-        was removed, one line each."""
+        scratch_roots entries: processes, containers, volumes, but none that
+        `keeper` keeps (a live run's). Returns what was removed, one line each."""
         return []
 
     def unsupported(self, spec: EnvSpec, workload: str) -> str | None:

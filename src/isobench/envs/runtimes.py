@@ -22,6 +22,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 
+from isobench.core.owner import owner_labels
 from isobench.core.workspace import LABEL, STATE_ROOT
 
 RUNTIMES = ("runc", "crun", "runsc")
@@ -164,7 +165,7 @@ def probe(client, name: str, image: str, use_cache: bool = True) -> Verdict:
             runtime=name,
             remove=True,
             network_mode="bridge",
-            labels={LABEL: "1", f"{LABEL}.probe": name},
+            labels={LABEL: "1", f"{LABEL}.probe": name, **owner_labels()},
         )
         works, reason = True, ""
     except docker.errors.DockerException as exc:
@@ -179,9 +180,11 @@ def probe(client, name: str, image: str, use_cache: bool = True) -> Verdict:
         )
     finally:
         # remove=True removes only a container that ran: one that failed to
-        # start stays "Created" unless removed here
+        # start stays "Created" unless removed here (this process's own: another
+        # process's probe of the same runtime may be running)
+        mine = [f"{LABEL}.probe={name}", f"{LABEL}.pid={os.getpid()}"]
         try:
-            for leftover in own.containers.list(all=True, filters={"label": f"{LABEL}.probe={name}"}):
+            for leftover in own.containers.list(all=True, filters={"label": mine}):
                 leftover.remove(force=True)
         except (docker.errors.DockerException, RequestException):
             pass

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from isobench.checks.doctor import findings_as_facts, judge, read_host
 from isobench.checks.health import Watch, clean_pending, final_status, remember_leftovers
 from isobench.clienthost import ClientHost
+from isobench.core.owner import owning
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
 from isobench.host.facts import host_facts
@@ -60,7 +61,9 @@ def run_study(
     run the host's programs."""
     host = host_info()
     cells = plan(study, host)
-    with study_packages(p for c in cells for p in c.workload.added_packages()) as added:
+    run_id = resume or run_id or new_run_id(study)  # a fleet controller chooses the id
+    # this process owns the run: `isobench clean` leaves all of it while it runs
+    with owning(run_id), study_packages(p for c in cells for p in c.workload.added_packages()) as added:
         return _run_study(
             study, store, progress, image_provider, resume, on_run_id, run_id, host_noise, host, cells, list(added)
         )
@@ -73,7 +76,7 @@ def _run_study(
     image_provider: Callable[[], str] | None,
     resume: str | None,
     on_run_id: Callable[[str], None] | None,
-    run_id: str | None,
+    run_id: str,
     host_noise: dict | None,
     host: HostInfo,
     cells: list[Cell],
@@ -141,7 +144,7 @@ def _open_run(
     schedule: Schedule,
     cells: list[Cell],
     resume: str | None,
-    run_id: str | None,
+    run_id: str,
     host_noise: dict | None,
     progress: Progress,
     clock: Clock,
@@ -149,7 +152,6 @@ def _open_run(
     """A new run's record with its host facts, or a resumed run reopened
     with the cells it has measured and its own leftovers removed."""
     if resume is None:
-        run_id = run_id or new_run_id(study)  # a fleet controller chooses the id
         facts = {**host_facts(), "doctor": findings_as_facts(judge(read_host()))}
         if host_noise is not None:
             facts["host_noise"] = host_noise

@@ -16,6 +16,13 @@ from isobench.core.metric import Metric
 from isobench.results.model import RunData
 from isobench.store.damage import damaged_line, identity, looks_like_sqlite, quick_check, still_there
 from isobench.store.readback import read_run
+from isobench.store.readonly import (
+    UnreadableStore,
+    connect_read_only,
+    empty_missing_tables,
+    on_read_only_fs,
+    writable,
+)
 from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
 from isobench.store.shapes import SampleExtra, stored, stored_instant, stored_names
@@ -39,6 +46,11 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
     if "not a database" in text:
         return f"{path}: not an isobench store ({text}); give another --store path"
     if "readonly" in text or "read-only" in text or "unable to open" in text:
+        if on_read_only_fs(path):
+            return (
+                f"{path}: the store is on a read-only filesystem ({text}); give a --store path on a writable one "
+                "(commands that only read, such as runs and report, read it where it is)"
+            )
         return f"{path}: the store is not writable ({text}); fix its permissions or give another --store path"
     if "full" in text:
         return f"{path}: the store's disk is full ({text}); free space on it"
@@ -46,10 +58,14 @@ def store_problem(path: str, exc: sqlite3.DatabaseError) -> str:
 
 
 class Store:
-    def __init__(self, path: str, create: bool = True):
-        """Open the store at PATH; with create=False (every command that only
-        reads) a missing file is refused rather than created."""
+    def __init__(self, path: str, create: bool = True, reader: bool = False):
+        """Open the store at PATH; with create=False a missing file is refused
+        rather than created. A reader (a command that only reads) opens a
+        store this process may not write (its file, directory or filesystem)
+        read-only, writing nothing to it (store/readonly.py); a writable one
+        as every command does."""
         self.path = path
+        self.read_only = reader and os.path.exists(path) and not writable(path)
         if not path:
             raise StoreError(
                 "--store: empty path; give the store's file path (default /var/lib/isobench/results.sqlite)"
@@ -61,23 +77,33 @@ class Store:
                 f"{path}: no such store; runs are stored by `isobench run` (check --store or ISOBENCH_STORE)"
             )
         try:
-            if os.path.dirname(path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-            self.db = sqlite3.connect(path, timeout=30)
+            self.db = self._connect()
             foreign = self._foreign_tables()
             if foreign:
                 self.db.close()
                 raise StoreError(
                     f"{path}: an SQLite file but not an isobench store ({foreign}); give another --store path"
                 )
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(SCHEMA)
+            if self.read_only:
+                empty_missing_tables(self.db, SCHEMA)
+            else:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.executescript(SCHEMA)
+        except UnreadableStore as exc:
+            raise StoreError(str(exc)) from None
         except sqlite3.DatabaseError as exc:
             raise StoreError(store_problem(path, exc)) from None
         except OSError as exc:
             raise StoreError(f"{path}: cannot open the store: {exc.strerror}; give a writable --store path") from None
         self._add_missing_columns()
         self._identity = identity(path)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            return connect_read_only(self.path)
+        if os.path.dirname(self.path):
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        return sqlite3.connect(self.path, timeout=30)
 
     def _foreign_tables(self) -> str:
         """What makes the file someone else's database ('' when it is an
@@ -114,14 +140,15 @@ class Store:
 
     def _add_missing_columns(self) -> None:
         for table, column, definition in ADDED_COLUMNS:
-            if column in self._columns(table):
+            if column in self._columns(table) or self.read_only:  # read-only: read as the store is
                 continue
             try:
                 with self.db:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
             except sqlite3.OperationalError:
                 pass  # added by another process meanwhile, or a read-only file: read as before
-        self._utc_times()
+        if not self.read_only:
+            self._utc_times()
         defs = self._columns("metric_defs")
         self._role = "role" if "role" in defs else "''"
         self._primary = "is_primary" if "is_primary" in defs else "0"

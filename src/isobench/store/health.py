@@ -9,11 +9,12 @@ import sqlite3
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from isobench.store.readonly import connect_read_only
 from isobench.store.transfer import TABLES, TransferError, export_run, import_run
 
 
 def _read_only(path: str) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    return connect_read_only(path)  # also on a read-only filesystem
 
 
 def integrity(path: str, limit: int = 20) -> list[str]:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import signal
+from functools import partial
 
 from isobench.clienthost.addresses import BENCH_NET
+from isobench.core.owner import Keeper
+from isobench.core.workspace import of_run
 from isobench.workloads.registry import WORKLOADS
 from isobench.workloads.server import SERVERS_DIR, ServerWorkload
 
@@ -33,13 +36,15 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
-def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]:
-    """SIGKILL the servers native runs started (of one run, or all) that still run."""
+def kill_leftover_servers(tmp_root: str, run_id: str | None = None, keeper: Keeper | None = None) -> list[str]:
+    """SIGKILL the servers native runs started (of one run, or all) that
+    still run, but none of a live run (`keeper`'s)."""
+    keeper = keeper or Keeper()
     killed: list[str] = []
     if not os.path.isdir(tmp_root):
         return killed
     for entry in sorted(os.listdir(tmp_root)):
-        if run_id is not None and not entry.startswith(run_id):
+        if run_id is not None and not of_run(entry, run_id):
             continue
         d = os.path.join(tmp_root, entry, SERVERS_DIR)
         if not os.path.isdir(d):
@@ -53,7 +58,9 @@ def kill_leftover_servers(tmp_root: str, run_id: str | None = None) -> list[str]
                 exe = os.readlink(f"/proc/{pid}/exe")
             except (OSError, ValueError, IndexError):
                 continue
-            if is_server_process(exe, _cmdline(pid)):
+            if not is_server_process(exe, _cmdline(pid)):
+                continue
+            if not keeper.keeps_run(f"server process {pid} ({exe})", partial(of_run, entry)):
                 try:
                     # start-stop-daemon --background gave the server a session of
                     # its own: its whole process group goes, so the workers a
@@ -129,9 +136,12 @@ def _holders(inodes: set[int]) -> set[int]:
     return pids
 
 
-def kill_servers_on_bench_addresses() -> list[str]:
+def kill_servers_on_bench_addresses(keeper: Keeper | None = None) -> list[str]:
     """SIGKILL every registered workload server holding a socket bound to a
-    benchmark address on the host (198.18.0.0/15): nothing else binds there."""
+    benchmark address on the host (198.18.0.0/15): nothing else binds there.
+    A socket does not say whose server it is: while a run is live (`keeper`),
+    all are kept."""
+    keeper = keeper or Keeper()
     killed: list[str] = []
     inodes = _bench_inodes()
     if not inodes:
@@ -141,10 +151,13 @@ def kill_servers_on_bench_addresses() -> list[str]:
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError:
             continue
-        if pid != os.getpid() and is_server_process(exe, _cmdline(pid)):
+        what = f"server process {pid} ({exe}) bound to a benchmark address"
+        if pid == os.getpid() or not is_server_process(exe, _cmdline(pid)):
+            continue
+        if not keeper.keeps_run(what, lambda run: True):
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed.append(f"server process {pid} ({exe}) bound to a benchmark address")
+                killed.append(what)
             except OSError:
                 pass
     return killed

@@ -38,7 +38,7 @@ class FakeKind(EnvKind):
     def probe(self) -> EnvProbe:
         return EnvProbe("fake", True, "host commands, for the registry test")
 
-    def clean(self, run_id: str | None) -> list[str]:
+    def clean(self, run_id: str | None, keeper) -> list[str]:
         EVENTS.append(("clean", str(run_id)))
         return [f"fake leftovers of {run_id}"]
 

@@ -9,7 +9,9 @@ import os
 import shutil
 import signal
 import time
+from functools import partial
 
+from isobench.core.owner import Keeper
 from isobench.envs.base import Environment
 from isobench.envs.kinds import EnvKind, EnvProbe, Footprint, placed_duet_problems
 from isobench.envs.pinning import placement
@@ -98,8 +100,8 @@ class VmKind(EnvKind):
         kernel = "guest kernel: built" if kernel_paths() else "guest kernel: not built yet (isobench images build)"
         return EnvProbe("vm", True, f"QEMU {qemu}; {kvm}; {huge}; {vhost}; {kernel}")
 
-    def clean(self, run_id: str | None) -> list[str]:
-        return kill_leftover_vms(run_id)
+    def clean(self, run_id: str | None, keeper: Keeper) -> list[str]:
+        return kill_leftover_vms(run_id, keeper)
 
     def host_readings(self) -> dict:
         from isobench.images import recipe_hash
@@ -164,8 +166,8 @@ def is_isobench_qemu(cmdline: list[str], run_id: str | None) -> bool:
     return name.startswith(prefix)
 
 
-def kill_leftover_vms(run_id: str | None = None) -> list[str]:
-    """SIGKILL isobench's QEMU processes (never another QEMU)."""
+def kill_leftover_vms(run_id: str | None, keeper: Keeper) -> list[str]:
+    """SIGKILL isobench's QEMU processes (never another QEMU, nor a live run's)."""
     killed = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -174,6 +176,8 @@ def kill_leftover_vms(run_id: str | None = None) -> list[str]:
         except OSError:
             continue
         if is_isobench_qemu(argv, run_id):
+            if keeper.keeps_run(f"qemu process {pid}", partial(is_isobench_qemu, argv)):
+                continue
             try:
                 os.kill(int(pid), signal.SIGKILL)
                 killed.append(pid)
