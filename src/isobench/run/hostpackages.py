@@ -9,7 +9,6 @@ the run as the ``packages_plan`` fact (cli/execution.py)."""
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 
 from isobench.envs.kinds import kind_of
