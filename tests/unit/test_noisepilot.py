@@ -550,7 +550,10 @@ def test_the_duet_kernel_times_both_sides_at_once_and_swaps_them():
     k.data = k.data[:3_000_000]  # about 0.2 s: a few swaps at 0.05 s
     t0 = time.perf_counter()
     (start_a, a), (start_b, b) = k.pair(time.perf_counter, t0)
-    assert abs(start_a - start_b) < 0.05  # released together
+    # released together: each started before the other ended (not a fixed
+    # gap: the unit lane runs at nice 19 beside the quota tests, where a
+    # thread can wait 50 ms for a CPU)
+    assert abs(start_a - start_b) < min(a, b)
     assert max(start_a + a, start_b + b) - min(start_a, start_b) < a + b  # they overlapped
     assert a > 0 and b > 0 and k.pairs == 1
 
