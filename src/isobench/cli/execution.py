@@ -86,6 +86,22 @@ def host_noise_for_run(lock):
         sys.exit(130)
 
 
+def packages_or_fail(study, label: str, suffix: str = ""):
+    """The study's packages on this host (run/hostpackages.py), or one line,
+    exit 2, where apt refuses them or the plan removes a package or touches
+    isobench's own. None: it installs none here."""
+    from isobench.run.hostpackages import Refused, host_packages, refusal
+
+    try:
+        found = host_packages(study)
+    except Refused as exc:
+        _fail(f"{label}: {exc}")
+    why = refusal(found) if found is not None else ""
+    if why:
+        _fail(f"{label}: {why}{suffix}")
+    return found
+
+
 def agree_to_packages(study, allow: bool, label: str) -> dict | None:
     """The study's packages on this host (run/hostpackages.py): refused in
     one line when apt's plan removes a package or touches isobench's own;
@@ -93,12 +109,9 @@ def agree_to_packages(study, allow: bool, label: str) -> dict | None:
     changes. Returns the ``packages_plan`` fact (None: none installed here)."""
     import click
 
-    from isobench.run.hostpackages import NOTHING, Refused, host_packages, refusal
+    from isobench.run.hostpackages import NOTHING
 
-    try:
-        found = host_packages(study)
-    except Refused as exc:
-        _fail(f"{label}: {exc}")
+    found = packages_or_fail(study, label, "; nothing was changed")
     if found is None:
         return None
     if found.plan is None:
@@ -107,9 +120,6 @@ def agree_to_packages(study, allow: bool, label: str) -> dict | None:
             f"({found.unknown}): install them by hand (apt-get install --no-install-recommends), then run again; "
             "nothing was changed"
         )
-    why = refusal(found)
-    if why:
-        _fail(f"{label}: {why}; nothing was changed")
     if not found.changes:
         return found.fact(NOTHING)
     if allow:

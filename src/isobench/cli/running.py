@@ -95,7 +95,9 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
 
     resolution, outlook = study_outlook(study, size, cached())  # the last pilot's figures: validate measures nothing
     unsupported = study.unsupported()
-    packages = _host_packages(study)
+    from isobench.cli.execution import packages_or_fail
+
+    packages = packages_or_fail(study, f"{study.path}: packages")
     if fmt == "json":
         emit(
             document(
@@ -149,21 +151,6 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
     else:  # each fact folded to the terminal's width, its continuation indented
         fold(lines, console)
     _strict(strict, outlook, study.meta.tolerance_pct)
-
-
-def _host_packages(study):
-    """What the study's packages would change on this host (run asks
-    first: cli/execution.agree_to_packages); a plan run refuses fails here too."""
-    from isobench.run.hostpackages import Refused, host_packages, refusal
-
-    try:
-        found = host_packages(study)
-    except Refused as exc:
-        _fail(f"{study.path}: packages: {exc}")
-    why = refusal(found) if found is not None else ""
-    if why:
-        _fail(f"{study.path}: packages: {why}")
-    return found
 
 
 def _strict(strict: bool, outlook, tol_pct: float) -> None:
@@ -322,8 +309,7 @@ def run(
     """
     from isobench.cli.execution import execute
     from isobench.store.db import StoreError
-    from isobench.store.transfer import imported
-    from isobench.study import StudyError, load_study, parse_study, with_budget, with_schedule
+    from isobench.study import StudyError, load_study, with_budget, with_schedule
 
     if (study_file is None) == (resume_id is None):
         _fail("give a study file to start a run, or --resume RUN_ID to continue one (not both)")
@@ -341,29 +327,10 @@ def run(
         _fail(f"--run-id {new_id}: that run already exists (or --resume was given); choose another id")
     try:
         if resume_id is not None:
-            resume_id = check_run_id(store.resolve(resume_id), "--resume")
-            if imported(store.run_facts(resume_id)) and not trust_imported:
-                _fail(
-                    f"--resume {resume_id}: this run came in through `isobench import`: its stored study is "
-                    "someone else's commands, files and packages, and a run executes them as root; re-run its "
-                    "study file after reading it (isobench report shows it), or add --trust-imported"
-                )
-            status = store.db.execute("SELECT status FROM runs WHERE run_id=?", (resume_id,)).fetchone()
-            if status is not None and status[0] == "complete":  # nothing to measure: start nothing
-                err_console.print(
-                    f"run {resume_id} is complete: every cell has its samples, nothing to resume "
-                    f"(isobench report {resume_id} shows it)",
-                    markup=False,
-                    highlight=False,
-                )
+            resumed = _resumed(store, resume_id, budget, schedule, trust_imported)
+            if resumed is None:
                 return
-            stored_path, text = store.study_of(resume_id)
-            # its files are read again beside the study file it was started from
-            study = parse_study(text, f"{resume_id} (stored study)", os.path.dirname(os.path.abspath(stored_path)))
-            stored = (store.run_facts(resume_id).get("budget") or {}).get("budget_s")
-            if budget is None and stored:  # the budget it was started with, perhaps from --budget
-                budget = f"{int(stored)}s"
-            schedule = schedule or (store.run_facts(resume_id).get("schedule") or {}).get("name")
+            study, budget, schedule, resume_id = resumed
         else:
             assert study_file is not None  # one of the two, checked above
             study = load_study(study_file)
@@ -394,6 +361,41 @@ def run(
         )
     if resolution_pct is not None:
         _blind_gate(store.load_run(run_id), resolution_pct)
+
+
+def _resumed(store, resume_id: str, budget: str | None, schedule: str | None, trust_imported: bool):
+    """--resume RUN_ID: its stored study with the budget and schedule it was
+    started with (unless given again), and its full id; None when the run is
+    complete (said, and nothing starts). An imported run is refused unless
+    trusted: its study is someone else's commands, run as root."""
+    from isobench.core.ids import check_run_id
+    from isobench.store.transfer import imported
+    from isobench.study import parse_study
+
+    resume_id = check_run_id(store.resolve(resume_id), "--resume")
+    if imported(store.run_facts(resume_id)) and not trust_imported:
+        _fail(
+            f"--resume {resume_id}: this run came in through `isobench import`: its stored study is "
+            "someone else's commands, files and packages, and a run executes them as root; re-run its "
+            "study file after reading it (isobench report shows it), or add --trust-imported"
+        )
+    status = store.db.execute("SELECT status FROM runs WHERE run_id=?", (resume_id,)).fetchone()
+    if status is not None and status[0] == "complete":  # nothing to measure: start nothing
+        err_console.print(
+            f"run {resume_id} is complete: every cell has its samples, nothing to resume "
+            f"(isobench report {resume_id} shows it)",
+            markup=False,
+            highlight=False,
+        )
+        return None
+    stored_path, text = store.study_of(resume_id)
+    # its files are read again beside the study file it was started from
+    study = parse_study(text, f"{resume_id} (stored study)", os.path.dirname(os.path.abspath(stored_path)))
+    stored = (store.run_facts(resume_id).get("budget") or {}).get("budget_s")
+    if budget is None and stored:  # the budget it was started with, perhaps from --budget
+        budget = f"{int(stored)}s"
+    schedule = schedule or (store.run_facts(resume_id).get("schedule") or {}).get("name")
+    return study, budget, schedule, resume_id
 
 
 def _blind_gate(run, pct: float) -> None:
