@@ -289,7 +289,7 @@ def test_fuzzed_export_fields_read_by_every_command(sandbox, capfd, real_export,
     then read by every command that reads: exit 0, 1 or 2 with one line, never 3."""
     from isobench.core import lock
 
-    monkeypatch.setattr(lock, "running_run_id", lambda *a: None)  # not this host's real run lock
+    monkeypatch.setattr(lock, "live_run_ids", lambda *a: frozenset())  # not this host's live runs
     shadow = unpack(real_export)
     (sandbox / "base.json").write_text(json.dumps(real_export))
     assert isobench(capfd, "import", str(sandbox / "base.json"), "--rename", "base")[0] == 0

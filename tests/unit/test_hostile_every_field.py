@@ -258,7 +258,7 @@ def isobench(capfd, *args) -> tuple[int, str, str]:
 def sandbox(tmp_path, monkeypatch, capfd):
     from isobench.core import lock
 
-    monkeypatch.setattr(lock, "running_run_id", lambda *a: None)  # not this host's real run lock
+    monkeypatch.setattr(lock, "live_run_ids", lambda *a: frozenset())  # not this host's live runs
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ISOBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ISOBENCH_STORE", str(tmp_path / "s.sqlite"))

@@ -51,6 +51,31 @@ def test_running_run_id_names_the_live_holder_only(tmp_path):
     assert running_run_id(path) is None  # a "running" run in the store is then a dead one
 
 
+def test_live_runs_are_the_lock_holders_and_the_live_owners_only(tmp_path):
+    """A run is live while the lock names it, or while its owner file names a
+    process that still runs; a lock held before its run is named adds none
+    (CI: a unit test's stored "running" run was taken for the quota lane's)."""
+    import dataclasses
+    import subprocess
+
+    from isobench.core.lock import live_run_ids
+    from isobench.core.owner import me
+
+    path, owners = str(tmp_path / "run.lock"), tmp_path / "owners"
+    owners.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for run_id, owner in (("mine", me("mine")), ("dead", dataclasses.replace(me("dead"), pid=gone.pid, start=1))):
+        (owners / f"{run_id}.json").write_text(json.dumps(dataclasses.asdict(owner)))
+    assert live_run_ids(path, str(owners)) == {"mine"}
+    lock = RunLock(path)
+    lock.acquire("quick")  # held, no run named yet
+    assert live_run_ids(path, str(owners)) == {"mine"}
+    lock.set_run_id("r9")
+    assert live_run_ids(path, str(owners)) == {"mine", "r9"}
+    lock.release()
+
+
 def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypatch):
     """`isobench runs`: a run still marked running that nobody holds the lock
     for (SIGKILL, a disk too full to write its status) shows as died."""
@@ -70,12 +95,12 @@ def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypat
         if status:
             store.finish_run(run_id, status)
     store.close()
-    monkeypatch.setattr(isobench.core.lock, "running_run_id", lambda: None)
+    monkeypatch.setattr(isobench.core.lock, "live_run_ids", lambda: frozenset())
     out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite"), "--format", "json"]).stdout
     rows = {r["run_id"]: r["status"] for r in json.loads(out)["runs"]}
     assert rows == {"r1": "complete", "r2": "incomplete", "r3": "interrupted", "r4": "died"}, out
     table = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")]).stdout
     assert all(re.search(rf"^{r} .* {status} ", table, re.M) for r, status in rows.items()), table
-    monkeypatch.setattr(isobench.core.lock, "running_run_id", lambda: "r4")  # its isobench is alive
+    monkeypatch.setattr(isobench.core.lock, "live_run_ids", lambda: frozenset({"r4"}))  # its isobench is alive
     out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
     assert "died" not in out and "running" in out

@@ -330,13 +330,13 @@ def test_a_live_run_and_a_study_that_no_longer_reads_are_left_alone(store):
     build_run(store)
     store.db.execute("UPDATE runs SET status='running'")
     store.db.commit()
-    assert reparse_run(store, "r1", live_run="r1").lines() == [
+    assert reparse_run(store, "r1", live_runs={"r1"}).lines() == [
         "run r1 (study reparse): left alone: a study is measuring it now; reparse it once the run has ended"
     ]
-    assert reparse_run(store, "r1", write=False, live_run=None).reparsed == 84  # it died: reparse it
+    assert reparse_run(store, "r1", write=False, live_runs=()).reparsed == 84  # it died: reparse it
     store.db.execute("UPDATE runs SET study_text=replace(study_text, 'size_mb = 64', 'size_mb = \"64\"')")
     store.db.commit()
-    (line,) = reparse_run(store, "r1", live_run=None).lines()
+    (line,) = reparse_run(store, "r1", live_runs=()).lines()
     assert line.startswith(
         "run r1 (study reparse): left alone: its stored study does not read with this "
         "isobench (r1 (stored study): workloads.compression.size_mb:"

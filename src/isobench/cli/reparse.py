@@ -35,7 +35,7 @@ def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str, 
       isobench reparse RUN_ID --dry-run  what would change
       isobench reparse --all            every stored run
     """
-    from isobench.core.lock import running_run_id
+    from isobench.core.lock import live_run_ids
     from isobench.store.db import StoreError
     from isobench.store.reparse import reparse_run
 
@@ -48,11 +48,11 @@ def reparse(run_id: str | None, all_runs: bool, dry_run: bool, store_path: str, 
         _fail(str(exc))
     if not run_ids:
         _fail(f"{store_path}: no runs stored yet; nothing to reparse")
-    live = running_run_id()
+    live = live_run_ids()
     done = []
     for i, rid in enumerate(run_ids):
         try:
-            result = reparse_run(store, rid, write=not dry_run, live_run=live)
+            result = reparse_run(store, rid, write=not dry_run, live_runs=live)
         except StoreError as exc:
             _fail(f"run {rid}: {exc}; the run is as it was")
         done.append(result)

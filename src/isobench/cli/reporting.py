@@ -38,12 +38,12 @@ def runs(store_path: str, fmt: str, output: str | None) -> None:
     store = _open_store(store_path, reader=True)
     # status: complete (every cell has an ok sample), incomplete (some failed or were skipped:
     # --resume), interrupted (Ctrl-C, SIGTERM, a full store), died (killed: nobody holds its lock)
-    from isobench.core.lock import running_run_id
+    from isobench.core.lock import live_run_ids
 
-    live = running_run_id()
+    live = live_run_ids()
     rows = store.list_runs()
-    # a run left "running" by a SIGKILLed isobench: nobody holds the lock for it
-    status = {r.run_id: "died" if r.status == "running" and live not in (r.run_id, "?") else r.status for r in rows}
+    # a run left "running" by a SIGKILLed isobench: no live process owns it
+    status = {r.run_id: "died" if r.status == "running" and r.run_id not in live else r.status for r in rows}
     if fmt == "json":
         emit(
             document(

@@ -11,6 +11,8 @@ import os
 import time
 from typing import TextIO
 
+from isobench.core import owner
+
 # /run: the host's runtime state (a tmpfs, empty after a boot, as a lock should be)
 LOCK_PATH = "/run/isobench/run.lock"
 
@@ -90,6 +92,17 @@ def running_run_id(path: str = LOCK_PATH) -> str | None:
                 return "?"
         fcntl.flock(fh, fcntl.LOCK_UN)
         return None
+
+
+def live_run_ids(path: str = LOCK_PATH, owners: str | None = None) -> frozenset[str]:
+    """The runs a study measures now on this host: the lock holder's, and
+    every run whose owner file names a live process (core/owner.py). A
+    stored run still "running" that is neither died without finishing. The
+    owner files answer even while the lock names no run yet, and for a run
+    of another home (the lock then names that one)."""
+    holder = running_run_id(path)
+    named = {holder} if holder not in (None, "?") else set()
+    return frozenset(owner.live_run_ids(owners or owner.OWNERS_DIR) | named)
 
 
 def _describe(text: str) -> str:

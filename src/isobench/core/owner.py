@@ -135,6 +135,12 @@ def read_owners(root: str = OWNERS_DIR) -> dict[str, Owner]:
     return owners
 
 
+def live_run_ids(root: str = OWNERS_DIR) -> set[str]:
+    """The runs whose owner file names a process that still runs."""
+    boot = boot_id()
+    return {run for run, owner in read_owners(root).items() if is_live(owner, boot, started(owner.pid))}
+
+
 class Keeper:
     """What `clean` leaves alone, asked item by item: a Docker object by its
     labels, anything else by the run it belongs to. The owner files are read

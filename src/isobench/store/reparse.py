@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from isobench.host import counters
@@ -207,16 +208,16 @@ def _one_line(exc: BaseException) -> str:
     return text if isinstance(exc, ValueError) and text else f"{type(exc).__name__}: {text}"
 
 
-def reparse_run(store, run_id: str, write: bool = True, live_run: str | None = None) -> RunReparse:
+def reparse_run(store, run_id: str, write: bool = True, live_runs: Collection[str] = ()) -> RunReparse:
     """Recompute RUN_ID's values with the current parsers (write=False: only
-    say what would change). LIVE_RUN: the run a study is measuring now
-    (lock.running_run_id()), left alone."""
+    say what would change). LIVE_RUNS: the runs a study is measuring now
+    (lock.live_run_ids()), left alone."""
     out = RunReparse(run_id)
     rows = {r.run_id: r for r in store.list_runs()}
     if run_id not in rows:
         raise StoreError(f"{store.path}: no run {run_id!r}; `isobench runs` lists them")
     out.study_name = rows[run_id].study_name
-    if rows[run_id].status == "running" and live_run in (run_id, "?"):
+    if rows[run_id].status == "running" and run_id in live_runs:
         out.skipped = "a study is measuring it now; reparse it once the run has ended"
         return out
     try:
