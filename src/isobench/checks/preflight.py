@@ -126,6 +126,11 @@ MIN_INSTANCES = 32
 MAX_SAMPLES = 20_000
 MAX_HOURS = 24.0
 START_S = 5.0  # a rough per-instance start and stop, on top of the samples
+# Between samples: a duet's slot places both sides, reads the counters and
+# stores two samples (1.4 to 1.8 s a slot in the quick runs of 2026-11-27);
+# one sample at a time, about 0.2 s.
+DUET_SLOT_S = 1.5
+SAMPLE_GAP_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -175,7 +180,8 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
         # a duet runs the baseline beside each other environment: n - 1 slots of
         # two samples at once, where one at a time takes n slots of one
         slots, per_slot = (n_envs - 1, 2) if duet and workload.duets else (n_envs, 1)
-        case_s = sum(workload.expected_s(c) for c in cases) * steps * slots
+        gap = DUET_SLOT_S if per_slot == 2 else SAMPLE_GAP_S
+        case_s = sum(workload.expected_s(c) + gap for c in cases) * steps * slots
         round_s += case_s
         guessed_s += 0.0 if workload.duration_known else case_s
         round_samples += len(cases) * steps * slots * per_slot

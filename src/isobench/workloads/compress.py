@@ -106,6 +106,14 @@ class Compression(Workload):
     def cpus_needed(self) -> int:
         return self.threads()
 
+    def expected_s(self, case: str) -> float:
+        # pixz -2 compressed 2.6 MB/s on one thread here (quick runs of
+        # 2026-11-27: 6.2 s for 16 MB); the higher presets at xz's own
+        # relative speeds (-4 to -6 about 3x slower, -7 to -9 3.5x, -e 2x)
+        level = self.params.level
+        slower = (1.0 if level <= 3 else 3.0 if level <= 6 else 3.5) * (2.0 if self.params.extreme else 1.0)
+        return 0.5 + self.corpus_bytes / MB / 2.6 * slower / self.threads()
+
     def threads(self) -> int:
         return self.params.threads or self.host.cores
 
@@ -248,18 +256,23 @@ def token_table() -> tuple[bytes, ...]:
     return tuple(table)
 
 
+@lru_cache(maxsize=4)
+def _chunk(index: int) -> bytes:
+    """The stream's chunk `index`, ~5.5 MB. The first few are kept: every
+    environment of a run writes the same corpus (0.3 s a chunk here)."""
+    draws = array("H")
+    seed = b"isobench-corpus-v%d:%d" % (CORPUS_VERSION, index)
+    draws.frombytes(hashlib.shake_256(seed).digest(2 * _WORDS_PER_CHUNK))
+    if sys.byteorder == "big":  # the same draws on every host
+        draws.byteswap()
+    return b"".join(map(token_table().__getitem__, draws))
+
+
 def _chunks() -> Iterator[bytes]:
     """The endless deterministic text stream, ~5.5 MB at a time."""
-    table = token_table()
-    pick = table.__getitem__
     index = 0
     while True:
-        draws = array("H")
-        seed = b"isobench-corpus-v%d:%d" % (CORPUS_VERSION, index)
-        draws.frombytes(hashlib.shake_256(seed).digest(2 * _WORDS_PER_CHUNK))
-        if sys.byteorder == "big":  # the same draws on every host
-            draws.byteswap()
-        yield b"".join(map(pick, draws))
+        yield _chunk(index)
         index += 1
 
 

@@ -145,6 +145,16 @@ class Hpcc(Workload):
     def procs(self) -> int:
         return self.params.procs or self.host.cores
 
+    def expected_s(self, case: str) -> float:
+        # hpcc's whole run on this host, one process (runs of 2026-11-27):
+        # 9.5 s at N ~ 1750 and 14 s at N ~ 2100, HPL's N^3 on top of about
+        # 3 s of start-up and the other kernels at these sizes
+        try:
+            n = self.problem_size()
+        except WorkloadError:
+            return 5.0  # refused before it runs; the estimate does not matter
+        return 3.3 + 1.15e-9 * n**3 / self.procs()
+
     def problem_size(self) -> int:
         if self.params.n is not None:
             return self.params.n
