@@ -106,7 +106,7 @@ def _step(argv: list[str], label: str, folder: str, deadline: float, timeout_s: 
     if r.returncode != 0:
         lines = [ln.strip() for ln in (r.stderr + "\n" + r.stdout).splitlines() if ln.strip()]
         why = next((ln for ln in lines if ln.startswith("E:")), lines[-1] if lines else f"exit {r.returncode}")
-        raise Unknown(f"{label}: {why[:200]}")
+        raise Unknown(f"{label}: {' '.join(why.split())[:200]}")
     return r.stdout
 
 
