@@ -194,6 +194,25 @@ def test_a_package_that_would_remove_docker_io_is_refused_before_anything_change
     assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
+def test_validate_names_the_service_a_new_package_brings_and_leaves_nothing(tmp_path, monkeypatch):
+    # cron, not installed here, ships cron.service: apt's real simulation, then its two new .debs
+    # (86 kB) fetched into a temporary directory and listed; the directory removed, nothing installed
+    absent = subprocess.run(["dpkg", "-s", "cron"], capture_output=True, text=True, timeout=30)
+    assert absent.returncode != 0, "cron is installed here: this test needs a package with a service the host lacks"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))  # where the .debs go, to see it emptied
+    before = dpkg_state()
+    study = PACKAGE_STUDY.replace('"jq"', '"cron"').replace("[environments.docker-nat]\n", "")
+    (tmp_path / "cron.toml").write_text(study)
+    checked = isobench("validate", "cron.toml", "--format", "json", store=tmp_path / "r.sqlite", cwd=tmp_path)
+    plan = json.loads(checked.stdout)["packages_plan"]
+    assert plan["services"] == [{"package": "cron", "unit": "cron.service"}], plan
+    assert plan["services_unknown"] is None and plan["line"].endswith(", starts services: cron.service (cron)")
+    assert list(tmp.iterdir()) == []
+    assert dpkg_state() == before and not list(Path("/var/cache/apt/archives").glob("cron*.deb"))
+
+
 def test_a_planted_difference_is_refused_before_measuring_or_measured_and_said(tmp_path):
     # the host's PATH finds a wrapper first (as a ~/bin or a virtualenv would); the image has none
     shadow = tmp_path / "bin"

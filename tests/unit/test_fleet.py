@@ -232,3 +232,64 @@ def test_hostile_host_names_are_refused_by_the_identifier_check():
         with pytest.raises(BadIdentifier):
             check_host(bad, "inventory.ini: host")
     assert check_host("web-01.lab", "h") == "web-01.lab"
+
+
+def start_line(extravars: dict, resume: bool = False) -> list[str]:
+    """run.yml's line starting each host's `isobench run`, rendered by
+    Ansible's own templating with the controller's variables, as argv."""
+    import shlex
+
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    book = Path(isobench.__file__).parent / "fleet" / "playbooks" / "run.yml"
+    loader = DataLoader()
+    (play,) = loader.load_from_file(str(book))
+    task = next(t for t in play["tasks"] if t["name"].startswith("start the study"))
+    trusted = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in play["vars"].items()}
+    state = {"stdout": "incomplete" if resume else "none"}
+    variables = {**trusted, **extravars, "inventory_hostname": "h1", "ib_state_before": state}
+    line = Templar(loader=loader, variables=variables).template(trust_as_template(task["ansible.builtin.shell"]))
+    return shlex.split(line.split(" > ", 1)[0])  # the command, before its redirections
+
+
+def test_each_host_s_run_carries_allow_packages_only_when_given():
+    from isobench.fleet.controller import run_args
+
+    runs = {"ib_runs": {"h1": "r1-h1"}}
+    given = start_line({**runs, "ib_run_args": run_args(True)})
+    assert given[:4] == ["nohup", "/opt/isobench-fleet/venv/bin/isobench", "run", "--no-progress"]
+    assert given.count("--allow-packages") == 1 and given[-3:] == [
+        "--run-id",
+        "r1-h1",
+        "/opt/isobench-fleet/bundle/study.toml",
+    ]
+    assert "--allow-packages" in start_line({**runs, "ib_run_args": run_args(True)}, resume=True)
+    assert "--allow-packages" not in start_line({**runs, "ib_run_args": run_args(False)})
+    assert start_line({**runs, "ib_run_args": []}) == start_line(runs)  # a controller from before the flag
+    assert start_line(runs)[-2:] == ["r1-h1", "/opt/isobench-fleet/bundle/study.toml"]
+
+
+def test_fleet_run_passes_allow_packages_to_the_controller(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from isobench.cli.main import main
+    from isobench.fleet import controller
+
+    seen = []
+
+    def run_fleet(store, fleet_id, study, inventory, hosts, runs, *rest):
+        seen.append(rest[-1])
+        return [controller.Outcome(h, runs[h], record.COMPLETE, "") for h in hosts]
+
+    monkeypatch.setattr(controller, "run_fleet", run_fleet)
+    (tmp_path / "inv.ini").write_text(INI)
+    (tmp_path / "s.toml").write_text(
+        '[study]\nname = "f"\nrepetitions = 2\n[environments.native]\n[workloads.t]\ncommand = ["true"]\n'
+    )
+    store = str(tmp_path / "r.sqlite")
+    args = ["fleet", "run", str(tmp_path / "s.toml"), "-i", str(tmp_path / "inv.ini"), "--store", store]
+    given = CliRunner().invoke(main, [*args, "--allow-packages"])
+    assert given.exit_code == 0, given.output
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert seen == [True, False]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from isobench.cli import execution
 from isobench.cli.common import Failure
-from isobench.host import aptplan
+from isobench.host import aptplan, debservices
 from isobench.host.aptplan import Change, PlanError, describe, parse_simulation, simulate, touched
 from isobench.host.prepare import needed_packages
 from isobench.run import hostpackages
@@ -35,6 +36,11 @@ def _fresh_plans():
 
 def real(name: str) -> str:
     return (DATA / f"apt-get-s-{name}.stdout").read_text()
+
+
+def listing(name: str) -> str:
+    path = DATA / f"dpkg-deb-c-{name}.stdout"
+    return path.read_text() if path.exists() else ""
 
 
 PODMAN = "1:4.13+dfsg1-1+deb12u1", "1:4.13+dfsg1-1+deb12u2"
@@ -69,7 +75,13 @@ def test_texlive_full_is_355_new_packages_and_one_upgrade():
 
 def test_a_package_installed_at_the_candidate_changes_nothing():
     plan = parse_simulation(real("jq"))  # "jq is already the newest version"
-    assert not plan.changes and plan.as_dict() == {"install": [], "upgrade": [], "remove": []}
+    assert not plan.changes and plan.as_dict() == {
+        "install": [],
+        "upgrade": [],
+        "remove": [],
+        "services": None,
+        "services_unknown": None,
+    }
 
 
 def test_openssh_server_in_words():
@@ -169,7 +181,12 @@ def apt(monkeypatch):
             *(tuple(c for p in plans for c in getattr(p, f)) for f in ("install", "upgrade", "remove"))
         )
 
+    def services(plan):  # the new packages' real dpkg-deb -c listings where captured, else none
+        found = [(c.package, u) for c in plan.install for u in debservices.services_in(listing(c.package))]
+        return replace(plan, services=tuple(found)) if plan.install else plan
+
     monkeypatch.setattr(hostpackages, "simulate", sim)
+    monkeypatch.setattr(hostpackages, "with_services", services)
     return asked
 
 
@@ -203,11 +220,14 @@ def test_the_plan_in_words_and_as_the_run_fact(apt):
     assert found.line() == (
         "packages on this host (native): installing openssh-server (apt-get update, then install) adds 3 "
         "(openssh-sftp-server, runit-helper, openssh-server), upgrades 1 (openssh-client 1:9.2p1-2+deb12u6 -> "
-        "1:9.2p1-2+deb12u10), removes none; whether a new package starts a service is not predicted (apt's "
-        "lists hold no file lists)"
+        "1:9.2p1-2+deb12u10), removes none, starts services: ssh.service (openssh-server), ssh.socket (openssh-server)"
     )
     fact = found.fact("prompt")
-    assert fact["consent"] == "prompt" and fact["asked"] == ["openssh-server"] and fact["services"] is None
+    assert fact["consent"] == "prompt" and fact["asked"] == ["openssh-server"] and fact["services_unknown"] is None
+    assert fact["services"] == [
+        {"package": "openssh-server", "unit": "ssh.service"},
+        {"package": "openssh-server", "unit": "ssh.socket"},
+    ]
     assert fact["upgrade"] == [{"package": "openssh-client", "from": "1:9.2p1-2+deb12u6", "to": "1:9.2p1-2+deb12u10"}]
     nothing = hostpackages.host_packages(study('["jq"]'))
     assert nothing is not None and not nothing.changes and apt[-1] == []

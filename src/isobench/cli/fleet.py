@@ -55,9 +55,17 @@ def fleet() -> None:
     help="Time between polls of each host (10s, 1m or plain seconds).",
 )
 @click.option("--resume", "resume_id", metavar="FLEET_ID", help="Retry only the hosts of FLEET_ID that did not finish.")
+@click.option(
+    "--allow-packages",
+    is_flag=True,
+    help="Install the study's packages on each host (a native environment) without asking, as "
+    "`run --allow-packages`; a plan that removes a package is still refused. Give it again with --resume.",
+)
 @STORE_OPTION
 @table_format_option("fleet run", json_alias=False)
-def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_id, store_path, fmt) -> None:
+def fleet_run(
+    study_file, inventory, limit, forks, setup, timeout, poll, resume_id, allow_packages, store_path, fmt
+) -> None:
     """Run STUDY_FILE on every host of --inventory; import each host's run."""
     from isobench.core.ids import BadIdentifier, check_host, check_run_id
     from isobench.fleet import record
@@ -103,7 +111,9 @@ def fleet_run(study_file, inventory, limit, forks, setup, timeout, poll, resume_
             check_host(h, f"fleet {fleet_id}: host")
             check_run_id(runs[h], f"fleet {fleet_id}: host {h}'s run")
         _note(f"fleet {fleet_id}: {study.meta.name} on {len(hosts)} host(s): {', '.join(hosts)}")
-        outcomes = run_fleet(store, fleet_id, study_file, inventory, hosts, runs, forks, setup, timeout, poll, _note)
+        outcomes = run_fleet(
+            store, fleet_id, study_file, inventory, hosts, runs, forks, setup, timeout, poll, _note, allow_packages
+        )
     except (StudyError, InventoryError, FleetError, BadIdentifier) as exc:
         _fail(str(exc))
     bad = [o for o in outcomes if o.status != record.COMPLETE]

@@ -140,6 +140,15 @@ def make_bundle(study_path: str, dest: Path, log) -> tuple[Path, Path, str]:
     return bundle, dependency_archive(lock, digest, log), digest
 
 
+def run_args(allow_packages: bool) -> list[str]:
+    """Each host's `isobench run` options beyond those run.yml sets (its
+    ``ib_run_args``): --allow-packages agrees to the study's packages on a
+    host, where no terminal asks; each host still refuses a plan that
+    removes a package or touches isobench's own, and keeps its plan with
+    its run."""
+    return ["--allow-packages"] if allow_packages else []
+
+
 def _one_line(text: str) -> str:
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
     return (lines[-1] if lines else "no message")[:300]
@@ -186,6 +195,7 @@ def run_fleet(
     timeout: float,
     poll: float,
     log,
+    allow_packages: bool = False,
 ) -> list[Outcome]:
     """Run the playbook on HOSTS (their run ids in RUNS), import what came
     back, record every host's outcome."""
@@ -218,6 +228,7 @@ def run_fleet(
                 "ib_setup": setup,
                 "ib_timeout": int(timeout),
                 "ib_poll": int(poll),
+                "ib_run_args": run_args(allow_packages),
             },
         )
         problems = host_problems(result.events)

@@ -4,18 +4,20 @@ lock, nothing written) parsed into the packages it would install, upgrade
 and remove, and the refusal of a plan that removes a package or touches one
 isobench needs.
 
-Whether a new package starts a service is not predicted: apt's package
-lists hold no file lists (only the .deb or a Contents index does, and
-neither is on a host by default), so the plan says it cannot tell rather
-than guess from names."""
+The services the new packages would bring (``with_services``) are read
+from their .debs, fetched into a temporary directory and listed
+(host/debservices.py): apt's package lists hold no file lists. Where they
+cannot be fetched (no network, a timeout), the plan says it cannot tell
+and why, rather than guess from names."""
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from isobench.core.proc import run_argv
+from isobench.host.debservices import DOWNLOAD_TIMEOUT_S, Unknown, services_of
 
 SIMULATE_TIMEOUT_S = 120.0  # texlive-full (356 packages) took 10 s here on a busy host
 # "Inst NAME [INSTALLED] (CANDIDATE RELEASE [ARCH])": no [INSTALLED] when new
@@ -36,6 +38,9 @@ class AptPlan:
     install: tuple[Change, ...] = ()  # new on this host
     upgrade: tuple[Change, ...] = ()  # installed now, replaced by apt's candidate
     remove: tuple[Change, ...] = ()
+    # (package, unit or /etc/init.d/NAME) of the new packages; None: not read (services_unknown: why not)
+    services: tuple[tuple[str, str], ...] | None = None
+    services_unknown: str = ""
 
     @property
     def changes(self) -> bool:
@@ -46,6 +51,8 @@ class AptPlan:
             "install": [{"package": c.package, "version": c.new} for c in self.install],
             "upgrade": [{"package": c.package, "from": c.old, "to": c.new} for c in self.upgrade],
             "remove": [{"package": c.package, "version": c.old} for c in self.remove],
+            "services": None if self.services is None else [{"package": p, "unit": u} for p, u in self.services],
+            "services_unknown": self.services_unknown or None,
         }
 
 
@@ -70,7 +77,8 @@ def parse_simulation(text: str) -> AptPlan:
 
 def describe(plan: AptPlan, most: int = 10) -> str:
     """The plan in words: new packages by name (the first ``most``),
-    upgrades and removals with their versions."""
+    upgrades and removals with their versions, then the services the new
+    packages bring where they were read (or why they could not be)."""
 
     def listed(verb: str, changes: tuple[Change, ...], word) -> str:
         if not changes:
@@ -79,13 +87,38 @@ def describe(plan: AptPlan, most: int = 10) -> str:
         more = f", and {len(changes) - most} more" if len(changes) > most else ""
         return f"{verb} {len(changes)} ({', '.join(shown)}{more})"
 
-    return ", ".join(
-        (
-            listed("adds", plan.install, lambda c: c.package),
-            listed("upgrades", plan.upgrade, lambda c: f"{c.package} {c.old} -> {c.new}"),
-            listed("removes", plan.remove, lambda c: f"{c.package} {c.old}"),
-        )
-    )
+    parts = [
+        listed("adds", plan.install, lambda c: c.package),
+        listed("upgrades", plan.upgrade, lambda c: f"{c.package} {c.old} -> {c.new}"),
+        listed("removes", plan.remove, lambda c: f"{c.package} {c.old}"),
+    ]
+    if plan.install and plan.services_unknown:
+        parts.append(f"services: could not tell ({plan.services_unknown})")
+    elif plan.install and plan.services is not None:
+        parts.append(_started(plan.services, most))
+    return ", ".join(parts)
+
+
+def _started(services: tuple[tuple[str, str], ...], most: int) -> str:
+    if not services:
+        return "starts no service"
+    shown = ", ".join(f"{unit} ({package})" for package, unit in services[:most])
+    more = f", and {len(services) - most} more" if len(services) > most else ""
+    return f"starts services: {shown}{more}"
+
+
+def with_services(plan: AptPlan, timeout_s: float = DOWNLOAD_TIMEOUT_S) -> AptPlan:
+    """``plan`` with the services its new packages (not its upgrades) would
+    bring, read from their .debs at the versions it installs; where they
+    cannot be read, with why not. Never raises: a plan is a plan without
+    its services."""
+    if not plan.install:
+        return plan
+    try:
+        found = services_of([(c.package, c.new or "") for c in plan.install], timeout_s)
+    except Unknown as exc:
+        return replace(plan, services_unknown=str(exc))
+    return replace(plan, services=found)
 
 
 def _bare(name: str) -> str:

@@ -1,10 +1,11 @@
 """A study's own Debian packages on this host, planned before anything
 starts: which of them an environment that runs the host's programs
 (EnvKind.installs_on_host: native) would install, what apt would then
-install, upgrade and remove (host.aptplan), and the refusal of a plan that
-removes a package or touches one isobench needs. `validate` prints the
-plan; `run`, `try` and `calibrate` ask for consent with it and keep it with
-the run as the ``packages_plan`` fact (cli/execution.py)."""
+install, upgrade and remove, and the services its new packages bring
+(host.aptplan), and the refusal of a plan that removes a package or touches
+one isobench needs. `validate` prints the plan; `run`, `try` and
+`calibrate` ask for consent with it and keep it with the run as the
+``packages_plan`` fact (cli/execution.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import functools
 from dataclasses import dataclass
 
 from isobench.envs.kinds import kind_of
-from isobench.host.aptplan import AptPlan, PlanError, describe, simulate, touched, why_not
+from isobench.host.aptplan import AptPlan, PlanError, describe, simulate, touched, why_not, with_services
 from isobench.host.hostinfo import host_info
 from isobench.host.packages import to_install
 from isobench.host.prepare import needed_packages
@@ -21,7 +22,7 @@ from isobench.run.plan import plan
 from isobench.study import Study
 
 NOTHING = "nothing to install"  # the consent of a plan that changes nothing
-SERVICES = "whether a new package starts a service is not predicted (apt's lists hold no file lists)"
+UNPLANNED = ("install", "upgrade", "remove", "services", "services_unknown")  # null where apt could not be asked
 
 
 class Refused(ValueError):
@@ -46,18 +47,14 @@ class HostPackages:
             return f"{where}: cannot tell what installing {' '.join(self.missing)} would change ({self.unknown})"
         if not self.plan.changes:
             return f"{where}: {' '.join(self.asked)} installed already: nothing changes on this host"
-        return (
-            f"{where}: installing {' '.join(self.missing)} (apt-get update, then install) "
-            f"{describe(self.plan)}; {SERVICES}"
-        )
+        return f"{where}: installing {' '.join(self.missing)} (apt-get update, then install) {describe(self.plan)}"
 
     def as_dict(self) -> dict:
         return {
             "environments": list(self.environments),
             "asked": list(self.asked),
             "to_install": list(self.missing),
-            **(self.plan.as_dict() if self.plan is not None else {"install": None, "upgrade": None, "remove": None}),
-            "services": None,  # not predicted (host/aptplan.py)
+            **(self.plan.as_dict() if self.plan is not None else dict.fromkeys(UNPLANNED)),
             "unknown": self.unknown or None,
             "line": self.line(),
         }
@@ -83,13 +80,16 @@ def host_packages(study: Study) -> HostPackages | None:
 
 @functools.lru_cache(maxsize=64)
 def _planned(asked: tuple[str, ...]) -> tuple[tuple[str, ...], AptPlan | None, str | None]:
-    """(what the host lacks, apt's plan for it, why there is none), asked
-    once per process for the same packages: apt takes 2 to 10 s a plan, and
-    a fleet or a test validates the same study's packages many times. The
-    install re-checks its plan on fresh lists anyway (host.packages)."""
+    """(what the host lacks, apt's plan for it with its new packages'
+    services, why there is none), asked once per process for the same
+    packages: apt takes 2 to 10 s a plan (reading the services a few more:
+    the .debs are fetched), and a fleet or a test validates the same study's
+    packages many times. The install re-checks its plan on fresh lists
+    anyway (host.packages). A plan refused anyway fetches nothing."""
     missing = tuple(to_install(list(asked)))
     try:
-        return missing, simulate(list(missing)), None
+        found = simulate(list(missing))
+        return missing, found if touched(found, needed_packages()) else with_services(found), None
     except PlanError as exc:
         return missing, None, f"refused:{exc}" if exc.refused else str(exc)
 
