@@ -35,3 +35,13 @@ def test_measure_for_is_a_duration_and_one_stopping_rule():
         parse_study(STUDY.format(extra="").replace('"3m"', '"soon"'), "s.toml")
     with pytest.raises(StudyError, match="measure_for fixes the rounds after the warm-up; a budget"):
         parse_study(STUDY.format(extra='budget = "10m"'), "s.toml")
+
+
+def test_the_progress_line_counts_the_fitted_rounds():
+    # a try of 2026-11-27 printed "round 6/8" with 48 rounds fitted: the study's least, not the run's
+    from isobench.run.looks import round_label
+
+    meta = parse_study(STUDY.format(extra="warmup = 1"), "s.toml").meta
+    assert round_label(meta, 0, 49) == "warm-up"
+    assert round_label(meta, 6, 49) == "round 6/48"
+    assert round_label(meta, 6) == "round 6/8"  # before the fit: the study's repetitions

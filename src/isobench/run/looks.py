@@ -187,13 +187,16 @@ def fit_rounds(ctx, schedule, step, cells, envs: int, warmup_s: float) -> int:
     return n
 
 
-def round_label(meta, round_: int) -> str:
+def round_label(meta, round_: int, rounds: int | None = None) -> str:
+    """ "round 3/10" (or its budget, or its most rounds); ``rounds``: the
+    rounds this run measures, warm-ups included, where measure_for fitted
+    them to the warm-up's pace (not the study's repetitions)."""
     if round_ < meta.warmup:
         return "warm-up"
     of = (
         f" (budget {meta.budget})"
         if meta.budget is not None
-        else f"/{meta.repetitions}"
+        else f"/{rounds - meta.warmup if rounds is not None else meta.repetitions}"
         if not meta.adaptive
         else f" (up to {meta.adaptive_schedule.max_rounds})"
     )

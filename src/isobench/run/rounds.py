@@ -76,12 +76,12 @@ def run_round(
             settle(ctx.store, ctx.run_id, schedule, cell, runs, ctx.meta, ctx.progress, rounds - round_, noise)
         began, measured_here = time.monotonic(), False
         for slot in schedule.slots(cell.workload, envs, round_ - warmup):
-            measured_here |= _run_slot(ctx, slot, cell, round_, noise)
+            measured_here |= _run_slot(ctx, slot, cell, round_, noise, rounds)
         if measured_here and round_ >= warmup:  # resumed cells took no time
             clock.add((cell.key, cell.case), time.monotonic() - began)
 
 
-def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None) -> bool:
+def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None, rounds: int) -> bool:
     """Measure one slot's samples (alone or as a duet) and store them;
     returns whether anything was measured."""
     meta, key, case = ctx.meta, cell.key, cell.case
@@ -97,7 +97,7 @@ def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts:
     warmup = round_ < meta.warmup
     duet = slot.together and len(live) == 2 and not any(ctx.prepare_failures.get((key, e.name)) for e in live)
     ctx.progress.step(
-        f"{round_label(meta, round_)} {key}/{case} in {' with '.join(e.name for e in live)}"
+        f"{round_label(meta, round_, rounds)} {key}/{case} in {' with '.join(e.name for e in live)}"
         + (" (duet)" if duet else "")
     )
     if duet:
