@@ -9,19 +9,21 @@ bash scripts/setup.sh
 
 # The lanes (docs/testing.md#lanes). First, the integration tests whose
 # effect is a CPU quota, then the fault tests (they stop the Docker Engine,
-# which would stop the fleet's hosts too). The unit tests run beside every
-# integration test, from the start to the end if they need it, in a
-# session of their own at autogroup nice 19: they take only the CPU the
-# integration tests leave (a quota bites only where the work could
-# otherwise get more CPU; the other tests keep about one core busy, and
-# mostly wait on engines, guests and servers). Then the other integration
-# tests one at a time (they share the engine, the run lock, and several
-# measure an effect), with the fleet's tests beside them: their hosts are
-# containers of their own (own run lock, store and label, a subnet no other
-# test uses), and they mostly wait on ssh, Ansible and polls; the linter and
-# type checker (about 10 s of one core) run beside it too. Each lane's
-# output is printed once the main lane is done. Options (-x, -k EXPR) go to
-# every run; naming tests (a path that exists) runs just those, serially.
+# which would stop the fleet's hosts too), with the unit tests beside them
+# at nice 19: a quota bites only where the work could otherwise get more
+# CPU, these tests keep about one core busy, and the pure unit tests take
+# the other (at nice 19 they get about 1.5% of a core either test wants;
+# the fault tests fill the time the unit tests need anyway). Once these are
+# done, whatever unit tests remain run at full priority, before any other
+# integration test starts: beside those, they would slow them (and the
+# fleet's) by more than they saved. Then the other integration tests one at
+# a time (they share the engine, the run lock, and several measure an
+# effect), with the fleet's tests beside them: their hosts are containers of
+# their own (own run lock, store and label, a subnet no other test uses),
+# and they mostly wait on ssh, Ansible and polls; the linter and type checker
+# (about 10 s of one core) run beside it too, and their output is printed
+# first once the main lane is done. Options (-x, -k EXPR) go to every run;
+# naming tests (a path that exists) runs just those, serially.
 pytest=(.venv/bin/python -m pytest -ra --durations=25)
 for arg in "$@"; do
   [[ -e ${arg%%::*} ]] && exec "${pytest[@]}" "$@"
@@ -42,6 +44,15 @@ trap stop_lanes EXIT
 # Ctrl-C ends the suite: pytest handles SIGINT and exits 2, and bash would
 # then go on to the next part (it stops itself only for a child SIGINT killed)
 trap 'exit 130' INT
+# a process and its descendants to nice 0 (pytest-xdist's workers and what they started)
+renice_tree() {
+  local pid
+  for pid in "$@"; do
+    renice -n 0 -p "$pid" >/dev/null 2>&1 || true
+    # shellcheck disable=SC2046
+    renice_tree $(ps -o pid= --ppid "$pid")
+  done
+}
 # (trap - INT: a background job starts with SIGINT ignored, and pytest only
 # tears its fixtures down on KeyboardInterrupt; --basetemp: pytest prunes
 # older numbered temp dirs, another lane's included)
@@ -57,6 +68,12 @@ quota_tests=(
   tests/integration/test_faults.py
 )
 "${pytest[@]}" "$@" "${quota_tests[@]}" || quota=$?
+renice_tree "$unit_pid"
+echo 0 >"/proc/$unit_pid/autogroup" 2>/dev/null || true
+wait "$unit_pid" || unit=$?
+unit_pid=""
+echo "== the unit tests (run beside the quota and fault tests) =="
+cat "$lanes/unit.log"
 fleet_tests=tests/integration/test_fleet.py
 (trap - INT; exec "${pytest[@]}" --basetemp "$lanes/fleet" "$@" "$fleet_tests") >"$lanes/fleet.log" 2>&1 &
 fleet_pid=$!
@@ -65,10 +82,6 @@ lint_pid=$!
 ignore=(--ignore "$fleet_tests")
 for t in "${quota_tests[@]}"; do ignore+=(--ignore "$t"); done
 "${pytest[@]}" "$@" "${ignore[@]}" tests/integration || integration=$?
-wait "$unit_pid" || unit=$?
-unit_pid=""
-echo "== the unit tests (run beside the integration tests, at autogroup nice 19) =="
-cat "$lanes/unit.log"
 wait "$lint_pid" || lint=$?
 lint_pid=""
 echo "== the linter, formatter check and type checker (run beside the main lane) =="
