@@ -156,7 +156,7 @@ def isobench(*args: str, home: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC), "ISOBENCH_HOME": home}
     env.pop("ISOBENCH_DEBUG", None)
     return subprocess.run(
-        [sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True, env=env, timeout=300
     )
 
 
