@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich import box
 from rich.measure import Measurement
-from rich.table import Table
 
 from isobench.cli.common import STORE_OPTION, console, default_output, err_console, writing
 from isobench.cli.common import fail as _fail
@@ -35,80 +33,16 @@ def runs(store_path: str, fmt: str, output: str | None) -> None:
     """List stored runs, oldest first. Samples are the measured ones; the
     warm-ups, left out of every statistic, are counted apart.
     --json, the old spelling of --format json, works for one more release."""
-    store = _open_store(store_path, reader=True)
-    # status: complete (every cell has an ok sample), incomplete (some failed or were skipped:
-    # --resume), interrupted (Ctrl-C, SIGTERM, a full store), died (killed: nobody holds its lock)
     from isobench.core.lock import live_run_ids
+    from isobench.report.runs_list import runs_rows, runs_table, statuses
 
-    live = live_run_ids()
+    store = _open_store(store_path, reader=True)
     rows = store.list_runs()
-    # a run left "running" by a SIGKILLed isobench: no live process owns it
-    status = {r.run_id: "died" if r.status == "running" and r.run_id not in live else r.status for r in rows}
+    status = statuses(rows, live_run_ids())
     if fmt == "json":
-        emit(
-            document(
-                "runs",
-                {
-                    "runs": [
-                        {
-                            "run_id": r.run_id,
-                            "study": r.study_name,
-                            "started_at": r.started_at,
-                            "finished_at": r.finished_at,
-                            "status": status[r.run_id],
-                            "environments": r.environments,
-                            "samples": r.samples_ok,
-                            "warmups": r.warmups,
-                            "failed": r.samples_failed,
-                        }
-                        for r in rows
-                    ]
-                },
-            ),
-            output,
-        )
+        emit(document("runs", {"runs": runs_rows(rows, status)}), output)
         return
-    # light rules and one space between columns: every column fits 80 columns
-    table = Table(
-        "run",
-        "study",
-        "started",
-        "status",
-        "environments",
-        "samples",
-        "warm-ups",
-        "failed",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    for i, column in enumerate(table.columns):
-        column.no_wrap = i != 4  # the environments wrap, at spaces
-        column.justify = "right" if i >= 5 else "left"
-    # a run id and a status are never cut (scripts and people copy them);
-    # what does not fit is taken from the study and the environments
-    for i, values in ((0, [r.run_id for r in rows]), (3, [status[r.run_id] for r in rows])):
-        table.columns[i].min_width = max((len(v) for v in values), default=0)
-    for column in table.columns[5:]:  # the counts, whole
-        column.min_width = len(str(column.header))
-    table.columns[1].overflow = "fold"
-    for r in rows:
-        table.add_row(
-            *map(
-                sink.markup,
-                (
-                    r.run_id,
-                    r.study_name,
-                    r.started_at,
-                    status[r.run_id],
-                    ", ".join(r.environments),
-                    r.samples_ok,
-                    r.warmups,
-                    r.samples_failed,
-                ),
-            )
-        )
+    table = runs_table(rows, status)
 
     # a listing is never cut to fit (ids, statuses and counts are copied by
     # scripts and people): the environments wrap and the study folds first;
