@@ -81,3 +81,30 @@ def test_validate_says_a_budget_in_one_rounds_figure():
     assert int(figure) > 9  # what 30 minutes pay for at the study's estimate, not the first block
     said = re.findall(r"about (\d+) rounds of every case", out)
     assert said in ([], [figure])
+
+
+def test_a_duets_settle_line_counts_an_environments_rounds_not_the_pooled_baseline(tmp_path):
+    """The baseline ran beside each partner, so its column holds twice the
+    rounds; the settle line's n is what one environment ran (3 here)."""
+    from isobench.report.markdown import render_markdown
+
+    path = str(tmp_path / "s.sqlite")
+    store = Store(path)
+    store.create_run("r-noisy", fake_study(ENVS), {"cores": 2})
+    store.define_metrics("r-noisy", "compression", "default", [Metric("throughput_mbs", "MB/s", True)])
+    for r in range(ROUNDS):
+        at = f"2026-11-27T10:{r:02d}:00+0000"
+        for i, other in enumerate(ENVS[1:]):
+            ratio = 1.0 + (0.12 if (r + i) % 2 else -0.06)  # about +3% at a 10% paired SD: inconclusive
+            for env, partner, value in (("native", other, 3.0), (other, "native", 3.0 * ratio)):
+                duet = {"duet": {"partner": partner, "cpus": "0" if env == "native" else "1"}}
+                vals = {"throughput_mbs": value}
+                store.add_sample(
+                    Sample("r-noisy", env, "compression", "default", r, r == 0, "ok", at, 10.0, vals, duet)
+                )
+    store.finish_run("r-noisy", "complete")
+    store.close()
+    md = render_markdown(Store(path).load_run("r-noisy"))
+    text = " ".join(md.split())
+    assert "Inconclusive" in text, text[:2000]
+    assert f"(this run has n = {ROUNDS - 1})" in text

@@ -14,8 +14,10 @@ from isobench.workloads.hpcc import (
     Hpcc,
     HpccParams,
     build_argv,
+    combined_gflops,
     derive_n,
     grid,
+    parse_hpl_results,
     parse_summary,
     render_input,
     stream_vector_size,
@@ -51,6 +53,30 @@ def test_parse_real_output(real_output):
     assert set(m.values) == {x.name for x in w.metrics("default")}
     assert all(v > 0 for v in m.values.values())
     assert m.raw == real_output
+
+
+def test_several_solves_report_their_combined_rate_not_hpccs_best():
+    # captured: hpcc 1.5.0 (Debian 12), 1 process, three solves at N=768, NB=192
+    text = (DATA / "hpccoutf-3solves.txt").read_text()
+    w = Hpcc(HpccParams(n=768, hpl_runs=3), HOST)
+    m = w.parse("default", output(text))
+    assert m.extra["hpl_solves_gflops"] == [2.083, 2.031, 1.862]
+    assert m.extra["summary"]["HPL_Tflops"] * 1000 == pytest.approx(2.08302)  # hpcc keeps the best
+    # three equal solves: their flops over their time is the harmonic mean
+    assert m.values["hpl_gflops"] == pytest.approx(3 / (1 / 2.083 + 1 / 2.031 + 1 / 1.862))
+    assert parse_hpl_results(text + text) == parse_hpl_results(text)  # hpcc appends: the last run only
+
+
+def test_solves_of_unequal_size_weigh_by_their_flops():
+    # one long solve at 2 GFLOPS and one far shorter at 4: about the long one's rate
+    assert combined_gflops([(4000, 2.0), (400, 4.0)]) == pytest.approx(2.0, rel=0.002)
+    assert combined_gflops([(1000, 3.0)]) == pytest.approx(3.0)
+
+
+def test_one_solve_keeps_the_summarys_figure(real_output):
+    m = Hpcc(HpccParams(n=2000), HOST).parse("default", output(real_output))
+    assert "hpl_solves_gflops" not in m.extra
+    assert len(parse_hpl_results(real_output)) == 1
 
 
 def test_summary_skips_non_numbers(real_output):
@@ -124,6 +150,16 @@ def test_input_file_carries_n_nb_and_grid():
     assert lines[31].startswith("#####")  # HPL ignores line 32; hpcc reads PTRANS after it
     assert len(lines) == 36
     assert render_input(1, 2, 3, 4).count("\n") == 36
+
+
+def test_hpl_runs_repeat_n_and_get_their_own_dirs():
+    w = Hpcc(HpccParams(procs=1, n=2000, nb=80, hpl_runs=3), HOST)
+    lines = w.input_text().splitlines()
+    assert lines[4].split()[0] == "3" and lines[5].split()[:4] == ["2000", "2000", "2000", "Ns"]
+    assert len(lines) == 36
+    once = Hpcc(HpccParams(procs=1, n=2000, nb=80), HOST)
+    assert w.work_dir(PATHS) != once.work_dir(PATHS)
+    assert w.expected_s("default") > once.expected_s("default")
 
 
 def test_argv_runs_as_root_with_shared_memory_on_tmpfs():

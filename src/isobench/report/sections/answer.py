@@ -196,7 +196,8 @@ class AnswerSection(Section):
                     heading="Inconclusive: these rounds cannot tell (cheapest to settle first)",
                 )
             )
-            n = next((col.n for col in table.columns if col.is_baseline), None)
+            # an environment's own rounds: a duet's baseline column pools the samples of every partner
+            n = max((col.n for col in table.columns if not col.is_baseline and col.n), default=None)
             out.append(Para(settle_line([cell_suggestion(_judged(c), ctx.run) for _, _, c in open_cells], n)))
         untold = [
             Item(
