@@ -148,9 +148,9 @@ def test_fleet_list_with_no_fleets_says_so(store):
 
 def test_validate_json_repetitions_is_a_number():
     doc = one_document(invoke("validate", QUICK, "--format", "json"), "validate")
-    assert doc["ok"] is True and doc["repetitions"] == 9  # studies/quick.toml: repetitions = 9
-    assert doc["rounds_plan"] == {"mode": "fixed", "min": 9, "max": 9}
-    assert doc["repetitions_text"] == "9 repetitions"
+    assert doc["ok"] is True and doc["repetitions"] == 10  # studies/quick.toml: repetitions = 10
+    assert doc["rounds_plan"] == {"mode": "fixed", "min": 10, "max": 10}
+    assert doc["repetitions_text"] == "10 repetitions"
     doc = one_document(invoke("validate", QUICK, "--budget", "30m", "--format", "json"), "validate")
     assert doc["repetitions"] is None and doc["rounds_plan"]["mode"] == "budget"
     assert isinstance(doc["rounds_plan"]["min"], int) and isinstance(doc["rounds_plan"]["max"], int)
@@ -231,7 +231,7 @@ def test_repetitions_1_is_warned_with_the_reason(tmp_path):
     from isobench.checks.resolution import one_round_warning
     from isobench.study import load_study
 
-    text = Path(QUICK).read_text().replace("repetitions = 9", "repetitions = 1")
+    text = Path(QUICK).read_text().replace("repetitions = 10", "repetitions = 1")
     (tmp_path / "one.toml").write_text(text)
     (warning,) = one_round_warning(load_study(str(tmp_path / "one.toml")))
     assert "repetitions = 1" in warning and "no paired test" in warning
