@@ -3,7 +3,6 @@ paths, hostile exports, stores that are not isobench's, files that hang or
 never end, control characters on the way to the terminal. Each crafted input
 gets one line on stderr and exit 2, and nothing is written outside the store."""
 
-import gc
 import json
 import os
 import sqlite3
@@ -13,21 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
+from tests import inprocess
 from tests.synthetic_runs import simple_run
 
-from isobench.cli import common, entry
-from isobench.store import shapes
 from isobench.store.db import Store
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "src"))
 ESC_OSC52 = "\x1b]52;c;aGVsbG8=\x07"  # a clipboard write
 
 
-# The commands run in this process, through the same outermost frame as the
-# `isobench` program (cli/entry.main: exit status, the one line on stderr);
-# what is per process (the stores a command opened, "said once") is reset
-# before each, as a new process would start. Only what could hang or never
-# end runs as a process of its own (isobench_process).
+# The commands run in this process (tests/inprocess.py); only what could
+# hang or never end runs as a process of its own (isobench_process).
 @pytest.fixture
 def isobench(monkeypatch, capfd):
     def run(*args: str, cwd: Path, store: Path | None = None) -> subprocess.CompletedProcess:
@@ -38,18 +33,7 @@ def isobench(monkeypatch, capfd):
             monkeypatch.setenv("ISOBENCH_STORE", str(store))
         else:
             monkeypatch.delenv("ISOBENCH_STORE", raising=False)
-        shapes._said.clear()
-        common._inputs.clear()
-        common._stores.clear()
-        capfd.readouterr()  # only this command's output
-        try:
-            entry.main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-        gc.collect()  # the store a command left open closes, as at a process's exit (its -wal and -shm go)
-        out, err = capfd.readouterr()
-        return subprocess.CompletedProcess(["isobench", *args], code, out, err)
+        return inprocess.isobench(capfd, *args)
 
     return run
 
