@@ -144,20 +144,21 @@ if __name__ == "__main__":
 
 
 # --- hostile files, answered by the command itself in one line (exit 2) ------------------
-import os  # noqa: E402
 import sqlite3  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
 
-SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+from tests import inprocess  # noqa: E402
 
 
-def isobench(*args: str, home: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC), "ISOBENCH_HOME": home}
-    env.pop("ISOBENCH_DEBUG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "isobench.cli.entry", *args], capture_output=True, text=True, env=env, timeout=300
-    )
+@pytest.fixture
+def isobench(monkeypatch, capfd):
+    """The command in this process (tests/inprocess.py), ISOBENCH_HOME at HOME."""
+
+    def run(*args: str, home: str):
+        monkeypatch.setenv("ISOBENCH_HOME", home)
+        monkeypatch.delenv("ISOBENCH_DEBUG", raising=False)
+        return inprocess.isobench(capfd, *args)
+
+    return run
 
 
 def hostile_files(d) -> dict[str, tuple[list[str], str]]:
@@ -210,7 +211,7 @@ def hostile_files(d) -> dict[str, tuple[list[str], str]]:
         "2,000 Docker environments",
     ],
 )
-def test_hostile_file_is_one_line_never_a_traceback(what, tmp_path):
+def test_hostile_file_is_one_line_never_a_traceback(what, tmp_path, isobench):
     args, expected = hostile_files(tmp_path)[what]
     proc = isobench(*args, home=str(tmp_path / "home"))
     assert proc.returncode == 2, proc.stderr
@@ -226,7 +227,7 @@ def test_hostile_file_is_one_line_never_a_traceback(what, tmp_path):
         assert tables == [("invoices",)]
 
 
-def test_user_text_in_messages_is_printed_literally(tmp_path):
+def test_user_text_in_messages_is_printed_literally(tmp_path, isobench):
     """Rich markup in a path ([bold], [red]) must not be eaten or styled."""
     weird = tmp_path / "[bold]x[red]"
     weird.mkdir()

@@ -136,3 +136,27 @@ def test_no_drift_in_constant_or_noise():
 def test_non_finite_values_are_refused():
     with pytest.raises(ValueError):
         outliers([1.0, float("nan"), 2.0, 3.0, 4.0])
+
+
+def test_the_drift_slope_is_scipys_theil_sen_slope_exactly():
+    """drift's slope is scipy.stats.theilslopes' slope, to the last bit, over
+    every pair of rounds up to 256 and over block medians beyond: varied
+    lengths, ties, values over many orders, one value apart."""
+    from isobench.analysis.anomalies import DRIFT_THEIL_MAX_N, _theil_sen
+
+    rng = np.random.default_rng(3)
+    for n in [*range(3, 30), 255, 256, 257, 1000]:
+        for kind in range(4):
+            values = rng.normal(100, 5, n)
+            if kind == 1:
+                values = np.round(values)
+            elif kind == 2:
+                values = np.exp(rng.normal(0, 3, n))
+            elif kind == 3:
+                values = np.full(n, 7.0)
+                values[rng.integers(n)] = 8.0
+            x, a = np.arange(n, dtype=float), values
+            if n > DRIFT_THEIL_MAX_N:
+                blocks = np.array_split(np.arange(n), DRIFT_THEIL_MAX_N)
+                x, a = np.array([b.mean() for b in blocks]), np.array([np.median(values[b]) for b in blocks])
+            assert _theil_sen(values) == st.theilslopes(a, x).slope, (n, kind)
