@@ -5,6 +5,12 @@
 # and type checker (scripts/lint.sh, docs/development.md) beside the main lane.
 set -euo pipefail
 cd "$(dirname "$0")"
+# Python keeps the byte code it compiles (.venv's and src/'s __pycache__, both
+# ignored by git): where the shell sets PYTHONDONTWRITEBYTECODE (this
+# machine's do, and so CI's), every isobench process the tests start
+# compiled scipy, numpy, rich and isobench's own modules from source again,
+# about 2 s of CPU each, and each integration lane starts dozens (docs/testing.md#time)
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh
 
 # The lanes (docs/testing.md#lanes). First, the integration tests whose

@@ -163,9 +163,12 @@ def study_under_way(tmp_path, repetitions: int, samples: int):
             proc.kill()
 
 
+# Interrupted (or killed) once the run has stored a sample in each environment
+# (round 1's compression): what is checked happens between samples, and the
+# two hpcc samples that came next made each test wait about 2 s longer.
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
-    with study_under_way(tmp_path, repetitions=50, samples=4) as (proc, store, done, log):
+    with study_under_way(tmp_path, repetitions=50, samples=2) as (proc, store, done, log):
         proc.send_signal(sig)
         proc.wait(120)
     err = log.read_text()
@@ -205,14 +208,14 @@ def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
 
 
 def test_sigkill_leftovers_are_removed_by_clean(tmp_path):
-    with study_under_way(tmp_path, repetitions=50, samples=4) as (proc, store, done, _log):
+    with study_under_way(tmp_path, repetitions=50, samples=2) as (proc, store, done, _log):
         proc.kill()  # SIGKILL: no teardown runs
         proc.wait(30)
     assert isobench_containers(), "a SIGKILLed run leaves its containers; this test checks clean removes them"
     out = isobench("clean", store=store, cwd=tmp_path).stdout
     assert "container isobench-" in out
     assert isobench_containers() == []
-    assert ok_samples(store) >= done >= 4
+    assert ok_samples(store) >= done >= 2
     # the kernel released the run lock with the process: a new run may start
     from isobench.core.lock import RunLock
 

@@ -22,8 +22,10 @@ schedule = "duet"
 [environments.docker-nat]
 [environments.docker-host]
 
+# 4 MB: 1.0 to 1.9 s a sample on one CPU here, above the 0.6 s the rotation
+# check below needs of the four compression duets (8 MB made each twice as long)
 [workloads.compression]
-size_mb = 8
+size_mb = 4
 
 [workloads.hpcc]
 n = 400
@@ -66,7 +68,7 @@ def test_a_duet_study_runs_both_sides_at_once_and_leaves_nothing(tmp_path):
         if min(e_a - s_a, e_b - s_b) > 0.6:
             assert rec_a["swaps"] >= 2 and 0.15 < rec_a["home_share"] < 0.85, pair
             rotated += 1
-    assert rotated >= 4, duets  # compression and hpcc take over a second a sample
+    assert rotated >= 4, duets  # compression's four duets take over a second a sample
     facts = json.loads(db.execute("SELECT host_facts FROM runs").fetchone()[0])
     assert facts["schedule"]["name"] == "duet"
     assert set(facts["schedule"]["cells"].values()) == {"duet"}

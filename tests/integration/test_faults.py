@@ -231,9 +231,12 @@ def server_pids(run_id: str, name: str) -> list[int]:
 
 
 def test_server_killed_mid_run(tmp_path):
+    # 3 rounds: the kill lands in the second sample, and the third shows the next
+    # sample's server starts and measures again (one failed line, not two); the
+    # 4th round that was here added only what --resume measures again
     study = tmp_path / "server.toml"
     study.write_text(
-        '[study]\nname = "fault-server"\nrepetitions = 4\nwarmup = 0\n'
+        '[study]\nname = "fault-server"\nrepetitions = 3\nwarmup = 0\n'
         "[environments.native]\n"
         "[workloads.redis]\nrequests = 300000\nclients = [4]\n"
     )
@@ -316,9 +319,12 @@ def test_outputs_to_a_full_filesystem_leave_no_file(tmp_path, small_tmpfs):
 
 
 def test_store_filesystem_full_mid_run(tmp_path, small_tmpfs):
+    # 12 rounds: the disk fills after the third sample, with nine (about 0.3 s
+    # each) still ahead, so the run is measuring when it fills; the rest is what
+    # --resume measures (30 rounds made that 27 samples)
     study = tmp_path / "full.toml"
     study.write_text(
-        '[study]\nname = "fault-full"\nrepetitions = 30\nwarmup = 0\n'
+        '[study]\nname = "fault-full"\nrepetitions = 12\nwarmup = 0\n'
         "[environments.native]\n[workloads.compression]\nsize_mb = 1\nlevel = 1\n"
     )
     store = small_tmpfs / "r.sqlite"
@@ -359,9 +365,12 @@ def qemu_pids(run_id: str) -> list[int]:
 
 
 def test_qemu_guest_killed_mid_run(tmp_path):
+    # 4 rounds: the guest is killed after its second sample, with two of its
+    # samples still ahead to meet the dead QEMU; --resume boots a guest again
+    # for what is left (6 rounds made that four of them)
     study = tmp_path / "vm.toml"
     study.write_text(
-        '[study]\nname = "fault-vm"\nrepetitions = 6\nwarmup = 0\n'
+        '[study]\nname = "fault-vm"\nrepetitions = 4\nwarmup = 0\n'
         "[environments.native]\n"
         '[environments.vm]\nkind = "vm"\nvcpus = 1\nmemory_mb = 768\ndata_disk_mb = 512\n'
         'accel = "tcg"\n'

@@ -30,6 +30,8 @@ def fake(monkeypatch, tmp_path):
     module = sys.modules["isobench.envs.fake"]
     monkeypatch.setattr(type(kinds["fake"]), "scratch_roots", (str(tmp_path / "fake-root"),))
     module.EVENTS.clear()
+    module.EXECS.clear()
+    module.DISCARDING.clear()
     yield module
     registry.unregister("fake")
     sys.modules.pop("isobench.envs.fake", None)
@@ -161,6 +163,41 @@ def test_clean_keeps_the_scratch_of_a_live_run(fake, tmp_path):
     assert not dead.exists() and f"directory {dead}" in removed
 
 
+def test_workloads_clean_up_only_where_the_stop_would_not_take_it_all(fake, tmp_path):
+    from isobench.run.runner import run_study
+    from isobench.store.db import Store
+    from isobench.study import parse_study
+
+    study = parse_study(
+        study_text(
+            '[environments.fake]\n[environments.gone]\npreset = "fake"\n'
+            "[workloads.compression]\nsize_mb = 1\nthreads = 1\nlevel = 0\n"
+        ),
+        "f.toml",
+    )
+    fake.DISCARDING.add("gone")  # its stop() takes the corpus with it; fake's does not say so
+    store = Store(str(tmp_path / "r.sqlite"))
+    run_study(study, store)
+    assert {r["env"] for r in store.samples(store.latest_run_id()) if r["status"] == "ok"} == {"fake", "gone"}
+    # compression's cleanup (rm, then rmdir of its directories) ran in fake only, before its stop
+    cleanups = [name for name, argv in fake.EXECS if argv[0] == "rmdir"]
+    assert cleanups == ["fake"], fake.EXECS
+    assert ("stop", "gone") in fake.EVENTS
+    assert not list((tmp_path / "fake-root").glob("*-gone")), "its stop() removed it all the same"
+
+
+def test_containers_and_guests_discard_their_contents_the_host_does_not():
+    from isobench.envs.docker import DockerEnvironment
+    from isobench.envs.group import InstanceGroup
+    from isobench.envs.native import NativeEnvironment
+    from isobench.envs.vm.environment import VmEnvironment
+
+    native, docker, vm = NativeEnvironment(name="n"), DockerEnvironment(name="d"), VmEnvironment(name="v")
+    assert (native.discards_contents(), docker.discards_contents(), vm.discards_contents()) == (False, True, True)
+    assert InstanceGroup(name="g", members=[docker, DockerEnvironment(name="d2")]).discards_contents()
+    assert not InstanceGroup(name="g", members=[native, NativeEnvironment(name="n2")]).discards_contents()
+
+
 def test_the_core_names_no_kind():
     """study, runner, preflight, clean and every CLI module loop over the registry."""
     cli = [str(p.relative_to(SRC)) for p in (SRC / "cli").glob("*.py")]
@@ -196,6 +233,7 @@ def test_environment_capabilities_have_defaults():
 
     env = Bare(name="bare")
     assert env.instances() == [env] and env.vmm_pid is None and env.measure_startup(5) is None
+    assert not env.discards_contents()  # a kind says so only where its stop() takes it all
     assert not env.attached and env.bench_ports == []
     env.pre_start()
     env.expose("198.19.0.1", [(80, "tcp")])

@@ -86,6 +86,14 @@ class Environment(abc.ABC):
         (images.study_packages). A kind that runs the host's own programs
         installs those the host lacks."""
 
+    def discards_contents(self) -> bool:
+        """Whether stop() takes everything the workloads started or wrote
+        inside with it (a container and its volume, a guest and its disks):
+        the runner then skips their own cleanup there, which would only delay
+        the stop (a command round trip each). Not where they outlive it: the
+        host's processes and directories."""
+        return False
+
     @property
     def vmm_pid(self) -> int | None:
         """The host process holding a guest's memory (a group reads its PSS

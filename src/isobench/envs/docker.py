@@ -388,6 +388,9 @@ class DockerEnvironment(Environment):
         except OSError as exc:
             raise EnvironmentError_(f"{self.name}: cannot move the container to CPUs {cpulist}: {exc}") from None
 
+    def discards_contents(self) -> bool:
+        return True  # stop() removes the container, its processes and its volume
+
     def stop(self) -> None:
         problems = [
             p

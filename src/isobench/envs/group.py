@@ -121,6 +121,9 @@ class InstanceGroup(Environment):
                 out[k] = out.get(k, 0.0) + v
         return out
 
+    def discards_contents(self) -> bool:
+        return all(member.discards_contents() for member in self.members)
+
     def stop(self) -> None:
         problems = []
         for member in reversed(self.members):

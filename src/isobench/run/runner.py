@@ -280,12 +280,15 @@ def schedule_facts(schedule: Schedule, cells: list[Cell]) -> dict:
 def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:
     """Stop servers and remove inputs the workloads started (a native
     redis-server would outlive the run otherwise); once all cells are done,
-    since entries may share an input file."""
+    since entries may share an input file. Not in an environment whose
+    stop() discards them all (a container, a guest): there it would only
+    delay the teardown, by a command round trip each."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
     try:
         planted = planted_of(cells)
+        kept = [env for env in envs if not env.discards_contents()]
         for key, workload in {c.key: c.workload for c in cells}.items():
-            for env in envs:
+            for env in kept:
                 try:
                     planted.get((key, env.name), workload).cleanup(env)
                 except Exception:  # noqa: BLE001 - env.stop() is the backstop

@@ -17,6 +17,8 @@ from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Footprint
 
 EVENTS: list[tuple[str, str]] = []  # (what, environment or run id), for the test to read
+EXECS: list[tuple[str, list[str]]] = []  # (environment, argv) of every exec
+DISCARDING: set[str] = set()  # environments whose stop() says it takes their contents with it
 
 
 class FakeSpec(EnvSpec):
@@ -69,6 +71,7 @@ class FakeEnvironment(Environment):
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         EVENTS.append(("exec", self.name))
+        EXECS.append((self.name, list(argv)))
         return run_argv(argv, timeout, cwd)
 
     def write_file(self, path: str, content: bytes) -> None:
@@ -79,6 +82,9 @@ class FakeEnvironment(Environment):
     def measure_startup(self, timeout: float) -> dict[str, float]:
         EVENTS.append(("startup", self.name))
         return {"ready_s": run_argv(["true"], timeout).wall_s}
+
+    def discards_contents(self) -> bool:
+        return self.name in DISCARDING  # it does remove its whole root below either way
 
     def stop(self) -> None:
         EVENTS.append(("stop", self.name))

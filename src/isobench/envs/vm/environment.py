@@ -163,16 +163,8 @@ class VmEnvironment(Environment):
         """Boot the real guest with accel=kvm and a short deadline."""
         # the smallest guest of this configuration (a copy as it is: nothing
         # here is validated again, as the study already was)
-        small = self.spec.model_copy(
-            update={
-                "docker": False,
-                "pin": False,
-                "hugepages": "off",
-                "vcpus": 1,
-                "memory_mb": 512,
-                "data_disk_mb": 256,
-            }
-        )
+        smallest = dict(docker=False, pin=False, hugepages="off", vcpus=1, memory_mb=512, data_disk_mb=256)
+        small = self.spec.model_copy(update=smallest)
         probe = VmEnvironment(
             name="kvmprobe",
             spec=small,
@@ -389,6 +381,9 @@ class VmEnvironment(Environment):
         return vmm_threads(pid) if pid else {}
 
     # -- stop and facts -------------------------------------------------------
+
+    def discards_contents(self) -> bool:
+        return True  # stop() ends QEMU and removes its disks: the guest and all in it
 
     def stop(self) -> None:
         if self._qemu is not None:
