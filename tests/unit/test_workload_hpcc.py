@@ -14,15 +14,14 @@ from isobench.workloads.hpcc import (
     Hpcc,
     HpccParams,
     build_argv,
-    combined_gflops,
     derive_n,
     grid,
-    parse_hpl_results,
     parse_summary,
     render_input,
     stream_vector_size,
     summary_metrics,
 )
+from isobench.workloads.hpcc_solves import combined_gflops, parse_hpl_results
 
 DATA = Path(__file__).parent.parent / "data"
 STUDIES = Path(__file__).parents[2] / "studies"
