@@ -65,6 +65,32 @@ def test_identical_values_have_exactly_zero_spread():
     assert s.ci95_low == s.ci95_high == pytest.approx(0.1)
 
 
+def test_median_of_is_numpys_median_bit_for_bit():
+    """summarize's and the screen's median (analysis.summary.median_of) is
+    np.median's, to the last bit: odd and even n, ties, signs, values over
+    many orders, halves that round, and nan for nothing."""
+    from isobench.analysis.summary import median_of
+
+    rng = np.random.default_rng(7)
+    for n in [*range(1, 40), 255, 256, 1001]:
+        for kind in range(5):
+            a = [
+                rng.normal(100, 5, n),
+                np.round(rng.normal(10, 3, n)),
+                np.exp(rng.normal(0, 20, n)) * rng.choice([-1, 1], n),
+                rng.choice([0.1, 0.2, 0.30000000000000004, 1e308, -1e308], n),
+                np.log(rng.uniform(0.5, 2, n)),
+            ][kind]
+            with np.errstate(over="ignore"):  # 1e308 + 1e308: inf in both
+                got, want = median_of(a), np.median(a)
+            assert got == want and math.copysign(1, got) == math.copysign(1, want), (n, kind, got, want)
+    for pair in ([1e308, 1e308], [5e-324, 5e-324], [-0.0, 0.0]):  # inf, the least subnormal, 0
+        with np.errstate(over="ignore"):
+            got, want = median_of(np.array(pair)), np.median(pair)
+        assert got == want and math.copysign(1, got) == math.copysign(1, want), pair
+    assert math.isnan(median_of(np.array([])))
+
+
 # -- ci_halfwidth_pct ----------------------------------------------------------
 
 

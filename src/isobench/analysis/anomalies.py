@@ -40,7 +40,7 @@ from functools import cache
 import numpy as np
 
 from isobench.analysis.stats import ALPHA
-from isobench.analysis.summary import scipy_stats
+from isobench.analysis.summary import median_of, scipy_stats
 from isobench.core.numbers import fmt_num, fmt_pct, signed
 
 # Iglewicz & Hoaglin recommend 3.5, for large samples: on pure normal noise it
@@ -70,9 +70,9 @@ def _finite(values: Sequence[float]) -> np.ndarray:
 def _robust_z(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """Modified z-scores of x against the median and MAD of ref; ±inf for a
     value off a constant reference, 0 for a value on it."""
-    med = float(np.median(ref))
+    med = median_of(ref)
     dev = x - med
-    mad = float(np.median(np.abs(ref - med)))
+    mad = median_of(np.abs(ref - med))
     if mad > 0:
         return _MAD_TO_Z * dev / mad
     mean_ad = float(np.mean(np.abs(ref - med)))
@@ -155,9 +155,9 @@ def screen(values: Sequence[float]) -> Screened:
         return Screened((), (), threshold)
     logs = np.log(a)
     z = _robust_z(logs, logs)
-    far = np.abs(logs - np.median(logs)) >= math.log(SCREEN_MIN_RATIO)
+    far = np.abs(logs - median_of(logs)) >= math.log(SCREEN_MIN_RATIO)
     idx = tuple(int(i) for i in np.flatnonzero((np.abs(z) > threshold) & far))
-    med = float(np.median(a))
+    med = median_of(a)
     return Screened(idx, tuple(float(a[i]) / med for i in idx), threshold)
 
 

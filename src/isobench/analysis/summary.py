@@ -56,6 +56,18 @@ def finite_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
     return a
 
 
+def median_of(a: np.ndarray) -> float:
+    """np.median of a 1-D array of finite values, bit for bit (the middle
+    value, or the two middle ones' sum halved, as np.mean takes it; nan when
+    empty), without np.median's any-axis machinery: about 20 times its cost
+    on a cell's few values, and every cell of every table takes several."""
+    s = np.sort(a)
+    half = s.size // 2
+    if s.size % 2:
+        return float(s[half])
+    return float((s[half - 1] + s[half]) / 2) if s.size else float("nan")
+
+
 def _t_crit(df: float) -> float:
     return float(scipy_special().stdtrit(df, 0.975))  # t.ppf(0.975, df) without the rv machinery
 
@@ -72,7 +84,7 @@ def summarize(values: Sequence[float] | np.ndarray) -> Summary:
     sd = 0.0 if np.ptp(a) == 0 else float(np.std(a, ddof=1))
     half = _t_crit(n - 1) * sd / math.sqrt(n)
     cv = sd / abs(mean) if mean != 0 else nan
-    return Summary(n, mean, float(np.median(a)), sd, cv, mean - half, mean + half, float(a.min()), float(a.max()))
+    return Summary(n, mean, median_of(a), sd, cv, mean - half, mean + half, float(a.min()), float(a.max()))
 
 
 def ci_halfwidth_pct(summary: Summary) -> float:
