@@ -233,12 +233,14 @@ def server_pids(run_id: str, name: str) -> list[int]:
 def test_server_killed_mid_run(tmp_path):
     # 3 rounds: the kill lands in the second sample, and the third shows the next
     # sample's server starts and measures again (one failed line, not two); the
-    # 4th round that was here added only what --resume measures again
+    # 4th round that was here added only what --resume measures again. 150,000
+    # requests: about 1.8 s of load (300,000 took 3.6 to 4 s here), the kill
+    # 0.5 s after the server's start, so still mid-measurement
     study = tmp_path / "server.toml"
     study.write_text(
         '[study]\nname = "fault-server"\nrepetitions = 3\nwarmup = 0\n'
         "[environments.native]\n"
-        "[workloads.redis]\nrequests = 300000\nclients = [4]\n"
+        "[workloads.redis]\nrequests = 150000\nclients = [4]\n"
     )
     store = tmp_path / "r.sqlite"
     run = Run([str(study), "--out", str(tmp_path / "results")], store, tmp_path)
