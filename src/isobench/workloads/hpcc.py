@@ -98,7 +98,7 @@ HPL.out      output file name (if any)
 """
 
 # An HPL solve's seconds per N^3 on one core here (2.5 s at N = 2112, about
-# 2.6 GFLOPS for its 2/3 N^3 flops), and the seconds of hpcc's other
+# 2.5 GFLOPS for its 2/3 N^3 flops), and the seconds of hpcc's other
 # kernels per RandomAccess table word (8 s at 2^22): the quick study's
 # samples of 2026-11-27 and a lone run of 2026-11-28.
 HPL_SOLVE_S_PER_N3 = 0.26e-9
