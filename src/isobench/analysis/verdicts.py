@@ -295,8 +295,13 @@ def _noncentrality(df: float, q: float, power: float) -> float:
     if not math.isfinite(c):
         return math.inf
 
+    # the noncentral t's own survival function: what nct.sf returns for these
+    # finite arguments, without the argument handling that cost ten times the
+    # function (ten calls a solve, a solve per cell's df)
+    sf = scipy_stats().nct._sf
+
     def shortfall(nc: float) -> float:
-        return float(scipy_stats().nct.sf(c, df, nc)) - power
+        return float(sf(c, df, nc)) - power
 
     # At 2 rounds and a strict level (c in the thousands) the noncentral t's
     # series warns it is approximate: the answer is then "a many-fold change",
