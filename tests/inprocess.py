@@ -6,7 +6,11 @@ reset before each command (the stores it opened, what the store's shapes
 said once), and every SQLite connection it opened is closed after, as a
 process's exit closes it (a store's -wal and -shm files go). A command that
 could hang or never end (a FIFO, /dev/zero) still runs as a process of its
-own, under a timeout."""
+own, under a timeout. One difference stays: ISOBENCH_HOME is read when
+isobench.core.workspace is first imported, so a test that sets it names no
+state directory for the command (only an unexpected error's traceback log
+and the default store live there: such a test fails on the first, and
+names its store)."""
 
 from __future__ import annotations
 
