@@ -76,7 +76,7 @@ def _without_centres(lines: list[str]) -> list[str]:
             ln = " | ".join(re.sub(r"^[\d.,\u2212]+( vs [\d.,\u2212]+)? ?", "", c) for c in ln.split(" | "))
             ln = ln.replace(" \u26a0 |", " |").replace("\u26a0 |", " |")  # the screen's new warnings: tested below
         # 4 times in 5 now, said so, at the worst true change: analysis/settle.py
-        ln = re.sub(r"about >?\d+ rounds", "about N rounds", ln).replace(" 4 times in 5", "")
+        ln = re.sub(r"(about >?|more than )\d+ rounds", "about N rounds", ln).replace(" 4 times in 5", "")
         out.append(ln.replace("; rounds \u2212 1 df", ""))  # the legend names the test's df now
     return out
 

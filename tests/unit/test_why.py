@@ -43,8 +43,8 @@ def test_an_io_cell_names_the_hosts_noise_and_what_would_settle_it():
     assert why == (
         "why: paired SD 16.2% per sample against this host's pilot 2.1% on CPU, 22.4% on I/O (about this host's "
         "I/O noise); same-round correlation \u22120.23: pairing removed nothing; 5.0 s a sample; would settle it: "
-        "178 rounds, longer samples (noise within a sample averages out over a longer one), a quieter host or "
-        "device, or leaving the case out of a gate"
+        "178 rounds, longer samples if SD² × seconds a sample falls with them (docs/statistics.md#shorter-samples), "
+        "a quieter host or device, or leaving the case out of a gate"
     )  # 178: settled 4 times in 5 at the worst true change (335 asked for an interval any estimate settles)
 
 

@@ -181,9 +181,12 @@ class Verdict:
             extra = f" ({self.reason})" if self.reason else ""
             return f"equivalent within ±{self.margin_pct:g}%: {where}{extra}"
         could = f"; {self.callable_text}" if self.callable_text else ""
+        need = self.rounds_needed_text
+        # "more than 1000", not "about >1000" (the figure past the cap is no estimate)
+        rounds = f"more than {need[1:]}" if need.startswith(">") else f"about {need}"
         return (
-            f"inconclusive at n = {_n_text(e)}: {where}{could}; about {self.rounds_needed_text} "
-            f"rounds would resolve ±{self.margin_pct:g}% {SETTLE_TEXT}"
+            f"inconclusive at n = {_n_text(e)}: {where}{could}; {rounds} rounds would resolve "
+            f"±{self.margin_pct:g}% {SETTLE_TEXT}"
         )
 
 

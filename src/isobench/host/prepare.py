@@ -185,7 +185,7 @@ def change_lines(s: HostState) -> list[str]:
     """What `isobench setup` will change on this host, step by step, before it changes anything."""
     restart = any(not line.startswith("runtimes:") for line in s.daemon)
     return [
-        "1. packages (apt-get update, then install without recommends; a temporary /usr/sbin/policy-rc.d "
+        "step 1, packages (apt-get update, then install without recommends; a temporary /usr/sbin/policy-rc.d "
         "keeps services from starting meanwhile): "
         + (
             f"installs {len(s.missing)} of {s.wanted}: {', '.join(s.missing)}"
@@ -193,10 +193,10 @@ def change_lines(s: HostState) -> list[str]:
             else f"all {s.wanted} present"
         )
         + "; those present are upgraded where apt has a newer candidate",
-        "1. services stopped and disabled (the workloads start their own): "
+        "step 1, services stopped and disabled (the workloads start their own): "
         + (", ".join(s.services) if s.services else f"{', '.join(SERVICES)} where present (none runs now)"),
-        f"2. {DAEMON_JSON} rewritten, other keys kept: " + ("; ".join(s.daemon) if s.daemon else "unchanged"),
-        "2. Docker Engine "
+        f"step 2, {DAEMON_JSON} rewritten, other keys kept: " + ("; ".join(s.daemon) if s.daemon else "unchanged"),
+        "step 2, Docker Engine "
         + (
             "started"
             if not s.docker
@@ -206,11 +206,11 @@ def change_lines(s: HostState) -> list[str]:
             if s.daemon
             else "left running as it is"
         ),
-        "2. cgroup controllers moved from cgroup2 to v1 hierarchies of their own (crun needs them off cgroup2): "
+        "step 2, cgroup controllers moved from cgroup2 to v1 hierarchies of their own (crun needs them off cgroup2): "
         + (", ".join(s.cgroups) if s.cgroups else "none here"),
-        f"2. networks: docker0 198.18.0.1/24 and Docker's address pools 198.18.64.0/18, inside {NETWORK_RANGE} "
+        f"step 2, networks: docker0 198.18.0.1/24 and Docker's address pools 198.18.64.0/18, inside {NETWORK_RANGE} "
         "(RFC 2544's benchmarking range): hosts of a network using it are unreachable from containers",
-        f"3. the image {s.image_tag}: "
+        f"step 3, the image {s.image_tag}: "
         + ("present" if s.image else "built (debootstrap and apt under /var/lib/isobench/images, then docker import)"),
     ]
 

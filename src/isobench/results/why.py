@@ -90,7 +90,7 @@ def why_inconclusive(run: RunData, key: MetricKey, env: str, verdict: Verdict) -
     seconds = sample_seconds(run, key, env)
     if seconds is not None:
         parts.append(f"{seconds:.1f} s a sample")
-    return "why: " + "; ".join(parts) + "; would settle it: " + ", ".join(remedies(verdict, r, seconds, hosts_own))
+    return "why: " + "; ".join(parts) + "; would settle it: " + either(remedies(verdict, r, seconds, hosts_own))
 
 
 def remedies(verdict: Verdict, r: float | None, seconds: float | None, hosts_own: bool) -> list[str]:
@@ -99,8 +99,17 @@ def remedies(verdict: Verdict, r: float | None, seconds: float | None, hosts_own
     if verdict.rounds_needed is not None and verdict.rounds_needed <= ROUNDS_NEEDED_CAP:
         out.append(f"{verdict.rounds_needed} rounds")
     if r is not None and r < PAIRING_HELPS and seconds is not None and seconds < LONGER_BELOW_S:
-        out.append("longer samples (noise within a sample averages out over a longer one)")
+        # only if the noise is within a sample: a disk whose speed moves over
+        # tens of seconds is as noisy at 8 s as at 1 s (docs/workloads/fio.md)
+        out.append("longer samples if SD² × seconds a sample falls with them (docs/statistics.md#shorter-samples)")
     if hosts_own:
         out.append("a quieter host or device")
-    out.append("or leaving the case out of a gate")
+    out.append("leaving the case out of a gate")
     return out
+
+
+def either(remedies: list[str]) -> str:
+    """ "a, b, or c"; "a or b"; "a"."""
+    if len(remedies) < 3:
+        return " or ".join(remedies)
+    return ", ".join(remedies[:-1]) + ", or " + remedies[-1]
