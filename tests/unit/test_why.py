@@ -55,3 +55,16 @@ def test_pairing_that_helped_says_so():
     pairs = list(zip(run.values[(RANDREAD, "docker")], run.values[(RANDREAD, "native")]))
     r = same_round_correlation(pairs)
     assert r is not None and r > 0.3 and f"same-round correlation {r:+.2f}" in why  # positive: no minus sign
+
+
+def test_a_lone_remedy_reads_without_or():
+    """Past the rounds cap, with pairing that helped and noise unlike the
+    host's, the gate is all that is left: "would settle it: leaving the case
+    out of a gate" (it read "would settle it: or leaving ..." before)."""
+    from types import SimpleNamespace
+
+    from isobench.results.why import either, remedies
+
+    lone = remedies(SimpleNamespace(rounds_needed=1001), 0.5, 2.5, False)  # type: ignore[arg-type]
+    assert either(lone) == "leaving the case out of a gate"
+    assert either(["178 rounds", "leaving the case out of a gate"]) == "178 rounds or leaving the case out of a gate"
