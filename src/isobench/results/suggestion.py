@@ -68,7 +68,11 @@ def suggestion_text(s: Suggestion) -> str:
     if s.beyond_cap:
         return f"more than {ROUNDS_NEEDED_CAP} rounds"
     when = f", about {fmt_duration(s.wall_s)} here" if s.wall_s is not None else ""
-    return f"about {s.rounds} rounds ({SETTLE_TEXT}{when})" + budget_clause(s)
+    # inside the parentheses: the sentence goes on ("... would settle it")
+    beyond = (
+        f"; more than {ROUNDS_NEEDED_CAP} in a budgeted run" if s.wall_s and not s.budget and s.budget_beyond else ""
+    )
+    return f"about {s.rounds} rounds ({SETTLE_TEXT}{when}{beyond})" + budget_clause(s)
 
 
 def budget_clause(s: Suggestion) -> str:
@@ -77,7 +81,7 @@ def budget_clause(s: Suggestion) -> str:
     if s.wall_s is None:
         return ""
     if b is None:
-        return f"; a budgeted run would need more than {ROUNDS_NEEDED_CAP}" if s.budget_beyond else ""
+        return ""  # or beyond the cap: suggestion_text says so
     if b.budget is None:
         return f", or a budgeted run to its look at {b.look}: more than any --budget (24h)"
     cap = f" with max_repetitions = {b.max_repetitions}" if b.max_repetitions else ""
