@@ -68,3 +68,16 @@ def test_a_lone_remedy_reads_without_or():
     lone = remedies(SimpleNamespace(rounds_needed=1001), 0.5, 2.5, False)  # type: ignore[arg-type]
     assert either(lone) == "leaving the case out of a gate"
     assert either(["178 rounds", "leaving the case out of a gate"]) == "178 rounds or leaving the case out of a gate"
+
+
+def test_the_answer_says_why_under_each_open_cell():
+    """The answer's inconclusive cells carry the same why as the Inconclusive
+    section (before, only `report --all`, Markdown and HTML said it)."""
+    from isobench.report.blocks import Items
+    from isobench.report.sections.answer import AnswerSection
+
+    run = _run(shared=0.0)
+    blocks = AnswerSection().blocks(ReportContext(run, build_table(run)))
+    (open_cells,) = [b for b in blocks if isinstance(b, Items) and b.heading.startswith("Inconclusive")]
+    (item,) = open_cells.items
+    assert item.sub == (_why(run),) and item.sub[0].startswith("why: paired SD 16.2% per sample")

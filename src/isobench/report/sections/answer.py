@@ -22,6 +22,7 @@ from isobench.results.schedule import schedule_summary
 from isobench.results.stopping import budget_summary
 from isobench.results.suggestion import cell_suggestion, suggestion_text
 from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
+from isobench.results.why import why_inconclusive
 
 SHOWN = 4  # inconclusive cells listed one by one per environment
 ALT = "(a figure of every primary cell's ratio and interval is in the HTML report)"
@@ -225,6 +226,8 @@ def _open_items(a: EnvAnswer, run: RunData | None = None) -> list[Item]:
             f"{_name(r)}: {interval_text(_judged(c))}; "
             + (f"{_judged(c).callable_text}; " if _judged(c).callable_text else "")
             + f"{suggestion_text(cell_suggestion(_judged(c), run))} would settle it",
+            # its cause and remedy under it, as the Inconclusive section has them
+            sub=(why,) if run is not None and (why := why_inconclusive(run, r.key, c.env, _judged(c))) else (),
             strong=f"{a.env}:",
         )
         for r, c in cells[:SHOWN]
