@@ -242,9 +242,8 @@ def test_a_run_knows_its_pace_and_answers_in_minutes():
         "about 900 rounds (4 times in 5, about 30.0 h here), or a budgeted run to its look at 1000: "
         "more than any --budget (24h)"
     )
-    assert (
-        suggestion_text(_suggested(900, 7200.0, None, beyond=True))
-        == ("about 900 rounds (4 times in 5, about 2.0 h here; more than 1000 in a budgeted run)")
+    assert suggestion_text(_suggested(900, 7200.0, None, beyond=True)) == (
+        "about 900 rounds (4 times in 5, about 2.0 h here; more than 1000 in a budgeted run)"
     )  # the answer goes on "... would settle it": it read "...; a budgeted run would need more than 1000 would settle"
     assert suggestion_text(_suggested(72)) == "about 72 rounds (4 times in 5)"  # no pace: no time, no budget
     assert suggestion_text(_suggested(1001, None, None, True)) == "more than 1000 rounds"
