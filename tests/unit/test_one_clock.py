@@ -108,3 +108,27 @@ def test_a_duets_settle_line_counts_an_environments_rounds_not_the_pooled_baseli
     text = " ".join(md.split())
     assert "Inconclusive" in text, text[:2000]
     assert f"(this run has n = {ROUNDS - 1})" in text
+
+
+def test_the_quick_studys_minutes_agree_in_the_readme_its_comment_and_validate():
+    """README and quick.toml's comment name validate's estimate, in whole
+    minutes: the three within 10% (the README said 10 minutes, validate
+    10.0 min, for runs of 8.6 to 9.0 min on 2026-11-28; the models were
+    refitted to those runs)."""
+    import re
+    from pathlib import Path
+
+    from isobench.checks.preflight import study_size
+    from isobench.host.hostinfo import HostInfo
+    from isobench.study import load_study
+
+    root = Path(__file__).resolve().parents[2]
+    quick = root / "studies" / "quick.toml"
+    readme = re.search(r"`studies/quick\.toml` \([^)]*about (\d+) minutes", (root / "README.md").read_text())
+    comment = re.search(r"Takes about (\d+) minutes", quick.read_text())
+    assert readme and comment
+    # this host's figures: HPL's N follows the memory, fio's file the free disk
+    host = HostInfo(cores=2, mem_bytes=25_276_510_208, disk_free_bytes=64 * 2**30, llc_bytes=32 * 2**20)
+    estimate_min = study_size(load_study(quick), host).estimated_s / 60
+    for said in (int(readme.group(1)), int(comment.group(1))):
+        assert abs(said - estimate_min) <= 0.1 * estimate_min, (said, estimate_min)

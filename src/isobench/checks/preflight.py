@@ -127,9 +127,11 @@ MAX_SAMPLES = 20_000
 MAX_HOURS = 24.0
 START_S = 5.0  # a rough per-instance start and stop, on top of the samples
 # Between samples: a duet's slot places both sides, reads the counters and
-# stores two samples (1.4 to 1.8 s a slot in the quick runs of 2026-11-27);
-# one sample at a time, about 0.2 s.
-DUET_SLOT_S = 1.5
+# stores two samples (1.4 to 1.8 s a slot in the quick runs of 2026-11-27;
+# about 0.8 s in three of 2026-11-28, their byte code kept, quiet: each
+# run's samples span less their walls, over its 44 slots and 33 single
+# samples); one sample at a time, about 0.2 s.
+DUET_SLOT_S = 0.9
 SAMPLE_GAP_S = 0.2
 
 

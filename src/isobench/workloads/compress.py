@@ -107,12 +107,13 @@ class Compression(Workload):
         return self.threads()
 
     def expected_s(self, case: str) -> float:
-        # pixz -2 compressed 2.6 MB/s on one thread here (quick runs of
-        # 2026-11-27: 6.2 s for 16 MB); the higher presets at xz's own
-        # relative speeds (-4 to -6 about 3x slower, -7 to -9 3.5x, -e 2x)
+        # pixz -2 compressed 3.0 MB/s on one thread here (quick runs of
+        # 2026-11-28 as duets: 5.6 s for 16 MB quiet, 6.0 s at load 2; 6.2 s
+        # on 2026-11-27); the higher presets at xz's own relative speeds
+        # (-4 to -6 about 3x slower, -7 to -9 3.5x, -e 2x)
         level = self.params.level
         slower = (1.0 if level <= 3 else 3.0 if level <= 6 else 3.5) * (2.0 if self.params.extreme else 1.0)
-        return 0.5 + self.corpus_bytes / MB / 2.6 * slower / self.threads()
+        return 0.5 + self.corpus_bytes / MB / 3.0 * slower / self.threads()
 
     def threads(self) -> int:
         return self.params.threads or self.host.cores
