@@ -108,7 +108,7 @@ class Compression(Workload):
 
     def expected_s(self, case: str) -> float:
         # pixz -2 compressed 3.0 MB/s on one thread here (quick runs of
-        # 2026-11-28 as duets: 5.6 s for 16 MB quiet, 6.0 s at load 2; 6.2 s
+        # 2026-11-28 as duets: 5.6 s for 16 MB in two, 6.0 s in a third; 6.2 s
         # on 2026-11-27); the higher presets at xz's own relative speeds
         # (-4 to -6 about 3x slower, -7 to -9 3.5x, -e 2x)
         level = self.params.level
