@@ -94,6 +94,16 @@ def test_a_workload_that_cannot_duet_runs_alone_in_a_duet_study():
     assert [len(s.envs) for s in Sequential("native", "interleaved").slots(compression(), envs, 0)] == [1, 1]
 
 
+def test_a_filler_has_time_to_clean_up_after_its_sigterm():
+    """mpirun needs about 1 s after SIGTERM to stop its ranks and remove its
+    session directory: with `timeout -k 1` it was SIGKILLed first, and each
+    native hpcc duet left about 8 MB in /tmp (2.9 GB by 2026-11-28)."""
+    argv = duet_mod.filler_argv(compression(size_mb=1), "default", Env("native"), 0.46)  # type: ignore[arg-type]
+    assert argv[:4] == ["timeout", "-k", "5", "0.46"] and argv[4:] == compression(size_mb=1).argv(
+        "default", Env("native").paths
+    )
+
+
 def test_overlap_is_the_share_covered_by_the_other_side():
     assert overlap((0.0, 10.0), [(0.0, 10.0)]) == 1.0
     assert overlap((0.0, 10.0), [(0.0, 8.0)]) == pytest.approx(0.8)

@@ -172,6 +172,8 @@ def test_argv_runs_as_root_with_shared_memory_on_tmpfs():
     assert mca["btl"] == "self,vader"
     assert mca["btl_vader_single_copy_mechanism"] == "none"
     assert mca["btl_vader_backing_directory"] == "/dev/shm/isobench/r-env/hpcc/n9984-nb192-1x2"
+    # the session directory too: the workload's cleanup removes it, where a killed mpirun left it in /tmp
+    assert mca["orte_tmpdir_base"] == mca["btl_vader_backing_directory"]
     assert w.cwd("default", PATHS) == "/data/r-env/hpcc/n9984-nb192-1x2"
     assert build_argv(5, "/w")[-3:] == ["-np", "5", "hpcc"]
 

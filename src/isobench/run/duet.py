@@ -31,6 +31,7 @@ from isobench.workloads.base import Workload
 ROTATE_S = 0.1
 FILLER_SHARE = 0.1  # a filler chunk's length, as a share of the finished sample
 FILLER_MIN_S, FILLER_MAX_S = 0.3, 5.0
+FILLER_GRACE_S = 5.0  # a filler's time to end after its SIGTERM (filler_argv)
 BARRIER_TIMEOUT_S = 60.0
 
 
@@ -101,8 +102,11 @@ def filler_s(sample_s: float) -> float:
 
 
 def filler_argv(workload: Workload, case: str, env: Environment, seconds: float) -> list[str]:
-    """The sample's own command, cut after `seconds` (its output is dropped)."""
-    return ["timeout", "-k", "1", f"{seconds:.2f}", *workload.argv(case, env.paths)]
+    """The sample's own command, cut after `seconds` (its output is dropped),
+    with FILLER_GRACE_S to end after its SIGTERM: mpirun takes about 1 s to
+    stop its ranks and remove its session directory, and at 1 s it was
+    SIGKILLed first, leaving that directory behind."""
+    return ["timeout", "-k", f"{FILLER_GRACE_S:g}", f"{seconds:.2f}", *workload.argv(case, env.paths)]
 
 
 def _side(

@@ -317,6 +317,10 @@ def build_argv(procs: int, shm: str) -> list[str]:
       ptrace rights Docker's default profile denies ("Read -1 ... errno = 1").
     backing_directory: the segments go to our own tmpfs dir, not /dev/shm,
       which is 64 MB in a default Docker container.
+    orte_tmpdir_base: Open MPI's session directory (about 8 MB a run) goes
+      there too, which the workload's cleanup removes: an mpirun killed
+      before its own cleanup (a duet's filler cut short) left one in the
+      host's /tmp each time, 2.9 GB here by 2026-11-28.
     """
     return [
         "mpirun",
@@ -338,6 +342,9 @@ def build_argv(procs: int, shm: str) -> list[str]:
         "none",
         "--mca",
         "btl_vader_backing_directory",
+        shm,
+        "--mca",
+        "orte_tmpdir_base",
         shm,
         "-np",
         str(procs),
