@@ -2,7 +2,7 @@
 out? For a stored duet run whose hpcc samples solved several times
 (`hpl_runs`, studies/ab/hpl-solves.toml), per compared environment: the
 paired log-ratio SD against the baseline of each solve alone and of the
-solves combined as hpcc.combined_gflops combines them (every leading and
+solves combined as hpcc_solves.combined_gflops combines them (every leading and
 trailing run of solves, so two solves of a three-solve run stand in for
 `hpl_runs = 2`).
 
@@ -18,10 +18,11 @@ import sqlite3
 import statistics
 
 from isobench.core.workspace import DEFAULT_STORE
+from isobench.workloads.hpcc_solves import combined_gflops
 
 
 def combined(gflops: list[float]) -> float:
-    return len(gflops) / sum(1 / g for g in gflops)  # equal N: the harmonic mean
+    return combined_gflops([(1, g) for g in gflops])  # the solves share N: any N weighs them alike
 
 
 def spans(k: int) -> list[tuple[int, int]]:

@@ -181,9 +181,9 @@ class Verdict:
             extra = f" ({self.reason})" if self.reason else ""
             return f"equivalent within ±{self.margin_pct:g}%: {where}{extra}"
         could = f"; {self.callable_text}" if self.callable_text else ""
-        need = self.rounds_needed_text
         # "more than 1000", not "about >1000" (the figure past the cap is no estimate)
-        rounds = f"more than {need[1:]}" if need.startswith(">") else f"about {need}"
+        beyond = self.rounds_needed is not None and self.rounds_needed > ROUNDS_NEEDED_CAP
+        rounds = f"more than {ROUNDS_NEEDED_CAP}" if beyond else f"about {self.rounds_needed_text}"
         return (
             f"inconclusive at n = {_n_text(e)}: {where}{could}; {rounds} rounds would resolve "
             f"±{self.margin_pct:g}% {SETTLE_TEXT}"

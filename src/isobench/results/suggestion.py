@@ -78,10 +78,8 @@ def suggestion_text(s: Suggestion) -> str:
 def budget_clause(s: Suggestion) -> str:
     """ ", or --budget 40m (...)": the budgeted run, at a pace known; "" else."""
     b = s.budget
-    if s.wall_s is None:
+    if s.wall_s is None or b is None:  # none, or beyond the cap: suggestion_text says so
         return ""
-    if b is None:
-        return ""  # or beyond the cap: suggestion_text says so
     if b.budget is None:
         return f", or a budgeted run to its look at {b.look}: more than any --budget (24h)"
     cap = f" with max_repetitions = {b.max_repetitions}" if b.max_repetitions else ""
