@@ -1,153 +1,154 @@
-"""The blind gate's own exit status (docs/output.md#exit-status): blind is 4,
-a regression found is 1 and wins over blindness, `run --require-resolution`
-judges the run's own Table I, and every blind cell says the rounds, wall
-time and --budget that would resolve it."""
+"""The duet's gate (core/gate.py): one release for both sides, the work's own
+instants read back, a side that never comes does not hold the other, and a
+duet that did not run as planned says why (run/duet.py)."""
 
-import re
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
 
 import pytest
-from click.testing import CliRunner
 
-from isobench.cli import output as out
-from isobench.cli.main import main
-from isobench.store.db import Store
-from synthetic_runs import Synthetic, fake_pilot, simple_run, write_run
-
-NOISY = [100.0, 90.0, 110.0, 95.0, 105.0]
-TIGHT = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0]
-STUDY = '[study]\nname = "synthetic"\n\n[environments.native]\n\n[environments.docker-nat]\n\n[workloads.compression]\n'
+from isobench.core.gate import PAD_TO, Ended, Gate, Inside, ended, filled, gate_argv
+from isobench.run.duet import ROTATE_S, not_as_planned
+from isobench.run.measure import Taken
+from isobench.workloads.base import Measurement
 
 
-def invoke(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+def test_the_gates_lines_leave_the_works_output_as_it_was():
+    end = ended(
+        "out\nisobench-gate-out\n", "isobench-gate ready\nwarning: x\nisobench-gate 1000000000 3500000000 8192 0\n"
+    )
+    assert end == Ended(Inside(1.0, 3.5, 8192), 0, "out\n", "warning: x\n")
+    # a work whose stderr did not end its line, and that failed
+    end = ended("isobench-gate-out\n", "no newlineisobench-gate 2000000000 2000000001 8192 3\n")
+    assert end is not None and end.stderr == "no newline" and end.code == 3 and end.stdout == ""
+    # not ended until both streams carry the marks: stdout may come later than stderr
+    assert ended("partial", "isobench-gate 1 2 3 0\n") is None
+    assert ended("isobench-gate-out\n", "isobench-gate ready\n") is None
+    assert filled("isobench-gate 1 2 3 0\nisobench-gate-filled 4 5000000000\n") == (4, 5.0)
+    assert filled("") is None
 
 
-def test_the_exit_codes_are_distinct_and_a_regression_wins():
-    assert len({0, out.EXIT_GATE, out.EXIT_BLIND, 2, 3, 130}) == 6
-    for failed, blind, code in ((True, False, 1), (False, True, 4), (True, True, 1)):
-        with pytest.raises(SystemExit) as exc:
-            out.gate_exit(failed, blind)
-        assert exc.value.code == code
-    out.gate_exit(False, False)  # neither: no exit
+def test_one_release_opens_both_sides_only_when_both_are_ready():
+    gate, opened = Gate(), []
+    a, b = gate.side(0, ["a"]), gate.side(1, ["b"])
+    t = threading.Thread(target=a.arrive, args=(lambda: opened.append(("a", time.monotonic())),))
+    t.start()
+    time.sleep(0.2)
+    assert opened == []  # a waits for b
+    b.arrive(lambda: opened.append(("b", time.monotonic())))
+    t.join(5)
+    assert [n for n, _ in opened] == ["a", "b"] and opened[1][1] - opened[0][1] < 0.01
+    assert a.held and b.held
 
 
-def test_a_compare_with_a_regression_and_blind_cells_exits_1(tmp_path):
-    path = str(tmp_path / "s.sqlite")
-    s = Store(path)
-    write_run(s, Synthetic("a", seed=1))
-    write_run(s, Synthetic("c", seed=1, inject={("docker-nat", "fio", "iops"): 0.8}))
-    s.close()
-    gates = ("--fail-on-change", "5", "--require-resolution", "0.01")  # nothing is that sharp: every cell blind
-    r = invoke("compare", "a", "c", "--store", path, *gates)
-    assert "blind:" in r.stderr and "regression: 1 cell" in r.stderr
-    assert r.exit_code == out.EXIT_GATE
-    # the same blindness without the regression is its own status
-    r = invoke("compare", "a", "a", "--store", path, *gates)
-    assert r.exit_code == out.EXIT_BLIND and "regression" not in r.stderr
+def test_a_side_that_never_reaches_the_gate_does_not_hold_the_other():
+    gate, opened = Gate(), []
+    a, b = gate.side(0, ["timed"]), gate.side(1, ["timed"])
+    t = threading.Thread(target=a.arrive, args=(lambda: opened.append("a"),))
+    t.start()
+    b.abandon()  # b's sample ended (failed) before its gate
+    t.join(5)
+    assert opened == ["a"] and not b.held
+    # and one whose partner never comes at all goes alone after the timeout
+    lonely = Gate(timeout=0.1).side(0, ["x"])
+    went = []
+    assert lonely.arrive(lambda: went.append(1)) is False and went == [1]
 
 
-def test_a_stored_runs_warmup_rounds_count_in_the_time_that_would_resolve(tmp_path):
-    path = str(tmp_path / "s.sqlite")
-    s = Store(path)
-    write_run(s, Synthetic("a", seed=1, repetitions=3))
-    assert s.load_run("a").warmup_rounds == 1  # round 0 of a synthetic run is its warm-up
-    simple_run(s, "b", {"native": TIGHT, "docker-nat": TIGHT})
-    assert s.load_run("b").warmup_rounds == 0
-    s.close()
+def test_only_the_timed_command_is_held():
+    side = Gate().side(0, ["pixz", "-2"])
+    assert not side.claim(["rm", "-f", "out"])
+    assert side.claim(["pixz", "-2"])
+    assert not side.claim(["pixz", "-2"])  # a repeat of the command runs plain
 
 
-def _fake_run(store_values):
-    """An `execute` that stores a one-metric run instead of measuring one."""
-
-    def execute(study, store, *args, **kwargs):
-        return simple_run(store, "run-x", store_values)
-
-    return execute
-
-
-@pytest.mark.parametrize(
-    "values, code",
-    [
-        ({"native": NOISY, "docker-nat": [v * 1.01 for v in reversed(NOISY)]}, out.EXIT_BLIND),
-        ({"native": TIGHT, "docker-nat": TIGHT}, 0),
-    ],
-)
-def test_run_require_resolution_judges_its_own_table(tmp_path, monkeypatch, values, code):
-    import isobench.cli.execution as execution
-
-    monkeypatch.setattr(execution, "execute", _fake_run(values))
-    study = tmp_path / "s.toml"
-    study.write_text(STUDY)
-    store, report = str(tmp_path / "r.sqlite"), str(tmp_path / "r.md")
-    r = invoke("run", str(study), "--store", store, "-o", report, "--require-resolution", "5")
-    assert r.exit_code == code, r.output
-    if code:
-        assert "blind: 1 of 1 primary cell could not have seen a change of 5% against native" in r.stderr
-        # 1 s a sample, one case in two environments: 2 s a round; a fixed run's rounds at
-        # its level, a budgeted run's at alpha/K over its looks, reached at one of them
-        m = re.search(
-            r"  compression throughput_mbs on docker-nat: its interval is \u00b1\d+\.\d%; about (\d+) rounds "
-            r"\(4 times in 5, about \d+ (s|min) here\), or --budget \d+m \(its (\d+) looks test at "
-            r"alpha/\3: (\d+) rounds, reached at its look at (\d+)\) would resolve it",
-            r.stderr,
-        )
-        assert m and int(m[5]) >= int(m[4]) > int(m[1]), r.stderr
-    else:
-        assert "blind" not in r.stderr
-    # without the option the same run is green whatever it could see
-    monkeypatch.setattr(execution, "execute", _fake_run(values))
-    again = invoke("run", str(study), "--store", str(tmp_path / "q.sqlite"), "-o", str(tmp_path / "q.md"))
-    assert again.exit_code == 0, again.output
+def _gated(argv: list[str], fill: bool, env: dict | None = None) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        gate_argv(argv, fill),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env or {"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.stderr is not None and proc.stderr.readline() == b"isobench-gate ready\n"
+    return proc
 
 
-def test_each_gate_says_its_exit_codes_in_its_help():
-    for command in ("compare", "history", "run"):
-        text = " ".join(invoke(command, "--help").output.split())
-        assert "4 blind" in text and "--require-resolution PCT" in text, command
+def _release(proc: subprocess.Popen, byte: bytes = b"g") -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(byte)
+    proc.stdin.flush()
 
 
-# -- validate --strict: a study blind at its size fails before it runs ---------------------
-
-TINY = STUDY.replace('name = "synthetic"\n', 'name = "synthetic"\nrepetitions = 2\n')
-
-
-@pytest.mark.parametrize(
-    "text, noise, strict_code",
-    [
-        (STUDY, fake_pilot(0.01, 0.02), 0),  # a quiet host: 5 rounds find changes of some %
-        (TINY, fake_pilot(1.0, 1.0), out.EXIT_BLIND),  # 2 rounds at 100% noise: nothing
-        (STUDY, None, out.EXIT_BLIND),  # never measured: it cannot say, so strict does not pass
-    ],
-)
-def test_validate_strict_fails_a_study_that_can_resolve_nothing_here(tmp_path, monkeypatch, text, noise, strict_code):
-    import isobench.checks.noisepilot as npl
-
-    monkeypatch.setattr(npl, "cached", lambda *a, **k: noise)
-    monkeypatch.setattr(npl, "measure", lambda *a, **k: pytest.fail("validate must not measure"))
-    study = tmp_path / "s.toml"
-    study.write_text(text)
-    assert invoke("validate", str(study)).exit_code == 0  # without --strict: advice, exit 0
-    r = invoke("validate", str(study), "--strict")
-    assert r.exit_code == strict_code, r.output
-    if noise is None:
-        assert "blind: the host's noise is not measured here lately" in r.stderr
-    elif strict_code:
-        assert "can find only changes beyond +999%" in r.stdout  # what validate always said
-        assert "blind: at 2 rounds it can resolve nothing here" in r.stderr
-        assert re.search(
-            r"\u00b15% equivalence needs more rounds \((about \d+ rounds \(4 times in 5, about .* --budget|more than)",
-            r.stderr,
-        )
-    # --format json prints the document, and the same status
-    assert invoke("validate", str(study), "--strict", "--format", "json").exit_code == strict_code
+def test_the_gate_holds_the_work_and_gives_it_the_same_environment_size():
+    """Real processes: the work does not start before the release, and
+    argv plus environment come to PAD_TO bytes whatever the argv's length."""
+    sizes = []
+    for path in ("/tmp/x", "/tmp/a-much-longer-path-" + "y" * 100):
+        proc = _gated(["sh", "-c", 'date +%s%N; env | wc -c; : "$1"', "sh", path], False, {"LONG": "z" * 3000})
+        time.sleep(0.3)
+        released = time.time()
+        _release(proc)
+        out, err = proc.communicate(timeout=30)
+        end = ended(out.decode(), err.decode())
+        assert end is not None and end.code == 0
+        started = int(end.stdout.split()[0]) / 1e9
+        assert released <= end.inside.start <= started  # held until the release
+        sizes.append(end.inside.stack_bytes)
+        assert b"LONG" not in out  # the harness's own environment does not reach the work
+    assert sizes == [PAD_TO, PAD_TO]
 
 
-def test_one_figure_that_resolves_is_enough():
-    from isobench.checks.resolution import Outlook, resolve
+def test_the_gate_fills_with_copies_of_the_work_until_told_to_stop():
+    proc = _gated(["sh", "-c", "sleep 0.2; echo done"], True)
+    _release(proc)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"done\n" and proc.stdout.readline() == b"isobench-gate-out\n"
+    time.sleep(0.7)  # about three fillers, silent: nothing more on stdout
+    _release(proc, b"s")
+    out, err = proc.communicate(timeout=30)
+    assert out == b"" and proc.returncode == 0
+    count, until = filled(err.decode()) or (0, 0.0)
+    assert 3 <= count <= 5 and abs(until - time.time()) < 5
 
-    hopeless, fine = resolve(1.0, 2, 0.01, 5.0), resolve(0.01, 30, 0.01, 5.0)
-    assert Outlook("at 2 rounds", 2, 1, 4, ((hopeless, "CPU", ""),)).resolves_nothing()
-    assert not Outlook(
-        "at 2 rounds", 2, 1, 4, ((hopeless, "CPU", ""), (fine, "I/O", "I/O-bound fio"))
-    ).resolves_nothing()
-    assert not Outlook("at 2 rounds", 2, 1, 4, ()).resolves_nothing()  # unknown is not nothing
+
+def test_a_failing_work_is_not_filled_and_its_code_comes_through():
+    proc = _gated(["sh", "-c", "exit 3"], True)
+    _release(proc)
+    time.sleep(0.3)
+    _release(proc, b"s")
+    out, err = proc.communicate(timeout=30)
+    end = ended(out.decode(), err.decode())
+    assert end is not None and end.code == 3 and proc.returncode == 3
+    assert filled(err.decode()) == (0, pytest.approx(time.time(), abs=5))
+
+
+def _taken(ok: bool = True) -> Taken:
+    m = Measurement({"x": 1.0}) if ok else None
+    return Taken("", 0.0, 1.0, 0.0, m, "ok" if ok else "failed")
+
+
+def test_a_duet_not_as_planned_says_why():
+    window = (0.0, 4.6)  # about 46 swaps planned
+    ok = {"swaps": 45, "home_share": 0.51}
+    assert not_as_planned(ok, window, _taken()) == ""
+    # a harness stopped for 10 s: 8 swaps, home share 0.04
+    assert "8 times of about 46" in not_as_planned({"swaps": 8, "home_share": 0.5}, window, _taken())
+    assert "4% of its time" in not_as_planned({"swaps": 45, "home_share": 0.04}, window, _taken())
+    assert "partner failed" in not_as_planned(ok, window, _taken(ok=False))
+    assert "partner failed" in not_as_planned(ok, window, None)
+    assert "swap failed" in not_as_planned({**ok, "rotate_error": "gone"}, window, _taken())
+    # too short to have swapped much: nothing said
+    assert not_as_planned({"swaps": 0, "home_share": 1.0}, (0.0, 5 * ROTATE_S), _taken()) == ""
+
+
+def test_a_discarded_try_keeps_its_values():
+    from isobench.run.measure import discarded
+
+    taken = Taken("t", 0.0, 1.0, 0.0, Measurement({"x": 2.0}, raw="out"))
+    gone = discarded(taken, "duet not as planned")
+    assert gone.status == "failed" and gone.error == "duet not as planned"
+    assert gone.extra["discarded"] == {"x": 2.0} and gone.raw == "out"

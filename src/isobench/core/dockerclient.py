@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import select
+import struct
 import time
+from collections.abc import Iterator
 
 from isobench.core.errors import EnvironmentError_
 from isobench.core.owner import Keeper
@@ -92,3 +95,32 @@ def remove_labelled(label: str, keeper: Keeper) -> list[str]:
     if failed:
         raise EnvironmentError_("could not remove " + "; ".join(failed))
     return removed
+
+
+def exec_frames(sock, deadline: float) -> Iterator[tuple[int, bytes]]:
+    """An attached exec's multiplexed stream (no tty): (1 stdout | 2 stderr,
+    bytes) frames until the engine closes it; TimeoutError past `deadline`
+    (time.monotonic), which the SDK's own reader has no notion of."""
+
+    def exactly(n: int) -> bytes:
+        got = b""
+        while len(got) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                raise TimeoutError("the engine did not answer in time")
+            chunk = sock.recv(n - len(got))
+            if not chunk:
+                return got
+            got += chunk
+        return got
+
+    while True:
+        header = exactly(8)
+        if len(header) < 8:
+            return
+        stream, size = struct.unpack(">BxxxL", header)
+        data = exactly(size)
+        if data:
+            yield stream, data
+        if len(data) < size:
+            return

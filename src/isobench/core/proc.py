@@ -99,6 +99,11 @@ def run_argv(
     return ExecResult(argv, proc.returncode, as_text(out), as_text(err), time.perf_counter() - start)
 
 
+def kill_group(proc: subprocess.Popen) -> None:
+    """The process and its whole group (a command that leads its own session)."""
+    _kill(proc, True)
+
+
 def _kill(proc: subprocess.Popen, group: bool) -> None:
     if group:
         with contextlib.suppress(OSError):  # the group may be gone already

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from isobench.core.errors import EnvironmentError_
+from isobench.core.gate import SideGate
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
 
@@ -55,6 +56,9 @@ class Environment(abc.ABC):
     # set by expose(): the client host's bridge address and the servers' ports
     _bench_addr: str | None = field(default=None, init=False, repr=False, compare=False)
     _bench_ports: list[tuple[int, str]] = field(default_factory=list, init=False, repr=False, compare=False)
+    # a duet's gate while its sample runs (run/duet.py): exec() holds the
+    # timed command at it and lets fillers through it, in kinds that can
+    gate: SideGate | None = field(default=None, init=False, repr=False, compare=False)
 
     @abc.abstractmethod
     def start(self) -> None: ...
@@ -107,6 +111,13 @@ class Environment(abc.ABC):
         cannot be kept on chosen CPUs raises; its EnvKind.duet_problems says
         so before anything starts."""
         raise EnvironmentError_(f"{self.name}: a {self.kind} environment cannot be placed on chosen host CPUs")
+
+    def gate_problem(self) -> str:
+        """Why this kind cannot hold a command at a duet's gate ("" when it
+        can: its exec() then honours `gate`). One that cannot falls back:
+        its command starts when the other side is released, and the duet's
+        record says so and how far apart the starts were."""
+        return f"a {self.kind} environment has no gate: its command starts at the release"
 
     def move(self, cpus: tuple[int, ...]) -> None:
         """place(), while a sample runs: a duet swaps its sides' CPUs many

@@ -22,6 +22,7 @@ from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
 from isobench.envs import oom
 from isobench.envs import runtimes as rt
 from isobench.envs.base import Environment, Paths
+from isobench.envs.docker_held import held_exec
 from isobench.envs.docker_spec import DockerSpec
 from isobench.envs.kinds import EnvKind, EnvProbe, placed_duet_problems
 from isobench.envs.pinning import placement
@@ -260,6 +261,8 @@ class DockerEnvironment(Environment):
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         if self._container is None:
             raise EnvironmentError_(f"{self.name}: not started")
+        if self.gate is not None and self.gate.claim(argv):
+            return held_exec(self._container.id, argv, timeout, cwd, self.gate)
         full = bounded(argv, timeout)
         kills_before = oom.read(self._container.id)[0]
         start = time.perf_counter()
@@ -287,6 +290,9 @@ class DockerEnvironment(Environment):
         return ExecResult(
             argv, code if code is not None else -1, stdout, stderr, wall, timed_out=timed_out, killed=killed
         )
+
+    def gate_problem(self) -> str:
+        return ""  # its exec's stdin is the gate's pipe
 
     def write_file(self, path: str, content: bytes) -> None:
         # The archive API (docker cp) cannot see tmpfs mounts, so stream the

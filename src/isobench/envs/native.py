@@ -8,14 +8,19 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from isobench.core.errors import EnvironmentError_
+from isobench.core.gate import SideGate
+from isobench.core.gatedproc import run_gated
+from isobench.core.owner import Keeper
 from isobench.core.proc import ExecResult, move_pids, move_tree, run_argv, tree
-from isobench.core.workspace import DATA_ROOT, TMP_ROOT
+from isobench.core.workspace import DATA_ROOT, TMP_ROOT, of_run
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin, placed_duet_problems
 from isobench.envs.pinning import placement
+from isobench.host import samplecgroup
 
 TREE_TTL_S = 1.0  # a duet's native side: how often move() walks /proc
 
@@ -39,6 +44,18 @@ class NativeKind(EnvKind):
     def duet_problems(self, spec, side_cpus: int) -> list[tuple[str, str]]:
         return placed_duet_problems(spec.instances, {"pin": spec.pin})
 
+    def clean(self, run_id: str | None, keeper: Keeper) -> list[str]:
+        """The sample cgroups a run left (isobench/RUN-ENV.N): their processes killed, then removed."""
+        removed = []
+        for name, dirs in samplecgroup.leftovers().items():
+            if run_id is not None and not of_run(name, run_id):
+                continue
+            if keeper.keeps_run(f"cgroup isobench/{name}", partial(of_run, name)):
+                continue
+            if not samplecgroup.remove_dirs(dirs):
+                removed.append(f"cgroup isobench/{name}")
+        return removed
+
     def probe(self) -> EnvProbe:
         from isobench.host.facts import host_facts
         from isobench.host.hostinfo import cpu_model
@@ -60,6 +77,9 @@ class NativeEnvironment(Environment):
     _live: set[int] = field(default_factory=set, repr=False)
     # move()'s last walk of their trees: (when, {live pid: its tree})
     _walked: tuple[float, dict[int, list[int]]] = field(default_factory=lambda: (0.0, {}), repr=False)
+    # the cgroups of the commands a duet's gate runs now: a move is one cpuset write each
+    _groups: dict[int, samplecgroup.SampleCgroup] = field(default_factory=dict, repr=False)
+    _made: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         slug = f"{self.run_id}-{self.name}"
@@ -98,11 +118,15 @@ class NativeEnvironment(Environment):
             move_tree(pid, target)
 
     def move(self, cpus: tuple[int, ...]) -> None:
-        # a duet's swap, ten a second: /proc is walked at most every
-        # TREE_TTL_S (3.4 ms with 83 processes here, work on whichever side's
-        # CPU the harness runs); between walks the processes found are moved,
-        # and whatever they fork meanwhile inherits their CPUs
+        # a duet's swap, ten a second: a gated command's cgroup is one cpuset
+        # write (as a container's); anything else is walked in /proc at most
+        # every TREE_TTL_S (3.4 ms with 83 processes here, work on whichever
+        # side's CPU the harness runs) and moved thread by thread
         self.cpu = ",".join(map(str, cpus))
+        for group in list(self._groups.values()):
+            group.set_cpus(self.cpu)
+        if not self._live:
+            return
         now = time.monotonic()
         if now - self._walked[0] > TREE_TTL_S or set(self._walked[1]) != self._live:
             self._walked = (now, {pid: tree(pid) for pid in list(self._live)})
@@ -110,9 +134,32 @@ class NativeEnvironment(Environment):
             move_pids(pids, set(cpus))
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
+        if self.gate is not None and self.gate.claim(argv):
+            return self._gated(argv, timeout, cwd, self.gate)
         if self.cpu is not None:  # pinned: everything it runs stays on its core
             argv = ["taskset", "-c", self.cpu, *argv]
         return run_argv(argv, timeout, cwd, live=self._live, own_session=True)
+
+    def _gated(self, argv: list[str], timeout: float, cwd: str | None, gate: SideGate) -> ExecResult:
+        """argv held at the duet's gate, standing in cgroups of its own as a
+        container's command does; whatever it leaves running is killed with
+        them once its fillers stop."""
+        self._made += 1
+        try:
+            group = samplecgroup.SampleCgroup(f"{self.run_id}-{self.name}.{self._made}", self.cpu)
+        except OSError as exc:  # no cgroups to stand in: pinned by taskset, moved by the walk
+            gate.standing = f"the harness's cgroups ({exc})"
+            return run_gated(argv, timeout, cwd, gate, [], pin=self.cpu)
+        self._groups[self._made] = group
+
+        def done(key: int = self._made) -> None:
+            self._groups.pop(key, None)
+            group.remove()
+
+        return run_gated(argv, timeout, cwd, gate, group.procs_files, done=done)
+
+    def gate_problem(self) -> str:
+        return ""
 
     def recorded_options(self) -> dict:
         options = super().recorded_options()
@@ -142,5 +189,8 @@ class NativeEnvironment(Environment):
         return {"ready_s": time.perf_counter() - t0}
 
     def stop(self) -> None:
+        for group in list(self._groups.values()):  # a duet's fillers never stopped
+            group.remove()
+        self._groups.clear()
         shutil.rmtree(self._paths.data, ignore_errors=True)
         shutil.rmtree(self._paths.tmp, ignore_errors=True)

@@ -2,7 +2,11 @@
 own host CPUs (Bulej, Horký, Tůma, Farquet and Prokopec, "Duet
 Benchmarking", ICPE 2020).
 
-Both sides are placed, then released by one barrier. While both samples
+Both sides are placed, then each side's timed command is started and held at
+a gate inside its environment, and one release opens both (core/gate.py):
+the work starts at the same instant on both sides, whatever each kind's
+launch costs; a kind that cannot hold a command starts it at the release
+(the record says so). While both samples
 run, the sides swap CPUs every ROTATE_S seconds, so each spends about half
 its sample on each CPU set: on a shared host the two vCPUs are not equally
 fast (one may share a physical core with a busy neighbour, or be descheduled by
@@ -11,8 +15,10 @@ every ratio (docs/statistics.md#duet). The side that finishes
 first keeps the same work running, uncounted, in short chunks until the other
 finishes, so that neither ever runs alone; a chunk is cut at a tenth of the
 sample's length so the other side waits little for it. Each sample keeps its
-duet's record: the partner, its CPUs, the start skew and the share of its
-time the other side was busy (the overlap)."""
+duet's record: the partner, its CPUs, the work's signed start skew and the
+share of its time the other side was busy (the overlap), from the work's own
+instants; a duet that did not run as planned (too few swaps: the harness was
+stopped; a partner that failed) says so, and the runner measures it again."""
 
 from __future__ import annotations
 
@@ -21,14 +27,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from isobench.core.gate import Gate, Inside, SideGate
 from isobench.envs.base import Environment
 from isobench.run.measure import Taken, take
 from isobench.workloads.base import Workload
 
 # Measured here (A/A xz, 10 pairs each): paired SD 7.3% swapping every 0.5 s,
-# 2.8% every 0.1 s, 1.1% every 0.02 s; a move costs about 1 ms natively (the
-# /proc walk) and 0.02 ms for a container (its cgroup), nothing beside a sample
+# 2.8% every 0.1 s, 1.1% every 0.02 s; a move is one cpuset write on each
+# side (a container's cgroup, a native command's own: host/samplecgroup.py)
 ROTATE_S = 0.1
+# a duet whose sides swapped fewer than this share of the planned times did
+# not run as planned (a harness stopped for 10 s swapped 8 times of about 46,
+# and its sample ran 15% long); nor one whose home share strays this far
+PLANNED_SWAPS = 0.5
+HOME_SHARE_SPAN = (0.25, 0.75)
 FILLER_SHARE = 0.1  # a filler chunk's length, as a share of the finished sample
 FILLER_MIN_S, FILLER_MAX_S = 0.3, 5.0
 FILLER_GRACE_S = 5.0  # a filler's time to end after its SIGTERM (filler_argv)
@@ -39,11 +51,12 @@ BARRIER_TIMEOUT_S = 60.0
 class Side:
     env: Environment
     cpus: tuple[int, ...]
+    gate: SideGate
     taken: Taken | None = None
-    busy: list[tuple[float, float]] = field(default_factory=list)  # perf_counter intervals: sample, then fillers
+    busy: list[tuple[float, float]] = field(default_factory=list)  # epoch intervals: sample, then fillers
     fillers: int = 0
     done: threading.Event = field(default_factory=threading.Event)
-    moves: list[float] = field(default_factory=list)  # perf_counter instants it changed CPU sets
+    moves: list[float] = field(default_factory=list)  # epoch instants it changed CPU sets
 
 
 def home_share(mine: tuple[float, float], moves: list[float]) -> float:
@@ -81,7 +94,7 @@ def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event
         try:
             for i in (0, 1) if k % 2 else (1, 0):
                 sides[i].env.move(sides[(i + k) % 2].cpus)
-                sides[i].moves.append(time.perf_counter())
+                sides[i].moves.append(time.time())
         except Exception as exc:  # noqa: BLE001 - the samples go on where they are; the record says so
             errors.append(str(exc))
             return
@@ -121,26 +134,52 @@ def _side(
     try:
         barrier.wait(BARRIER_TIMEOUT_S)
     except threading.BrokenBarrierError:
+        me.gate.abandon()
         me.done.set()
         return
+    me.env.gate = me.gate
     try:
+        if me.gate.fallback:  # no gate here: started when the other side is released
+            me.gate.arrive(None)
         me.taken = take(workload, case, me.env, noise_facts)
-        me.busy.append((me.taken.t0, me.taken.t0 + me.taken.wall_s))
+        me.busy.append(_window(me.gate.inside, me.taken.epoch, me.taken.wall_s))
     finally:
+        me.env.gate = None
+        me.gate.abandon()
         me.done.set()
         if other.done.is_set():  # each side sets, then looks: at least one sees both
             both.set()
+    if me.gate.filling:  # its gate runs the fillers: stopped once the other side is done
+        other.done.wait()
+        me.gate.stop_filling()
+        me.fillers = me.gate.fillers
+        me.busy.append((me.busy[0][1], me.gate.filled_until or time.time()))
+    else:
+        _fill(workload, case, me, other)
+
+
+def _window(inside: Inside | None, epoch: float, wall_s: float) -> tuple[float, float]:
+    """The work's own instants where the gate gave them, else the harness's."""
+    return (inside.start, inside.end) if inside is not None else (epoch, epoch + wall_s)
+
+
+def _fill(workload: Workload, case: str, me: Side, other: Side) -> None:
+    """A kind without a gate: the same work, uncounted, exec'd in chunks
+    until the other side is done."""
+    assert me.taken is not None
     chunk = filler_s(me.taken.wall_s)
     while not other.done.is_set():
-        t0 = time.perf_counter()
+        t0 = time.time()
         try:
-            me.env.exec(
+            r = me.env.exec(
                 filler_argv(workload, case, me.env, chunk), timeout=chunk + 30, cwd=workload.cwd(case, me.env.paths)
             )
         except Exception:  # noqa: BLE001 - an uncounted filler; the other side's sample says what failed
             break
-        me.busy.append((t0, time.perf_counter()))
+        me.busy.append((t0, time.time()))
         me.fillers += 1
+        if r.returncode not in (0, 124):  # failing at once, it would spin beside the other's sample
+            break
 
 
 def run_duet(
@@ -155,9 +194,14 @@ def run_duet(
     copy on one). Placement failures raise (EnvironmentError_): the caller
     records both samples as failed."""
     works = workload if isinstance(workload, tuple) else (workload, workload)
-    sides = [Side(env, c) for env, c in zip(pair, cpus)]
+    gate = Gate()
+    sides = [
+        Side(env, c, gate.side(i, work.argv(case, env.paths)))
+        for i, (env, c, work) in enumerate(zip(pair, cpus, works))
+    ]
     for s in sides:
         s.env.place(s.cpus)
+        s.gate.fallback = s.env.gate_problem()
     barrier, both = threading.Barrier(3), threading.Event()
     errors: list[str] = []
     threads = [
@@ -179,20 +223,57 @@ def run_duet(
     out = []
     for me, other in (sides, sides[::-1]):
         taken = me.taken or Taken("", time.perf_counter(), 0.0, time.time(), None, "failed", "the duet's barrier broke")
-        record: dict[str, Any] = {"partner": other.env.name, "cpus": ",".join(map(str, me.cpus))}
-        if me.taken is not None and other.taken is not None:
-            record.update(
-                {
-                    "started": round(me.taken.epoch, 3),
-                    "skew_s": round(abs(me.taken.t0 - other.taken.t0), 6),
-                    "overlap": round(overlap(me.busy[0], other.busy), 4),
-                    "fillers": me.fillers,
-                    "swaps": len(me.moves),
-                    "home_share": round(home_share(me.busy[0], me.moves), 4),
-                }
-            )
-        if errors:
-            record["rotate_error"] = errors[0][:200]
-        taken.extra["duet"] = record
+        taken.extra["duet"] = duet_record(me, other, errors)
         out.append(taken)
     return out
+
+
+def duet_record(me: Side, other: Side, errors: list[str]) -> dict[str, Any]:
+    """What a sample keeps of its duet: partner, CPUs, the gate, the work's
+    signed start skew (positive: this side started later), overlap, swaps,
+    home share, and why it did not run as planned where it did not."""
+    record: dict[str, Any] = {"partner": other.env.name, "cpus": ",".join(map(str, me.cpus))}
+    record["gate"] = "held" if me.gate.held and me.gate.inside else (me.gate.fallback or "not reached")
+    if me.gate.standing:
+        record["standing"] = me.gate.standing
+    if me.taken is not None and other.taken is not None and me.busy and other.busy:
+        mine, theirs = me.busy[0], other.busy[0]
+        both_inside = me.gate.inside is not None and other.gate.inside is not None
+        record.update(
+            {
+                "started": round(mine[0], 3),
+                "skew_s": round(mine[0] - theirs[0], 6),
+                "clock": "work" if both_inside else "harness",
+                "overlap": round(overlap(mine, other.busy), 4),
+                "fillers": me.fillers,
+                "swaps": len(me.moves),
+                "home_share": round(home_share(mine, me.moves), 4),
+            }
+        )
+        if me.gate.inside is not None:
+            record["stack_bytes"] = me.gate.inside.stack_bytes
+    if errors:
+        record["rotate_error"] = errors[0][:200]
+    why = not_as_planned(record, me.busy[0] if me.busy else None, other.taken)
+    if why:
+        record["not_as_planned"] = why
+    return record
+
+
+def not_as_planned(record: dict[str, Any], mine: tuple[float, float] | None, partner: Taken | None) -> str:
+    """Why a duet's sample did not run beside its partner as planned ("" when
+    it did): its partner failed or never ran, the sides did not swap (the
+    harness stopped), or a move failed. Pure."""
+    if mine is None:
+        return ""
+    if partner is None or partner.measurement is None:
+        return "its partner failed, so it ran alone in part"
+    if record.get("rotate_error"):
+        return f"a swap failed: {record['rotate_error']}"
+    planned = (mine[1] - mine[0]) / ROTATE_S
+    swaps, share = record.get("swaps", 0), record.get("home_share", 0.5)
+    if planned >= 10 and swaps < PLANNED_SWAPS * planned:
+        return f"swapped {swaps} times of about {planned:.0f} planned (was the harness stopped?)"
+    if planned >= 10 and not HOME_SHARE_SPAN[0] <= share <= HOME_SHARE_SPAN[1]:
+        return f"spent {share:.0%} of its time on its first CPUs, not about half"
+    return ""

@@ -61,6 +61,16 @@ def take(workload: Workload, case: str, env: Environment, noise_facts: dict | No
     return Taken(started_at, t0, time.perf_counter() - t0, epoch, m)
 
 
+def discarded(taken: Taken, why: str) -> Taken:
+    """A taken sample kept as failed: its values stay in extra["discarded"]
+    (nothing measured is lost), `why` is its error."""
+    extra = dict(taken.extra)
+    if taken.measurement is not None:
+        extra["discarded"] = taken.measurement.values
+    raw = taken.measurement.raw if taken.measurement is not None else taken.raw
+    return Taken(taken.started_at, taken.t0, taken.wall_s, taken.epoch, None, "failed", why, raw, extra)
+
+
 def record(
     store: Store,
     run_id: str,

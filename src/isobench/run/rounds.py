@@ -18,11 +18,13 @@ from isobench.host.noise import Noise
 from isobench.run.duet import run_duet
 from isobench.run.duetcalls import settle
 from isobench.run.looks import Clock, budget_look, fit_rounds, next_block_of, record_adaptive, round_label
-from isobench.run.measure import record, record_failure, take
+from isobench.run.measure import discarded, record, record_failure, take
 from isobench.run.plan import Cell
 from isobench.run.schedule import Schedule, Slot
 from isobench.store.db import Store
 from isobench.study import StudyMeta
+
+DUET_TRIES = 3  # a duet measured at most this often while it does not run as planned
 
 
 class Progress(Protocol):
@@ -102,9 +104,7 @@ def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts:
     )
     if duet:
         try:
-            cpus = (slot.cpus[0], slot.cpus[1])
-            sides = (cell.workload_in(live[0].name), cell.workload_in(live[1].name))
-            takens = run_duet(sides, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
+            takens = _duet_as_planned(ctx, slot, cell, live, round_, warmup, noise_facts)
         except EnvironmentError_ as exc:
             for env in live:
                 record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
@@ -133,6 +133,27 @@ def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts:
                 ctx.watch.failed(env, f"{key}/{case}", error)
         ctx.progress.advance()
     return True
+
+
+def _duet_as_planned(
+    ctx: RunContext, slot: Slot, cell: Cell, live: list[Environment], round_: int, warmup: bool, noise_facts
+) -> list:
+    """A duet's two samples, measured again (DUET_TRIES in all) while one of
+    them did not run as planned (run/duet.py not_as_planned); each discarded
+    try is stored as a failed sample that keeps its values and says why. The
+    last try is kept whatever it says: its record says it."""
+    cpus = (slot.cpus[0], slot.cpus[1])
+    sides = (cell.workload_in(live[0].name), cell.workload_in(live[1].name))
+    for attempt in range(DUET_TRIES):
+        takens = run_duet(sides, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
+        why = [t.extra["duet"].get("not_as_planned", "") for t in takens]
+        if not any(why) or attempt == DUET_TRIES - 1:
+            return takens
+        for env, taken in zip(live, takens):
+            gone = discarded(taken, f"duet not as planned ({why[0] or why[1]}): measured again")
+            record(ctx.store, ctx.run_id, cell.key, cell.case, cell.workload, env, round_, warmup, gone)
+        ctx.progress.note(f"{cell.key}/{cell.case} in {live[0].name} with {live[1].name}: {why[0] or why[1]}; again")
+    return takens
 
 
 def run_step(

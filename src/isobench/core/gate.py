@@ -1,0 +1,255 @@
+"""One start for both sides of a duet.
+
+Each side's timed process is started first and held at a gate inside its
+environment: a small Python program (every environment has
+/usr/bin/python3) that joins the cgroups it is given, says it is ready on
+stderr, and reads one byte from its stdin, a pipe the harness holds (a
+native pipe, or Docker's exec stdin). When both sides are ready, one release
+writes that byte to both back to back, so the harness's start-up work
+(`docker exec`, Python's own start) happens before the gate, outside any
+timed window. The gate then starts the work with an environment that is the
+same on both sides (the PATH every environment resolves with, HOME, a pad
+to the same number of bytes of argv and environment: Mytkowicz et al.,
+ASPLOS 2009, saw the environment's size move a result), and prints the
+instants the work started and ended on the kernel's clock, which native and
+containers share: the duet's skew and overlap are the work's, not the
+harness's threads'.
+
+Once the work has ended, the gate says so (its instants and exit code on
+stderr, a mark on stdout after the work's last byte) and, as a duet's
+filler, runs the same work again, uncounted and silent, until the harness
+writes a stop byte (the other side is done): each side's fillers start
+within a millisecond of its work's end, in its own environment, with no
+`docker exec` beside the other side's sample."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+PYTHON = "/usr/bin/python3"
+READY = b"isobench-gate ready\n"
+OUT_MARK = "isobench-gate-out\n"  # on stdout after the work's last byte
+PAD_TO = 8192  # bytes of argv and environment the work starts with, both sides
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+GATE_TIMEOUT_S = 60.0  # both sides ready within this, or the gate opens for whoever is
+FILLER_GRACE_S = 5.0  # a filler's time to end after its SIGTERM: mpirun's is about 1 s
+_END_RE = re.compile(r"isobench-gate (\d+) (\d+) (\d+) (-?\d+)\n")
+_FILLED_RE = re.compile(r"isobench-gate-filled (\d+) (\d+)\n")
+
+# argv: once|fill, PAD_TO, FILLER_GRACE_S, cgroup.procs files..., --, the work's argv
+PROGRAM = r"""
+import os, select, signal, sys, time
+mode, pad, grace, *rest = sys.argv[1:]
+cut = rest.index("--")
+procs, argv = rest[:cut], rest[cut + 1:]
+for path in procs:
+    with open(path, "w") as fh:
+        fh.write(str(os.getpid()))
+env = {"PATH": "@PATH@", "HOME": os.environ.get("HOME") or "/root"}
+def size():
+    return sum(len(a.encode()) + 1 for a in argv) + sum(len(k) + len(v.encode()) + 2 for k, v in env.items())
+gap = int(pad) - size() - len("ISOBENCH_PAD=") - 1
+if gap > 0:
+    env["ISOBENCH_PAD"] = "x" * gap
+stdin = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
+def spawn(actions, **kw):
+    try:
+        return os.posix_spawnp(argv[0], argv, env, file_actions=actions, **kw)
+    except OSError as exc:
+        os.write(2, ("isobench-gate: cannot run %s: %s\n" % (argv[0], exc.strerror)).encode())
+def code_of(status):
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+os.write(2, b"isobench-gate ready\n")
+if os.read(0, 1) != b"g":
+    os._exit(125)
+t0 = time.time_ns()
+pid = spawn(stdin)
+code = 127 if pid is None else code_of(os.waitpid(pid, 0)[1])
+t1 = time.time_ns()
+os.write(1, b"isobench-gate-out\n")
+os.write(2, b"isobench-gate %d %d %d %d\n" % (t0, t1, size(), code))
+if mode == "once":
+    os._exit(code)
+quiet = stdin + [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_WRONLY, 0) for fd in (1, 2)]
+filled, failing = 0, code != 0
+while not failing:
+    pid = spawn(quiet, setpgroup=0)
+    if pid is None:
+        break
+    filled += 1
+    fd = os.pidfd_open(pid)
+    if 0 in select.select([0, fd], [], [])[0]:
+        for sig, wait in ((signal.SIGTERM, float(grace)), (signal.SIGKILL, None)):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                pass
+            if select.select([fd], [], [], wait)[0]:
+                break
+        os.waitpid(pid, 0)
+        break
+    failing = os.waitpid(pid, 0)[1] != 0
+    os.close(fd)
+if failing:
+    select.select([0], [], [])
+os.write(2, b"isobench-gate-filled %d %d\n" % (filled, time.time_ns()))
+os._exit(code)
+""".replace("@PATH@", SYSTEM_PATH)
+
+
+def gate_argv(argv: list[str], fill: bool, procs: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """argv held at the gate until released; with `fill`, copies of it run
+    after it until the stop byte; in the cgroups whose cgroup.procs files
+    are `procs`."""
+    mode = "fill" if fill else "once"
+    return [PYTHON, "-I", "-S", "-c", PROGRAM, mode, str(PAD_TO), f"{FILLER_GRACE_S:g}", *procs, "--", *argv]
+
+
+@dataclass(frozen=True)
+class Inside:
+    """The work's own instants (epoch seconds, the kernel's clock) and the
+    bytes of argv and environment it started with."""
+
+    start: float
+    end: float
+    stack_bytes: int
+
+
+@dataclass(frozen=True)
+class Ended:
+    """What the gate said when the work ended: its instants, exit code, and
+    its own stdout and stderr without the gate's lines."""
+
+    inside: Inside
+    code: int
+    stdout: str
+    stderr: str
+
+
+def ended(stdout: str, stderr: str) -> Ended | None:
+    """The work's end, once both streams carry the gate's marks (its stdout
+    is then whole: the mark came after its last byte); None before. Pure."""
+    text = stderr.replace(READY.decode(), "", 1)
+    found = _END_RE.search(text)
+    if found is None or not stdout.endswith(OUT_MARK):
+        return None
+    t0, t1, size, code = (int(x) for x in found.groups())
+    return Ended(Inside(t0 / 1e9, t1 / 1e9, size), code, stdout[: -len(OUT_MARK)], text[: found.start()])
+
+
+def filled(stderr: str) -> tuple[int, float] | None:
+    """How many fillers the gate ran and when it stopped (epoch seconds). Pure."""
+    found = _FILLED_RE.search(stderr)
+    return (int(found.group(1)), int(found.group(2)) / 1e9) if found else None
+
+
+@dataclass
+class SideGate:
+    """One side's part of a gate: which of its commands is the timed one,
+    whether its environment held it (or fell back, and why), the work's own
+    instants, and how to stop its fillers."""
+
+    timed_argv: list[str]
+    shared: Gate
+    index: int
+    fill: bool = True  # copies of the work run after it until stop_filling()
+    held: bool = False  # the timed command stood at the gate
+    fallback: str = ""  # why this side could not be held ("" when it was)
+    standing: str = ""  # where its commands stood when not in cgroups of their own ("": they were)
+    inside: Inside | None = None
+    fillers: int = 0
+    filled_until: float = 0.0  # epoch seconds its fillers stopped
+    _stop: Callable[[], str] | None = None
+    _claimed: bool = False
+
+    def claim(self, argv: list[str]) -> bool:
+        """Is this the timed command, to be held at the gate? Once: anything
+        else the workload runs (and a repeat of it) runs plain."""
+        if not self._claimed and list(argv) == list(self.timed_argv):
+            self._claimed = True
+            return True
+        return False
+
+    def arrive(self, release: Callable[[], None] | None) -> bool:
+        """This side is ready (release opens it), or will never be (None: its
+        sample ended or fell back before the gate); blocks until the other
+        side is too, and both are released at once. False: the other never
+        came within GATE_TIMEOUT_S (this side is released alone)."""
+        self.held = release is not None
+        return self.shared.arrive(self.index, release)
+
+    def abandon(self) -> None:
+        """The sample ended without reaching the gate: the other side must not wait for it."""
+        if not self.shared.arrived(self.index):
+            self._claimed = True
+            self.shared.arrive(self.index, None)
+
+    def work_ended(self, inside: Inside, stop: Callable[[], str] | None) -> None:
+        """The gate's instants of the work; `stop` ends its fillers and
+        returns the rest of its stderr (None: it does not fill)."""
+        self.inside, self._stop = inside, stop
+
+    @property
+    def filling(self) -> bool:
+        return self._stop is not None
+
+    def stop_filling(self) -> None:
+        """Stop the fillers (the other side is done); how many ran, and until when."""
+        stop, self._stop = self._stop, None
+        if stop is None:
+            return
+        said = filled(stop())
+        if said is not None:
+            self.fillers, self.filled_until = said
+
+
+class Gate:
+    """Two sides, one release: the last side to arrive opens both, back to back."""
+
+    def __init__(self, parties: int = 2, timeout: float = GATE_TIMEOUT_S) -> None:
+        self._releases: list[Callable[[], None] | None] = [None] * parties
+        self._arrived = [False] * parties
+        self._lock = threading.Lock()
+        self._opened = threading.Event()
+        self.timeout = timeout
+        self.released_at = 0.0  # epoch seconds, the harness's instant of the release
+
+    def side(self, index: int, timed_argv: list[str]) -> SideGate:
+        return SideGate(list(timed_argv), self, index)
+
+    def arrived(self, index: int) -> bool:
+        return self._arrived[index]
+
+    def arrive(self, index: int, release: Callable[[], None] | None) -> bool:
+        with self._lock:
+            if self._arrived[index]:
+                return True
+            self._arrived[index], self._releases[index] = True, release
+            last = all(self._arrived)
+        if last:
+            self._open()
+            return True
+        if self._opened.wait(self.timeout):
+            return True
+        with self._lock:  # the other side never came: this one goes alone
+            if not self._opened.is_set():
+                self._releases[index] = None
+        if release is not None:
+            release()
+        return False
+
+    def _open(self) -> None:
+        import time
+
+        self.released_at = time.time()
+        for release in self._releases:
+            if release is not None:
+                try:
+                    release()
+                except OSError:  # that side's process is gone: its own exec says how
+                    pass
+        self._opened.set()

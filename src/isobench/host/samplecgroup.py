@@ -1,0 +1,148 @@
+"""A native sample's own cgroups, beside a container's.
+
+A container's processes stand in cgroups of their own (cpu, cpuacct, cpuset,
+memory: docker/ID), and a duet moves them with one cpuset write. A native
+sample ran in the harness's cgroups and moved by a sched_setaffinity per
+thread after a /proc walk, on whichever side's CPU the harness ran. Here a
+native command stands as a container does: in isobench/NAME under each
+controller (cgroup v1, the hybrid layout), or isobench/NAME in the unified
+hierarchy (v2), created before it starts and removed, whatever it left
+running killed, when it ends. NAME starts with the run id, so `clean` finds
+a run's leftovers after a SIGKILL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+ROOT = "/sys/fs/cgroup"
+PARENT = "isobench"
+V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory")
+V2_CONTROLLERS = ("cpu", "cpuset", "memory")
+
+
+def layout(root: str = ROOT) -> str:
+    """ "v2" (unified), "v1" (each controller mounted on its own, the hybrid
+    layout's) or "" (neither usable here)."""
+    if os.path.exists(f"{root}/cgroup.controllers"):
+        return "v2"
+    if all(os.path.exists(f"{root}/{c}/cgroup.procs") for c in V1_CONTROLLERS):
+        return "v1"
+    return ""
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def _read(path: str) -> str:
+    with open(path) as fh:
+        return fh.read().strip()
+
+
+def _parent_dirs(kind: str, root: str) -> list[str]:
+    """isobench's own parent under each hierarchy, made ready for children."""
+    if kind == "v2":  # the controllers handed down to isobench's children (the root's own, here)
+        parent = f"{root}/{PARENT}"
+        os.makedirs(parent, exist_ok=True)
+        enabled = set(_read(f"{parent}/cgroup.subtree_control").split())
+        for c in V2_CONTROLLERS:
+            if c not in enabled and c in _read(f"{parent}/cgroup.controllers").split():
+                _write(f"{parent}/cgroup.subtree_control", f"+{c}")
+        return [parent]
+    dirs = []
+    for c in V1_CONTROLLERS:
+        parent = f"{root}/{c}/{PARENT}"
+        os.makedirs(parent, exist_ok=True)
+        if c == "cpuset":  # a v1 cpuset without CPUs and memory nodes takes no task
+            for f in ("cpuset.cpus", "cpuset.mems"):
+                if not _read(f"{parent}/{f}"):
+                    _write(f"{parent}/{f}", _read(f"{root}/cpuset/{f}"))
+        dirs.append(parent)
+    return dirs
+
+
+class SampleCgroup:
+    """One command's cgroups: made, joined by the command itself (its
+    cgroup.procs files), moved in one write, killed and removed."""
+
+    def __init__(self, name: str, cpus: str | None, root: str = ROOT) -> None:
+        self.kind = layout(root)
+        if not self.kind:
+            raise OSError(f"no cgroup v1 controllers or v2 hierarchy under {root}")
+        self.dirs = [f"{parent}/{name}" for parent in _parent_dirs(self.kind, root)]
+        for d in self.dirs:
+            os.makedirs(d)
+        cpuset = self._cpuset_dir()
+        if self.kind == "v1":  # a v1 cpuset takes no task before it has memory nodes (v2 inherits them)
+            _write(f"{cpuset}/cpuset.mems", _read(f"{os.path.dirname(cpuset)}/cpuset.mems"))
+        self.set_cpus(cpus or ",".join(map(str, sorted(os.sched_getaffinity(0)))))
+
+    def _cpuset_dir(self) -> str:
+        return next(d for d in self.dirs if "/cpuset/" in d) if self.kind == "v1" else self.dirs[0]
+
+    @property
+    def procs_files(self) -> list[str]:
+        """What the command writes its pid to, before it runs anything."""
+        return [f"{d}/cgroup.procs" for d in self.dirs]
+
+    def set_cpus(self, cpulist: str) -> None:
+        """Every process in it onto these CPUs: a duet's move, one write."""
+        _write(f"{self._cpuset_dir()}/cpuset.cpus", cpulist)
+
+    def pids(self) -> list[int]:
+        return pids_in(self.dirs)
+
+    def remove(self) -> None:
+        """Kill whatever still runs in it (a daemon the command forked), then remove it."""
+        remove_dirs(self.dirs)
+
+
+def pids_in(dirs: list[str]) -> list[int]:
+    """The processes standing in these cgroup directories."""
+    out: set[int] = set()
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            out.update(int(p) for p in _read(f"{d}/cgroup.procs").split())
+    return sorted(out)
+
+
+def remove_dirs(dirs: list[str], wait_s: float = 5.0) -> list[str]:
+    """Each cgroup directory's processes SIGKILLed, then the directory
+    removed; returns those that could not be (still busy after wait_s)."""
+    deadline = time.monotonic() + wait_s
+    left = list(dirs)
+    while left:
+        for d in list(left):
+            with contextlib.suppress(OSError):
+                for pid in _read(f"{d}/cgroup.procs").split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
+            try:
+                os.rmdir(d)
+                left.remove(d)
+            except FileNotFoundError:
+                left.remove(d)
+            except OSError:
+                pass
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    return left
+
+
+def leftovers(root: str = ROOT) -> dict[str, list[str]]:
+    """isobench's sample cgroups still on the host, by name (each name's
+    directory under every hierarchy)."""
+    kind = layout(root)
+    parents = [f"{root}/{PARENT}"] if kind == "v2" else [f"{root}/{c}/{PARENT}" for c in V1_CONTROLLERS]
+    found: dict[str, list[str]] = {}
+    for parent in parents:
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.listdir(parent)):
+                if os.path.isdir(f"{parent}/{entry}"):
+                    found.setdefault(entry, []).append(f"{parent}/{entry}")
+    return found
