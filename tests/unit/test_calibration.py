@@ -185,3 +185,68 @@ def test_a_copy_that_got_faster_is_not_a_detection():
     drift = [8.0, 7.1, 8.6, 6.9, 7.7, 8.2, 7.4, 8.0]
     result = judge(_run({"dh": 1.0, "dh-slow10": 1.5}, drift))
     assert [(r.label, r.hits, r.n) for r in result.rates] == [("planted 10%", 0, 1)]
+
+
+# -- A/A across the seam (--seam) ------------------------------------------------------------
+
+NATIVE = STUDY.replace('baseline = "docker-host"', 'baseline = "native"').replace(
+    "[environments.docker-host]", "[environments.native]\npin = true"
+)
+
+
+def test_the_seam_adds_the_placebo_beside_a_native_baseline_placed_as_it_is():
+    text, plan = derive(NATIVE, "s.toml", None, (5.0,), 2, None, seam=True)
+    study = parse_study(text, "derived")
+    assert list(study.environments) == ["native", "native-aa1", "native-aa2", "docker-placebo", "native-slow5"]
+    placebo = study.environments["docker-placebo"]
+    assert placebo.kind == "docker" and placebo.least_isolation and placebo.pin is True  # the baseline's pin
+    assert plan.seam == "docker-placebo" and "docker-placebo beside it (A/A across the seam)" in study.meta.description
+    assert "docker-placebo" not in study.meta.plants
+    # without --seam, the study is what it was
+    assert "docker-placebo" not in parse_study(derive(NATIVE, "s.toml", None, (5.0,), 2, None)[0]).environments
+
+
+def test_the_seam_is_refused_beside_a_baseline_that_is_not_on_the_host():
+    with pytest.raises(StudyError) as err:
+        derive(STUDY, "s.toml", None, (5.0,), 2, None, seam=True)
+    assert str(err.value).startswith("--seam: docker-host (docker) is not on the host itself;")
+    assert "\n" not in str(err.value)
+
+
+def _seam_run(placebo_factor: float) -> RunData:
+    drift = [8.0, 7.1, 8.6, 6.9, 7.7, 8.2, 7.4, 8.0]
+    run = _run({"n": 1.0, "n-aa1": 1.0, "docker-placebo": placebo_factor, "n-slow50": 0.5}, drift)
+    run.env_facts["docker-placebo"] = {"kind": "docker", "placebo": True}
+    return run
+
+
+def test_judge_reads_the_placebo_apart_as_aa_across_the_seam():
+    result = judge(_seam_run(1.0))
+    assert [r.label for r in result.rates] == ["A/A", "planted 50%"]  # the placebo is in neither
+    seam = result.seam
+    assert seam is not None and seam.env == "docker-placebo" and seam.rate.label == "A/A across the seam"
+    assert seam.rate.n == 1 and seam.rate.hits == 0  # primaries only: throughput
+    [cell] = seam.cells
+    assert cell.cell == "compression default throughput_mbs" and not cell.called
+    assert cell.low_pct < cell.change_pct < cell.high_pct and abs(cell.change_pct) < 1
+    doc = result.as_dict()["seam"]
+    assert doc["env"] == "docker-placebo" and doc["hits"] == 0 and doc["cells"][0]["called"] is False
+    # a harness that slows the placebo by a fifth: the gate calls it
+    slowed = judge(_seam_run(0.8)).seam
+    assert slowed is not None and slowed.rate.hits == 1 and slowed.cells[0].called
+    assert slowed.cells[0].change_pct == pytest.approx(-20, abs=1)
+    # a run without a placebo has no seam, and its JSON says nothing of one
+    plain = judge(_run({"n": 1.0, "n-aa1": 1.0}, [8.0, 7.1, 8.6, 6.9, 7.7]))
+    assert plain.seam is None and "seam" not in plain.as_dict()
+
+
+def test_the_seam_is_printed_beside_the_rates():
+    from rich.console import Console
+
+    from isobench.cli.calibrate import print_rates
+
+    console = Console(width=160, record=True)
+    print_rates(judge(_seam_run(0.8)), console)
+    out = console.export_text()
+    assert "A/A across the seam" in out and "1 of 1 false alarms" in out
+    assert "A/A across the seam: docker-placebo" in out and "change [interval]" in out and "changed" in out

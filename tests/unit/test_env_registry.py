@@ -44,12 +44,13 @@ def study_text(body: str) -> str:
 def test_shipped_kinds_in_order_with_presets():
     kinds = registry.kinds()
     assert list(kinds)[:3] == ["native", "docker", "vm"]
-    assert list(registry.presets())[:8] == [
+    assert list(registry.presets())[:9] == [
         "native",
         "docker-nat",
         "docker-host",
         "docker-crun",
         "docker-gvisor",
+        "docker-placebo",
         "vm-stock",
         "vm-tuned",
         "vm-docker",
@@ -74,7 +75,7 @@ def test_fake_kind_in_the_study_model(fake):
         parse_study(study_text('[environments.fake]\n[environments.x]\nkind = "nope"\n[workloads.startup]\n'))
     assert (
         "must be one of native, docker, vm, fake (or name a preset: native, docker-nat, docker-host, "
-        "docker-crun, docker-gvisor, vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
+        "docker-crun, docker-gvisor, docker-placebo, vm-stock, vm-tuned, vm-docker, fake, fake-big)" in str(err.value)
     )
     with pytest.raises(
         StudyError, match=r"environments\.fake\.cpus: unknown field; allowed: instances, kind, refuse, reserve_mb"

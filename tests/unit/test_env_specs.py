@@ -29,7 +29,10 @@ from isobench.host import daemonconf
 from isobench.host.hostinfo import HostInfo, parse_cpulist
 
 HOST = HostInfo(cores=8, mem_bytes=16 * 2**30, disk_free_bytes=0)
-DOCKER_OPTIONS = ["network", "storage", "cpuset", "cpus", "memory_mb", "tmpfs_mb", "runtime", "gvisor_platform"]
+DOCKER_OPTIONS = [
+    *("network", "storage", "pid", "ipc", "seccomp", "apparmor"),
+    *("cpuset", "cpus", "memory_mb", "tmpfs_mb", "runtime", "gvisor_platform"),
+]
 VM_OPTIONS = [
     "vcpus",
     "memory_mb",
@@ -74,26 +77,62 @@ def test_environments_keep_their_spec_object():
 # -- docker --------------------------------------------------------------------------
 
 
-class FakeEngine:
-    """What DockerEnvironment.start and measure_startup ask of the engine."""
+def engine_attrs(kwargs: dict) -> dict:
+    """What the engine's container inspect says of a container run with these
+    arguments (Docker 20.10 on a host without AppArmor): the read-back start checks."""
+    volumes = kwargs.get("volumes") or {}
+    return {
+        "HostConfig": {
+            "NetworkMode": kwargs["network_mode"],
+            "PidMode": kwargs.get("pid_mode", ""),
+            "IpcMode": kwargs.get("ipc_mode", "private"),
+            "SecurityOpt": kwargs.get("security_opt"),
+        },
+        "Mounts": [{"Type": "volume", "Name": n, "Destination": v["bind"]} for n, v in volumes.items()],
+        "AppArmorProfile": "",
+    }
 
-    def __init__(self):
+
+class FakeEngine:
+    """What DockerEnvironment.start and measure_startup ask of the engine;
+    ``inspect`` is what it reports of a container run with these arguments."""
+
+    def __init__(self, inspect=engine_attrs):
         self.runs: list[dict] = []
-        self.volumes = type(
-            "Volumes", (), {"create": staticmethod(lambda name, labels: type("Volume", (), {"name": name})())}
-        )
+        self.removed: list[str] = []
+        engine = self
+
+        class Volume:
+            def __init__(self, name, labels):
+                self.name = name
+
+            def remove(self, **kwargs):
+                engine.removed.append(self.name)
+
+        self.volumes = type("Volumes", (), {"create": staticmethod(Volume)})
+        self.inspect = inspect
 
     @property
     def containers(self):
         engine = self
 
+        class Container:
+            id, ports = "c1", {}
+
+            def __init__(self, kwargs):
+                self.attrs = engine.inspect(kwargs)
+
+            def reload(self):
+                pass
+
+            def remove(self, **kwargs):
+                engine.removed.append(self.id)
+
         class Containers:
             @staticmethod
             def run(image, *args, **kwargs):
                 engine.runs.append(kwargs)
-                return type(
-                    "C", (), {"id": "c1", "ports": {}, "reload": lambda s: None, "remove": lambda s, **kw: None}
-                )()
+                return Container(kwargs)
 
         return Containers
 

@@ -39,6 +39,26 @@ CASES = [
         [('kind = "docker"', 'kind = "docker"\nnetwork = "container:db"')],
         "environments.box.network",
     ),
+    (
+        "joining another container's PID namespace",
+        [('kind = "docker"', 'kind = "docker"\npid = "container:db"')],
+        "environments.box.pid",
+    ),
+    (
+        "an IPC mode Docker has but isobench does not",
+        [('kind = "docker"', 'kind = "docker"\nipc = "none"')],
+        "environments.box.ipc",
+    ),
+    (
+        "a seccomp profile from a file",
+        [('kind = "docker"', 'kind = "docker"\nseccomp = "/etc/passwd"')],
+        "environments.box.seccomp",
+    ),
+    (
+        "an AppArmor profile by name",
+        [('kind = "docker"', 'kind = "docker"\napparmor = "docker-default"')],
+        "environments.box.apparmor",
+    ),
     ("negative repetitions", [('name = "h"', 'name = "h"\nrepetitions = -1')], "study.repetitions"),
     ("absurd repetitions", [('name = "h"', 'name = "h"\nrepetitions = 1000000000')], "study.repetitions"),
     ("absurd warm-up", [('name = "h"', 'name = "h"\nwarmup = 100000')], "study.warmup"),

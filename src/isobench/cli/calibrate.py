@@ -77,6 +77,13 @@ def _old_json(ctx, param, value: str | None) -> str | None:
     help="With --plant quota: the CPU quota every unslowed copy gets when the environment sets none (default 1).",
 )
 @click.option(
+    "--seam",
+    is_flag=True,
+    help="Add the placebo container (docker-placebo: the least isolation the engine allows) beside a baseline on "
+    "the host itself: its comparison, A/A across the seam, is the harness's own bias, reported apart "
+    "(docs/calibrate.md).",
+)
+@click.option(
     "--allow-packages",
     is_flag=True,
     help="Install the study's packages on this host (a native environment) without asking (as `run --allow-packages`).",
@@ -111,6 +118,7 @@ def calibrate(
     plants: int,
     copies: int,
     quota: float | None,
+    seam: bool,
     allow_packages: bool,
     show_id: str | None,
     fmt: str,
@@ -130,7 +138,8 @@ def calibrate(
     SIZES percent smaller. Then counts, over the primary cells, the
     false-alarm rate and the detection rate per planted size, each with a
     95% Wilson interval and each plant's delivered size (its slowdown
-    against the A/A copies'), and stores them with the run.
+    against the A/A copies'), and stores them with the run. With --seam, the
+    placebo container beside a native baseline too: A/A across the seam.
     --json, the old spelling of --format json, works for one more release
     (and --json FILE, writing FILE besides the table: use --format json -o FILE).
 
@@ -160,7 +169,7 @@ def calibrate(
         assert study_file is not None  # exactly one of the two, checked above
         try:
             study = load_study(study_file)
-            text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota, plant, plants)
+            text, _ = derive(study.text, study_file, env, parse_sizes(sizes), copies, quota, plant, plants, seam)
             derived = parse_study(text, f"{study_file} (calibration)", study.base_dir)
             if schedule is not None:
                 derived = with_schedule(derived, schedule)
@@ -206,7 +215,8 @@ def print_rates(result, out) -> None:
         "delivered (median, range)",
         title=f"calibration of {escape(result.env)} (run {escape(result.run_id)}, {escape(result.plant)} plants)",
     )
-    for r in result.rates:
+    seam = (result.seam.rate,) if result.seam else ()
+    for r in (*result.rates, *seam):
         what = "false alarms" if r.planted_pct == 0 else "detected"
         lo, hi = r.delivered_range
         table.add_row(
@@ -217,6 +227,8 @@ def print_rates(result, out) -> None:
             DASH if not r.plants else f"{_size(r.delivered_pct)} ({_size(lo)} to {_size(hi)})",
         )
     out.print(table)
+    if result.seam:
+        print_seam(result.seam, out)
     plants = [p for r in result.rates for p in r.plants]
     if not plants:
         return
@@ -225,4 +237,14 @@ def print_rates(result, out) -> None:
     each.add_column("cell", overflow="fold")
     for p in plants:
         each.add_row(_size(p.planted_pct), _size(p.delivered_pct), escape(p.text), escape(p.env), escape(p.cell))
+    out.print(each)
+
+
+def print_seam(seam, out) -> None:
+    """The placebo's cells beside the baseline: change, interval, whether the gate called it."""
+    each = Table(escape("change [interval]"), "called", title=f"{escape(seam.rate.label)}: {escape(seam.env)}")
+    each.add_column("cell", overflow="fold")
+    for c in seam.cells:
+        where = _size(c.change_pct) + ("" if math.isnan(c.low_pct) else f" [{_size(c.low_pct)}, {_size(c.high_pct)}]")
+        each.add_row(where, "changed" if c.called else "no", escape(c.cell))
     out.print(each)

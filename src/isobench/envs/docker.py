@@ -19,6 +19,7 @@ from isobench.core.errors import EnvironmentError_
 from isobench.core.owner import Keeper, owner_labels
 from isobench.core.proc import KILL_GRACE_S, ExecResult, bounded, bounded_timed_out
 from isobench.core.workspace import GUEST_DATA_DIR, GUEST_TMP_DIR, LABEL
+from isobench.envs import docker_isolation as isolation
 from isobench.envs import oom
 from isobench.envs import runtimes as rt
 from isobench.envs.base import Environment, Paths
@@ -46,7 +47,9 @@ class DockerKind(EnvKind):
             "runtime": "runsc",
             "gvisor_platform": rt.GVISOR_DEFAULT_PLATFORM,
         },
+        "docker-placebo": isolation.PLACEBO,  # the least isolation the engine allows
     }
+    placebo = "docker-placebo"
     rank = 10
     needs_image = True
 
@@ -131,6 +134,9 @@ class DockerKind(EnvKind):
         return states
 
     def check(self, spec: DockerSpec) -> list[tuple[str, str]]:  # type: ignore[override]  # kind_of pairs them
+        return isolation.engine_check(spec) + self._runtime_problems(spec)
+
+    def _runtime_problems(self, spec: DockerSpec) -> list[tuple[str, str]]:
         if spec.runtime == "runc":
             return []  # Docker's own: its problems are the engine's, found at start
         client = engine_or_none()
@@ -171,6 +177,7 @@ class DockerEnvironment(Environment):
     _volume: Any = None
     _client: Any = None  # docker.DockerClient
     _published: dict = field(default_factory=dict)  # "port/proto" -> host port (bridge)
+    _isolation: dict = field(default_factory=dict)  # as the engine reported it after start
 
     unrecorded = frozenset({"kind", "instances", "pin"})  # pin: recorded as the cpuset it gave
 
@@ -212,6 +219,7 @@ class DockerEnvironment(Environment):
             "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},
             "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
             "runtime": self.engine_runtime,
+            **isolation.run_options(spec),
         }
         bridge = kwargs["network_mode"] == "bridge"
         if bridge and self.bench_ports:
@@ -231,14 +239,15 @@ class DockerEnvironment(Environment):
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         try:
             self._container = self._client.containers.run(self.image, **kwargs)
-        except docker.errors.DockerException as exc:
+            self._container.reload()  # what the engine gave, read back once it runs, not only what was asked
+            self._isolation = isolation.verified(spec, self._container.attrs, DATA_DIR)
+        except (docker.errors.DockerException, EnvironmentError_) as exc:
             try:
                 self.stop()
             except EnvironmentError_:
                 pass  # the run's teardown sweeps this run's label and reports what stays
             raise EnvironmentError_(f"{self.name}: cannot start container from {self.image}: {exc}") from None
         if "ports" in kwargs:
-            self._container.reload()
             self._published = {k: int(v[0]["HostPort"]) for k, v in (self._container.ports or {}).items() if v}
 
     def server_bind_addr(self) -> str:
@@ -417,6 +426,7 @@ class DockerEnvironment(Environment):
     def facts(self) -> dict:
         facts = super().facts()
         facts.update({"image": self.image, "container": self.container_name})
+        facts.update(isolation.facts(self.spec, self._isolation))
         if self.cpuset:
             facts["pinning"] = {"cpuset": self.cpuset, "how": "docker --cpuset-cpus"}
         if self._client is not None:
@@ -426,6 +436,7 @@ class DockerEnvironment(Environment):
                     "storage_driver": info.get("Driver"),
                     "cgroup_version": info.get("CgroupVersion"),
                     "docker_version": info.get("ServerVersion"),
+                    "security_options": info.get("SecurityOptions"),
                 }
             )
             entry = (info.get("Runtimes") or {}).get(self.engine_runtime) or {}

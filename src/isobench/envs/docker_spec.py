@@ -17,6 +17,12 @@ class DockerSpec(EnvSpec):
     kind: Literal["docker"] = "docker"
     network: Literal["bridge", "host"] = "bridge"
     storage: Literal["overlay", "volume"] = "overlay"
+    # the engine's own isolation, in Docker's words: "host" shares this host's
+    # namespace, "unconfined" runs without the profile (envs/docker_isolation.py)
+    pid: Literal["private", "host"] = "private"
+    ipc: Literal["private", "host"] = "private"
+    seccomp: Literal["default", "unconfined"] = "default"
+    apparmor: Literal["default", "unconfined"] = "default"
     cpuset: str | None = Field(default=None, pattern=r"^[0-9]+([-,][0-9]+)*$")
     cpus: float | None = Field(default=None, gt=0, le=1024)
     memory_mb: int | None = Field(default=None, ge=64, le=16 * 1024 * 1024)  # up to 16 TiB
@@ -27,6 +33,17 @@ class DockerSpec(EnvSpec):
     # (envs/runtimes.py); gvisor_platform only with runsc (rt.platform_used)
     runtime: str = "runc"
     gvisor_platform: Literal[rt.GVISOR_PLATFORMS] | None = None  # type: ignore[valid-type]  # the one list
+
+    @property
+    def least_isolation(self) -> bool:
+        """Every namespace the engine can share shared, both profiles off,
+        the files on a volume under Docker's own runtime, and no limit: the
+        placebo, whose change against native is the harness's own bias.
+        Placement (cpuset, pin) is allowed: a native baseline can be pinned too."""
+        shared = (self.network, self.pid, self.ipc) == ("host", "host", "host")
+        unconfined = self.seccomp == self.apparmor == "unconfined"
+        plain = self.storage == "volume" and self.runtime == "runc" and not (self.cpus or self.memory_mb)
+        return shared and unconfined and plain
 
     @field_validator("runtime")
     @classmethod

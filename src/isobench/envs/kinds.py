@@ -63,6 +63,10 @@ class EnvKind(abc.ABC):
     spec: ClassVar[type[EnvSpec]]
     # study-file shorthands: a table named after a preset needs no body
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    # the preset with the least isolation the kind allows ("" if none): beside
+    # an environment that runs on the host itself, its change is the harness's
+    # own bias (`isobench calibrate --seam` adds it)
+    placebo: ClassVar[str] = ""
     # where the kind is listed (study errors, presets, `isobench envs`)
     rank: ClassVar[int] = 100
     # the runner builds or reuses the Docker image before anything starts

@@ -17,6 +17,12 @@ the same CPU quota Q (the environment's own ``cpus``, else ``cpus`` given
 here) and a slowed copy Q x (1 - size); what that delivers depends on how
 much CPU time the copy would have had anyway (a vCPU descheduled part of
 the time loses less to it), which the delivered size shows.
+
+With ``seam``, one more copy: the placebo (the least isolation a container
+kind allows, EnvKind.placebo) beside a baseline on the host itself. Nothing
+is left between them to cost anything, so its comparison, "A/A across the
+seam", is read apart from the A/A copies': what the gate calls there is the
+harness's own bias between the two kinds (results/placebo.py).
 """
 
 from __future__ import annotations
@@ -24,15 +30,17 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import tomli_w
 
 from isobench.core.ids import NAME_MAX
 from isobench.core.plants import CannotPlant, plant_problem, rate_slowdown
+from isobench.envs.kinds import kind_of, kinds
 from isobench.results.model import RunData
+from isobench.results.placebo import bias_cells
 from isobench.results.primary import primary_keys
-from isobench.results.table import build_table
+from isobench.results.table import Table, build_table
 from isobench.study import Study, StudyError, parse_study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import NO_HOST
@@ -55,6 +63,7 @@ class Plan:
     quota: float | None  # CPUs every unslowed copy gets (quota plants); None for work plants
     plant: str = "work"  # work | quota
     plants: int = 1  # slowed copies per planted size
+    seam: str | None = None  # the placebo copy's name (A/A across the seam), if any
 
 
 def parse_sizes(text: str) -> tuple[float, ...]:
@@ -92,10 +101,12 @@ def derive(
     quota: float | None,
     plant: str = "work",
     plants: int = 1,
+    seam: bool = False,
 ) -> tuple[str, Plan]:
     """The calibration study's TOML text, and its plan. Refuses (StudyError,
     one line) an environment the study lacks, a workload that cannot plant
-    work (work plants) or an environment whose kind has no CPU quota (quota)."""
+    work (work plants), an environment whose kind has no CPU quota (quota)
+    or one that is not on the host itself (seam)."""
     study = parse_study(text, path)
     env = env or study.meta.baseline
     if env not in study.environments:
@@ -122,6 +133,10 @@ def derive(
         f"{', '.join(f'{s:g}%' for s in sizes)} each ({how})"
     )
     envs = {env: same, **{f"{env}{_AA}{i}": same for i in range(1, copies + 1)}}
+    placebo = _seam_copy(study, env, body) if seam else None
+    if placebo is not None:
+        envs[placebo[0]] = placebo[1]
+        meta["description"] += f", and {placebo[0]} beside it (A/A across the seam)"
     planted = {}
     for size in sizes:
         for name in slowed_names(env, size, plants):
@@ -137,7 +152,25 @@ def derive(
         out["noise"] = raw["noise"]
     derived = "# written by isobench calibrate from " + path + "\n" + tomli_w.dumps(out)
     parse_study(derived, f"{path} (calibration)")  # what we wrote must be a study we can run
-    return derived, Plan(env, sizes, copies, q, plant, plants)
+    return derived, Plan(env, sizes, copies, q, plant, plants, placebo[0] if placebo else None)
+
+
+def _seam_copy(study: Study, env: str, body: dict) -> tuple[str, dict]:
+    """The first kind's placebo preset (its name and body), placed as the
+    baseline is (its pin, its instances, where the placebo's kind has them).
+    Only beside an environment on the host itself (a kind that runs the
+    host's own programs): against anything else it would not read zero."""
+    kind = study.environments[env].kind
+    if not kind_of(kind).installs_on_host:
+        raise StudyError(
+            f"--seam: {env} ({kind}) is not on the host itself; A/A across the seam compares a placebo "
+            "container with such an environment: calibrate one (--env NAME), or leave --seam out"
+        )
+    for other in kinds().values():
+        if other.placebo:
+            placed = {k: v for k, v in body.items() if k in other.spec.model_fields and k != "kind"}
+            return other.placebo, {"kind": other.name, **placed, **other.presets[other.placebo]}
+    raise StudyError("--seam: no environment kind offers a placebo")
 
 
 def _quota(study: Study, env: str, quota: float | None) -> float:
@@ -206,17 +239,48 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class SeamCell:
+    """One primary cell of the placebo beside the baseline: Table I's change and interval."""
+
+    cell: str  # "workload case metric"
+    change_pct: float
+    low_pct: float  # nan when untested
+    high_pct: float
+    called: bool  # the gate called it changed, either way
+    text: str  # the verdict's text
+
+
+@dataclass(frozen=True)
+class Seam:
+    """A/A across the seam: the placebo's cells, counted as the A/A copies' are."""
+
+    env: str
+    rate: Rate
+    cells: tuple[SeamCell, ...]
+
+    def as_dict(self) -> dict:
+        r = self.rate
+        return {
+            "env": self.env,
+            **{"hits": r.hits, "n": r.n, "rate": r.rate, "low": r.low, "high": r.high, "measured_pct": r.measured_pct},
+            "cells": [asdict(c) for c in self.cells],
+        }
+
+
+@dataclass(frozen=True)
 class Calibration:
     run_id: str
     env: str
     rates: tuple[Rate, ...]  # A/A first, then planted sizes ascending
     plant: str = "quota"  # work | quota: how the slowed copies were slowed
+    seam: Seam | None = None  # the placebo beside the baseline (calibrate --seam)
 
     def as_dict(self) -> dict:
         return {
             "run_id": self.run_id,
             "env": self.env,
             "plant": self.plant,
+            **({"seam": self.seam.as_dict()} if self.seam else {}),
             "rates": [
                 {
                     "label": r.label,
@@ -305,7 +369,8 @@ def judge(run: RunData) -> Calibration:
     built = built_sizes(run)
     groups: dict[float, list] = {}
     plants: dict[float, list[Planted]] = {}
-    for row in build_table(run).rows:
+    table = build_table(run)
+    for row in table.rows:
         if row.key not in primaries:
             continue
         tested = [
@@ -344,7 +409,29 @@ def judge(run: RunData) -> Calibration:
                 tuple(plants.get(planted, ())),
             )
         )
-    return Calibration(run.run_id, run.baseline, tuple(rates), "work" if built else "quota")
+    return Calibration(run.run_id, run.baseline, tuple(rates), "work" if built else "quota", seam_of(run, table))
+
+
+SEAM_LABEL = "A/A across the seam"
+
+
+def seam_of(run: RunData, table: Table) -> Seam | None:
+    """The run's first placebo beside its baseline, its primary cells as the
+    gate judged them in Table I; None when the run has none."""
+    placebos = bias_cells(run, table)
+    if not placebos:
+        return None
+    env, cells_judged = next(iter(placebos.items()))
+    judged = [(k, v) for k, v in cells_judged if v.effect.tested]  # as the A/A copies' are counted
+    cells = tuple(
+        SeamCell(f"{k.workload} {k.case} {k.metric}", v.pct, v.pct_low, v.pct_high, v.changed, v.text)
+        for k, v in judged
+    )
+    hits = sum(c.called for c in cells)
+    low, high = wilson(hits, len(cells))
+    overheads = [v.overhead_pct for _, v in judged]
+    texts = tuple(f"{k.case} {k.metric}: {v.text}" for k, v in judged)
+    return Seam(env, Rate(SEAM_LABEL, 0.0, hits, len(cells), low, high, _median(overheads), texts), cells)
 
 
 def _slowdown(v) -> float:

@@ -95,6 +95,7 @@ class EnvFacts(_Part):
     density: list[DensityPoint] = []
     unsupported: dict[Name, str] = {}
     emulated: bool | str | None = None
+    placebo: bool | None = None  # the least isolation its kind allows (results/placebo.py)
 
 
 HIST_SUFFIX = "_hist"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from isobench.report.blocks import DIM, NOTE, Item, Items, Para, Results
 from isobench.report.section import TERMINAL, ReportContext, Section
+from isobench.results.placebo import bias_lines
 from isobench.results.table import CENTRE_KEY
 
 
@@ -27,6 +28,8 @@ class ResultsSection(Section):
             legend[0] = short_key(table.baseline)
         return [
             Results(table),
+            # a placebo in the run: its change is the harness's own bias, said beside the table
+            *(Para(line, NOTE) for line in bias_lines(ctx.run, table)),
             *(Para(n, NOTE) for n in table.footnotes),
             Items(tuple(Item(line) for line in legend), tone=DIM),
         ]
