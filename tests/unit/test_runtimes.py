@@ -100,15 +100,13 @@ def test_check_refuses_a_runtime_that_does_not_work(monkeypatch):
     kind = DockerKind()
     monkeypatch.setattr("isobench.envs.docker.engine_or_none", lambda: _Engine())
     monkeypatch.setattr(
-        DockerKind,
-        "_runtime_states",
-        staticmethod(
-            lambda client, image: {
-                "runc": "available (Docker's default)",
-                "crun": "not working: cgroups in hybrid mode not supported",
-                "runsc": "available (runsc version 0.0~20221219.0)",
-            }
-        ),
+        rt,
+        "states",
+        lambda client, image: {
+            "runc": "available (Docker's default)",
+            "crun": "not working: cgroups in hybrid mode not supported",
+            "runsc": "available (runsc version 0.0~20221219.0)",
+        },
     )
     assert kind.check(DockerSpec()) == []
     assert kind.check(DockerSpec(runtime="runsc")) == []

@@ -86,7 +86,7 @@ class DockerKind(EnvKind):
             f"Docker {info.get('ServerVersion')}, storage {info.get('Driver')}, bridge {bridge}, "
             f"image {tag} {'built' if have else 'not built yet (isobench images build)'}"
         ]
-        for name, state in self._runtime_states(client, tag if have else None).items():
+        for name, state in rt.states(client, tag if have else None).items():
             lines.append(f"runtime {name}: {state}")
         return EnvProbe("docker", True, "\n".join(lines))
 
@@ -109,30 +109,6 @@ class DockerKind(EnvKind):
             )
         ]
 
-    @staticmethod
-    def _runtime_states(client, image: str | None) -> dict[str, str]:
-        """Each runtime isobench offers, by its daemon.json name: "available",
-        or the one-line reason it is not (found by starting a container)."""
-        registered = client.info().get("Runtimes") or {}
-        # runc is Docker's own, proven by the engine starting any container
-        states: dict[str, str] = {}
-        for runtime in rt.RUNTIMES:
-            platforms = rt.GVISOR_PLATFORMS if runtime == "runsc" else (None,)
-            for platform in platforms:
-                name = rt.engine_name(runtime, platform)
-                if name not in registered:
-                    states[name] = (
-                        "not registered in /etc/docker/daemon.json (install it, then scripts/start-dockerd.sh)"
-                    )
-                elif runtime == "runc":
-                    states[name] = "available (Docker's default)"
-                elif image is None:
-                    states[name] = "registered, not probed (the image is not built yet)"
-                else:
-                    v = rt.probe(client, name, image)
-                    states[name] = f"available ({rt.version(registered[name])})" if v.works else v.line()
-        return states
-
     def check(self, spec: DockerSpec) -> list[tuple[str, str]]:  # type: ignore[override]  # kind_of pairs them
         return isolation.engine_check(spec) + self._runtime_problems(spec)
 
@@ -146,7 +122,7 @@ class DockerKind(EnvKind):
 
         tag = image_tag()
         have = bool(client.images.list(name=tag))
-        states = self._runtime_states(client, tag if have else None)
+        states = rt.states(client, tag if have else None)
         name = rt.engine_name(spec.runtime, spec.gvisor_platform)
         state = states.get(name, "unknown")
         if state.startswith("available") or state.startswith("registered, not probed"):
@@ -300,8 +276,8 @@ class DockerEnvironment(Environment):
             argv, code if code is not None else -1, stdout, stderr, wall, timed_out=timed_out, killed=killed
         )
 
-    def gate_problem(self) -> str:
-        return ""  # its exec's stdin is the gate's pipe
+    def gate_problem(self) -> str:  # its exec's stdin is the gate's pipe
+        return ""
 
     def write_file(self, path: str, content: bytes) -> None:
         # The archive API (docker cp) cannot see tmpfs mounts, so stream the

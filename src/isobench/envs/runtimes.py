@@ -192,3 +192,24 @@ def probe(client, name: str, image: str, use_cache: bool = True) -> Verdict:
     verdict = Verdict(works, reason, key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.perf_counter() - t0)
     save(verdict)
     return verdict
+
+
+def states(client, image: str | None) -> dict[str, str]:
+    """Each runtime isobench offers, by its daemon.json name: "available",
+    or the one-line reason it is not (found by starting a container)."""
+    registered = client.info().get("Runtimes") or {}
+    # runc is Docker's own, proven by the engine starting any container
+    found: dict[str, str] = {}
+    for runtime in RUNTIMES:
+        for gvisor_platform in GVISOR_PLATFORMS if runtime == "runsc" else (None,):
+            name = engine_name(runtime, gvisor_platform)
+            if name not in registered:
+                found[name] = "not registered in /etc/docker/daemon.json (install it, then scripts/start-dockerd.sh)"
+            elif runtime == "runc":
+                found[name] = "available (Docker's default)"
+            elif image is None:
+                found[name] = "registered, not probed (the image is not built yet)"
+            else:
+                v = probe(client, name, image)
+                found[name] = f"available ({version(registered[name])})" if v.works else v.line()
+    return found
