@@ -107,9 +107,10 @@ def fail(message: str) -> NoReturn:
 
 
 def shipped_or_path(ctx, param, value: str | None) -> str | None:
-    """A STUDY_FILE argument's callback: a path as given, or a shipped
-    study's name (`isobench run quick` from any directory); a name that is
-    neither is one line listing the shipped names."""
+    """A STUDY_FILE argument's callback: a path as given (a `/` or .toml in
+    it), or a shipped study's name (`isobench run quick` from any directory,
+    whatever files it holds); a name that is neither is one line listing the
+    shipped names."""
     if value is None:
         return None
     from isobench.core.shipped import NotAStudy, study_path
