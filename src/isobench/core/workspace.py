@@ -36,9 +36,9 @@ def of_run(entry: str, run_id: str) -> bool:
 
 
 def foreign(path: str) -> str | None:
-    """Why `path` is not this user's alone (a symlink, not a directory,
-    another owner, writable by group or others); None when it is, or is
-    not there yet. lstat: a symlink is never followed."""
+    """Why `path` is not root's alone (a symlink, not a directory, another
+    owner, writable by group or others); None when it is, or is not there
+    yet. lstat: a symlink is never followed."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -47,8 +47,8 @@ def foreign(path: str) -> str | None:
         return f"is a symlink (to {os.readlink(path)})"
     if not stat.S_ISDIR(st.st_mode):
         return "is not a directory"
-    if st.st_uid != os.geteuid():
-        return f"belongs to uid {st.st_uid}, not to uid {os.geteuid()} that runs isobench"
+    if st.st_uid not in (0, os.geteuid()):  # root's (a reader not root trusts it too) or one's own
+        return f"belongs to uid {st.st_uid}, not to root"
     if st.st_mode & 0o022:
         return f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
@@ -64,13 +64,13 @@ def refuse_foreign(path: str) -> None:
         )
 
 
-def own_root(path: str) -> str:
-    """`path`, made 0700 if missing, else refused unless it is this user's
-    alone (refuse_foreign). mkdir, not makedirs(exist_ok): one that exists
-    is checked, never taken as found."""
+def own_root(path: str, mode: int = 0o700) -> str:
+    """`path`, made with `mode` if missing, else refused unless it is this
+    user's alone (refuse_foreign). mkdir, not makedirs(exist_ok): one that
+    exists is checked, never taken as found."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
-        os.mkdir(path, 0o700)
+        os.mkdir(path, mode)
     except FileExistsError:
         pass
     refuse_foreign(path)
