@@ -29,5 +29,17 @@ if ! cmp -s requirements.lock .venv/.installed-lock 2>/dev/null; then
 fi
 .venv/bin/pip install -q --no-deps -e . >/dev/null 2>&1 || .venv/bin/pip install -q --no-deps -e .
 
+# actionlint, for the CI examples' check (tests/unit/test_ci_examples.py):
+# built from its Go module, since the PyPI wrappers download it from GitHub
+ACTIONLINT=v1.7.12
+if ! .venv/bin/actionlint -version 2>/dev/null | grep -qx "$ACTIONLINT"; then
+  if command -v go >/dev/null; then
+    echo "setup: building actionlint $ACTIONLINT into .venv/bin (go install)"
+    GOBIN="$PWD/.venv/bin" GOFLAGS=-buildvcs=false nice -n 19 go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT"
+  else
+    echo "setup: no Go toolchain on PATH: actionlint is not built, and the CI examples' check fails" >&2
+  fi
+fi
+
 echo "setup: building or reusing the isobench image"
 .venv/bin/isobench images build

@@ -4,11 +4,18 @@ need no host run, in the pipeline's order, on a scratch store: `validate
 --strict` on the shipped study (at a quiet and at a loud host noise), `run`
 with its measuring replaced by a stored run, `archive`, `import`,
 `compare` (exit 0, 1 or 4 as the runs say) and `history`. A line with an option or a command that does not exist, a
-malformed line, or a variable the test does not know fails the test."""
+malformed line, or a variable the test does not know fails the test. Each
+file also passes its forge's own rules: actionlint for the GitHub workflow
+(a `runner` context in a job's env: GitHub refused it before it started),
+and the forges' schemas (GitLab's own CI schema) through check-jsonschema,
+offline."""
 
 import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -230,3 +237,38 @@ def test_the_baseline_is_mains_last_complete_run_whatever_the_gate_said():
     assert any("= complete ]" in line and '"$BASELINE"' in line for line in job["script"])
     page = (ROOT / "docs" / "ci.md").read_text()
     assert "last complete run" in page and "whatever" in page
+
+
+# -- the forges' own rules -------------------------------------------------------------
+
+# the example's runner label, which actionlint only knows from its config
+ACTIONLINT_CONFIG = "self-hosted-runner:\n  labels: [isobench]\n"
+
+
+def actionlint() -> str:
+    """The actionlint scripts/setup.sh builds into the venv (or one on PATH)."""
+    where = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    found = shutil.which("actionlint", path=where)
+    assert found, "actionlint is not installed: scripts/setup.sh builds it into .venv/bin (Go's `go install`)"
+    return found
+
+
+def test_the_github_workflow_passes_actionlint(tmp_path):
+    """GitHub's rules as actionlint knows them: contexts where they are
+    available, expressions, keys, action inputs (shellcheck and pyflakes,
+    not the forge's, left out)."""
+    config = tmp_path / "actionlint.yaml"
+    config.write_text(ACTIONLINT_CONFIG)
+    argv = [actionlint(), "-no-color", "-shellcheck=", "-pyflakes=", "-config-file", str(config)]
+    r = subprocess.run([*argv, str(EXAMPLES / "github-actions.yml")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "schema"), [("gitlab-ci.yml", "vendor.gitlab-ci"), ("github-actions.yml", "vendor.github-workflows")]
+)
+def test_the_pipelines_pass_their_forges_schema(name, schema):
+    """GitLab's own CI schema (and SchemaStore's GitHub workflow schema), as check-jsonschema carries them."""
+    argv = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(EXAMPLES / name)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

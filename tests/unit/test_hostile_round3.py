@@ -403,6 +403,40 @@ def test_8_a_default_output_is_isobench_s_own_and_replaced(capfd, sandbox, store
     assert (sandbox / "results" / "r1.run.json").exists()
 
 
+DEFAULT_OUTPUTS = [
+    ["archive", "r1"],
+    ["report", "r1", "--format", "html"],
+    ["export", "r1", "--format", "json"],
+    ["export", "r1", "--format", "csv"],
+    ["compare", "r1", "r1", "--format", "html"],
+    ["history", "--format", "html"],
+]
+
+
+@pytest.mark.parametrize("args", DEFAULT_OUTPUTS, ids=" ".join)
+def test_8_a_results_directory_that_is_a_symlink_is_refused(capfd, sandbox, stored, args):
+    """Issue 55: in a shared working directory, a `results` link made root
+    write (and replace, as its own) a file wherever it pointed."""
+    elsewhere = sandbox / "elsewhere"
+    elsewhere.mkdir()
+    (sandbox / "results").symlink_to(elsewhere)
+    code, _, err = isobench(capfd, *args)
+    last = err.strip().splitlines()[-1]  # after a note compare or history may give first
+    assert code == 2 and last.startswith(f"error: results: is a symlink (to {elsewhere}); "), err
+    assert last.endswith("remove the link, or give -o PATH"), err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_8_a_run_refuses_a_results_symlink_before_it_measures(capfd, sandbox, stored, monkeypatch):
+    from isobench.cli import execution
+
+    monkeypatch.setattr(execution, "execute", lambda *a, **kw: pytest.fail("the run started"))
+    (sandbox / "elsewhere").mkdir()
+    (sandbox / "results").symlink_to(sandbox / "elsewhere")
+    code, _, err = isobench(capfd, "run", "quick")
+    assert code == 2 and err.startswith("error: results: is a symlink"), err
+
+
 # -- 9. time is a time -----------------------------------------------------------------------
 
 

@@ -1,10 +1,19 @@
+import fcntl
 import json
 import multiprocessing
 import os
 import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
 
 import pytest
 
+import isobench
 from isobench.core.lock import AlreadyRunning, RunLock
 
 
@@ -104,3 +113,137 @@ def test_runs_tells_complete_incomplete_interrupted_and_died(tmp_path, monkeypat
     monkeypatch.setattr(isobench.core.lock, "live_run_ids", lambda: frozenset({"r4"}))  # its isobench is alive
     out = CliRunner().invoke(main, ["runs", "--store", str(tmp_path / "r.sqlite")], terminal_width=200).output
     assert "died" not in out and "running" in out
+
+
+# -- the lock is root's alone (issue 55) -------------------------------------------
+# `flock -s -n /run/isobench/run.lock sleep 12` as nobody stopped root's run
+# (a shared flock needs only read access, and the file was 0644); a later
+# refusal named a run whose process had gone. Each holder here is a real one:
+# flock(1), as nobody or as root, on a lock in a directory of the test's own.
+
+AS_NOBODY = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups"]
+as_nobody = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("flock"),
+    reason="a switch to nobody needs root, setpriv and flock",
+)
+
+
+@pytest.fixture
+def lock_dir():
+    """A lock directory anyone may enter, as /run/isobench (0755) is: only the file's mode keeps nobody out."""
+    top = tempfile.mkdtemp(prefix="isobench-lock-", dir="/tmp")
+    os.chmod(top, 0o755)
+    os.mkdir(os.path.join(top, "run"))
+    os.chmod(os.path.join(top, "run"), 0o755)
+    yield os.path.join(top, "run")
+    shutil.rmtree(top)
+
+
+def hold(path: str, *, nobody: bool = False, shared: bool = False) -> subprocess.Popen:
+    """flock(1) holding `path` for 30 s (or failing at once); the caller stops it."""
+    argv = [*(AS_NOBODY if nobody else []), "flock", *(["-s"] if shared else []), "-n", path, "sleep", "30"]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def held_or_failed(proc: subprocess.Popen, path: str) -> bool:
+    """True once `proc` holds the lock (root's probe is refused), False once it has failed."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        with open(path) as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fh, fcntl.LOCK_UN)
+            except BlockingIOError:
+                return True
+        time.sleep(0.02)
+    raise AssertionError("flock neither held nor failed in 10 s")
+
+
+@as_nobody
+def test_nobody_cannot_hold_the_run_lock(lock_dir):
+    path = os.path.join(lock_dir, "run.lock")
+    with open(path, "w"):  # an older isobench's lock file, 0644
+        pass
+    os.chmod(path, 0o644)
+    first = RunLock(path)
+    first.acquire("first")  # a root run narrows it
+    first.release()
+    squatter = hold(path, nobody=True, shared=True)
+    try:
+        assert not held_or_failed(squatter, path), "nobody holds root's run lock"
+        assert "Permission denied" in squatter.communicate(timeout=10)[1]
+        lock = RunLock(path)
+        lock.acquire("second")  # root's run is not stopped
+        lock.release()
+    finally:
+        squatter.kill()
+        squatter.wait()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+@as_nobody
+def test_a_reader_that_may_not_open_the_lock_still_sees_it_held(lock_dir):
+    """Not root (`isobench runs` of a store one may read, doctor's pilot):
+    the lock table says held, not by whom; taking it is an OSError, as
+    before, not a refusal of root's directory."""
+    path = os.path.join(lock_dir, "run.lock")
+    code = textwrap.dedent(f"""\
+        from isobench.core.lock import RunLock, running_run_id
+        print(running_run_id({path!r}))
+        try:
+            RunLock({path!r}).acquire("doctor")
+        except OSError as exc:
+            print(type(exc).__name__)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(isobench.__file__))}
+
+    def ask() -> list[str]:
+        return subprocess.run(
+            [*AS_NOBODY, sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+        ).stdout.split()
+
+    lock = RunLock(path)
+    lock.acquire("quick")
+    lock.set_run_id("r1")
+    assert ask() == ["?", "PermissionError"]
+    lock.release()
+    assert ask() == ["None", "PermissionError"]
+
+
+def test_a_dead_holders_words_are_never_named(tmp_path):
+    """The file still names a SIGKILLed run; another process holds the lock."""
+    import dataclasses
+
+    from isobench.core.lock import running_run_id
+    from isobench.core.owner import me
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = dataclasses.replace(me(), pid=gone.pid, start=1)
+    words = {**dataclasses.asdict(dead), "study": "f3-duet", "run_id": "r-dead", "started": "2026-01-01 00:00:00"}
+    path = str(tmp_path / "run.lock")
+    with open(path, "w") as fh:
+        json.dump(words, fh)
+    holder = hold(path)
+    try:
+        assert held_or_failed(holder, path)
+        with pytest.raises(AlreadyRunning) as info:
+            RunLock(path).acquire("mine")
+        assert "f3-duet" not in str(info.value) and f"pid {gone.pid}" not in str(info.value)
+        assert f"{path} is held by a process that names no live isobench run; `fuser -v {path}`" in str(info.value)
+        assert running_run_id(path) == "?"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_lock_directory_that_is_a_symlink_is_refused(tmp_path):
+    from isobench.core.workspace import ForeignRoot
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "run").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ForeignRoot, match="run is a symlink"):
+        RunLock(str(tmp_path / "run" / "run.lock")).acquire("quick")
+    assert os.listdir(tmp_path / "elsewhere") == []

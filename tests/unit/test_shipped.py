@@ -69,10 +69,26 @@ def test_validate_takes_a_name_from_any_directory_and_a_path_still(tmp_path, mon
     by_name = json.loads(invoke("validate", "quick", "--format", "json").stdout)
     assert by_name["ok"] is True and by_name["study"] == "quick"
     assert Path(by_name["study_file"]).resolve() == (ROOT / "studies" / "quick.toml").resolve()
-    mine = tmp_path / "quick"  # a file in the working directory wins over the shipped name
+    mine = tmp_path / "quick"  # a file of the name here is run only as a path: ./quick
     mine.write_text((ROOT / "studies" / "quick.toml").read_text().replace('name = "quick"', 'name = "mine"'))
-    assert json.loads(invoke("validate", "quick", "--format", "json").stdout)["study"] == "mine"
+    assert json.loads(invoke("validate", "./quick", "--format", "json").stdout)["study"] == "mine"
     path = str(ROOT / "studies" / "vm-quick.toml")
     assert json.loads(invoke("validate", path, "--format", "json").stdout)["study_file"] == path
     r = invoke("validate", "missing.toml")  # a path: the loader's own line, as before
     assert r.exit_code == 2 and "missing.toml" in r.stderr and "shipped" not in r.stderr
+
+
+@pytest.mark.parametrize("command", [("validate",), ("run",), ("calibrate",), ("fleet", "run")])
+def test_a_bare_name_never_runs_a_file_of_the_working_directory(command, tmp_path, monkeypatch):
+    """Issue 55: `cd /tmp/x; isobench run quick` ran a stranger's /tmp/x/quick.
+    A bare name is a shipped study's; a file is run only by its path."""
+    monkeypatch.chdir(tmp_path)
+    planted = '[study]\nname = "planted"\n'  # never runnable: nothing here may start a run, fixed or not
+    (tmp_path / "quick").write_text(planted)
+    (tmp_path / "quik").write_text(planted)
+    assert shipped.study_path("quick") == str(shipped.shipped_studies()["quick"])
+    assert (shipped.study_path("./quick"), shipped.study_path("mine.toml")) == ("./quick", "mine.toml")
+    r = invoke(*command, "quik")
+    line = " ".join(r.stderr.split())
+    assert r.exit_code == 2 and line.startswith("error: quik: neither a study file nor a shipped study; shipped: ")
+    assert line.endswith("; to run the file quik here, write ./quik")

@@ -107,9 +107,10 @@ def fail(message: str) -> NoReturn:
 
 
 def shipped_or_path(ctx, param, value: str | None) -> str | None:
-    """A STUDY_FILE argument's callback: a path as given, or a shipped
-    study's name (`isobench run quick` from any directory); a name that is
-    neither is one line listing the shipped names."""
+    """A STUDY_FILE argument's callback: a path as given (a `/` or .toml in
+    it), or a shipped study's name (`isobench run quick` from any directory,
+    whatever files it holds); a name that is neither is one line listing the
+    shipped names."""
     if value is None:
         return None
     from isobench.core.shipped import NotAStudy, study_path
@@ -183,13 +184,29 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def default_output(run_id: str, suffix: str) -> Path:
-    """results/RUN_ID<suffix>, for a run id that must stay a file name in
-    results/ (a stored id is checked again: the store may be someone's file)."""
+RESULTS = "results"  # default outputs: in the working directory, isobench's own
+
+
+def results_dir() -> str:
+    """results/, where default outputs go, refused in one line when it is a
+    symlink: in a shared working directory, a link made `archive` write (and
+    replace, as its own) a root-owned file wherever it pointed (issue 55)."""
+    if os.path.islink(RESULTS):
+        fail(
+            f"{RESULTS}: is a symlink (to {os.path.realpath(RESULTS)}); default outputs go to a results "
+            "directory here, never through a link: remove the link, or give -o PATH"
+        )
+    return RESULTS
+
+
+def default_output(run_id: str, suffix: str, directory: str | None = None) -> Path:
+    """DIRECTORY/RUN_ID<suffix> (default results/: results_dir), for a run
+    id that must stay a file name there (a stored id is checked again: the
+    store may be someone's file)."""
     from isobench.core.ids import BadIdentifier, check_run_id, under
 
     try:
-        path = under("results", check_run_id(run_id, "run id") + suffix)
+        path = under(directory or results_dir(), check_run_id(run_id, "run id") + suffix)
     except BadIdentifier as exc:
         fail(f"{exc}; give -o PATH to write it elsewhere")
     return own(path)

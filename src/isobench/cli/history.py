@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.text import Text
 
-from isobench.cli.common import STORE_OPTION, Finite, check_output, console, err_console, own, writing
+from isobench.cli.common import STORE_OPTION, Finite, check_output, console, err_console, own, results_dir, writing
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import (
@@ -208,7 +208,7 @@ def _show(page, fmt: str, output: str | None, study: str) -> None:
         from isobench.core.ids import BadIdentifier, under
 
         try:
-            path = Path(output) if output else own(under("results", f"history-{study}.html"))
+            path = Path(output) if output else own(under(results_dir(), f"history-{study}.html"))
         except BadIdentifier as exc:
             _fail(f"{exc}; give -o PATH")
         text = render.render_html(page)

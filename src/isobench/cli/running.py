@@ -16,7 +16,7 @@ from isobench.cli.common import (
     default_output,
     err_console,
     fold,
-    own,
+    results_dir,
     shipped_or_path,
     writing,
 )
@@ -340,6 +340,8 @@ def run(
             study = with_schedule(study, schedule, "--schedule" if resume_id is None else "the stored schedule")
     except (StudyError, StoreError, BadIdentifier) as exc:
         _fail(str(exc))
+    if output is None and out_dir is None:
+        results_dir()  # its report's directory, refused before the measuring, not after
     run_id = execute(
         study,
         store,
@@ -433,11 +435,7 @@ def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -
     if output == STDOUT:
         emit(render_markdown(run), output)
         return
-    md_path = (
-        Path(output)
-        if output
-        else (own(Path(out_dir) / default_output(run_id, ".md").name) if out_dir else default_output(run_id, ".md"))
-    )
+    md_path = Path(output) if output else default_output(run_id, ".md", out_dir)
     with writing(md_path, "-o" if output else "--out"):
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(render_markdown(run))

@@ -1,7 +1,13 @@
 """One study at a time per host: two runs would measure each other. The
 lock lives at a fixed host path, whatever ISOBENCH_HOME says: two homes are
 still one host (issue 47: runs under two homes measured at the same time,
-and one home's `clean` removed the other's live run)."""
+and one home's `clean` removed the other's live run).
+
+The lock file is root's alone (0600, in a directory of root's that no one
+else may write): a shared flock needs only read access, and `nobody`
+holding one stopped root's runs (issue 55). A refusal names the holder only
+while the process the file names still runs (pid, boot and start time, as
+core/owner.py tells): a SIGKILLed run's words outlive it."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import time
 from typing import TextIO
 
 from isobench.core import owner
+from isobench.core.workspace import own_root
 
 # /run: the host's runtime state (a tmpfs, empty after a boot, as a lock should be)
 LOCK_PATH = "/run/isobench/run.lock"
@@ -30,20 +37,21 @@ class RunLock:
         self._fh: TextIO | None = None
 
     def acquire(self, study: str) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fh = open(self.path, "a+")
+        fh = _open_private(self.path)
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             fh.seek(0)
-            holder = _describe(fh.read())
+            holder = _describe(fh.read(), self.path)
             fh.close()
             raise AlreadyRunning(
                 f"another isobench run is in progress ({holder}); one study at a time "
                 "per host, since two would measure each other"
             ) from None
         self._fh = fh
-        self._write({"pid": os.getpid(), "study": study, "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+        me = owner.me()
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        self._write({"pid": me.pid, "boot": me.boot, "start": me.start, "study": study, "started": started})
 
     def set_run_id(self, run_id: str) -> None:
         if self._fh is not None:
@@ -75,23 +83,48 @@ class RunLock:
         self.release()
 
 
+def _open_private(path: str) -> TextIO:
+    """The lock file, root's alone: its directory root's and written by no
+    one else (made 0755, so a reader may still stat the file), the file
+    0600 (an older 0644 one narrowed), never through a symlink."""
+    own_root(os.path.dirname(path), mode=0o755)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "r+")
+
+
 def running_run_id(path: str = LOCK_PATH) -> str | None:
-    """The run id of the study holding the lock now, or None when no study
-    runs (a stored run still "running" then died without finishing)."""
+    """The run id of the study holding the lock now ("?" when the holder
+    names none, or is not the process it names, or the file is not ours to
+    read), or None when no study runs (a stored run still "running" then
+    died without finishing)."""
     try:
         fh = open(path)
+    except PermissionError:  # not root: the kernel's lock table still says whether it is held
+        return "?" if held(path) else None
     except OSError:
         return None
     with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            try:
-                return json.loads(fh.read() or "{}").get("run_id") or "?"
-            except ValueError:
-                return "?"
+            info = _live_holder(fh.read())
+            return (info or {}).get("run_id") or "?"
         fcntl.flock(fh, fcntl.LOCK_UN)
         return None
+
+
+def held(path: str) -> bool:
+    """Does anyone hold a lock on the file at `path`? /proc/locks names
+    each lock's file as MAJOR:MINOR:INODE (hex device numbers), and anyone may read it."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as fh:
+            table = fh.read()
+    except OSError:
+        return False
+    node = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return any(node in line.split() for line in table.splitlines())
 
 
 def live_run_ids(path: str = LOCK_PATH, owners: str | None = None) -> frozenset[str]:
@@ -105,10 +138,22 @@ def live_run_ids(path: str = LOCK_PATH, owners: str | None = None) -> frozenset[
     return frozenset(owner.live_run_ids(owners or owner.OWNERS_DIR) | named)
 
 
-def _describe(text: str) -> str:
+def _live_holder(text: str) -> dict | None:
+    """What the lock file says of its holder, if the process it names
+    still runs (same pid, boot and start time); None otherwise: a holder
+    that wrote nothing, a dead run's words, or a file from before holders
+    wrote their start time."""
     try:
         info = json.loads(text)
-    except ValueError:
-        return "holder unknown"
+        named = owner.Owner(int(info["pid"]), str(info["boot"]), int(info["start"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return info if owner.is_live(named, owner.boot_id(), owner.started(named.pid)) else None
+
+
+def _describe(text: str, path: str) -> str:
+    info = _live_holder(text)
+    if info is None:
+        return f"{path} is held by a process that names no live isobench run; `fuser -v {path}` shows it"
     run = f"run {info['run_id']}, " if info.get("run_id") else ""
-    return f"{run}study {info.get('study', '?')}, pid {info.get('pid', '?')}, started {info.get('started', '?')}"
+    return f"{run}study {info.get('study', '?')}, pid {info['pid']}, started {info.get('started', '?')}"

@@ -1,5 +1,6 @@
 """What the package carries besides code (pyproject.toml's package data):
-the shipped studies, run by name from any directory, and the host
+the shipped studies, run by name from any directory (a bare name is
+always a shipped study's, never a file there), and the host
 preparation scripts `isobench setup` runs. In a clone, data/studies and
 data/scripts are links to studies/ and scripts/; in a wheel, copies."""
 
@@ -23,17 +24,21 @@ def shipped_studies() -> dict[str, Path]:
 
 
 def study_path(arg: str) -> str:
-    """ARG as a study file: a path as given (it may not exist: the study
-    loader says so), or a shipped study's name (`quick`). A name that is
-    neither raises NotAStudy listing the shipped names."""
-    if os.path.exists(arg) or os.sep in arg or arg.endswith(".toml"):
+    """ARG as a study file: a path (it holds a `/`, or ends in .toml) as
+    given (it may not exist: the study loader says so), else a shipped
+    study's name (`quick`). A bare name never means a file of the working
+    directory (issue 55: `cd /tmp/x; isobench run quick` ran a stranger's
+    /tmp/x/quick): one that is not shipped raises NotAStudy listing the
+    shipped names, and says `./NAME` when such a file is there."""
+    if os.sep in arg or arg.endswith(".toml"):
         return arg
     found = shipped_studies().get(arg)
     if found is not None:
         return str(found)
     names = ", ".join(shipped_studies()) or "none"
+    here = f"; to run the file {arg} here, write ./{arg}" if os.path.lexists(arg) else ""
     raise NotAStudy(
-        f"{arg}: neither a study file nor a shipped study; shipped: {names} (`isobench studies` lists them)"
+        f"{arg}: neither a study file nor a shipped study; shipped: {names} (`isobench studies` lists them){here}"
     )
 
 

@@ -4,7 +4,9 @@ client-host namespaces, links and iptables rules, and scratch directories
 (isobench's and the kinds'). Never touches anything without the isobench
 label or name, or outside isobench's own directories, nor anything a live
 run owns (core/owner.py: a `Keeper` says so item by item and keeps a line
-for each)."""
+for each). A scratch root that is not isobench's alone (a symlink, another
+user's directory: core/workspace.py) is refused before anything is touched,
+and an entry under one is removed, never followed."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from functools import partial
 
 from isobench.core.lock import LOCK_PATH
 from isobench.core.owner import OWNERS_DIR, Keeper
-from isobench.core.workspace import DATA_ROOT, TMP_ROOT, of_run
+from isobench.core.workspace import SCRATCH_ROOTS, TMP_ROOT, of_run, refuse_foreign
 from isobench.envs.kinds import kinds
 
 HOST_WIDE = {LOCK_PATH, OWNERS_DIR}  # under a kind's scratch root (/run/isobench), but no run's
@@ -26,6 +28,8 @@ def clean(run_id: str | None = None, keeper: Keeper | None = None) -> list[str]:
     """Remove isobench's leftovers (of one run, or all) but a live run's;
     returns what was removed (`keeper.kept`: what was kept)."""
     keeper = keeper or Keeper()
+    for root in scratch_roots():  # before anything: a foreign root is no one's to sweep
+        refuse_foreign(root)
     removed: list[str] = []
     # each kind's own first (guests hold taps the network sweep removes)
     for kind in kinds().values():
@@ -47,21 +51,42 @@ def clean(run_id: str | None = None, keeper: Keeper | None = None) -> list[str]:
     return removed
 
 
-def remove_scratch(run_id: str | None, keeper: Keeper) -> list[str]:
-    """The `<run id>-…` directories under isobench's and the kinds' roots."""
+def scratch_roots() -> list[str]:
+    return [*SCRATCH_ROOTS, *(root for kind in kinds().values() for root in kind.scratch_roots)]
+
+
+def remove_scratch(run_id: str | None, keeper: Keeper, roots: list[str] | None = None) -> list[str]:
+    """The `<run id>-…` entries under isobench's and the kinds' roots; only
+    those really gone are listed."""
     removed = []
-    roots = [DATA_ROOT, TMP_ROOT, *(root for kind in kinds().values() for root in kind.scratch_roots)]
-    for root in roots:
-        if not os.path.isdir(root):
+    for root in scratch_roots() if roots is None else roots:
+        if not os.path.isdir(root) or os.path.islink(root):
             continue
         for entry in sorted(os.listdir(root)):
             path = os.path.join(root, entry)
             if path in HOST_WIDE or (run_id is not None and not of_run(entry, run_id)):
                 continue
-            if not keeper.keeps_run(f"directory {path}", partial(of_run, entry)):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(f"directory {path}")
+            what = f"{entry_kind(path)} {path}"
+            if not keeper.keeps_run(what, partial(of_run, entry)) and remove_entry(path):
+                removed.append(what)
     return removed
+
+
+def entry_kind(path: str) -> str:
+    return "symlink" if os.path.islink(path) else "directory" if os.path.isdir(path) else "file"
+
+
+def remove_entry(path: str) -> bool:
+    """Remove a directory tree (rmtree opens each level without following
+    a link), a file or a symlink (itself, not what it names); True once gone."""
+    try:
+        if entry_kind(path) == "directory":
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass  # what stays is not listed as removed
+    return not os.path.lexists(path)
 
 
 def kill_leftover_stressors(run_id: str | None, keeper: Keeper) -> list[str]:

@@ -19,6 +19,7 @@ from isobench.checks.doctor import findings_as_facts, judge, read_host
 from isobench.checks.health import Watch, clean_pending, final_status, remember_leftovers
 from isobench.clienthost import ClientHost
 from isobench.core.owner import owning
+from isobench.core.workspace import own_scratch_roots
 from isobench.envs import make_environment
 from isobench.envs.base import Environment
 from isobench.host.facts import host_facts
@@ -59,6 +60,7 @@ def run_study(
     its workloads add to isobench's own are part of the image's recipe
     while it runs (an image of their own) and installed by the kinds that
     run the host's programs."""
+    own_scratch_roots()  # root's alone, or refused before anything of the run exists
     host = host_info()
     cells = plan(study, host)
     run_id = resume or run_id or new_run_id(study)  # a fleet controller chooses the id
