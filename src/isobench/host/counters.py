@@ -255,6 +255,22 @@ def parse_task_stat(text: str) -> tuple[int, int]:
     return int(rest[11]), int(rest[12])  # fields 14 and 15 of man 5 proc
 
 
+DAEMONS = frozenset({"dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc"})
+
+
+def daemons_cpu(names: frozenset[str] = DAEMONS, proc: str = "/proc") -> float:
+    """CPU-seconds the container engine's daemons have used so far (a
+    duet's harness work that no side is charged for)."""
+    ticks = 0
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        text = _read(f"{proc}/{entry}/stat")
+        if text is not None and text[text.index("(") + 1 : text.rindex(")")] in names:
+            ticks += sum(parse_task_stat(text))
+    return ticks / clk_tck()
+
+
 def thread_role(comm: str, tid: int, pid: int) -> str:
     if VCPU_THREAD.match(comm.strip()):
         return "vcpu"

@@ -29,6 +29,7 @@ from typing import Any
 
 from isobench.core.gate import Gate, Inside, SideGate
 from isobench.envs.base import Environment
+from isobench.host import counters
 from isobench.run.measure import Taken, take
 from isobench.workloads.base import Workload
 
@@ -57,6 +58,7 @@ class Side:
     fillers: int = 0
     done: threading.Event = field(default_factory=threading.Event)
     moves: list[float] = field(default_factory=list)  # epoch instants it changed CPU sets
+    harness_cpu_s: float = 0.0  # this side's harness thread: its exec, reading, the gate's release
 
 
 def home_share(mine: tuple[float, float], moves: list[float]) -> float:
@@ -138,12 +140,14 @@ def _side(
         me.done.set()
         return
     me.env.gate = me.gate
+    cpu0 = time.thread_time()
     try:
         if me.gate.fallback:  # no gate here: started when the other side is released
             me.gate.arrive(None)
         me.taken = take(workload, case, me.env, noise_facts)
         me.busy.append(_window(me.gate.inside, me.taken.epoch, me.taken.wall_s))
     finally:
+        me.harness_cpu_s = time.thread_time() - cpu0
         me.env.gate = None
         me.gate.abandon()
         me.done.set()
@@ -216,14 +220,20 @@ def run_duet(
     threads.append(
         threading.Thread(target=_rotate, args=(sides, barrier, both, errors), name="duet-rotate", daemon=True)
     )
+    harness0, daemons0 = time.process_time(), counters.daemons_cpu()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    spent = {"harness_cpu_s": time.process_time() - harness0, "daemons_cpu_s": counters.daemons_cpu() - daemons0}
     out = []
     for me, other in (sides, sides[::-1]):
         taken = me.taken or Taken("", time.perf_counter(), 0.0, time.time(), None, "failed", "the duet's barrier broke")
         taken.extra["duet"] = duet_record(me, other, errors)
+        taken.extra["duet"]["cpu"] = {
+            "side_s": round(me.harness_cpu_s, 4),
+            **{k: round(v, 3) for k, v in spent.items()},
+        }
         out.append(taken)
     return out
 
