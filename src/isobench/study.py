@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from isobench.analysis.budget import Plan, make_plan, parse_duration
+from isobench.analysis.order import balanced_rounds
 from isobench.analysis.repetitions import AUTO_MIN, AUTO_TARGET_CI_PCT, Schedule, schedule_of
 from isobench.analysis.stats import DEFAULT_TOL_PCT
 from isobench.core import tomlbound
@@ -25,7 +26,7 @@ from isobench.core.strictmodel import StrictModel, fields_at
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.host.noise import NoiseSpec
 from isobench.workloads import WORKLOADS, claiming_fields, table_kind
-from isobench.workloads.base import NO_HOST, WorkloadParams
+from isobench.workloads.base import NO_HOST, Workload, WorkloadParams
 
 
 class StudyError(ValueError):
@@ -148,6 +149,27 @@ class StudyMeta(StrictModel):
     def planned_rounds(self) -> int:
         """Measured rounds a fixed run makes, the most an adaptive one may."""
         return self.repetitions if isinstance(self.repetitions, int) else self.adaptive_schedule.max_rounds
+
+    def rounds_for(self, workload: Workload, envs: int) -> int:
+        """A fixed run's measured rounds of this workload's cells over
+        ``envs`` environments: its repetitions, rounded up to whole periods
+        of the Williams rotation where they run one sample at a time, so
+        that each environment is first in a round, and follows each other,
+        equally often (docs/statistics.md#order), when that makes the run
+        at most half again as long (analysis.order.balanced_rounds: 3 rounds
+        of 5 environments stay 3; the report's position warning says where
+        the order was not balanced). Not for a duet's cells (a pair's two
+        samples share their place in the round, and its test averages the
+        two CPU sides), the blocked order (no rotation), nor runs whose
+        rounds are chosen as they go (adaptive, budgeted, measure_for: the
+        position warning covers them; a budget's blocks are whole Latin
+        squares already): ``planned_rounds``."""
+        planned = self.planned_rounds
+        fixed = not (self.adaptive or self.budget is not None or self.measure_for is not None)
+        paired = self.schedule == "duet" and workload.duet_mode() is None and workload.duets
+        if not fixed or paired or self.order == "blocked":
+            return planned
+        return balanced_rounds(planned, envs)
 
     @field_validator("name")
     @classmethod

@@ -99,8 +99,9 @@ def test_study_size_counts_samples_and_estimates_time():
     study = _study(2, repetitions=5, workload='workload = "fio"\nruntime_s = 10\nramp_s = 2')
     size = study_size(study, HOST)
     n_cases = size.cells
-    assert size.environments == 3 and size.instances == 3 and size.rounds == 6
-    assert size.samples == n_cases * 3 * 6
+    # 5 repetitions of 3 environments one at a time: 6, a whole period of the rotation, and a warm-up
+    assert size.environments == 3 and size.instances == 3 and size.rounds == 7
+    assert size.samples == n_cases * 3 * 7
     assert size.estimated_s >= size.samples * 12  # fio's own runtime + ramp per sample
     assert size_problems(study, size, HOST) == []
 

@@ -437,7 +437,7 @@ def test_doctor_row():
 
 STUDY = """[study]
 name = "q"
-repetitions = 5
+repetitions = 6  # a whole period of the rotation: none added (docs/statistics.md#order)
 warmup = 1
 [environments.native]
 [environments.docker-nat]
@@ -491,9 +491,9 @@ def test_the_resolution_counts_the_primary_cells_and_uses_each_kernels_figure():
     assert per_env["fio"] == 5 and every["fio"] > per_env["fio"]
     m = 2 * (per_env["compression"] + per_env["fio"])  # two environments against the baseline
     assert compared_cells(study, HOST).cells == m and compared_cells(study, HOST).io_workloads == ("fio",)
-    cpu_pct, io_pct = expected_pct(0.041, 5, m), expected_pct(0.095, 5, m)
+    cpu_pct, io_pct = expected_pct(0.041, 6, m), expected_pct(0.095, 6, m)
     assert first.startswith(
-        f"at 5 rounds this host can find changes of about {cpu_pct:.0f}% or more "
+        f"at 6 rounds this host can find changes of about {cpu_pct:.0f}% or more "
         f"(CPU noise 4.1%, {m} cells compared); \u00b15% equivalence needs about "
         f"{rounds_to_settle(0.041, 19, 0.05 / m, 5)} rounds (4 times in 5, about "
     )  # 4 times in 5, the pilot's SD being an estimate from its 20 pairs
@@ -520,7 +520,7 @@ def test_the_minutes_are_the_studys_own_estimate_at_that_many_rounds():
     assert n == rounds_to_settle(0.041, 19, 0.05 / 2, 5)  # a fixed run's rounds at its level alpha/m
     # said as a run's inconclusive cell says it (results/suggestion.py), with the --budget that settles
     # as often: a budgeted run tests at alpha/K over its K looks, and stops only at one of them
-    pts = study.budget_plan() or make_plan(600.0, 5, len(study.environments), None)
+    pts = study.budget_plan() or make_plan(600.0, 6, len(study.environments), None)
     k = len(pts.points)
     r = rounds_to_settle(0.041, 19, 0.05 / 2 / k, 5)
     look = min(p for p in pts.points if p >= r)
@@ -582,7 +582,7 @@ def test_the_duet_kernel_times_both_sides_at_once_and_swaps_them():
 def test_resolution_variants():
     from isobench.checks.resolution import compared_cells
 
-    adaptive = STUDY.replace("repetitions = 5", 'repetitions = "auto"')
+    adaptive = STUDY.replace("repetitions = 6", 'repetitions = "auto"')
     (first, _), _ = lines_for(adaptive, pilot(5000.0))
     assert first.startswith("at up to 12 rounds") and "tested at alpha/4 for 4 looks" in first
     only_fio = STUDY.replace("[workloads.compression]\nsize_mb = 32\nthreads = 0\nlevel = 2\n", "")
@@ -593,15 +593,16 @@ def test_resolution_variants():
     (_, second), _ = lines_for(STUDY, pilot(5000.0), now=5000.0 + 4 * 3600)
     assert "measured 4.0 h ago; `isobench doctor --fresh` measures again" in second
     (hint,), _ = lines_for(STUDY, None)
-    assert hint.startswith("host noise not measured here lately, so what 5 rounds can resolve is unknown")
+    assert hint.startswith("host noise not measured here lately, so what 6 rounds can resolve is unknown")
     one_env = STUDY.replace("[environments.docker-nat]\n[environments.docker-host]\n", "")
     assert lines_for(one_env, pilot(5000.0))[0] == []
-    many = STUDY.replace("repetitions = 5", "repetitions = 400")
-    (first, _), study = lines_for(many, pilot(5000.0, cpu=0.004))
+    many = STUDY.replace("repetitions = 6", "repetitions = 400")
+    (periods, first, _), study = lines_for(many, pilot(5000.0, cpu=0.004))
+    assert periods.endswith(": 402 rounds, not 400: whole periods of the 3-environment rotation (6 rounds each)")
     m = compared_cells(study, HOST).cells
     assert (
         f"\u00b15% equivalence needs about {rounds_to_settle(0.004, 19, 0.05 / m, 5)} rounds (4 times in 5), within "
-        "the planned 400" in first
+        "the planned 402" in first
     )
 
 
@@ -616,7 +617,7 @@ def test_validate_says_what_the_study_can_resolve(tmp_path, monkeypatch):
     assert out.exit_code == 0, out.output
     lines = [ln for ln in out.output.splitlines() if not ln.startswith("  ")]  # each fact's first line
     assert lines[1].startswith("size: ")
-    assert lines[2].startswith("at 5 rounds this host can find changes of about ")
+    assert lines[2].startswith("at 6 rounds this host can find changes of about ")
     assert lines[3].startswith("a workload can be noisier than the pilot's kernels (measured just now, cached)")
 
 
@@ -663,8 +664,8 @@ def test_run_takes_the_pilot_under_its_lock_says_the_resolution_and_stores_it(tm
     assert order == [("pilot", "?"), ("run", 0.041)]
     err = capsys.readouterr().err
     assert "measuring the host's noise first (about 30 s; reused for an hour)" in err
-    assert "at 5 rounds this host can find changes of about " in err
-    assert err.index("measuring") < err.index("at 5 rounds")
+    assert "at 6 rounds this host can find changes of about " in err
+    assert err.index("measuring") < err.index("at 6 rounds")
 
 
 def test_a_compare_names_the_host_noise_by_its_figures():

@@ -149,7 +149,9 @@ def test_fleet_list_with_no_fleets_says_so(store):
 def test_validate_json_repetitions_is_a_number():
     doc = one_document(invoke("validate", QUICK, "--format", "json"), "validate")
     assert doc["ok"] is True and doc["repetitions"] == 10  # studies/quick.toml: repetitions = 10
-    assert doc["rounds_plan"] == {"mode": "fixed", "min": 10, "max": 10}
+    # fio runs one sample at a time: whole periods of the 3-environment rotation
+    assert doc["rounds_plan"] == {"mode": "fixed", "min": 10, "max": 12}
+    assert doc["size"]["periods"] == {"workloads": ["fio"], "rounds": 12}
     assert doc["repetitions_text"] == "10 repetitions"
     doc = one_document(invoke("validate", QUICK, "--budget", "30m", "--format", "json"), "validate")
     assert doc["repetitions"] is None and doc["rounds_plan"]["mode"] == "budget"

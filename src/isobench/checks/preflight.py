@@ -7,13 +7,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from isobench.analysis.order import periods_text
 from isobench.core.numbers import fmt_duration, plural
 from isobench.envs.kinds import kind_of
 from isobench.envs.pinning import duet_sides, side_host, usable_cpus
 from isobench.host.hostinfo import HostInfo
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
-from isobench.workloads.base import WorkloadError
+from isobench.workloads.base import Workload, WorkloadError
 
 MEMORY_SHARE = 0.8  # leave the kernel, engine and VMM room to breathe
 DISK_SHARE = 0.9
@@ -136,6 +137,25 @@ SAMPLE_GAP_S = 0.2
 
 
 @dataclass(frozen=True)
+class Periods:
+    """The workloads whose fixed rounds are rounded up to whole periods of
+    the rotation (StudyMeta.rounds_for), and to how many."""
+
+    keys: tuple[str, ...] = ()
+    rounds: int = 0  # their measured rounds
+    planned: int = 0  # the study's repetitions
+    envs: int = 0
+
+    def line(self) -> str:
+        """ "fio: 12 rounds, not 10: whole periods of the 3-environment
+        rotation (6 rounds each)"; "" when no workload's rounds were rounded."""
+        return f"{', '.join(self.keys)}: {periods_text(self.rounds, self.planned, self.envs)}" if self.keys else ""
+
+    def as_json(self) -> dict | None:
+        return {"workloads": list(self.keys), "rounds": self.rounds} if self.keys else None
+
+
+@dataclass(frozen=True)
 class StudySize:
     environments: int
     instances: int
@@ -151,10 +171,16 @@ class StudySize:
     # at this estimate (``budget_rounds``); None otherwise. ``rounds`` and
     # ``samples`` stay the first block's, which the limits are checked on.
     budget_rounds: int | None = None
+    # the workloads that run more rounds than ``rounds`` says, whole periods
+    # of the rotation: their time and samples are in ``estimated_s`` and ``samples``
+    periods: Periods = Periods()
 
     def describe(self) -> str:
         n = plural
         rounds, samples = n(self.rounds, "round"), self.samples
+        p = self.periods
+        if p.keys and self.warmup + p.rounds != self.rounds:  # some workloads only
+            rounds += f" ({self.warmup + p.rounds} for {', '.join(p.keys)})"
         if self.budget_rounds is not None and self.rounds > 0:  # the one rounds figure a budget is said in
             rounds = f"{self.warmup} warm-up + about {n(self.budget_rounds, 'round')}"
             samples = self.samples // self.rounds * (self.warmup + self.budget_rounds)
@@ -175,36 +201,49 @@ def study_size(study: Study, host: HostInfo) -> StudySize:
     n_envs = len(study.environments)
     duet = study.meta.schedule == "duet" and n_envs > 1
     cells, round_s, round_samples, guessed_s = 0, 0.0, 0, 0.0
+    own: list[tuple[str, int, float, int]] = []  # (key, measured rounds, seconds and samples a round)
     for entry in study.workloads:
         workload = WORKLOADS[entry.workload](entry.params, host)
-        cases = workload.cases()
-        cells += len(cases) * steps
-        # a duet runs the baseline beside each other environment: n - 1 slots of
-        # two samples at once, where one at a time takes n slots of one
-        slots, per_slot = (n_envs - 1, 2) if duet and workload.duets else (n_envs, 1)
-        gap = DUET_SLOT_S if per_slot == 2 else SAMPLE_GAP_S
-        case_s = sum(workload.expected_s(c) + gap for c in cases) * steps * slots
-        round_s += case_s
+        cells += len(workload.cases()) * steps
+        case_s, samples = _round_of(workload, n_envs, duet, steps)
+        round_s, round_samples = round_s + case_s, round_samples + samples
         guessed_s += 0.0 if workload.duration_known else case_s
-        round_samples += len(cases) * steps * slots * per_slot
+        own.append((entry.key, study.meta.rounds_for(workload, n_envs), case_s, samples))
     instances = sum(spec.instances for spec in study.environments.values())
     plan = study.budget_plan()
-    # an adaptive study: its most rounds; a budgeted one: its first block, and its budget as its length
-    rounds = study.meta.warmup + (plan.first if plan else study.meta.planned_rounds)
-    estimated = round_s * rounds + START_S * instances
+    # the rounds of every workload (some run whole periods beyond them); an adaptive
+    # study: its most rounds; a budgeted one: its first block, and its budget as its length
+    least = min((r for _, r, _, _ in own), default=study.meta.planned_rounds)
+    rounds = study.meta.warmup + (plan.first if plan else least)
+    extra_s = sum((r - least) * s for _, r, s, _ in own)
+    estimated = round_s * rounds + extra_s + START_S * instances
+    rounded = tuple(k for k, r, _, _ in own if r != study.meta.planned_rounds)
+    most = max((r for _, r, _, _ in own), default=0)
     return StudySize(
         n_envs,
         instances,
         cells,
         rounds,
-        round_samples * rounds,
+        round_samples * rounds + sum((r - least) * n for _, r, _, n in own),
         max(estimated, plan.budget_s) if plan else estimated,
         study.meta.warmup,
         round_s,
         START_S * instances,
         guessed_s,
         budget_rounds(plan, round_s, START_S * instances, study.meta.warmup) if plan else None,
+        Periods(rounded, most, study.meta.planned_rounds, n_envs) if rounded else Periods(),
     )
+
+
+def _round_of(workload: Workload, n_envs: int, duet: bool, steps: int) -> tuple[float, int]:
+    """One round of a workload's cells in every environment: its expected
+    seconds and its samples."""
+    cases = workload.cases()
+    # a duet runs the baseline beside each other environment: n - 1 slots of
+    # two samples at once, where one at a time takes n slots of one
+    slots, per_slot = (n_envs - 1, 2) if duet and workload.duets else (n_envs, 1)
+    gap = DUET_SLOT_S if per_slot == 2 else SAMPLE_GAP_S
+    return sum(workload.expected_s(c) + gap for c in cases) * steps * slots, len(cases) * steps * slots * per_slot
 
 
 def budget_rounds(plan, round_s: float, fixed_s: float, warmup: int) -> int:

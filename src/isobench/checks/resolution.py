@@ -189,7 +189,7 @@ def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | No
     """The study's planned rounds (a budget's: what it pays for) against the
     pilot's noise, at q = alpha/(K·m)."""
     meta = study.meta
-    rounds = meta.planned_rounds
+    rounds = size.rounds - size.warmup  # a fixed study's in whole periods when every workload's are
     at = f"at {'up to ' if meta.adaptive else ''}{rounds} rounds"
     plan = study.budget_plan()
     looks = meta.adaptive_schedule.looks if meta.adaptive else 1
@@ -249,13 +249,15 @@ def study_design(study: Study, size: StudySize, q: float, looks: int) -> Design:
 
 
 def resolution_lines(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None, now: float) -> list[str]:
-    """Two lines: what the planned rounds can find here and the rounds
-    ±tolerance equivalence needs (CPU-bound cells, then I/O-bound ones),
-    and that a workload can be noisier than the pilot; nothing when no cell
-    is compared."""
+    """The workloads whose rounds are whole periods of the rotation beyond
+    the study's repetitions (checks.preflight.Periods), then two lines: what
+    the planned rounds can find here and the rounds ±tolerance equivalence
+    needs (CPU-bound cells, then I/O-bound ones), and that a workload can be
+    noisier than the pilot; these two not when no cell is compared."""
+    periods = [size.periods.line()] if size.periods.keys else []
     if compared.cells == 0:
-        return []
-    return one_round_warning(study) + _noise_lines(study, size, compared, pilot, now)
+        return periods
+    return periods + one_round_warning(study) + _noise_lines(study, size, compared, pilot, now)
 
 
 def one_round_warning(study: Study) -> list[str]:

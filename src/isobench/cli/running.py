@@ -110,7 +110,7 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
                     "instances": instances,
                     "workloads": [w.workload for w in study.workloads],
                     "warmup": study.meta.warmup,
-                    **_rounds(study.meta, study.budget_plan()),
+                    **_rounds(study.meta, study.budget_plan(), size),
                     "size": {
                         "cells": size.cells,
                         "rounds": size.rounds,
@@ -118,6 +118,7 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
                         "estimated_s": round(size.estimated_s, 1),
                         "round_s": round(size.round_s, 3),
                         "budget_rounds": size.budget_rounds,  # a budget's measured rounds at this estimate
+                        "periods": size.periods.as_json(),  # workloads in whole periods beyond `rounds`
                     },
                     "resolution": resolution,
                     "not_run": [
@@ -181,15 +182,17 @@ def _strict(strict: bool, outlook, tol_pct: float) -> None:
     gate_exit(False, True)
 
 
-def _rounds(meta, plan=None) -> dict:
+def _rounds(meta, plan, size) -> dict:
     """validate's JSON rounds: `repetitions` the fixed count (null when
-    adaptive or under a budget), `rounds` the bounds, `repetitions_text` the words."""
+    adaptive or under a budget), `rounds` the bounds (a fixed study's: its
+    workloads' fewest and most, checks.preflight.Periods), `repetitions_text` the words."""
     if plan is not None:
         mode, low, high = "budget", plan.first, plan.cap
     elif meta.adaptive:
         mode, low, high = "auto", meta.adaptive_schedule.min_rounds, meta.adaptive_schedule.max_rounds
     else:
-        mode, low, high = "fixed", meta.repetitions, meta.repetitions
+        low = size.rounds - size.warmup
+        mode, high = "fixed", max(low, size.periods.rounds)
     return {
         "repetitions": meta.repetitions if mode == "fixed" else None,
         "rounds_plan": {"mode": mode, "min": low, "max": high},

@@ -1,8 +1,9 @@
 """What a Table I cell's samples warn of: outliers (screened on log values
 from 5 rounds, kept and named), a cell whose verdict or estimate rests on one
-of them, a slow first round, drift, CPU sides that were not alike, what the
-workload said of its figure, an adaptive run's cell that did not converge.
-Never a changed value."""
+of them, a slow first round, drift, CPU sides that were not alike, a round's
+first sample reading apart from its later ones, what the workload said of
+its figure, an adaptive run's cell that did not converge. Never a changed
+value."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from isobench.analysis.anomalies import (
     side_asymmetry,
     slow_first_round,
 )
+from isobench.analysis.order import Placed, position_effect, position_text
 from isobench.analysis.repetitions import converged
 from isobench.analysis.stats import TEST_WELCH_LOG, compare_cell
 from isobench.analysis.verdicts import Verdict, at_level
@@ -30,9 +32,10 @@ from isobench.results.model import ALL_METRICS, MetricKey, RunData
 def cell_warnings(
     run: RunData, key: MetricKey, env: str, target_ci_pct: float | None = None, verdict: Verdict | None = None
 ) -> tuple[str, ...]:
-    """Outliers, a slow first round and drift in the cell's samples, what the
-    workload said about the validity of its figure, and for an adaptive run a
-    cell that did not converge (never a changed value); for a compared cell
+    """Outliers, a slow first round, drift and a round's first sample apart
+    (position_warning) in the cell's samples, what the workload said about
+    the validity of its figure, and for an adaptive run a cell that did not
+    converge (never a changed value); for a compared cell
     (``verdict``) whether it rests on one flagged sample."""
     vals = list(run.values.get((key, env), []))
     rounds = list(run.rounds.get((key, env), range(len(vals))))
@@ -50,6 +53,8 @@ def cell_warnings(
         if pairs is not None and sides is not None:
             found.append(side_asymmetry(pairs, sides))
     texts = [t for t in texts if t] + [f.text for f in found if f.flagged]
+    if position := position_warning(run, key):
+        texts.append(position)
     if verdict is not None and (one := rests_on_one(run, key, env, verdict)):
         texts.append(one)
     if target_ci_pct is not None and not converged(vals, target_ci_pct):
@@ -60,6 +65,24 @@ def cell_warnings(
         + tuple(run.validity.get((*where, key.metric), ()))
         + tuple(run.validity.get((*where, ALL_METRICS), ()))
     )
+
+
+def position_warning(run: RunData, key: MetricKey) -> str:
+    """The effect of a sample's place in its round (first or later) on a
+    case run one sample at a time, said in each of its cells when it is
+    large and clear (analysis.order); "" for a duet's cells (a pair's two
+    samples ran at once, so its ratio shares their place) and where it
+    cannot be told."""
+    envs = run.environments
+    if any(run.partners.get((key, e)) for e in envs):
+        return ""
+    samples = [
+        Placed(e, r, i, v)
+        for e in envs
+        for r, i, v in zip(run.rounds.get((key, e), []), run.sample_ids.get((key, e), []), run.values.get((key, e), []))
+    ]
+    effect = position_effect(samples)
+    return position_text(effect, len(envs)) if effect is not None and effect.flagged else ""
 
 
 def screened_text(key: MetricKey, vals: list[float], rounds: list[int]) -> str:

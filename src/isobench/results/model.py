@@ -43,6 +43,10 @@ class RunData:
     # one round can be paired across environments; filled by Store.load_run
     # (empty for runs built in memory)
     rounds: dict[tuple[MetricKey, str], list[int]] = field(default_factory=dict)
+    # the store's id of each value's sample (same keys and order): a sample is
+    # committed before the next one starts, so ids rank a round's samples in the
+    # order they started (analysis.order); empty for runs built in memory
+    sample_ids: dict[tuple[MetricKey, str], list[int]] = field(default_factory=dict)
     # the duet partner of values in ``values`` that ran as a duet (run/duet.py):
     # same keys, {index in the values list: the other environment's name}; a
     # baseline has one value per partner and round, paired only with that partner

@@ -171,10 +171,13 @@ def run_step(
     budget's or adaptive repetitions' looks ask for. Returns the (env,
     workload, case, round) the run must end with an ok sample."""
     meta = ctx.meta
-    noise_facts = _step_noise(ctx, noise, step, step_cells, started)
-    rounds, first = meta.warmup + _first_block(meta, budget), 0
+    own = {(c.key, c.case): meta.warmup + first_block(meta, budget, c, len(started)) for c in step_cells}
+    noise_facts = _step_noise(ctx, noise, step, step_cells, started, own)
+    rounds, first = max(own.values(), default=meta.warmup), 0
     active = {(c.key, c.case) for c in step_cells}
-    ended: dict[tuple[str, str], int] = {}  # case -> rounds (warm-up included) when a budget stopped it
+    # case -> rounds (warm-up included) when it ended before the step's last:
+    # its own whole periods (first_block) or a budget's stop
+    ended: dict[tuple[str, str], int] = {case: n for case, n in own.items() if n < rounds}
     warm_s = 0.0  # the warm-up rounds' time: measure_for fits the rounds to it
     while True:
         round_ = first
@@ -182,8 +185,8 @@ def run_step(
             if round_ == meta.warmup and meta.measure_for is not None and budget is None:
                 rounds = meta.warmup + fit_rounds(ctx, schedule, step, step_cells, len(started), warm_s)
             began_round = time.monotonic()
-            cells_now = [c for c in step_cells if (c.key, c.case) in active]
-            run_round(ctx, schedule, cells_now, started, round_, rounds, clock, noise_facts)
+            due = [c for c in step_cells if (c.key, c.case) in active and round_ < ended.get((c.key, c.case), rounds)]
+            run_round(ctx, schedule, due, started, round_, rounds, clock, noise_facts)
             warm_s += time.monotonic() - began_round if round_ < meta.warmup else 0.0
             round_ += 1
         more = _look(ctx, schedule, step, step_cells, len(started), active, ended, rounds, budget, clock)
@@ -199,24 +202,33 @@ def run_step(
     }
 
 
-def _first_block(meta: StudyMeta, budget: BudgetPlan | None) -> int:
+def first_block(meta: StudyMeta, budget: BudgetPlan | None, cell: Cell, envs: int) -> int:
+    """A cell's measured rounds before the first look: a budget's first
+    block, adaptive repetitions' least, or a fixed run's rounds (in whole
+    periods of the rotation where its cells run one at a time:
+    StudyMeta.rounds_for; a measure_for run fits them after the warm-up)."""
     if budget is not None:
         return budget.first
     if meta.adaptive:
         return meta.adaptive_schedule.min_rounds
-    return int(meta.repetitions)
+    return meta.rounds_for(cell.workload, envs)
 
 
 def _step_noise(
-    ctx: RunContext, noise: Noise | None, step: int | None, step_cells: list[Cell], started: list[Environment]
+    ctx: RunContext,
+    noise: Noise | None,
+    step: int | None,
+    step_cells: list[Cell],
+    started: list[Environment],
+    own: dict[tuple[str, str], int],
 ) -> dict | None:
     """Start a noise study's stressor for this step, unless a resumed run
-    has measured all of the step's first block already."""
-    meta = ctx.meta
+    has measured all of the step's first block already (``own``: each
+    case's rounds in it, warm-up included)."""
     if noise is None or step is None:
         return None
-    first = range(meta.warmup + meta.adaptive_schedule.min_rounds)
-    if all((e.name, c.key, c.case, r) in ctx.done for r in first for c in step_cells for e in started):
+    cells = [(c, own[(c.key, c.case)]) for c in step_cells]
+    if all((e.name, c.key, c.case, r) in ctx.done for c, n in cells for r in range(n) for e in started):
         return None
     ctx.progress.note(f"noise: {noise.spec.stressor} stressor, {step} workers")
     return noise.start_step(step)

@@ -2,7 +2,9 @@
 
 Each round runs every cell once in every environment, in the slots its
 schedule gives (run/schedule.py: one sample at a time in a Williams square's
-order, or the baseline beside each other environment at once, a duet).
+order, or the baseline beside each other environment at once, a duet); a
+cell run one at a time may have rounds of its own after the others' end,
+whole periods of that order (StudyMeta.rounds_for).
 Every sample is stored the moment it exists. A budgeted or adaptive study
 measures, after each block, only what its looks (run/looks.py) still want.
 The runner starts, measures, records and stops.
@@ -15,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from isobench.analysis.order import periods_text
 from isobench.checks.doctor import findings_as_facts, judge, read_host
 from isobench.checks.health import Watch, clean_pending, final_status, remember_leftovers
 from isobench.clienthost import ClientHost
@@ -114,11 +117,7 @@ def _run_study(
         budget = study.budget_plan()
         if budget is not None:
             record_budget_plan(store, run_id, budget)
-        runnable = sum(
-            schedule.samples_per_round(c.workload, sum((e.name, c.key) not in skip for e in envs)) for c in cells
-        )
-        first = budget.first if budget else study.meta.planned_rounds
-        progress.start((study.meta.warmup + first) * runnable - len(done))
+        progress.start(_planned_samples(study, schedule, cells, envs, skip) - len(done))
         planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
         for step, step_cells in by_step(cells):
             planned |= run_step(ctx, schedule, step, step_cells, started, envs, noise, budget, clock)
@@ -140,6 +139,18 @@ def _run_study(
     return run_id
 
 
+def _planned_samples(study: Study, schedule: Schedule, cells: list[Cell], envs: list[Environment], skip: dict) -> int:
+    """The samples the run plans (a budget's first block, an adaptive run's
+    most rounds), each cell at its own rounds (StudyMeta.rounds_for)."""
+    meta, budget = study.meta, study.budget_plan()
+    total = 0
+    for c in cells:
+        rounds = budget.first if budget else meta.rounds_for(c.workload, len(envs))
+        runs = sum((e.name, c.key) not in skip for e in envs)
+        total += (meta.warmup + rounds) * schedule.samples_per_round(c.workload, runs)
+    return total
+
+
 def _open_run(
     study: Study,
     store: Store,
@@ -157,7 +168,7 @@ def _open_run(
         facts = {**host_facts(), "doctor": findings_as_facts(judge(read_host()))}
         if host_noise is not None:
             facts["host_noise"] = host_noise
-        facts["schedule"] = schedule_facts(schedule, cells)
+        facts["schedule"] = schedule_facts(schedule, cells, study.meta, len(study.environments))
         store.create_run(run_id, study, facts)
         return run_id, set()
     done = store.measured_cells(resume)
@@ -269,13 +280,19 @@ def attach_client_host(run_id: str, workloads: list[Workload], envs: list[Enviro
     return ch
 
 
-def schedule_facts(schedule: Schedule, cells: list[Cell]) -> dict:
-    """Kept with the run: the schedule, a duet's CPU sides, and which
-    schedule each workload case ran under."""
+def schedule_facts(schedule: Schedule, cells: list[Cell], meta: StudyMeta, envs: int) -> dict:
+    """Kept with the run: the schedule, a duet's CPU sides, which schedule
+    each workload case ran under, and the cases whose rounds were rounded
+    up to whole periods of the rotation (``periods``: case -> the sentence
+    said before the run, as validate says it)."""
+    rounded = {f"{c.key}/{c.case}": meta.rounds_for(c.workload, envs) for c in cells}
     return {
         "name": schedule.name,
         **schedule.facts(),
         "cells": {f"{c.key}/{c.case}": schedule.used_for(c.workload) for c in cells},
+        "periods": {
+            case: periods_text(n, meta.planned_rounds, envs) for case, n in rounded.items() if n != meta.planned_rounds
+        },
     }
 
 

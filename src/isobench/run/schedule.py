@@ -6,7 +6,9 @@ alone, or two samples run at the same time, each on its own host CPUs.
 - sequential: every environment alone, in the order of a Williams square's
   row for the round (over every square each environment is in each position
   once and follows each other one once), so that drift in the machine shows
-  up as spread, not as overhead; "blocked" keeps the study's order.
+  up as spread, not as overhead (a fixed run makes whole squares where that
+  costs at most half again: StudyMeta.rounds_for); "blocked" keeps the
+  study's order.
 - duet: the baseline's sample and each other environment's sample at the same
   time, each on half the host's CPUs, so whatever the host's neighbours do
   hits both (Bulej et al., ICPE 2020). The duets of a round run in a Williams
@@ -23,6 +25,7 @@ import abc
 from dataclasses import dataclass
 from typing import ClassVar
 
+from isobench.analysis.order import rotation_period
 from isobench.envs.base import Environment
 from isobench.envs.pinning import duet_sides, usable_cpus
 from isobench.run.duet import ROTATE_S
@@ -47,7 +50,8 @@ class Slot:
 def williams_row(n: int, row: int) -> list[int]:
     """Row ``row`` of a Williams square over n items: the first row is
     0, 1, n-1, 2, n-2, ...; row i adds i (mod n). For odd n the rows after
-    the first n are the first n reversed, so 2n rows balance who follows whom."""
+    the first n are the first n reversed, so 2n rows balance who follows whom
+    (analysis.order.rotation_period)."""
     if n <= 0:
         return []
     first, lo, hi = [0], 1, n - 1
@@ -57,8 +61,7 @@ def williams_row(n: int, row: int) -> list[int]:
         if len(first) < n:
             first.append(hi)
             hi -= 1
-    period = n if n % 2 == 0 else 2 * n
-    r = row % period
+    r = row % rotation_period(n)
     out = [(x + r % n) % n for x in first]
     return out[::-1] if r >= n else out
 

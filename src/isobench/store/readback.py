@@ -53,8 +53,8 @@ def read_run(db: sqlite3.Connection, path: str, run_id: str, role_sql: str, prim
         env_facts=env_facts,
         metrics=list(keys.values()),
     )
-    for env, w, c, round_, status, error, vals, extra in db.execute(
-        "SELECT env, workload, ccase, round, status, error, vals, extra FROM samples"
+    for id_, env, w, c, round_, status, error, vals, extra in db.execute(
+        "SELECT id, env, workload, ccase, round, status, error, vals, extra FROM samples"
         " WHERE run_id=? AND warmup=0 ORDER BY id",
         (run_id,),
     ):
@@ -76,6 +76,7 @@ def read_run(db: sqlite3.Connection, path: str, run_id: str, role_sql: str, prim
             if key is not None and value is not None:
                 run.values.setdefault((key, env), []).append(float(value))
                 run.rounds.setdefault((key, env), []).append(round_)
+                run.sample_ids.setdefault((key, env), []).append(int(id_))
                 if partner is not None:
                     index = len(run.values[(key, env)]) - 1
                     run.partners.setdefault((key, env), {})[index] = partner
