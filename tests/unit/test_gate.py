@@ -4,6 +4,7 @@ duet that did not run as planned says why (run/duet.py)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -14,6 +15,7 @@ from isobench.core.gate import PAD_TO, Ended, Gate, Inside, ended, filled, gate_
 from isobench.run.duet import ROTATE_S, not_as_planned
 from isobench.run.measure import Taken
 from isobench.workloads.base import Measurement
+from isobench.workloads.compress import Compression
 
 
 def test_the_gates_lines_leave_the_works_output_as_it_was():
@@ -152,3 +154,76 @@ def test_a_discarded_try_keeps_its_values():
     gone = discarded(taken, "duet not as planned")
     assert gone.status == "failed" and gone.error == "duet not as planned"
     assert gone.extra["discarded"] == {"x": 2.0} and gone.raw == "out"
+
+
+def test_an_environment_whose_gate_cannot_run_falls_back_and_says_why(monkeypatch):
+    from isobench.envs import base
+    from isobench.envs.native import NativeEnvironment
+
+    assert NativeEnvironment(name="native", run_id="unit-gate").gate_problem() == ""
+    monkeypatch.setattr(base, "PYTHON", "/nonexistent/python3")  # an image without Python, say
+    problem = NativeEnvironment(name="native", run_id="unit-gate").gate_problem()
+    assert problem.startswith("/nonexistent/python3 does not run in it")
+
+
+def test_a_kind_without_a_gate_says_so():
+    from isobench.envs.vm.environment import VmEnvironment
+
+    assert "has no gate" in VmEnvironment(name="vm").gate_problem()
+
+
+def test_the_answer_says_how_far_apart_the_starts_were():
+    from isobench.results.schedule import gate_lines
+
+    starts = {
+        "native": [("held", -0.0003), ("held", 0.0001)],
+        "docker-nat": [("held", 0.0003), ("held", -0.0021)],
+        "vm": [("a vm environment has no gate: its command starts at the release", 0.31)] * 3,
+    }
+    held, vm = gate_lines(starts)
+    assert held.startswith("The two sides' work started together, held at a gate: 0.30 ms apart")
+    assert "at most 2.1 ms" in held
+    assert (
+        vm == "vm was not held at the gate (a vm environment has no gate: its command starts at the release): "
+        "its starts were 310 ms apart (median)."
+    )
+    assert gate_lines({}) == [] and gate_lines({"native": [("", 0.2)]}) == []  # a run stored before the gate
+
+
+def test_a_duet_not_as_planned_is_measured_again_and_its_try_kept(monkeypatch, tmp_path):
+    """The runner's side: the first try's record says it did not run as
+    planned; it is stored as failed with its values, and measured again."""
+    from isobench.run import rounds
+    from isobench.run.runner import run_study
+    from isobench.store.db import Store
+    from isobench.study import parse_study
+
+    tries: list[int] = []
+
+    def fake_duet(works, case, pair, cpus, noise_facts=None):
+        tries.append(1)
+        why = "swapped 8 times of about 46 planned (was the harness stopped?)" if len(tries) == 1 else ""
+        out = []
+        for _ in pair:
+            t = Taken("2026-11-29T00:00:00+00:00", 0.0, 1.0, 0.0, Measurement({"throughput_mbs": 10.0 + len(tries)}))
+            t.extra["duet"] = {"partner": "x", "cpus": "0", **({"not_as_planned": why} if why else {})}
+            out.append(t)
+        return out
+
+    monkeypatch.setattr(rounds, "run_duet", fake_duet)
+    monkeypatch.setattr(Compression, "prepare", lambda self, env: None)
+    study = parse_study(
+        '[study]\nname = "again"\nrepetitions = 1\nwarmup = 0\nbaseline = "native"\nschedule = "duet"\n'
+        '[environments.native]\n[environments.native-b]\nkind = "native"\n'
+        "[workloads.compression]\nsize_mb = 1\nthreads = 1\n",
+        "again.toml",
+    )
+    store = Store(str(tmp_path / "r.sqlite"))
+    run_id = run_study(study, store)
+    samples = store.samples(run_id)
+    assert len(tries) == 2
+    failed = [s for s in samples if s["status"] == "failed"]
+    assert len(failed) == 2 and all("duet not as planned (swapped 8 times" in s["error"] for s in failed)
+    assert all(json.loads(s["extra"])["discarded"] == {"throughput_mbs": 11.0} for s in failed)
+    assert sorted(s["status"] for s in samples) == ["failed", "failed", "ok", "ok"]
+    assert store.load_run(run_id).status == "complete"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from isobench.core.errors import EnvironmentError_
-from isobench.core.gate import SideGate
+from isobench.core.gate import PYTHON, SideGate
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
 
@@ -59,6 +59,9 @@ class Environment(abc.ABC):
     # a duet's gate while its sample runs (run/duet.py): exec() holds the
     # timed command at it and lets fillers through it, in kinds that can
     gate: SideGate | None = field(default=None, init=False, repr=False, compare=False)
+    _gate_said: str | None = field(default=None, init=False, repr=False, compare=False)
+    # whether this kind's exec() holds the timed command at `gate` (a VM's agent has no stdin to hold)
+    holds_at_gate: ClassVar[bool] = False
 
     @abc.abstractmethod
     def start(self) -> None: ...
@@ -113,11 +116,17 @@ class Environment(abc.ABC):
         raise EnvironmentError_(f"{self.name}: a {self.kind} environment cannot be placed on chosen host CPUs")
 
     def gate_problem(self) -> str:
-        """Why this kind cannot hold a command at a duet's gate ("" when it
-        can: its exec() then honours `gate`). One that cannot falls back:
-        its command starts when the other side is released, and the duet's
-        record says so and how far apart the starts were."""
-        return f"a {self.kind} environment has no gate: its command starts at the release"
+        """Why this environment cannot hold a command at a duet's gate ("" when
+        it can: its kind's exec() honours `gate`, and the gate's program runs
+        in it, asked once). One that cannot falls back: its command starts
+        when the other side is released, and the duet's record and the
+        answer say so and how far apart the starts were."""
+        if not self.holds_at_gate:
+            return f"a {self.kind} environment has no gate: its command starts at the release"
+        if self._gate_said is None:
+            r = self.exec([PYTHON, "-I", "-S", "-c", ""], timeout=30)
+            self._gate_said = "" if r.ok else f"{PYTHON} does not run in it ({r.describe()[:160]})"
+        return self._gate_said
 
     def move(self, cpus: tuple[int, ...]) -> None:
         """place(), while a sample runs: a duet swaps its sides' CPUs many

@@ -156,6 +156,7 @@ class DockerEnvironment(Environment):
     _isolation: dict = field(default_factory=dict)  # as the engine reported it after start
 
     unrecorded = frozenset({"kind", "instances", "pin"})  # pin: recorded as the cpuset it gave
+    holds_at_gate = True  # its exec's stdin is the gate's pipe (envs/docker_held.py)
 
     @property
     def container_name(self) -> str:
@@ -275,9 +276,6 @@ class DockerEnvironment(Environment):
         return ExecResult(
             argv, code if code is not None else -1, stdout, stderr, wall, timed_out=timed_out, killed=killed
         )
-
-    def gate_problem(self) -> str:  # its exec's stdin is the gate's pipe
-        return ""
 
     def write_file(self, path: str, content: bytes) -> None:
         # The archive API (docker cp) cannot see tmpfs mounts, so stream the

@@ -81,6 +81,8 @@ class NativeEnvironment(Environment):
     _groups: dict[int, samplecgroup.SampleCgroup] = field(default_factory=dict, repr=False)
     _made: int = field(default=0, repr=False)
 
+    holds_at_gate = True  # a pipe the harness holds (core/gatedproc.py)
+
     def __post_init__(self) -> None:
         slug = f"{self.run_id}-{self.name}"
         # data on the host's disk, tmp on the host's /dev/shm tmpfs
@@ -157,9 +159,6 @@ class NativeEnvironment(Environment):
             group.remove()
 
         return run_gated(argv, timeout, cwd, gate, group.procs_files, done=done)
-
-    def gate_problem(self) -> str:
-        return ""
 
     def recorded_options(self) -> dict:
         options = super().recorded_options()

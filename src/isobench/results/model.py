@@ -71,6 +71,8 @@ class RunData:
     # workload -> seconds its samples' summed wall time counts twice, a duet's
     # two sides having run at once (store.readback._duet_overlap)
     overlap_s: dict[str, float] = field(default_factory=dict)
+    # each environment's duet samples: (its gate: "held" or why not, its work's signed start skew, s)
+    duet_starts: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
 
     def wall_s(self) -> float:
         """The run's samples' wall time, a duet's overlapping sides counted once."""

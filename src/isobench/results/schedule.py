@@ -3,6 +3,8 @@ from the facts the run kept. Pure."""
 
 from __future__ import annotations
 
+from statistics import median
+
 from isobench.results.model import RunData
 
 
@@ -38,4 +40,26 @@ def schedule_summary(run: RunData) -> str:
     if cannot:
         text += f"; one sample at a time: {', '.join(cannot)} (its workload cannot duet)"
     # a user's command, decided from its sample alone (workloads/duetcall.py)
-    return text + "." + "".join(f" {c}: {t}." for c, t in sorted(said.items()))
+    text += "." + "".join(f" {c}: {t}." for c, t in sorted(said.items()))
+    return text + "".join(f" {line}" for line in gate_lines(run.duet_starts))
+
+
+def gate_lines(starts: dict[str, list[tuple[str, float]]]) -> list[str]:
+    """How far apart each duet's two works started, from their own clocks
+    where both sides were held at the gate (run before 2026-11-29: none
+    stored); and each environment that fell back, why, and how far apart
+    its starts were on the harness's clock. Pure."""
+    held = [abs(skew) for samples in starts.values() for gate, skew in samples if gate == "held"]
+    lines = []
+    if held:
+        lines.append(
+            f"The two sides' work started together, held at a gate: {median(held) * 1000:.2f} ms apart"
+            f" (median; at most {max(held) * 1000:.1f} ms), on the work's own clock."
+        )
+    for env, samples in sorted(starts.items()):
+        fell = [(gate, abs(skew)) for gate, skew in samples if gate and gate != "held"]
+        if fell:
+            why = fell[0][0]
+            apart = median([s for _, s in fell]) * 1000
+            lines.append(f"{env} was not held at the gate ({why}): its starts were {apart:.0f} ms apart (median).")
+    return lines

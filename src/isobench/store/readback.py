@@ -71,6 +71,8 @@ def read_run(db: sqlite3.Connection, path: str, run_id: str, role_sql: str, prim
                 if note not in notes:
                     notes.append(note)
         partner, side = _duet_partner(extra)
+        if partner is not None:
+            _duet_start(run, env, extra)
         for metric, value in stored_values(vals, f"{where}: samples' values").items():
             key = keys.get((w, c, metric))
             if key is not None and value is not None:
@@ -129,6 +131,15 @@ def _load_counters(db: sqlite3.Connection, path: str, run: RunData) -> None:
         deltas, units = detail.get("counters"), detail.get("units")
         if isinstance(deltas, dict) and deltas:
             run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
+
+
+def _duet_start(run: RunData, env: str, extra: str) -> None:
+    """A duet sample's gate and the signed skew of its work's start (run/duet.py)."""
+    record = json.loads(extra).get("duet")
+    skew = record.get("skew_s") if isinstance(record, dict) else None
+    if isinstance(skew, (int, float)) and not isinstance(skew, bool):
+        gate = record.get("gate")
+        run.duet_starts.setdefault(env, []).append((printable(gate) if isinstance(gate, str) else "", float(skew)))
 
 
 def _duet_partner(extra: str) -> tuple[str | None, str]:
