@@ -216,7 +216,6 @@ class Gate:
         self._lock = threading.Lock()
         self._opened = threading.Event()
         self.timeout = timeout
-        self.released_at = 0.0  # epoch seconds, the harness's instant of the release
 
     def side(self, index: int, timed_argv: list[str]) -> SideGate:
         return SideGate(list(timed_argv), self, index)
@@ -225,6 +224,7 @@ class Gate:
         return self._arrived[index]
 
     def arrive(self, index: int, release: Callable[[], None] | None) -> bool:
+        release = _once(release) if release is not None else None
         with self._lock:
             if self._arrived[index]:
                 return True
@@ -235,17 +235,11 @@ class Gate:
             return True
         if self._opened.wait(self.timeout):
             return True
-        with self._lock:  # the other side never came: this one goes alone
-            if not self._opened.is_set():
-                self._releases[index] = None
-        if release is not None:
+        if release is not None:  # the other side never came: this one goes alone
             release()
         return False
 
     def _open(self) -> None:
-        import time
-
-        self.released_at = time.time()
         for release in self._releases:
             if release is not None:
                 try:
@@ -253,3 +247,18 @@ class Gate:
                 except OSError:  # that side's process is gone: its own exec says how
                     pass
         self._opened.set()
+
+
+def _once(release: Callable[[], None]) -> Callable[[], None]:
+    """A release that writes its byte once, whoever calls it (the opener, or
+    a side whose wait timed out at the same moment): a second byte would
+    read as the stop of its fillers."""
+    lock, done = threading.Lock(), [False]
+
+    def go() -> None:
+        with lock:
+            if not done[0]:
+                done[0] = True
+                release()
+
+    return go

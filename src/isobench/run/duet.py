@@ -256,7 +256,7 @@ def duet_record(me: Side, other: Side, errors: list[str]) -> dict[str, Any]:
                 "clock": "work" if both_inside else "harness",
                 "overlap": round(overlap(mine, other.busy), 4),
                 "fillers": me.fillers,
-                "swaps": len(me.moves),
+                "swaps": sum(1 for m in me.moves if mine[0] <= m <= mine[1]),  # while its work ran
                 "home_share": round(home_share(mine, me.moves), 4),
             }
         )

@@ -147,7 +147,8 @@ def _duet_as_planned(
     for attempt in range(DUET_TRIES):
         takens = run_duet(sides, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
         why = [t.extra["duet"].get("not_as_planned", "") for t in takens]
-        if not any(why) or attempt == DUET_TRIES - 1:
+        # a timeout would only take as long again: kept, its record says it
+        if not any(why) or attempt == DUET_TRIES - 1 or any(t.status == "timeout" for t in takens):
             return takens
         for env, taken in zip(live, takens):
             gone = discarded(taken, f"duet not as planned ({why[0] or why[1]}): measured again")
