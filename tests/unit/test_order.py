@@ -213,12 +213,12 @@ def test_the_warning_says_whether_the_rounds_were_balanced():
     assert "; not balanced: 10 rounds of a 6-round period (first: native 3, docker-nat 3, docker-host 4)" in text
 
 
-def _store_run(path: str, first_pct: float, sd: float = 0.03, duet: bool = False) -> str:
+def _store_run(path: str, first_pct: float, sd: float = 0.03, duet: bool = False, primary: bool = False) -> str:
     """fio-style cells one sample at a time in Williams order (a duet's
     samples marked with their partner when ``duet``)."""
     store = Store(path)
     store.create_run("r-pos", fake_study(ENVS), {"cores": 2})
-    store.define_metrics("r-pos", "fio", "seqread", [Metric("bw_mbs", "MB/s", True)])
+    store.define_metrics("r-pos", "fio", "seqread", [Metric("bw_mbs", "MB/s", True, primary=primary)])
     for s in _placed(10, first_pct, sd):
         extra = {"duet": {"partner": "native" if s.env != "native" else "docker-nat", "cpus": "0"}} if duet else {}
         at = f"2026-11-27T10:{s.round:02d}:00+0000"
@@ -247,3 +247,14 @@ def test_every_cell_of_the_case_warns_of_a_position_effect(tmp_path):
 def test_a_duets_cells_are_not_judged_by_position(tmp_path):
     path = str(tmp_path / "s.sqlite")
     assert _warnings(Store(path).load_run(_store_run(path, 20.0, duet=True))) == []
+
+
+def test_the_answer_prints_the_position_effect_of_a_cell_run_one_at_a_time_large_or_not(tmp_path):
+    from isobench.results.schedule import position_lines
+
+    for first_pct, sd in ((0.0, 0.01), (20.0, 0.03)):
+        path = str(tmp_path / f"s{first_pct}.sqlite")
+        run = Store(path).load_run(_store_run(path, first_pct, sd, primary=True))
+        (line,) = position_lines(run, ["fio/seqread"])
+        assert line.startswith("fio/seqread bw_mbs: a round's first sample read ") and "not balanced" in line
+        assert position_lines(run, ["compression/default"]) == []

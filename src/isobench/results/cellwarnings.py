@@ -20,7 +20,7 @@ from isobench.analysis.anomalies import (
     side_asymmetry,
     slow_first_round,
 )
-from isobench.analysis.order import Placed, position_effect, position_text
+from isobench.analysis.order import Placed, PositionEffect, position_effect, position_text
 from isobench.analysis.repetitions import converged
 from isobench.analysis.stats import TEST_WELCH_LOG, compare_cell
 from isobench.analysis.verdicts import Verdict, at_level
@@ -73,16 +73,22 @@ def position_warning(run: RunData, key: MetricKey) -> str:
     large and clear (analysis.order); "" for a duet's cells (a pair's two
     samples ran at once, so its ratio shares their place) and where it
     cannot be told."""
+    effect = position_of(run, key)
+    return position_text(effect, len(run.environments)) if effect is not None and effect.flagged else ""
+
+
+def position_of(run: RunData, key: MetricKey) -> PositionEffect | None:
+    """The position effect of a cell run one sample at a time (None for a
+    duet's cells, and where it cannot be told)."""
     envs = run.environments
     if any(run.partners.get((key, e)) for e in envs):
-        return ""
+        return None
     samples = [
         Placed(e, r, i, v)
         for e in envs
         for r, i, v in zip(run.rounds.get((key, e), []), run.sample_ids.get((key, e), []), run.values.get((key, e), []))
     ]
-    effect = position_effect(samples)
-    return position_text(effect, len(envs)) if effect is not None and effect.flagged else ""
+    return position_effect(samples)
 
 
 def screened_text(key: MetricKey, vals: list[float], rounds: list[int]) -> str:

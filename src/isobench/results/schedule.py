@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from statistics import median
 
+from isobench.core.numbers import fmt_pct
+from isobench.results.cellwarnings import position_of
 from isobench.results.model import RunData
 
 
@@ -39,9 +41,26 @@ def schedule_summary(run: RunData) -> str:
     cannot = [c for c in alone if c not in said]
     if cannot:
         text += f"; one sample at a time: {', '.join(cannot)} (its workload cannot duet)"
+        text += "".join(f"; {line}" for line in position_lines(run, cannot))
     # a user's command, decided from its sample alone (workloads/duetcall.py)
     text += "." + "".join(f" {c}: {t}." for c, t in sorted(said.items()))
     return text + "".join(f" {line}" for line in gate_lines(run.duet_starts))
+
+
+def position_lines(run: RunData, cells: list[str]) -> list[str]:
+    """For each cell run one sample at a time, its primaries' position
+    effect (a round's first sample against its later ones), large or not."""
+    out = []
+    for key in run.metrics:
+        if key.primary and f"{key.workload}/{key.case}" in cells:
+            e = position_of(run, key)
+            if e is not None:
+                out.append(
+                    f"{key.workload}/{key.case} {key.metric}: a round's first sample read {fmt_pct(e.pct)} "
+                    f"[{fmt_pct(e.low_pct)}, {fmt_pct(e.high_pct)}] against its later ones"
+                    f" ({'balanced: each environment first equally often' if e.balanced else 'not balanced'})"
+                )
+    return out
 
 
 def gate_lines(starts: dict[str, list[tuple[str, float]]]) -> list[str]:
