@@ -12,10 +12,13 @@ import time
 import pytest
 
 from isobench.core.gate import PAD_TO, Ended, Gate, Inside, ended, filled, gate_argv
+from isobench.host.hostinfo import HostInfo
 from isobench.run.duet import ROTATE_S, not_as_planned
 from isobench.run.measure import Taken
 from isobench.workloads.base import Measurement
 from isobench.workloads.compress import Compression
+
+HOST = HostInfo(cores=1, mem_bytes=8 << 30, disk_free_bytes=0)
 
 
 def test_the_gates_lines_leave_the_works_output_as_it_was():
@@ -227,3 +230,23 @@ def test_a_duet_not_as_planned_is_measured_again_and_its_try_kept(monkeypatch, t
     assert all(json.loads(s["extra"])["discarded"] == {"throughput_mbs": 11.0} for s in failed)
     assert sorted(s["status"] for s in samples) == ["failed", "failed", "ok", "ok"]
     assert store.load_run(run_id).status == "complete"
+
+
+def test_a_side_that_falls_back_is_not_held_at_a_gate_nobody_opens(monkeypatch):
+    """A kind that can hold commands, in an environment where the gate's
+    program does not run: its command runs plain at the release, not held
+    until its timeout (the duet took 152 s a try before this)."""
+    from isobench.envs.native import NativeEnvironment
+    from isobench.run.duet import run_duet
+
+    work = Compression(Compression.Params(size_mb=1, threads=1), HOST)
+    monkeypatch.setattr(
+        work, "argv", lambda case, paths: ["sh", "-c", "echo 'isobench-time real=0.20 user=0.1 sys=0' >&2; sleep 0.2"]
+    )
+    a, b = NativeEnvironment(name="native", run_id="unit-fb"), NativeEnvironment(name="native-b", run_id="unit-fb")
+    monkeypatch.setattr(b, "gate_problem", lambda: "no Python here")
+    t0 = time.monotonic()
+    x, y = run_duet(work, "default", (a, b), ((0,), (1,)))
+    assert time.monotonic() - t0 < 20 and x.status == y.status == "ok", (x.error, y.error)
+    assert x.extra["duet"]["gate"] == "held" and y.extra["duet"]["gate"] == "no Python here"
+    assert y.extra["duet"]["clock"] == "harness"

@@ -139,7 +139,8 @@ def _side(
         me.gate.abandon()
         me.done.set()
         return
-    me.env.gate = me.gate
+    # a side that falls back must not hold its command: nothing would release it
+    me.env.gate = None if me.gate.fallback else me.gate
     cpu0 = time.thread_time()
     try:
         if me.gate.fallback:  # no gate here: started when the other side is released
