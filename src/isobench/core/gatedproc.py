@@ -23,11 +23,13 @@ def run_gated(
     procs: list[str],
     pin: str | None = None,
     done: Callable[[], None] = lambda: None,
+    live: set[int] | None = None,
 ) -> ExecResult:
     """argv through the gate, in the cgroups whose cgroup.procs files are
-    `procs` (or pinned by taskset to `pin`), its own session. Returns when
-    the work ends; its fillers run on until gate.stop_filling(), and
-    `done` (the cgroups' removal) runs once the process has ended."""
+    `procs` (or pinned by taskset to `pin`, its pid in `live` while it runs:
+    a duet's moves then walk its tree), its own session. Returns when the
+    work ends; its fillers run on until gate.stop_filling(), and `done` (the
+    cgroups' removal) runs once the process has ended."""
     full = gate_argv(argv, gate.fill, procs)
     full = ["taskset", "-c", pin, *full] if pin else full
     start = time.perf_counter()
@@ -46,6 +48,9 @@ def run_gated(
         gate.abandon()
         done()
         return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
+    if live is not None:
+        live.add(proc.pid)
+        done = _also(done, lambda: live.discard(proc.pid))
     try:
         out, err = _read_until(proc, deadline, b"", b"", lambda o, e: e.endswith(READY))
         if err.endswith(READY):
@@ -68,6 +73,14 @@ def run_gated(
         gate.work_ended(end.inside, None)
         _stop(proc, done)
     return ExecResult(argv, end.code, end.stdout, end.stderr, wall)
+
+
+def _also(first: Callable[[], None], then: Callable[[], None]) -> Callable[[], None]:
+    def both() -> None:
+        first()
+        then()
+
+    return both
 
 
 def _read_until(

@@ -151,7 +151,7 @@ class NativeEnvironment(Environment):
             group = samplecgroup.SampleCgroup(f"{self.run_id}-{self.name}.{self._made}", self.cpu)
         except OSError as exc:  # no cgroups to stand in: pinned by taskset, moved by the walk
             gate.standing = f"the harness's cgroups ({exc})"
-            return run_gated(argv, timeout, cwd, gate, [], pin=self.cpu)
+            return run_gated(argv, timeout, cwd, gate, [], pin=self.cpu, live=self._live)
         self._groups[self._made] = group
 
         def done(key: int = self._made) -> None:
