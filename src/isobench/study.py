@@ -166,7 +166,10 @@ class StudyMeta(StrictModel):
         squares already): ``planned_rounds``."""
         planned = self.planned_rounds
         fixed = not (self.adaptive or self.budget is not None or self.measure_for is not None)
-        paired = self.schedule == "duet" and workload.duet_mode() is None and workload.duets
+        # a table its warm-up decides (a user's command) counts as the duet it
+        # mostly becomes; decided otherwise, the position warning covers it
+        mode = workload.duet_mode()
+        paired = self.schedule == "duet" and (workload.duets if mode is None else mode != "false")
         if not fixed or paired or self.order == "blocked":
             return planned
         return balanced_rounds(planned, envs)

@@ -258,3 +258,14 @@ def test_the_answer_prints_the_position_effect_of_a_cell_run_one_at_a_time_large
         (line,) = position_lines(run, ["fio/seqread"])
         assert line.startswith("fio/seqread bw_mbs: a round's first sample read ") and "not balanced" in line
         assert position_lines(run, ["compression/default"]) == []
+
+
+def test_a_command_its_warm_up_decides_counts_as_the_duet_it_mostly_becomes():
+    """A user's command under a duet is decided from its warm-up, after the
+    rounds are set: `auto` and `true` run as pairs, not in whole periods
+    (a one-thread sysbench ran 24 rounds of 20 before this); `false` runs
+    one sample at a time, in whole periods."""
+    body = '[workloads.cmd]\ncommand = ["true"]\nduet = {}\n'
+    for duet, rounds in (('"auto"', 10), ("true", 10), ("false", 12)):
+        study = parse_study(_study('schedule = "duet"').text + body.format(duet), "o.toml")
+        assert _rounds(study)["cmd"] == rounds, duet
