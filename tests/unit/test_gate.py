@@ -288,3 +288,21 @@ def test_without_cgroups_of_its_own_a_held_native_command_is_still_moved(monkeyp
     assert len(moved) >= 3 and all(os.sched_getaffinity(p) == {cpus[1]} for p in moved)
     worker.join(30)
     assert not env._live and env.gate.standing.startswith("the harness's cgroups (no cgroups here)")
+
+
+def test_a_cgroup_half_made_is_not_left_behind(tmp_path):
+    """The v1 layout in a scratch directory: the third controller's
+    directory cannot be made, and the two made before it are removed."""
+    from isobench.host import samplecgroup
+
+    for c in samplecgroup.V1_CONTROLLERS:
+        (tmp_path / c / samplecgroup.PARENT).mkdir(parents=True)
+        (tmp_path / c / "cgroup.procs").write_text("")
+    for where in (tmp_path / "cpuset", tmp_path / "cpuset" / samplecgroup.PARENT):
+        (where / "cpuset.cpus").write_text("0-1\n")
+        (where / "cpuset.mems").write_text("0\n")
+    (tmp_path / "cpuset" / samplecgroup.PARENT / "run-native.1").write_text("in the way")
+    with pytest.raises(FileExistsError):  # at the third directory, cpuset's
+        samplecgroup.SampleCgroup("run-native.1", "0", root=str(tmp_path))
+    assert not (tmp_path / "cpu" / samplecgroup.PARENT / "run-native.1").exists()
+    assert not (tmp_path / "cpuacct" / samplecgroup.PARENT / "run-native.1").exists()

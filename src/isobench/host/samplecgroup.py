@@ -74,12 +74,18 @@ class SampleCgroup:
         if not self.kind:
             raise OSError(f"no cgroup v1 controllers or v2 hierarchy under {root}")
         self.dirs = [f"{parent}/{name}" for parent in _parent_dirs(self.kind, root)]
-        for d in self.dirs:
-            os.makedirs(d)
-        cpuset = self._cpuset_dir()
-        if self.kind == "v1":  # a v1 cpuset takes no task before it has memory nodes (v2 inherits them)
-            _write(f"{cpuset}/cpuset.mems", _read(f"{os.path.dirname(cpuset)}/cpuset.mems"))
-        self.set_cpus(cpus or ",".join(map(str, sorted(os.sched_getaffinity(0)))))
+        made: list[str] = []
+        try:
+            for d in self.dirs:
+                os.makedirs(d)
+                made.append(d)
+            cpuset = self._cpuset_dir()
+            if self.kind == "v1":  # a v1 cpuset takes no task before it has memory nodes (v2 inherits them)
+                _write(f"{cpuset}/cpuset.mems", _read(f"{os.path.dirname(cpuset)}/cpuset.mems"))
+            self.set_cpus(cpus or ",".join(map(str, sorted(os.sched_getaffinity(0)))))
+        except OSError:
+            remove_dirs(made)  # none half made is left behind
+            raise
 
     def _cpuset_dir(self) -> str:
         return next(d for d in self.dirs if "/cpuset/" in d) if self.kind == "v1" else self.dirs[0]
