@@ -90,6 +90,10 @@ def sshd_image() -> str:
             venv = "/opt/isobench-fleet/venv"
             Path(d, "Dockerfile").write_text(
                 f"FROM {base}\n"
+                # the build's intermediate containers carry the image's labels: the base's
+                # isobench=1 made one (`practical_murdock`, minutes of apt) look like a run's
+                # leftover to the main lane's checks beside this lane (2026-11-29)
+                "LABEL isobench=fleet-test-host\n"
                 "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends"
                 " openssh-server python3-venv && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd\n"
                 "COPY wheels /tmp/wheels\nCOPY requirements.lock /tmp/requirements.lock\n"
