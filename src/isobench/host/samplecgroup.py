@@ -99,9 +99,6 @@ class SampleCgroup:
         """Every process in it onto these CPUs: a duet's move, one write."""
         _write(f"{self._cpuset_dir()}/cpuset.cpus", cpulist)
 
-    def pids(self) -> list[int]:
-        return pids_in(self.dirs)
-
     def remove(self) -> None:
         """Kill whatever still runs in it (a daemon the command forked), then remove it."""
         remove_dirs(self.dirs)

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from isobench.core.gate import Gate, Inside, SideGate
+from isobench.core.gate import FILLER_GRACE_S, Gate, Inside, SideGate
 from isobench.envs.base import Environment
 from isobench.host import counters
 from isobench.run.measure import Taken, take
@@ -44,7 +44,6 @@ PLANNED_SWAPS = 0.5
 HOME_SHARE_SPAN = (0.25, 0.75)
 FILLER_SHARE = 0.1  # a filler chunk's length, as a share of the finished sample
 FILLER_MIN_S, FILLER_MAX_S = 0.3, 5.0
-FILLER_GRACE_S = 5.0  # a filler's time to end after its SIGTERM (filler_argv)
 BARRIER_TIMEOUT_S = 60.0
 
 
