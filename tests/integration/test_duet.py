@@ -74,3 +74,8 @@ def test_a_duet_study_runs_both_sides_at_once_and_leaves_nothing(tmp_path):
     assert set(facts["schedule"]["cells"].values()) == {"duet"}
     report = isobench("report", "--format", "md", store=store, cwd=tmp_path).stdout
     assert "duet" in report
+    # each side's libraries under the tools, read inside it: pixz's liblzma5 and libc6
+    for env in ("native", "docker-nat"):
+        (kept,) = db.execute("SELECT facts FROM env_facts WHERE env = ?", (env,)).fetchone()
+        libraries = json.loads(kept)["library_versions"]
+        assert libraries["libc6"] and libraries["liblzma5"], (env, libraries)

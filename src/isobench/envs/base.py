@@ -18,6 +18,7 @@ from isobench.core.errors import EnvironmentError_
 from isobench.core.gate import PYTHON, SideGate
 from isobench.core.proc import ExecResult
 from isobench.core.strictmodel import StrictModel
+from isobench.host.packages import library_names
 
 
 class EnvSpec(StrictModel):
@@ -214,6 +215,17 @@ class Environment(abc.ABC):
             if name and version:
                 versions[name] = version
         return {pkg: versions.get(pkg, "not installed") for pkg in packages}
+
+    def library_versions(self, packages: list[str]) -> dict[str, str]:
+        """Versions of the libraries ``packages`` depend on directly (libc6
+        and liblzma5 under pixz), as installed in the environment: the same
+        tool can run other library code on each side (results/versions.py
+        notes it). Alternatives not installed are left out."""
+        if not packages:
+            return {}
+        r = self.exec(["dpkg-query", "-W", "-f", "${Depends}, ${Pre-Depends}\n", *packages], timeout=30)
+        found = self.package_versions(library_names(r.stdout)) if r.ok else {}
+        return {name: version for name, version in found.items() if version != "not installed"}
 
     def __enter__(self) -> Environment:
         self.start()

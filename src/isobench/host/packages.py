@@ -98,6 +98,18 @@ def workload_packages() -> list[str]:
     return found
 
 
+def library_names(depends: str) -> list[str]:
+    """Pure: the library packages (Debian names them lib*, and zlib1g) in
+    dpkg's Depends fields, one or more joined by commas or lines; every
+    alternative counts, version and architecture qualifiers dropped."""
+    names = set()
+    for part in depends.replace("\n", ",").replace("|", ",").split(","):
+        name = part.split("(")[0].strip().split(":")[0]
+        if name.startswith(("lib", "zlib")):
+            names.add(name)
+    return sorted(names)
+
+
 def tool_packages() -> list[str]:
     """What the host and the image both install: the base list and every
     workload's tools, sorted (the order installs nothing differently)."""

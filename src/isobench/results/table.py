@@ -36,6 +36,7 @@ from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.programs import footnotes as program_footnotes
 from isobench.results.roles import role_of
 from isobench.results.stopping import adaptive_lines, budget_lines
+from isobench.results.versions import footnotes as version_footnotes
 
 __all__ = ["DASH", "MINUS", "fmt_num", "fmt_pct"]  # re-exported: renderers format through the table
 
@@ -431,7 +432,7 @@ def build_table(run: RunData) -> Table:
         rows.append(Row(key, label, cells, family[key]))
     rows_t = tuple(rows)
     footnotes = tuple(f"{EMULATED} {c.env}: {EMULATED_NOTE}." for c in columns if c.emulated)
-    footnotes += tuple(program_footnotes(run))
+    footnotes += (*program_footnotes(run), *version_footnotes(run))
     footnotes += tuple(
         f"{c.env}: {workload} not run: {reason}."
         for c in columns

@@ -203,6 +203,7 @@ def _start(
         env_facts[env.name] = {
             **env.facts(),
             "tool_versions": env.package_versions(packages),
+            "library_versions": env.library_versions(packages),
             **({"unsupported": not_run} if not_run else {}),
         }
         store.set_env_facts(run_id, env.name, env_facts[env.name])

@@ -92,6 +92,7 @@ class EnvFacts(_Part):
     kind: Name | None = None
     options: dict[Name, Any] = {}
     tool_versions: dict[Name, Scalar] = {}
+    library_versions: dict[Name, Scalar] = {}  # the tools' libraries (envs/base.library_versions)
     density: list[DensityPoint] = []
     unsupported: dict[Name, str] = {}
     emulated: bool | str | None = None

@@ -31,6 +31,7 @@ class EnvironmentsSection(Section):
             facts = dict(ctx.run.env_facts.get(col.env) or {})
             kind = fmt_fact(facts.pop("kind", None))
             options, tools = facts.pop("options", None) or {}, facts.pop("tool_versions", None) or {}
+            tools = {**tools, **(facts.pop("library_versions", None) or {})}
             facts.pop(PROGRAMS, None)  # the run section lists them, side by side
             emulated = is_emulated(ctx.run, col.env)
             note = "; ".join(n for n in ("baseline" if col.is_baseline else "", EMULATED_NOTE if emulated else "") if n)
@@ -44,7 +45,7 @@ class EnvironmentsSection(Section):
             )
         return [
             Records(
-                ("environment", "kind", "options", "tool versions", "other facts"),
+                ("environment", "kind", "options", "tool and library versions", "other facts"),
                 tuple(records),
                 empty=("?", "defaults", "-", "-"),
             )
