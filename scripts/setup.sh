@@ -43,3 +43,10 @@ fi
 
 echo "setup: building or reusing the isobench image"
 .venv/bin/isobench images build
+
+# The image is built from today's archive; the host's packages that the
+# tools run on may be older (a security update the host has not taken), and
+# then a native side and a container run other programs. Bring those to the
+# image's versions; where apt cannot (the archive moved on), say so and go
+# on: `isobench setup --check` names what still differs.
+.venv/bin/isobench setup --match-image --yes || echo "setup: the host's packages could not all be brought to the image's versions (above); \`isobench setup --check\` lists them" >&2

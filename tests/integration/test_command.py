@@ -65,6 +65,8 @@ def test_a_command_workload_runs_natively_and_in_docker_and_is_stored(tmp_path):
         assert extra["program"]["sha256"] and extra["program"]["executable"].startswith("/usr/bin/")
         if key == "primes":
             assert values["eps"] > 0
+            # the Debian package that holds the executable, read on each side (a refusal names its versions)
+            assert extra["program"]["owner"].startswith("sysbench "), extra["program"]
         else:
             assert extra["runs"] == 2 and len(extra["program"]["files"]["input.bin"]) == 64
     # the same bytes everywhere: the copied file's digest, and here (the image

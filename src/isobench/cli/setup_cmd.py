@@ -26,8 +26,36 @@ def _state():
     from isobench.core.shipped import script
     from isobench.host.prepare import read_state
     from isobench.images import image_tag
+    from isobench.images.definition import image_dir
+    from isobench.images.versions import read_packages_tsv
 
-    return read_state(script("install-host.sh").read_text(encoding="utf-8"), image_tag())
+    try:  # the built image's packages, as its build recorded them
+        image = read_packages_tsv(os.path.join(image_dir(), "packages.tsv"))
+    except OSError:
+        image = None
+    return read_state(script("install-host.sh").read_text(encoding="utf-8"), image_tag(), image)
+
+
+def _match_image(yes: bool) -> None:
+    """The host's packages older than the image's brought to the image's
+    versions (apt-get install NAME=VERSION; apt upgrades what they need)."""
+    from isobench.host.imagematch import describe, older_on_host
+    from isobench.host.packages import InstallError, install_on_host
+
+    older = older_on_host(_state().unlike_image)
+    if not older:
+        console.print("match-image: no package here is older than the image's; nothing to do", highlight=False)
+        return
+    console.print(f"setup --match-image will upgrade {len(older)} host packages: {describe(older)}", highlight=False)
+    if not yes:
+        if not _can_ask():
+            _fail("no terminal to ask whether to go on: give --yes to upgrade them; nothing was changed")
+        click.confirm("Upgrade them?", abort=True)
+    try:
+        install_on_host([f"{p}={image}" for p, _, image in older])
+    except InstallError as exc:
+        _fail(f"setup --match-image: {exc}")
+    console.print("match-image: done; `isobench setup --check` confirms", highlight=False)
 
 
 def _script_step(name: str, **env: str) -> None:
@@ -84,7 +112,13 @@ def _run_steps() -> None:
     is_flag=True,
     help="Change nothing: list what is missing or differs from what setup makes; exit 0 when nothing, 1 otherwise.",
 )
-def setup(yes: bool, check: bool) -> None:
+@click.option(
+    "--match-image",
+    is_flag=True,
+    help="Upgrade the host's tool packages and their dependencies that are older than the built image's "
+    "to the image's versions, so both sides run the same programs (asks first; --yes does not).",
+)
+def setup(yes: bool, check: bool, match_image: bool) -> None:
     """Prepare this host (Debian 12, as root) for isobench: packages, the
     services the workloads replace, Docker Engine and its daemon.json,
     cgroup controllers, the Docker network range and the image. It prints
@@ -106,6 +140,9 @@ def setup(yes: bool, check: bool) -> None:
     problem = not_debian_12()
     if problem:
         _fail(f"{problem}; nothing was changed (`isobench setup --check` says what differs here)")
+    if match_image:
+        _match_image(yes)
+        return
     console.print("isobench setup will change this host:", markup=False, highlight=False)
     fold(change_lines(_state()), console)
     if not yes:

@@ -98,16 +98,21 @@ def workload_packages() -> list[str]:
     return found
 
 
-def library_names(depends: str) -> list[str]:
-    """Pure: the library packages (Debian names them lib*, and zlib1g) in
-    dpkg's Depends fields, one or more joined by commas or lines; every
-    alternative counts, version and architecture qualifiers dropped."""
+def depends_names(depends: str) -> list[str]:
+    """Pure: every package named in dpkg's Depends fields, one or more
+    joined by commas or lines; alternatives too, version and architecture
+    qualifiers dropped."""
     names = set()
     for part in depends.replace("\n", ",").replace("|", ",").split(","):
         name = part.split("(")[0].strip().split(":")[0]
-        if name.startswith(("lib", "zlib")):
+        if name:
             names.add(name)
     return sorted(names)
+
+
+def library_names(depends: str) -> list[str]:
+    """Pure: the library packages among them (Debian names them lib*, and zlib1g)."""
+    return [name for name in depends_names(depends) if name.startswith(("lib", "zlib"))]
 
 
 def tool_packages() -> list[str]:

@@ -11,10 +11,10 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from isobench.host import daemonconf
+from isobench.host import daemonconf, imagematch
 from isobench.host.packages import tool_packages
 
 DAEMON_JSON = "/etc/docker/daemon.json"
@@ -163,11 +163,15 @@ class HostState:
     docker: bool
     image: bool
     image_tag: str
+    # (package, host's version, image's) among the tools and their direct dependencies
+    unlike_image: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-def read_state(install_host_text: str, image_tag: str) -> HostState:
+def read_state(install_host_text: str, image_tag: str, image_versions: dict[str, str] | None = None) -> HostState:
+    """``image_versions``: the built image's packages (its packages.tsv), None when not built."""
     wanted = wanted_packages(install_host_text)
     docker = docker_answers()
+    unlike = imagematch.differing(imagematch.relevant(tool_packages()), image_versions) if image_versions else []
     return HostState(
         os_problem=not_debian_12(),
         wanted=len(wanted),
@@ -178,6 +182,7 @@ def read_state(install_host_text: str, image_tag: str) -> HostState:
         docker=docker,
         image=docker and image_present(image_tag),
         image_tag=image_tag,
+        unlike_image=unlike,
     )
 
 
@@ -225,6 +230,12 @@ def check_lines(s: HostState) -> list[str]:
     out += [f"{DAEMON_JSON} differs: {line}" for line in s.daemon]
     if s.cgroups:
         out.append(f"cgroup controllers still on cgroup2 (crun refuses them): {', '.join(s.cgroups)}")
+    if s.unlike_image:
+        out.append(
+            f"{len(s.unlike_image)} packages the tools run on differ from the image's (a native side and a container "
+            f"then run other programs, and `try` refuses them): {imagematch.describe(s.unlike_image)}; "
+            "`isobench setup --match-image` brings the host's older ones to the image's versions"
+        )
     if not s.docker:
         out.append("Docker Engine does not answer (`docker info`)")
     elif not s.image:

@@ -27,10 +27,20 @@ class Difference:
     baseline: str  # the baseline's digest or version
     other: str  # the environment's
     at: str = ""  # where the environment found its executable, when not where the baseline did
+    # the executable's Debian package and version on each side ("python3.11-minimal 3.11.2-6+deb12u6"), when known
+    owners: tuple[str, str] = ("", "")
 
     def text(self, baseline_env: str) -> str:
         at = f" (at {self.at})" if self.at else ""
-        return f"{self.what}: {self.baseline} in {baseline_env}, {self.other} in {self.env}{at}"
+        mine, theirs = self.owners
+        held = f"; from {mine} in {baseline_env}, {theirs} in {self.env}" if mine and theirs else ""
+        return f"{self.what}: {self.baseline} in {baseline_env}, {self.other} in {self.env}{at}{held}"
+
+    @property
+    def versions_differ(self) -> bool:
+        """The same package at two versions: a host behind (or ahead of) the image."""
+        mine, theirs = (o.split(" ", 1) for o in self.owners)
+        return len(mine) == 2 == len(theirs) and mine[0] == theirs[0] and mine[1] != theirs[1]
 
 
 def _items(record: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -67,7 +77,8 @@ def differences(records: dict[str, dict[str, Any]], baseline: str) -> list[Diffe
             other_name, other = theirs.get(key, (key, MISSING))
             if mine != other:
                 at = other_name.removeprefix("executable ") if other_name != name and other != MISSING else ""
-                out.append(Difference(env, name, mine, other, at))
+                owners = (str(base.get("owner", "")), str(record.get("owner", ""))) if key == "executable" else ("", "")
+                out.append(Difference(env, name, mine, other, at, owners))
     return out
 
 
@@ -94,9 +105,15 @@ def refusal(workload: str, found: list[Difference], baseline: str) -> str:
     than the baseline: the first difference with both digests, how many more."""
     first = found[0]
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    same = (
+        "`isobench setup --match-image` brings a host package older than the image's to its version, "
+        "`isobench images build --force` builds the image anew at the archive's; "
+        if first.versions_differ
+        else ""
+    )
     return (
         f"{workload}: {first.env} does not run the same program as {baseline}: {first.text(baseline)}{more}; "
-        f"nothing was measured. Make them the same (docs/workloads/command.md), or set same_program = false "
+        f"nothing was measured. Make them the same ({same}docs/workloads/command.md), or set same_program = false "
         f"in [workloads.{workload}] to measure them anyway"
     )
 

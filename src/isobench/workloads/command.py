@@ -177,7 +177,11 @@ class Command(Workload):
         bytes do)."""
         find = (
             'case $1 in */*) p=$1 ;; *) p=$(which -- "$1") || { echo "not found on $PATH" >&2; exit 127; } ;; '
-            'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p" && { ldd -- "$p" 2>/dev/null || true; }'
+            'esac; p=$(readlink -f -- "$p") && sha256sum -- "$p" && { '
+            # the Debian package that holds it, and its version: a refusal names versions, not only digests
+            'o=$(dpkg-query -S -- "$p" 2>/dev/null | head -n 1) && o=${o%%:*} && '
+            'echo "isobench-owner $o $(dpkg-query -W -f \'${Version}\' -- "$o" 2>/dev/null)"; '
+            'ldd -- "$p" 2>/dev/null || true; }'
         )
         r = env.exec(
             self.wrapped(["sh", "-c", find, "sh", self.params.command[0]], env.paths),
@@ -192,6 +196,7 @@ class Command(Workload):
             )
         first, _, listed = r.stdout.strip().partition("\n")
         digest, _, path = first.partition("  ")
+        owner = next((ln.split(" ", 1)[1] for ln in listed.splitlines() if ln.startswith("isobench-owner ")), "")
         libraries = cf.ldd_libraries(listed)
         found = [p for p in libraries.values() if p.startswith("/")]
         if found:
@@ -202,7 +207,12 @@ class Command(Workload):
             )
             digests = iter(hashed.stdout.split() if hashed.ok else [])
             libraries = {n: next(digests, "unreadable") if p.startswith("/") else p for n, p in libraries.items()}
-        return {"executable": path, "sha256": digest, **({"libraries": libraries} if libraries else {})}
+        return {
+            "executable": path,
+            "sha256": digest,
+            **({"owner": owner.strip()} if owner.strip() else {}),
+            **({"libraries": libraries} if libraries else {}),
+        }
 
     def duet_mode(self) -> str | None:
         d = self.params.duet
