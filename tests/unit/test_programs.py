@@ -241,3 +241,13 @@ def test_the_runner_measures_a_difference_the_study_allows_and_keeps_it(fake, tm
     assert records["other"]["executable"] == f"{tmp_path}/fake-root/r1-other/data/bin/true"
     assert any("other: mine ran a different program than fake" in n for n in build_table(run).footnotes)
     assert json.loads(json.dumps(run_fields(run)))["programs"]["mine"]["same"] is False
+
+
+def test_the_answer_carries_the_caveat_beside_each_figure_of_another_program():
+    from isobench.report.sections.answer import _other_programs
+
+    run = stored({"native": SEVENZ, "docker-nat": {**SEVENZ, "sha256": B}})
+    assert _other_programs(run) == {
+        ("zip<b>", "docker-nat"): " (another program than native's: executable /usr/bin/7z, same_program = false)"
+    }
+    assert _other_programs(stored({"native": SEVENZ, "docker-nat": SEVENZ})) == {}

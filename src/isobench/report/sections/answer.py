@@ -18,6 +18,7 @@ from isobench.results.analysis import interval_text
 from isobench.results.model import RunData
 from isobench.results.numbers import fmt_duration, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
+from isobench.results.programs import run_differences
 from isobench.results.schedule import schedule_summary
 from isobench.results.stopping import budget_summary
 from isobench.results.suggestion import cell_suggestion, suggestion_text
@@ -170,9 +171,10 @@ class AnswerSection(Section):
         out.append(
             Grid(("environment", "changed", "equivalent", "inconclusive", "not tested"), tuple(grid), numeric_from=1)
         )
+        other = _other_programs(ctx.run)
         changed_items = [
             Item(
-                f"{_name(r)}: {interval_text(_judged(c))}, {tone(c)}",
+                f"{_name(r)}: {interval_text(_judged(c))}, {tone(c)}" + other.get((r.key.workload, a.env), ""),
                 strong=f"{a.env}:",
                 tone=BAD if tone(c) == "worse" else GOOD,
             )
@@ -182,7 +184,13 @@ class AnswerSection(Section):
         if changed_items:
             out.append(Items(tuple(changed_items), heading="Changed"))
         equivalent = [
-            Item("; ".join(f"{_name(r)} {fmt_pct(_judged(c).pct)}" for r, c in a.equivalent), strong=f"{a.env}:")
+            Item(
+                "; ".join(
+                    f"{_name(r)} {fmt_pct(_judged(c).pct)}{other.get((r.key.workload, a.env), '')}"
+                    for r, c in a.equivalent
+                ),
+                strong=f"{a.env}:",
+            )
             for a in found
             if a.equivalent
         ]
@@ -214,6 +222,16 @@ class AnswerSection(Section):
         if (fig := _figure(ctx, keys)) is not None:
             out.append(fig)
         return out
+
+
+def _other_programs(run: RunData) -> dict[tuple[str, str], str]:
+    """(workload, environment) -> the caveat its figure carries where the
+    study let it run another program than the baseline (same_program = false)."""
+    return {
+        (workload, d.env): f" (another program than {run.baseline}'s: {d.what}, same_program = false)"
+        for workload, found in run_differences(run).items()
+        for d in found
+    }
 
 
 def _open_items(a: EnvAnswer, run: RunData | None = None) -> list[Item]:
