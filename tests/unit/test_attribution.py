@@ -214,3 +214,25 @@ def test_compare_two_runs_finds_the_changed_counter():
     assert {"cpu.system_s", "cpu.sut_s"} <= {r.counter for r in rows}
     assert all(r.env == "docker-nat" for r in rows)  # docker-host did not change between the runs
     assert compare_section_lines(a, b)[0] == "Where the change comes from"
+
+
+def test_a_duet_sample_counts_only_its_environment_s_own_counters():
+    """Issue 55 item 16: host-wide counters of a duet's sample counted both
+    sides (3.98 s of CPU a gzip run where the program used 1.64 s)."""
+    from isobench.results.attribution import attributable, counters_of, cpu_per_unit
+
+    deltas = {"cpu.user_s": 3.98, "cpu.system_s": 0.1, "cgroup.user_s": 1.64, "vmm.vcpu_s": 0.0, "ctxt": 900}
+    duet = {"counters": deltas, "units": ["run", 1.0], "duet": {"partner": "native"}}
+    assert attributable(deltas, duet) == {"cgroup.user_s": 1.64, "vmm.vcpu_s": 0.0}
+    assert attributable(deltas, {"counters": deltas}) == deltas  # one sample at a time: the host was its own
+    # native has no counters of its own: under a duet it is left out, not charged with both sides
+    got = counters_of(
+        {
+            ("docker-nat", "gzip", "default"): [duet],
+            ("native", "gzip", "default"): [
+                {"counters": {"cpu.user_s": 3.9}, "units": ["run", 1.0], "duet": {"partner": "docker-nat"}}
+            ],
+        }
+    )
+    assert set(got) == {("gzip", "default", "docker-nat")}
+    assert "native" not in cpu_per_unit(got)[("gzip", "default")][1]

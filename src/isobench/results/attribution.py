@@ -209,6 +209,16 @@ SCOPE_HEADINGS = {
 }
 
 
+def attributable(deltas: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """A sample's counters that are its own: all of them, but for a duet's
+    sample (extra["duet"]) only the environment's own (its cgroup's, QEMU's
+    threads), since the host-wide ones also counted the other side running
+    at the same time."""
+    if not isinstance(extra.get("duet"), dict):
+        return deltas
+    return {k: v for k, v in deltas.items() if k.startswith(OWN_PREFIXES)}
+
+
 def scope(counter: str) -> str:
     return ENVIRONMENT if counter.startswith(OWN_PREFIXES) else HOST
 
@@ -271,6 +281,11 @@ def intro(run: RunData, rows: list[Row]) -> str:
         f"{rows[0].verdict.m if rows else 0} tested counters, paired by round), for the cells whose primary "
         "result changed in Table I; the environment's own counters apart from host-wide ones, which also "
         "count neighbours: docs/attribution.md."
+        + (
+            " Duet samples count only each environment's own counters: the host-wide ones counted both sides."
+            if run.duet_starts
+            else ""
+        )
     )
 
 
@@ -314,9 +329,9 @@ def counters_of(extras: dict[tuple[str, str, str], list[dict[str, Any]]]) -> dic
     out = {}
     for (env, w, c), items in extras.items():
         rows = [
-            (0, e["counters"], e.get("units") or ["run", 1.0])
+            (0, own, e.get("units") or ["run", 1.0])
             for e in items
-            if isinstance(e.get("counters"), dict) and e["counters"]
+            if isinstance(e.get("counters"), dict) and (own := attributable(e["counters"], e))
         ]
         if rows:
             out[(w, c, env)] = rows

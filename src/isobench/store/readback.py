@@ -10,6 +10,7 @@ import json
 import sqlite3
 
 from isobench.core.ids import printable
+from isobench.results.attribution import attributable
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored, stored_names, stored_values
 from isobench.store.shapes import printable_facts as _printable
@@ -129,7 +130,8 @@ def _load_counters(db: sqlite3.Connection, path: str, run: RunData) -> None:
     ):
         detail = stored(SampleExtra, extra, f"{path}: run {run.run_id}: samples' extra")
         deltas, units = detail.get("counters"), detail.get("units")
-        if isinstance(deltas, dict) and deltas:
+        deltas = attributable(deltas, detail) if isinstance(deltas, dict) else None
+        if deltas:
             run.counters.setdefault((w, c, env), []).append((round_, deltas, units or ["run", 1.0]))
 
 
