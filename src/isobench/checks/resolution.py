@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from scipy.stats import t as student_t
+
 from isobench.analysis.budget import Plan
 from isobench.analysis.repetitions import sequential_alpha
 from isobench.analysis.settle import SETTLE_TEXT
@@ -173,6 +175,18 @@ class Outlook:
     looks: int
     cells: int
     groups: tuple[tuple[Resolution, str, str], ...]  # (resolution, noise named, which cells; "" for the rest)
+    q: float = ALPHA  # the level its intervals are said at: alpha/(K·m)
+
+    def blind(self, pct: float, runs: int = 2) -> list[tuple[str, str, float]]:
+        """(noise named, cells, expected half-width %) of each figure whose
+        interval is expected wider than ±pct at the planned rounds: what
+        `compare --require-resolution PCT` of ``runs`` such runs would call blind."""
+        out = []
+        for r, named, cells in self.groups:
+            width = expected_half_width_pct(r.noise_sd, r.rounds, self.q, runs)
+            if width > pct:
+                out.append((named, cells, width))
+        return out
 
     def resolves_nothing(self) -> bool:
         """No cell can resolve at the study's size: under every noise figure
@@ -183,6 +197,17 @@ class Outlook:
             change_text(r.change_pct).startswith(">") and (r.rounds_needed is None or r.rounds_needed > r.rounds)
             for r, _, _ in self.groups
         )
+
+
+def expected_half_width_pct(noise_sd: float, rounds: int, q: float, runs: int = 1) -> float:
+    """Pure: the half-width (percent) a paired interval at level 1 - q is
+    expected to have after ``rounds`` rounds at per-round log-ratio SD
+    ``noise_sd``; ``runs`` 2 for a compare of two such runs, each run's mean
+    carrying its own noise (sqrt 2 wider). inf under 2 rounds."""
+    if rounds < 2 or not q > 0:
+        return math.inf
+    half = float(student_t.ppf(1 - q / 2, rounds - 1)) * noise_sd * math.sqrt(runs / rounds)
+    return math.expm1(half) * 100 if half < 700 else math.inf
 
 
 def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | None) -> Outlook:
@@ -230,6 +255,7 @@ def outlook(study: Study, size: StudySize, compared: Compared, pilot: Pilot | No
             (resolve(f.sd, rounds, q, meta.tolerance_pct, f.pairs - 1, design), named, cells)
             for f, named, cells in groups
         ),
+        q,
     )
 
 

@@ -52,10 +52,24 @@ from isobench.core.numbers import plural
     "+999% findable, ±tolerance equivalence beyond the planned rounds), or when the host's noise "
     "is not measured (`isobench doctor` measures it).",
 )
+@click.option(
+    "--require-resolution",
+    "require_pct",
+    type=float,
+    metavar="PCT",
+    help="Exit 4 when the intervals that `compare A B --require-resolution PCT` would ask of two runs of "
+    "this study are expected wider than ±PCT here (from the host's measured noise): the gate it precedes.",
+)
 @table_format_option("validate")
 @output_option()
 def validate(
-    study_file: str, allow_large: bool, budget: str | None, strict: bool, fmt: str, output: str | None
+    study_file: str,
+    allow_large: bool,
+    budget: str | None,
+    strict: bool,
+    require_pct: float | None,
+    fmt: str,
+    output: str | None,
 ) -> None:
     """Check a study file without running anything: its size, and what its
     rounds (or --budget) can resolve on this host, from the host's noise as
@@ -70,14 +84,16 @@ def validate(
     Example (CI): isobench validate studies/quick.toml --budget 30m --strict
     """
     try:
-        _validate(study_file, allow_large, budget, strict, fmt, output)
+        _validate(study_file, allow_large, budget, (strict, require_pct), fmt, output)
     except Failure as exc:  # said on stderr already; a script reading stdout gets it as a document
         if fmt == "json":
             emit(error_document("validate", exc.message, {"study_file": study_file}), output)
         raise
 
 
-def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bool, fmt: str, output) -> None:
+def _validate(
+    study_file: str, allow_large: bool, budget: str | None, strict: tuple[bool, float | None], fmt: str, output
+) -> None:
     from isobench.study import StudyError, load_study, with_budget
 
     try:
@@ -154,13 +170,17 @@ def _validate(study_file: str, allow_large: bool, budget: str | None, strict: bo
     _strict(strict, outlook, study.meta.tolerance_pct)
 
 
-def _strict(strict: bool, outlook, tol_pct: float) -> None:
+def _strict(strict: tuple[bool, float | None], outlook, tol_pct: float) -> None:
     """validate --strict: exit 4 (output.EXIT_BLIND), saying why, when the
-    study is blind at its size here or cannot tell (checks.resolution.Outlook)."""
-    if not strict:
+    study is blind at its size here or cannot tell (checks.resolution.Outlook);
+    --require-resolution PCT: also when the gate it precedes would call two
+    such runs blind."""
+    strict_flag, pct = strict
+    if not strict_flag and pct is None:
         return
     from isobench.results.suggestion import suggestion_text
 
+    wide = outlook.blind(pct) if pct is not None else []
     if outlook.cells and not outlook.groups:
         why = (
             "the host's noise is not measured here lately, so what it can resolve is unknown; "
@@ -175,6 +195,13 @@ def _strict(strict: bool, outlook, tol_pct: float) -> None:
             f"\u00b1{tol_pct:g}% equivalence needs more rounds"
             + (f" ({more})" if more else "")
             + "; give it more rounds (repetitions, or --budget), or run it on a quieter host"
+        )
+    elif wide:
+        named = "; ".join(f"{cells or 'its cells'} (at {noise}) about ±{w:.1f}%" for noise, cells, w in wide)
+        why = (
+            f"{outlook.at} the intervals a compare of two runs of it would have are expected wider than "
+            f"±{pct:g}% here: {named}; give it more rounds (repetitions, or --budget), gate only the cells "
+            "this host can resolve (the study's primary list), or a wider --require-resolution"
         )
     else:
         return
