@@ -67,8 +67,8 @@ def compared_cells(study: Study, host: HostInfo) -> Compared:
             continue  # no baseline cell: nothing of it is compared
         envs = [e for e in study.environments if e != baseline and (e, entry.key) not in skip]
         workload = WORKLOADS[entry.workload](entry.params, host)
-        # a case that declares no primary gets one by role (results/primary.py)
-        rows = sum(max(len(workload.primaries(case)), 1) for case in workload.cases()) * steps
+        # a case the study's primary list leaves out is descriptive: none of its cells counts
+        rows = sum(len(workload.primaries(case)) for case in workload.cases()) * steps
         cells += rows * len(envs)
         if workload.io_bound and envs:
             io_cells += rows * len(envs)

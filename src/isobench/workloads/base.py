@@ -64,10 +64,13 @@ class Measurement:
 class WorkloadParams(StrictModel):
     # Seconds a single run may take before it is killed and recorded as failed.
     timeout_s: float = Field(600, gt=0, le=86_400)
-    # The study's primaries for this workload table, overriding the ones the
-    # workload declares in every case that emits any of them (docs/statistics.md,
-    # families); the study checks each name against the metrics the table's
-    # cases emit before anything starts. Empty: the workload's own.
+    # The study's primaries for this workload table (docs/statistics.md,
+    # families): METRIC in every case that emits it, or CASE:METRIC in that
+    # case only ("clients=16:rps"). Names only metrics: a case that emits none
+    # of them keeps the workload's own. Names a case: the cases it names none
+    # in are descriptive (a level the study runs but does not ask about). The
+    # study checks every name against the table's cases and metrics before
+    # anything starts. Empty: the workload's own.
     primary: tuple[str, ...] = ()
     # Under schedule = "duet": false runs this table's cells one sample at a
     # time (a study can compare both schedules on the same work); true asks
@@ -82,6 +85,13 @@ class WorkloadParams(StrictModel):
         if len(set(v)) != len(v):
             raise ValueError("names a metric twice")
         return v
+
+
+def split_primary(name: str) -> tuple[str, str]:
+    """A ``primary`` entry as (case, metric): ("clients=16", "rps") for
+    "clients=16:rps", ("", "rps") for "rps" (every case's)."""
+    case, _, metric = name.rpartition(":")
+    return case, metric
 
 
 def distinct_counts(field: str, top: int, *, what: str = "counts", allow_empty: bool = False, sort: bool = True):
@@ -168,12 +178,16 @@ class Workload(abc.ABC):
 
     def primaries(self, case: str) -> tuple[str, ...]:
         """The names of the case's primary metrics: the study's ``primary``
-        list where the case emits any of them, else those the workload
-        declares (``Metric.primary``)."""
+        list where the case emits any of them (METRIC, or CASE:METRIC for
+        this case); else none when the list names cases (this one is
+        descriptive), else those the workload declares (``Metric.primary``)."""
         emitted = self.metrics(case)
         names = {m.name for m in emitted}
-        chosen = tuple(n for n in self.params.primary if n in names)
-        return chosen or tuple(m.name for m in emitted if m.primary)
+        asked = [split_primary(n) for n in self.params.primary]
+        chosen = tuple(dict.fromkeys(m for c, m in asked if c in ("", case) and m in names))
+        if chosen or any(c for c, _ in asked):
+            return chosen
+        return tuple(m.name for m in emitted if m.primary)
 
     def defined_metrics(self, case: str) -> list[Metric]:
         """The case's metrics as the run stores them: ``metrics(case)`` with
