@@ -31,12 +31,24 @@ AVG = re.compile(r"avg-(rtt|latency)=\s*([0-9.]+)")
 PCT = re.compile(r"percentile\s+([0-9.]+)\s*=\s*([0-9.]+)")
 VALID = re.compile(r"\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)")
 MINMAX = re.compile(r"<(MAX|MIN)> observation =\s*([0-9.]+)")
+# sockperf's own warm-up before its --time: messages whose round trips it
+# does not count (its "[Total Run] ... Warm up time=400 msec")
+WARMUP_S = 0.4
 
 
 class NetlatParams(WorkloadParams):
     duration_s: int = Field(5, ge=1, le=3600, description="seconds per sockperf run")
     msg_bytes: int = Field(100, ge=14, le=65_000, description="request = response size")
     cases: tuple[str, ...] = CASES
+
+    @field_validator("duration_s", mode="before")
+    @classmethod
+    def _duration(cls, v):
+        # before the type check, so that 0.3 gets why, not "a valid integer"
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 1:
+            short = f"is shorter than sockperf's own {WARMUP_S:g} s warm-up" if v < WARMUP_S else "is under a second"
+            raise ValueError(f"{v:g} s {short}; sockperf counts whole seconds after it (--time): give 1 or more")
+        return v
 
     @field_validator("cases")
     @classmethod
