@@ -26,7 +26,7 @@ from isobench.core.strictmodel import StrictModel, fields_at
 from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.host.noise import NoiseSpec
 from isobench.workloads import WORKLOADS, claiming_fields, table_kind
-from isobench.workloads.base import NO_HOST, Workload, WorkloadParams, split_primary
+from isobench.workloads.base import NO_HOST, Workload, WorkloadParams
 
 
 class StudyError(ValueError):
@@ -168,8 +168,7 @@ class StudyMeta(StrictModel):
         fixed = not (self.adaptive or self.budget is not None or self.measure_for is not None)
         # a table its warm-up decides (a user's command) counts as the duet it
         # mostly becomes; decided otherwise, the position warning covers it
-        mode = workload.duet_mode()
-        paired = self.schedule == "duet" and (workload.duets if mode is None else mode != "false")
+        paired = self.schedule == "duet" and workload.may_duet()
         if not fixed or paired or self.order == "blocked":
             return planned
         return balanced_rounds(planned, envs)
@@ -308,34 +307,11 @@ def _workload_entries(path: str, raw: Any, base_dir: str) -> list[WorkloadEntry]
 
 
 def _check_primary(path: str, key: str, kind: str, params: WorkloadParams) -> None:
-    """Every name of a table's ``primary`` list is one of its metrics
-    (METRIC: some case emits it) or one case's (CASE:METRIC), with these
-    parameters (the workload's cases and metric names, known before the
-    run); else one line naming the field and the names that would do."""
-    if not params.primary:
-        return
-    workload = WORKLOADS[kind](params, NO_HOST)
-    emitted = {case: [m.name for m in workload.metrics(case)] for case in workload.cases()}
-    field = f"{path}: workloads.{key}.primary"
-    for name in params.primary:
-        case, metric = split_primary(name)
-        if ":" in name and case not in emitted:
-            raise StudyError(
-                f"{field}: {shown(name)}: {shown(case)} is not a case this table runs; "
-                f"its cases: {_listed(list(emitted))} (write CASE:METRIC, or METRIC for every case)"
-            )
-        names = emitted[case] if case else list(dict.fromkeys(n for ns in emitted.values() for n in ns))
-        if metric not in names:
-            what = (
-                f"{shown(name)}: {shown(metric)} is not a metric of its case"
-                if case
-                else f"{shown(metric)} is not a metric of {kind} with these parameters"
-            )
-            raise StudyError(f"{field}: {what}; its metrics: {_listed(names)}")
-
-
-def _listed(names: list[str]) -> str:
-    return ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
+    """Every name of a table's ``primary`` list is one its cases emit with
+    these parameters (Workload.primary_problem), before anything starts."""
+    problem = WORKLOADS[kind](params, NO_HOST).primary_problem() if params.primary else ""
+    if problem:
+        raise StudyError(f"{path}: workloads.{key}.primary: {problem}")
 
 
 def _check_plants(path: str, meta: StudyMeta, envs: list[str], workloads: list[WorkloadEntry]) -> None:

@@ -73,7 +73,7 @@ def compared_cells(study: Study, host: HostInfo) -> Compared:
         if workload.io_bound and envs:
             io_cells += rows * len(envs)
             io_keys.append(entry.key)
-        elif study.meta.schedule == "duet" and (workload.duets or workload.duet_mode() in ("auto", "true")) and envs:
+        elif study.meta.schedule == "duet" and workload.may_duet() and envs:
             duet_cells += rows * len(envs)
             duet_keys.append(entry.key)
     return Compared(cells, io_cells, tuple(io_keys), duet_cells, tuple(duet_keys))
