@@ -84,7 +84,10 @@ class DuetCall:
         if self.cpus is None or self.client_cpus is None:
             if self.side_cpus < SERVER_PAIR_CPUS:
                 return f"one at a time: the server and its client need {SERVER_PAIR_CPUS} CPUs, {side}"
-            return "one at a time: no sample alone said what the server and its client used (its warm-up failed)"
+            return (
+                "one at a time: no sample alone said what the server and its client used "
+                "(its warm-up failed, or it did not read the server's CPU time)"
+            )
         need = server_pair_cpus(self.cpus, self.client_cpus)
         used = f"the server and its client used {self.cpus:.2f} + {self.client_cpus:.2f} CPUs"
         if need > self.side_cpus:
