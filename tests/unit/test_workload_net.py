@@ -269,5 +269,6 @@ def test_a_sample_shorter_than_sockperfs_own_warmup_is_refused_naming_the_field(
     with pytest.raises(StudyError) as err:
         parse_study(text, "s.toml")
     assert str(err.value) == (
-        f"s.toml: workloads.netlat.duration_s: {why}; sockperf counts whole seconds after it (--time): give 1 or more"
+        f"s.toml: workloads.netlat.duration_s: {why}; sockperf runs whole seconds (--time), its first 0.4 s a "
+        "warm-up it does not count: give 1 or more"
     )

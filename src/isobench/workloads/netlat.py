@@ -31,8 +31,9 @@ AVG = re.compile(r"avg-(rtt|latency)=\s*([0-9.]+)")
 PCT = re.compile(r"percentile\s+([0-9.]+)\s*=\s*([0-9.]+)")
 VALID = re.compile(r"\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)")
 MINMAX = re.compile(r"<(MAX|MIN)> observation =\s*([0-9.]+)")
-# sockperf's own warm-up before its --time: messages whose round trips it
-# does not count (its "[Total Run] ... Warm up time=400 msec")
+# sockperf's own warm-up, the first part of its --time: round trips it does
+# not count ("[Total Run] RunTime=2.001 sec; Warm up time=400 msec", then
+# "[Valid Duration] RunTime=1.550 sec" at --time 2, tests/data/sockperf-tcp.txt)
 WARMUP_S = 0.4
 
 
@@ -47,7 +48,10 @@ class NetlatParams(WorkloadParams):
         # before the type check, so that 0.3 gets why, not "a valid integer"
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 1:
             short = f"is shorter than sockperf's own {WARMUP_S:g} s warm-up" if v < WARMUP_S else "is under a second"
-            raise ValueError(f"{v:g} s {short}; sockperf counts whole seconds after it (--time): give 1 or more")
+            raise ValueError(
+                f"{v:g} s {short}; sockperf runs whole seconds (--time), its first {WARMUP_S:g} s a warm-up it "
+                "does not count: give 1 or more"
+            )
         return v
 
     @field_validator("cases")
