@@ -22,7 +22,7 @@ from isobench.core.metric import LATENCY, Metric
 from isobench.core.proc import ExecResult
 from isobench.envs.base import Environment
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.workloads.server import ServerWorkload, bounded_timeout, known_cases
+from isobench.workloads.server import SERVER_SAMPLE_S, ServerWorkload, bounded_timeout, known_cases
 
 PORT = 11111
 CASES = ("tcp", "udp")
@@ -69,7 +69,7 @@ class Netlat(ServerWorkload):
     params: NetlatParams
 
     def expected_s(self, case: str) -> float:
-        return float(self.params.duration_s + 2)
+        return self.params.duration_s + SERVER_SAMPLE_S  # the warm-up is within --time
 
     def cases(self) -> list[str]:
         return list(self.params.cases)

@@ -46,6 +46,14 @@ from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadE
 from isobench.workloads.duetcall import SERVER_PAIR_CPUS, DuetCall, decide_server
 
 READY_TIMEOUT_S = 60
+# What a server sample costs beside its client's own run, for the study's
+# estimate (expected_s): the server started, reached, its CPU time read
+# twice and stopped, about ten commands in the environment (a container's
+# exec takes tens of ms). With netlat's, netbw's, redis's and oltp's models
+# it reproduces network-quick's run 20261128-224824 (4 rounds of 11 cases,
+# 8 min 44 s, the one run of them whose length was noted; its samples are
+# not in this host's store): refit from a run's time_spent when there are more.
+SERVER_SAMPLE_S = 0.8
 # In an environment's tmp directory: the servers' pidfiles, logs and sockets
 # (leftovers.py finds the pidfiles of a killed run here).
 SERVERS_DIR = "servers"
