@@ -88,3 +88,19 @@ def test_each_primary_cell_gets_the_rounds_its_pilot_noise_needs_at_the_studys_l
     assert got[("redis/clients=1 rps", "docker-host")].settles  # SD 0.4%
     unmeasured = got[("redis/clients=16 rps", "docker-nat")]  # the pilot ran no 16 clients
     assert (unmeasured.sd, unmeasured.rounds, unmeasured.settles) == (None, None, False)
+
+
+def test_the_server_models_reproduce_the_one_timed_run_of_the_earlier_network_quick():
+    """Run 20261128-224824 of network-quick's earlier shape took 8 min 44 s
+    (issue 56); validate's estimate, from the workloads' sample models, within 10%."""
+    from isobench.checks.preflight import study_size
+
+    earlier = (
+        '[study]\nname = "network-quick"\nrepetitions = 3\nwarmup = 1\n'
+        "[environments.native]\n[environments.docker-nat]\n[environments.docker-host]\n"
+        "[workloads.netbw]\nduration_s = 3\n[workloads.netlat]\nduration_s = 2\n"
+        "[workloads.redis]\nclients = [1, 4, 16, 64]\nrequests = 20000\n"
+        "[workloads.oltp]\nthreads = [1, 4, 16]\ntable_size = 10000\ntime_s = 4\nwarmup_s = 1\n"
+    )
+    estimated = study_size(parse_study(earlier, "nq.toml"), HOST).estimated_s
+    assert estimated == pytest.approx(8 * 60 + 44, rel=0.1)
