@@ -168,8 +168,7 @@ class StudyMeta(StrictModel):
         fixed = not (self.adaptive or self.budget is not None or self.measure_for is not None)
         # a table its warm-up decides (a user's command) counts as the duet it
         # mostly becomes; decided otherwise, the position warning covers it
-        mode = workload.duet_mode()
-        paired = self.schedule == "duet" and (workload.duets if mode is None else mode != "false")
+        paired = self.schedule == "duet" and workload.may_duet()
         if not fixed or paired or self.order == "blocked":
             return planned
         return balanced_rounds(planned, envs)
@@ -308,18 +307,11 @@ def _workload_entries(path: str, raw: Any, base_dir: str) -> list[WorkloadEntry]
 
 
 def _check_primary(path: str, key: str, kind: str, params: WorkloadParams) -> None:
-    """Every metric a table's ``primary`` list names is one its cases emit
-    with these parameters (the workload's metric names, known before the run)."""
-    if not params.primary:
-        return
-    names = WORKLOADS[kind].metric_names(params)
-    unknown = [n for n in params.primary if n not in names]
-    if unknown:
-        shown_names = ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
-        raise StudyError(
-            f"{path}: workloads.{key}.primary: {shown(unknown[0])} is not a metric of {kind} "
-            f"with these parameters; its metrics: {shown_names}"
-        )
+    """Every name of a table's ``primary`` list is one its cases emit with
+    these parameters (Workload.primary_problem), before anything starts."""
+    problem = WORKLOADS[kind](params, NO_HOST).primary_problem() if params.primary else ""
+    if problem:
+        raise StudyError(f"{path}: workloads.{key}.primary: {problem}")
 
 
 def _check_plants(path: str, meta: StudyMeta, envs: list[str], workloads: list[WorkloadEntry]) -> None:

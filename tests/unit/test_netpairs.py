@@ -48,3 +48,72 @@ def test_section_in_markdown_and_absent_without_a_pair():
     run = run_with([40.0], [20.0])
     run.env_facts["docker-host"]["options"]["network"] = "bridge"
     assert section_lines(run) == []
+
+
+def _flagged_run(baseline: str) -> RunData:
+    """Latency only, primaries stored (p50 primary in both cases, p99 descriptive), rounds kept."""
+    import math
+
+    keys = [
+        MetricKey("netlat", case, metric, "µs", False, "latency", primary=metric == "p50_us")
+        for case in ("tcp", "udp")
+        for metric in ("p50_us", "p99_us")
+    ]
+    facts = {
+        "docker-nat": {"kind": "docker", "options": {"network": "bridge"}},
+        "docker-host": {"kind": "docker", "options": {"network": "host"}},
+    }
+    values, rounds = {}, {}
+    for i, key in enumerate(keys):
+        for env, base in (("docker-nat", 135.0 + 10 * i), ("docker-host", 115.0 + 10 * i)):
+            # a round's shared drift and each sample's own wobble, fixed numbers
+            values[(key, env)] = [
+                base * (1 + 0.05 * math.sin(r + i)) * (1 + 0.02 * math.cos(3 * r + len(env))) for r in range(6)
+            ]
+            rounds[(key, env)] = list(range(6))
+    return RunData(
+        "r",
+        "s",
+        "",
+        None,
+        "complete",
+        {},
+        "",
+        "",
+        baseline,
+        ["docker-nat", "docker-host"],
+        facts,
+        keys,
+        values,
+        rounds=rounds,
+    )
+
+
+def test_nat_against_host_is_judged_exactly_as_table_i_judges_a_cell_against_its_baseline():
+    from isobench.results.table import build_table
+
+    lines = nat_vs_host(_flagged_run("docker-nat"))
+    table = build_table(_flagged_run("docker-host"))  # host networking as the baseline: Table I's own verdicts
+    expected = {r.key: c.verdict for r in table.rows for c in r.cells if c.verdict is not None}
+    assert len(lines) == 4 and len(expected) == 4
+    for line in lines:
+        want = expected[line.key]
+        got = line.verdict
+        assert (got.verdict, got.m, got.level, got.low, got.high, got.effect.test) == (
+            want.verdict,
+            want.m,
+            want.level,
+            want.low,
+            want.high,
+            want.effect.test,
+        )
+    assert {ln.verdict.m for ln in lines} == {2}  # two families of two, as Table I's
+    text = section_lines(_flagged_run("docker-nat"))
+    assert text[1].startswith(
+        "Compared directly, host networking in the baseline's place, with Table I's statistics: paired t-test "
+        "on the per-round log ratios; Benjamini-Hochberg and the interval level within each of Table I's families "
+        "(primary: m = 2, at "
+    )
+    assert "descriptive (d): m = 2" in text[1]
+    assert [t.split(":")[0] for t in text[2:]] == ["netlat tcp", "netlat tcp", "netlat udp", "netlat udp"]
+    assert sum("(d):" in t for t in text[2:]) == 2

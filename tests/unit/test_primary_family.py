@@ -141,16 +141,16 @@ def test_a_run_stored_before_primaries_is_one_family_as_before(store):
     assert DESCRIPTIVE_MARK not in render_markdown(run)
 
 
-def test_the_stored_flags_decide_and_a_case_without_any_falls_back_to_roles():
+def test_the_stored_flags_decide_and_a_case_without_any_is_descriptive():
     keys = [
         MetricKey("n", "tcp", "mean_us", "us", False, "latency", primary=True),
         MetricKey("n", "tcp", "p99_us", "us", False, "latency"),
-        MetricKey("c", "default", "mbs", "MB/s", True, "throughput"),  # its workload declared none
+        MetricKey("c", "default", "mbs", "MB/s", True, "throughput"),  # a level the study's list left out
         MetricKey("c", "default", "real_s", "s", False, "duration"),
     ]
     run = RunData("r", "s", "", None, "complete", {}, "", "", "a", ["a"], {}, keys)
     assert stores_primaries(run)
-    assert [k.metric for k in primary_keys(run)] == ["mean_us", "mbs"]
+    assert [k.metric for k in primary_keys(run)] == ["mean_us"]
     unflagged = RunData(
         "r",
         "s",
@@ -296,9 +296,53 @@ def test_a_study_overrides_the_declared_primaries_per_workload_table():
     }
 
 
+def test_a_study_names_the_levels_whose_metrics_are_primary_and_the_others_are_descriptive():
+    redis = '[study]\nname = "s"\n[environments.native]\n[workloads.redis]\nclients = [1, 4, 16]\n'
+    assert _plan(redis + 'primary = ["clients=1:rps", "clients=16:rps"]\n') == {
+        ("redis", "clients=1"): ["rps"],
+        ("redis", "clients=4"): [],  # run, judged in the descriptive family
+        ("redis", "clients=16"): ["rps"],
+    }
+    # a metric for every case beside one for a case: each case gets both where it emits them
+    assert _plan(LAT_STUDY + 'primary = ["p50_us", "tcp:p99_us"]\n') == {
+        ("lat", "tcp"): ["p50_us", "p99_us"],
+        ("lat", "udp"): ["p50_us"],
+    }
+
+
+def test_a_descriptive_level_counts_in_no_primary_cell_before_the_run():
+    from isobench.checks.resolution import compared_cells
+    from isobench.host.hostinfo import HostInfo
+
+    host = HostInfo(cores=2, mem_bytes=8 * 2**30, disk_free_bytes=50 * 2**30)
+    text = (
+        '[study]\nname = "s"\n[environments.native]\n[environments.other]\nkind = "native"\n'
+        '[workloads.redis]\nclients = [1, 4, 16]\nprimary = ["clients=1:rps", "clients=16:rps"]\n'
+    )
+    assert compared_cells(parse_study(text, "s.toml"), host).cells == 2
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
+        (
+            'primary = ["tcp:p50_us", "tpc:p50_us"]',
+            "s.toml: workloads.lat.primary: 'tpc:p50_us': 'tpc' is not a case this table runs; "
+            "its cases: tcp, udp (write CASE:METRIC, or METRIC for every case)",
+        ),
+        (
+            'cases = ["tcp"]\nprimary = ["udp:p50_us"]',
+            "s.toml: workloads.lat.primary: 'udp:p50_us': 'udp' is not a case this table runs; its cases: tcp",
+        ),
+        (
+            'primary = ["tcp:tps"]',
+            "s.toml: workloads.lat.primary: 'tcp:tps': 'tps' is not a metric of its case; "
+            "its metrics: mean_us, p50_us, p99_us",
+        ),
+        (
+            'primary = ["tcp:"]',
+            "s.toml: workloads.lat.primary: 'tcp:': '' is not a metric of its case; its metrics: mean_us",
+        ),
         (
             'primary = ["p99_us", "tps"]',
             "s.toml: workloads.lat.primary: 'tps' is not a metric of netlat with these "

@@ -252,3 +252,23 @@ def test_a_servers_password_never_reaches_a_failure_text(name):
     text = f"exit 1: client -h 198.19.0.1 -a {secret} --mysql-password={secret}: Connection reset"
     assert secret not in w.hide(text) and w.hide(text).count("***") == 2
     assert make("netlat").hide(text) == text  # no secrets: unchanged
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("0.3", "0.3 s is shorter than sockperf's own 0.4 s warm-up"),
+        ("0", "0 s is shorter than sockperf's own 0.4 s warm-up"),
+        ("0.5", "0.5 s is under a second"),
+    ],
+)
+def test_a_sample_shorter_than_sockperfs_own_warmup_is_refused_naming_the_field(value, why):
+    from isobench.study import StudyError, parse_study
+
+    text = f'[study]\nname = "s"\n[environments.native]\n[workloads.netlat]\nduration_s = {value}\n'
+    with pytest.raises(StudyError) as err:
+        parse_study(text, "s.toml")
+    assert str(err.value) == (
+        f"s.toml: workloads.netlat.duration_s: {why}; sockperf runs whole seconds (--time), its first 0.4 s a "
+        "warm-up it does not count: give 1 or more"
+    )

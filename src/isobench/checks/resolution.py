@@ -69,13 +69,13 @@ def compared_cells(study: Study, host: HostInfo) -> Compared:
             continue  # no baseline cell: nothing of it is compared
         envs = [e for e in study.environments if e != baseline and (e, entry.key) not in skip]
         workload = WORKLOADS[entry.workload](entry.params, host)
-        # a case that declares no primary gets one by role (results/primary.py)
-        rows = sum(max(len(workload.primaries(case)), 1) for case in workload.cases()) * steps
+        # a case the study's primary list leaves out is descriptive: none of its cells counts
+        rows = sum(len(workload.primaries(case)) for case in workload.cases()) * steps
         cells += rows * len(envs)
         if workload.io_bound and envs:
             io_cells += rows * len(envs)
             io_keys.append(entry.key)
-        elif study.meta.schedule == "duet" and (workload.duets or workload.duet_mode() in ("auto", "true")) and envs:
+        elif study.meta.schedule == "duet" and workload.may_duet() and envs:
             duet_cells += rows * len(envs)
             duet_keys.append(entry.key)
     return Compared(cells, io_cells, tuple(io_keys), duet_cells, tuple(duet_keys))

@@ -184,12 +184,19 @@ def baseline_question(run: RunData, key: MetricKey, env: str, settings: Settings
     """``env`` against the run's baseline in the same run, as Table I asks it:
     paired by round unless the run's order was blocked (``settings`` are the
     run's own). None when either side has no value."""
-    vals, ref = run.values.get((key, env)), run.values.get((key, run.baseline))
+    return reference_question(run, key, env, run.baseline, settings)
+
+
+def reference_question(run: RunData, key: MetricKey, env: str, ref_env: str, settings: Settings) -> Question | None:
+    """``env`` against ``ref_env`` in the same run, asked as Table I asks a
+    cell against its baseline (``baseline_question``): NAT against host
+    networking (report/netpairs.py)."""
+    vals, ref = run.values.get((key, env)), run.values.get((key, ref_env))
     if not vals or not ref:
         return None
     if not settings.paired:
         return Question(key, vals, ref)
-    return Question(key, vals, ref, *tested_pairs(run, key, env, run.baseline))
+    return Question(key, vals, ref, *tested_pairs(run, key, env, ref_env))
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,10 @@ table) and the run's metric definitions keep the flag. A run stored before
 that (no metric flagged) gets the role-based choice it always had: a case's
 throughput metrics, else its latency metrics, else its durations, else (a
 run stored before roles) its first metric; such a run is judged in one
-family, as before. The same choice serves a case of a flagged run whose
-workload declared none.
+family, as before. In a flagged run a case with no metric flagged is
+descriptive: every workload declares a primary in every case (since primaries
+were stored), so only a study's ``primary = ["CASE:METRIC", ...]`` naming
+other cases of its table leaves one without (workloads/base.py primaries).
 """
 
 from __future__ import annotations
@@ -37,14 +39,16 @@ def stores_primaries(run: RunData) -> bool:
 
 def primary_keys(run: RunData) -> list[MetricKey]:
     """The run's primary metrics, in study order: the stored flags when the
-    run has them, else the role-based choice (the module docstring)."""
+    run has them (a case with none is descriptive), else the role-based
+    choice (the module docstring)."""
+    if stores_primaries(run):
+        return [k for k in run.metrics if k.primary]
     by_case: dict[tuple[str, str], list[MetricKey]] = {}
     for key in run.metrics:
         by_case.setdefault((key.workload, key.case), []).append(key)
     chosen: set[MetricKey] = set()
     for keys in by_case.values():
-        flagged = [k for k in keys if k.primary]
-        chosen.update(flagged or _by_role(keys))
+        chosen.update(_by_role(keys))
     return [k for k in run.metrics if k in chosen]
 
 

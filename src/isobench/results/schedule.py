@@ -33,6 +33,8 @@ def schedule_summary(run: RunData) -> str:
     text = (
         f"Schedule: duet: each environment's sample ran at the same time as {run.baseline}'s, each side on "
         f"its own CPUs{where}, {swapped}; ratios are taken within each duet"
+        if duets
+        else f"Schedule: duet asked{f' (sides{where})' if where else ''}, but no case ran as one: each sample ran alone"
     )
     calls = record["calls"] if isinstance(record.get("calls"), dict) else {}
     said = {str(c): str(v["text"]) for c, v in calls.items() if isinstance(v, dict) and isinstance(v.get("text"), str)}
@@ -42,8 +44,12 @@ def schedule_summary(run: RunData) -> str:
     if cannot:
         text += f"; one sample at a time: {', '.join(cannot)} (its workload cannot duet)"
         text += "".join(f"; {line}" for line in position_lines(run, cannot))
-    # a user's command, decided from its sample alone (workloads/duetcall.py)
-    text += "." + "".join(f" {c}: {t}." for c, t in sorted(said.items()))
+    # a table decided from its sample alone (a user's command, a server's
+    # case: workloads/duetcall.py), the cases one call fits said together
+    grouped: dict[str, list[str]] = {}
+    for c, t in sorted(said.items()):
+        grouped.setdefault(t, []).append(c)
+    text += "." + "".join(f" {', '.join(cs)}: {t}." for t, cs in grouped.items())
     return text + "".join(f" {line}" for line in gate_lines(run.duet_starts))
 
 

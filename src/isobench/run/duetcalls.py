@@ -16,7 +16,7 @@ from isobench.run.plan import Cell
 from isobench.run.schedule import Schedule
 from isobench.store.db import Store
 from isobench.study import StudyMeta
-from isobench.workloads.duetcall import DuetCall, decide, from_record
+from isobench.workloads.duetcall import DuetCall, from_record
 
 PROBE_ROUND = -1  # the sample alone of a study without warm-up rounds
 
@@ -38,7 +38,7 @@ def restore(store: Store, run_id: str, cells: list[Cell]) -> None:
     for cell in cells:
         call = from_record(calls.get(cell_name(cell)))
         if call is not None and cell.workload.duet_mode() is not None:
-            cell.workload.settle_duet(call)
+            cell.workload.settle_duet(call, cell.case)
 
 
 def settle(
@@ -60,21 +60,24 @@ def settle(
     w, mode = cell.workload, cell.workload.duet_mode() or "false"
     decider = next((e for e in runs if e.name == meta.baseline), runs[0] if runs else None)
     alone = schedule.samples_per_round(w, len(runs))
-    found = None
-    if decider is not None and mode != "false":
+
+    def sample() -> tuple[dict, dict] | None:
+        """The decider's sample alone, taken now when the study has no warm-up."""
+        if decider is None:
+            return None
         found = store.first_alone(run_id, decider.name, cell.key, cell.case)
         if found is None and meta.warmup == 0:
             taken = take(w, cell.workload_case, decider, noise_facts)
             if record(store, run_id, cell.key, cell.case, w, decider, PROBE_ROUND, True, taken) is None:
                 found = store.first_alone(run_id, decider.name, cell.key, cell.case)
-    used = w.usage(*found) if found is not None else None
-    cpu_s, wall_s, io = used if used is not None else (None, None, None)
-    call = decide(mode, schedule.side_cpus(), cpu_s, wall_s, io, decider.name if decider else "")
-    w.settle_duet(call)
+        return found
+
+    call = w.duet_decision(mode, schedule.side_cpus(), sample, decider.name if decider else "")
+    w.settle_duet(call, cell.case)
     facts = store.run_facts(run_id)
     record_ = facts.setdefault("schedule", {})
     record_.setdefault("calls", {})[cell_name(cell)] = call.record()
-    record_.setdefault("cells", {})[cell_name(cell)] = schedule.used_for(w)
+    record_.setdefault("cells", {})[cell_name(cell)] = schedule.used_for(w, cell.case)
     store.set_run_facts(run_id, facts)
     progress.note(f"{cell_name(cell)}: {call.text()}")
     more = (schedule.samples_per_round(w, len(runs)) - alone) * rounds_left

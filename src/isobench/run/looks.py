@@ -175,7 +175,7 @@ def fit_rounds(ctx, schedule, step, cells, envs: int, warmup_s: float) -> int:
     kept = (facts.get("measure_for") or {}).get(key)
     if isinstance(kept, int) and kept >= 1:
         return kept
-    duets = any(schedule.used_for(c.workload) in ("duet", "auto") for c in cells)
+    duets = any(schedule.used_for(c.workload, c.case) in ("duet", "auto") for c in cells)
     most = meta.max_repetitions or 100
     n = fitted_rounds(parse_duration(meta.measure_for), warmup_s, meta.warmup, envs, duets, int(meta.repetitions), most)
     facts.setdefault("measure_for", {})[key] = n

@@ -73,7 +73,7 @@ def run_round(
     goes to the budget's clock."""
     warmup = ctx.meta.warmup
     for cell in cells:
-        if schedule.decides(cell.workload) and round_ >= min(warmup, 1):
+        if schedule.decides(cell.workload, cell.case) and round_ >= min(warmup, 1):
             runs = [e for e in envs if (e.name, cell.key) not in ctx.skip and not ctx.watch.skips(e)]
             settle(ctx.store, ctx.run_id, schedule, cell, runs, ctx.meta, ctx.progress, rounds - round_, noise)
         began, measured_here = time.monotonic(), False

@@ -290,7 +290,7 @@ def schedule_facts(schedule: Schedule, cells: list[Cell], meta: StudyMeta, envs:
     return {
         "name": schedule.name,
         **schedule.facts(),
-        "cells": {f"{c.key}/{c.case}": schedule.used_for(c.workload) for c in cells},
+        "cells": {f"{c.key}/{c.case}": schedule.used_for(c.workload, c.case) for c in cells},
         "periods": {
             case: periods_text(n, meta.planned_rounds, envs) for case, n in rounded.items() if n != meta.planned_rounds
         },

@@ -88,8 +88,8 @@ class Schedule(abc.ABC):
         """The round's slots for this workload's cell, in the order they run."""
 
     @abc.abstractmethod
-    def used_for(self, workload: Workload) -> str:
-        """The schedule this workload's cells actually run under (recorded
+    def used_for(self, workload: Workload, case: str = "") -> str:
+        """The schedule this workload's ``case`` actually runs under (recorded
         with the run, said by the report)."""
 
     def samples_per_round(self, workload: Workload, envs: int) -> int:
@@ -104,8 +104,8 @@ class Schedule(abc.ABC):
         """Host CPUs on each side of a duet (0: this schedule runs none)."""
         return 0
 
-    def decides(self, workload: Workload) -> bool:
-        """Must this workload's table be decided from a sample alone before
+    def decides(self, workload: Workload, case: str = "") -> bool:
+        """Must this workload's ``case`` be decided from a sample alone before
         its measured rounds (Workload.duet_mode, run/duetcalls.py)?"""
         return False
 
@@ -116,7 +116,7 @@ class Sequential(Schedule):
     def slots(self, workload: Workload, envs: list[Environment], measured_round: int) -> list[Slot]:
         return [Slot((env,)) for env in round_order(envs, measured_round, self.order)]
 
-    def used_for(self, workload: Workload) -> str:
+    def used_for(self, workload: Workload, case: str = "") -> str:
         return self.name
 
 
@@ -128,8 +128,8 @@ class Duet(Schedule):
         self.sides = duet_sides(usable_cpus() if cpus is None else cpus)
         self._sequential = Sequential(baseline, order)
 
-    def used_for(self, workload: Workload) -> str:
-        if self.decides(workload):
+    def used_for(self, workload: Workload, case: str = "") -> str:
+        if self.decides(workload, case) and workload.may_duet():
             return "auto"  # until its sample alone decides it
         return self.name if workload.duets else self._sequential.name
 
@@ -139,8 +139,8 @@ class Duet(Schedule):
     def side_cpus(self) -> int:
         return len(self.sides[0])
 
-    def decides(self, workload: Workload) -> bool:
-        return workload.duet_mode() is not None and workload.duet_call is None
+    def decides(self, workload: Workload, case: str = "") -> bool:
+        return workload.duet_mode() is not None and not workload.duet_decided(case)
 
     def samples_per_round(self, workload: Workload, envs: int) -> int:
         # the baseline runs once beside each other environment

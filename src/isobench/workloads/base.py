@@ -9,11 +9,13 @@ interface.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from pydantic import Field, field_validator
 
+from isobench.core.ids import shown
 from isobench.core.metric import Metric, value_problem
 from isobench.core.plants import CannotPlant
 from isobench.core.proc import ExecResult
@@ -21,7 +23,7 @@ from isobench.core.strictmodel import StrictModel
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import Footprint  # one for a workload's copy and for a kind's own (a guest's RAM)
 from isobench.host.hostinfo import HostInfo
-from isobench.workloads.duetcall import DuetCall
+from isobench.workloads.duetcall import DuetCall, decide
 
 
 class ParseError(ValueError):
@@ -64,10 +66,13 @@ class Measurement:
 class WorkloadParams(StrictModel):
     # Seconds a single run may take before it is killed and recorded as failed.
     timeout_s: float = Field(600, gt=0, le=86_400)
-    # The study's primaries for this workload table, overriding the ones the
-    # workload declares in every case that emits any of them (docs/statistics.md,
-    # families); the study checks each name against the metrics the table's
-    # cases emit before anything starts. Empty: the workload's own.
+    # The study's primaries for this workload table (docs/statistics.md,
+    # families): METRIC in every case that emits it, or CASE:METRIC in that
+    # case only ("clients=16:rps"). Names only metrics: a case that emits none
+    # of them keeps the workload's own. Names a case: the cases it names none
+    # in are descriptive (a level the study runs but does not ask about). The
+    # study checks every name against the table's cases and metrics before
+    # anything starts. Empty: the workload's own.
     primary: tuple[str, ...] = ()
     # Under schedule = "duet": false runs this table's cells one sample at a
     # time (a study can compare both schedules on the same work); true asks
@@ -82,6 +87,18 @@ class WorkloadParams(StrictModel):
         if len(set(v)) != len(v):
             raise ValueError("names a metric twice")
         return v
+
+
+def listed(names: list[str]) -> str:
+    """Names for a one-line message: the first 12, and how many more."""
+    return ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "")
+
+
+def split_primary(name: str) -> tuple[str, str]:
+    """A ``primary`` entry as (case, metric): ("clients=16", "rps") for
+    "clients=16:rps", ("", "rps") for "rps" (every case's)."""
+    case, _, metric = name.rpartition(":")
+    return case, metric
 
 
 def distinct_counts(field: str, top: int, *, what: str = "counts", allow_empty: bool = False, sort: bool = True):
@@ -168,12 +185,39 @@ class Workload(abc.ABC):
 
     def primaries(self, case: str) -> tuple[str, ...]:
         """The names of the case's primary metrics: the study's ``primary``
-        list where the case emits any of them, else those the workload
-        declares (``Metric.primary``)."""
+        list where the case emits any of them (METRIC, or CASE:METRIC for
+        this case); else none when the list names cases (this one is
+        descriptive), else those the workload declares (``Metric.primary``)."""
         emitted = self.metrics(case)
         names = {m.name for m in emitted}
-        chosen = tuple(n for n in self.params.primary if n in names)
-        return chosen or tuple(m.name for m in emitted if m.primary)
+        asked = [split_primary(n) for n in self.params.primary]
+        chosen = tuple(dict.fromkeys(m for c, m in asked if c in ("", case) and m in names))
+        if chosen or any(c for c, _ in asked):
+            return chosen
+        return tuple(m.name for m in emitted if m.primary)
+
+    def primary_problem(self) -> str:
+        """What is wrong with the study's ``primary`` list for this table, in
+        words and with the names that would do ("" when nothing): a name must
+        be a metric some case emits (METRIC) or one of a case this table runs
+        (CASE:METRIC), from the parameters alone."""
+        emitted = {case: [m.name for m in self.metrics(case)] for case in self.cases()}
+        for name in self.params.primary:
+            case, metric = split_primary(name)
+            if ":" in name and case not in emitted:
+                return (
+                    f"{shown(name)}: {shown(case)} is not a case this table runs; its cases: {listed(list(emitted))} "
+                    "(write CASE:METRIC, or METRIC for every case)"
+                )
+            names = emitted[case] if case else list(dict.fromkeys(n for ns in emitted.values() for n in ns))
+            if metric not in names:
+                what = (
+                    f"{shown(name)}: {shown(metric)} is not a metric of its case"
+                    if case
+                    else f"{shown(metric)} is not a metric of {self.name} with these parameters"
+                )
+                return f"{what}; its metrics: {listed(names)}"
+        return ""
 
     def defined_metrics(self, case: str) -> list[Metric]:
         """The case's metrics as the run stores them: ``metrics(case)`` with
@@ -184,8 +228,8 @@ class Workload(abc.ABC):
     @classmethod
     def metric_names(cls, params: WorkloadParams) -> list[str]:
         """Every metric name the workload emits with these parameters, over
-        all its cases, in order: known before the run (the study checks its
-        ``primary`` list against it)."""
+        all its cases, in order: known before the run (primary_problem checks
+        a study's ``primary`` list against each case's)."""
         workload = cls(params, NO_HOST)
         return list(dict.fromkeys(m.name for case in workload.cases() for m in workload.metrics(case)))
 
@@ -204,14 +248,37 @@ class Workload(abc.ABC):
         and the table's ``duet`` decide (the built-ins)."""
         return None
 
+    def may_duet(self) -> bool:
+        """Is this table counted as a duet under schedule = "duet" before the
+        run has decided it (its rounds, its noise figure, its pace)? A table
+        decided from a sample alone counts as the duet it mostly becomes."""
+        mode = self.duet_mode()
+        return self.duets if mode is None else mode != "false"
+
     def usage(self, values: dict, extra: dict) -> tuple[float, float, float] | None:
         """(CPU seconds, wall seconds, block I/O bytes) of one stored sample,
         for the duet call of a table with a duet_mode; None: not known."""
         return None
 
-    def settle_duet(self, call: DuetCall) -> None:
-        """The runner's call for a table with a duet_mode (kept with the run)."""
+    def duet_decision(
+        self, mode: str, side_cpus: int, sample: Callable[[], tuple[dict, dict] | None], env: str
+    ) -> DuetCall:
+        """The call for a table with a duet_mode on sides of ``side_cpus``,
+        from ``sample()``: (values, extra) of the case's sample alone, taken
+        when first asked for (None: none succeeded)."""
+        found = sample() if mode != "false" else None
+        used = self.usage(*found) if found is not None else None
+        cpu_s, wall_s, io = used if used is not None else (None, None, None)
+        return decide(mode, side_cpus, cpu_s, wall_s, io, env)
+
+    def settle_duet(self, call: DuetCall, case: str = "") -> None:
+        """The runner's call for a table with a duet_mode (kept with the run):
+        one for the table, whichever ``case`` its sample came from."""
         self.duet_call = call
+
+    def duet_decided(self, case: str = "") -> bool:
+        """Has the runner made the call ``case`` runs under?"""
+        return self.duet_call is not None
 
     duet_call: DuetCall | None = None
 

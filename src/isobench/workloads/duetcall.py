@@ -10,11 +10,20 @@ warm-up). Two figures decide, both from the sample's own rusage (GNU time):
   counts, 512-byte blocks): the two sides would share the device, so a duet
   would not cancel what it does.
 
+A server workload (workloads/server.py) is decided the same way, case by
+case: a side must hold the server and its load generator, each on its own
+CPU at least (a round trip on one CPU would measure a context switch, not
+the network), so a side needs the server's CPUs plus its client's, from
+what each used in the case's sample alone (the server's /proc/PID/stat,
+the client's rusage: ``decide_server``); on a side of one CPU that is
+known before any sample.
+
 Pure: the runner (run/runner.py) takes the sample, asks the workload, and
 keeps the call with the run's facts; the report says it (results/schedule.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 # Above this a command keeps more than its side busy: 10% over a side's
@@ -41,6 +50,10 @@ class DuetCall:
     io_mb_s: float | None = None  # its block I/O, MB per wall second
     env: str = ""  # whose sample decided
     saturated: bool = False  # duet = true on work that needed more than a side
+    # a server and its load generator (decide_server): ``cpus`` the server's,
+    # this the client's CPU seconds per wall second
+    client_cpus: float | None = None
+    server: bool = False
 
     def text(self) -> str:
         """What the answer says of it, e.g. "ran as a duet: 0.98 CPU per wall
@@ -48,6 +61,8 @@ class DuetCall:
         side = f"measured on {self.side_cpus} CPU{'s' if self.side_cpus != 1 else ''} per side"
         if self.mode == "false":
             return "one at a time: the study says duet = false"
+        if self.server:
+            return self._server_text()
         if self.cpus is None or self.io_mb_s is None:
             if self.duet:
                 return f"ran as a duet (duet = true; no sample alone said what it used); {side}"
@@ -64,12 +79,66 @@ class DuetCall:
             return f"one at a time: {self.io_mb_s:.1f} MB/s of disk I/O: the two sides would share the device"
         return f"one at a time: {_cpus(self.cpus)}, more than a side's {self.side_cpus}"
 
+    def _server_text(self) -> str:
+        side = f"a side has {self.side_cpus}"
+        if self.cpus is None or self.client_cpus is None:
+            if self.side_cpus < SERVER_PAIR_CPUS:
+                return f"one at a time: the server and its client need {SERVER_PAIR_CPUS} CPUs, {side}"
+            return (
+                "one at a time: no sample alone said what the server and its client used "
+                "(its warm-up failed, or it did not read the server's CPU time)"
+            )
+        need = server_pair_cpus(self.cpus, self.client_cpus)
+        used = f"the server and its client used {self.cpus:.2f} + {self.client_cpus:.2f} CPUs"
+        if need > self.side_cpus:
+            return f"one at a time: {used}, so they need {need} CPUs, {side}"
+        return (
+            f"one at a time: {used}, within a side's {self.side_cpus}, but isobench does not yet run "
+            "a server and its client as a duet"
+        )
+
     def record(self) -> dict:
         return {**asdict(self), "text": self.text()}
 
 
 def _cpus(x: float) -> str:
     return f"{x:.2f} CPU" if x < 1.005 else f"{x:.2f} CPUs"
+
+
+# a server and its load generator: each on a CPU of its own at least
+SERVER_PAIR_CPUS = 2
+
+
+def server_pair_cpus(server: float, client: float) -> int:
+    """Whole CPUs a server and its client need beside each other: each one's
+    CPU seconds per wall second rounded up (within CPU_MARGIN of a whole CPU
+    counts as it), one at least each."""
+    return sum(max(1, math.ceil(x / CPU_MARGIN)) for x in (server, client))
+
+
+def decide_server(
+    mode: str,
+    side_cpus: int,
+    server_cpu_s: float | None = None,
+    client_cpu_s: float | None = None,
+    wall_s: float | None = None,
+    env: str = "",
+) -> DuetCall:
+    """The call for a server workload's case on sides of ``side_cpus``, from
+    what its server and its client used in the case's sample alone (None:
+    no sample, or none needed: a side under SERVER_PAIR_CPUS). Never a duet
+    yet: what a server duet needs beyond the call (each side's server on
+    its own port, its client held at the gate and moved with its side) is
+    not built; the call says whether one would fit. Pure."""
+    if mode not in MODES:
+        raise ValueError(f"duet mode {mode!r} is not one of {', '.join(MODES)}")
+    if mode == "false" or side_cpus < SERVER_PAIR_CPUS or server_cpu_s is None or client_cpu_s is None:
+        return DuetCall(False, mode, side_cpus, env=env, server=True)
+    if not wall_s or wall_s <= 0:
+        return DuetCall(False, mode, side_cpus, env=env, server=True)
+    return DuetCall(
+        False, mode, side_cpus, server_cpu_s / wall_s, None, env, client_cpus=client_cpu_s / wall_s, server=True
+    )
 
 
 def decide(

@@ -21,7 +21,14 @@ from isobench.core.metric import CPU_COST, THROUGHPUT, Metric
 from isobench.core.proc import ExecResult
 from isobench.envs.base import Environment
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.workloads.server import CpuWindow, ServerWorkload, bounded_timeout, known_cases, per_gb
+from isobench.workloads.server import (
+    SERVER_SAMPLE_S,
+    CpuWindow,
+    ServerWorkload,
+    bounded_timeout,
+    known_cases,
+    per_gb,
+)
 
 PORT = 15201
 CASES = ("tx", "rx")
@@ -46,7 +53,7 @@ class Netbw(ServerWorkload):
     params: NetbwParams
 
     def expected_s(self, case: str) -> float:
-        return float(self.params.duration_s + 2)
+        return self.params.duration_s + 0.1 + SERVER_SAMPLE_S  # its connection and parameter exchange
 
     def cases(self) -> list[str]:
         return list(self.params.cases)

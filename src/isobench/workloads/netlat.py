@@ -22,7 +22,7 @@ from isobench.core.metric import LATENCY, Metric
 from isobench.core.proc import ExecResult
 from isobench.envs.base import Environment
 from isobench.workloads.base import Measurement, ParseError, WorkloadParams
-from isobench.workloads.server import ServerWorkload, bounded_timeout, known_cases
+from isobench.workloads.server import SERVER_SAMPLE_S, ServerWorkload, bounded_timeout, known_cases
 
 PORT = 11111
 CASES = ("tcp", "udp")
@@ -31,12 +31,28 @@ AVG = re.compile(r"avg-(rtt|latency)=\s*([0-9.]+)")
 PCT = re.compile(r"percentile\s+([0-9.]+)\s*=\s*([0-9.]+)")
 VALID = re.compile(r"\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)")
 MINMAX = re.compile(r"<(MAX|MIN)> observation =\s*([0-9.]+)")
+# sockperf's own warm-up, the first part of its --time: round trips it does
+# not count ("[Total Run] RunTime=2.001 sec; Warm up time=400 msec", then
+# "[Valid Duration] RunTime=1.550 sec" at --time 2, tests/data/sockperf-tcp.txt)
+WARMUP_S = 0.4
 
 
 class NetlatParams(WorkloadParams):
     duration_s: int = Field(5, ge=1, le=3600, description="seconds per sockperf run")
     msg_bytes: int = Field(100, ge=14, le=65_000, description="request = response size")
     cases: tuple[str, ...] = CASES
+
+    @field_validator("duration_s", mode="before")
+    @classmethod
+    def _duration(cls, v):
+        # before the type check, so that 0.3 gets why, not "a valid integer"
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 1:
+            short = f"is shorter than sockperf's own {WARMUP_S:g} s warm-up" if v < WARMUP_S else "is under a second"
+            raise ValueError(
+                f"{v:g} s {short}; sockperf runs whole seconds (--time), its first {WARMUP_S:g} s a warm-up it "
+                "does not count: give 1 or more"
+            )
+        return v
 
     @field_validator("cases")
     @classmethod
@@ -53,7 +69,7 @@ class Netlat(ServerWorkload):
     params: NetlatParams
 
     def expected_s(self, case: str) -> float:
-        return float(self.params.duration_s + 2)
+        return self.params.duration_s + SERVER_SAMPLE_S  # the warm-up is within --time
 
     def cases(self) -> list[str]:
         return list(self.params.cases)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -42,8 +43,17 @@ from isobench.core.proc import ExecResult
 from isobench.envs.base import Environment, Paths
 from isobench.host import counters
 from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
+from isobench.workloads.duetcall import SERVER_PAIR_CPUS, DuetCall, decide_server
 
 READY_TIMEOUT_S = 60
+# What a server sample costs beside its client's own run, for the study's
+# estimate (expected_s): the server started, reached, its CPU time read
+# twice and stopped, about ten commands in the environment (a container's
+# exec takes tens of ms). With netlat's, netbw's, redis's and oltp's models
+# it reproduces network-quick's run 20261128-224824 (4 rounds of 11 cases,
+# 8 min 44 s, the one run of them whose length was noted; its samples are
+# not in this host's store): refit from a run's time_spent when there are more.
+SERVER_SAMPLE_S = 0.8
 # In an environment's tmp directory: the servers' pidfiles, logs and sockets
 # (leftovers.py finds the pidfiles of a killed run here).
 SERVERS_DIR = "servers"
@@ -142,6 +152,41 @@ class ServerWorkload(Workload):
     # leftover native server only if its pid still runs this executable.
     server_exe: ClassVar[str] = ""
     client: ClientHost | None = None  # set by the runner (runner.attach_client_host)
+
+    def __init__(self, params, host):
+        super().__init__(params, host)
+        self.duet_calls: dict[str, DuetCall] = {}  # case -> the runner's call
+
+    # -- under schedule = "duet" (workloads/duetcall.py) ----------------------------------
+    # Each case is decided from its own sample alone, as a user's command is:
+    # a side must hold the server and its client. The call is said in the
+    # answer; none runs as a duet yet (decide_server says what is missing).
+    def duet_mode(self) -> str | None:
+        return "false" if self.params.duet is False else "auto"
+
+    @property
+    def duets(self) -> bool:
+        return False
+
+    def may_duet(self) -> bool:
+        return False
+
+    def duet_decision(
+        self, mode: str, side_cpus: int, sample: Callable[[], tuple[dict, dict] | None], env: str
+    ) -> DuetCall:
+        if mode == "false" or side_cpus < SERVER_PAIR_CPUS:  # known without a sample
+            return decide_server(mode, side_cpus, env=env)
+        found = sample()
+        window = stored_window(found[1].get("cpu_window")) if found is not None else None
+        if window is None or window.server_cpu_s is None:
+            return decide_server(mode, side_cpus, env=env)
+        return decide_server(mode, side_cpus, window.server_cpu_s, window.client_cpu_s, window.wall_s, env)
+
+    def settle_duet(self, call: DuetCall, case: str = "") -> None:
+        self.duet_calls[case] = call
+
+    def duet_decided(self, case: str = "") -> bool:
+        return case in self.duet_calls
 
     @classmethod
     def owns_process(cls, exe: str, argv: list[str]) -> bool:
