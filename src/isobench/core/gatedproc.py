@@ -30,7 +30,7 @@ def run_gated(
     a duet's moves then walk its tree), its own session. Returns when the
     work ends; its fillers run on until gate.stop_filling(), and `done` (the
     cgroups' removal) runs once the process has ended."""
-    full = gate_argv(argv, gate.fill, procs)
+    full = gate_argv(argv, gate.fill, procs, cwd, gate.scratch)
     full = ["taskset", "-c", pin, *full] if pin else full
     start = time.perf_counter()
     deadline = start + timeout

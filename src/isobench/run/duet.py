@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from isobench.core.gate import FILLER_GRACE_S, Gate, Inside, SideGate
+from isobench.core.gate import FILLER_GRACE_S, Gate, Inside, SideGate, fresh_argv
 from isobench.envs.base import Environment
 from isobench.host import counters
 from isobench.run.measure import Taken, take
@@ -169,15 +169,16 @@ def _window(inside: Inside | None, epoch: float, wall_s: float) -> tuple[float, 
 
 def _fill(workload: Workload, case: str, me: Side, other: Side) -> None:
     """A kind without a gate: the same work, uncounted, exec'd in chunks
-    until the other side is done."""
+    until the other side is done, each in a fresh directory of its own; the
+    first that fails is the last."""
     assert me.taken is not None
     chunk = filler_s(me.taken.wall_s)
+    cwd = workload.cwd(case, me.env.paths)
+    argv = fresh_argv(filler_argv(workload, case, me.env, chunk), cwd, me.env.paths.tmp)
     while not other.done.is_set():
         t0 = time.time()
         try:
-            r = me.env.exec(
-                filler_argv(workload, case, me.env, chunk), timeout=chunk + 30, cwd=workload.cwd(case, me.env.paths)
-            )
+            r = me.env.exec(argv, timeout=chunk + 30, cwd=cwd)
         except Exception:  # noqa: BLE001 - an uncounted filler; the other side's sample says what failed
             break
         me.busy.append((t0, time.time()))
@@ -204,6 +205,7 @@ def run_duet(
         for i, (env, c, work) in enumerate(zip(pair, cpus, works))
     ]
     for s in sides:
+        s.gate.scratch = s.env.paths.tmp  # a work without a directory of its own: its fillers' fresh ones
         s.env.place(s.cpus)
         s.gate.fallback = s.env.gate_problem()
     barrier, both = threading.Barrier(3), threading.Event()
