@@ -207,9 +207,9 @@ def test_a_duet_not_as_planned_is_measured_again_and_its_try_kept(monkeypatch, t
         tries.append(1)
         why = "swapped 8 times of about 46 planned (was the harness stopped?)" if len(tries) == 1 else ""
         out = []
-        for _ in pair:
+        for partner in pair[::-1]:
             t = Taken("2026-11-29T00:00:00+00:00", 0.0, 1.0, 0.0, Measurement({"throughput_mbs": 10.0 + len(tries)}))
-            t.extra["duet"] = {"partner": "x", "cpus": "0", **({"not_as_planned": why} if why else {})}
+            t.extra["duet"] = {"partner": partner.name, "cpus": "0", **({"not_as_planned": why} if why else {})}
             out.append(t)
         return out
 

@@ -117,7 +117,7 @@ os.write(2, b"isobench-gate %d %d %d %d\n" % (t0, t1, size(), code))
 if mode == "once":
     os._exit(code)
 quiet = stdin + [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_WRONLY, 0) for fd in (1, 2)]
-filled, failing = 0, code != 0
+filled, failing, until = 0, code != 0, t1  # until: when the last filler ended
 while not failing:
     home = fresh()
     pid = spawn(quiet, setpgroup=0) if home else None
@@ -137,14 +137,16 @@ while not failing:
             if select.select([fd], [], [], wait)[0]:
                 break
         os.waitpid(pid, 0)
+        until = time.time_ns()
         scrap(home)
         break
     failing = os.waitpid(pid, 0)[1] != 0
+    until = time.time_ns()
     os.close(fd)
     scrap(home)
 if failing:
     select.select([0], [], [])
-os.write(2, b"isobench-gate-filled %d %d\n" % (filled, time.time_ns()))
+os.write(2, b"isobench-gate-filled %d %d\n" % (filled, until))
 os._exit(code)
 """.replace("@PATH@", SYSTEM_PATH).replace("@PREFIX@", FILLER_PREFIX)
 
@@ -283,7 +285,10 @@ class SideGate:
         return self._stop is not None
 
     def stop_filling(self) -> None:
-        """Stop the fillers (the other side is done); how many ran, and until when."""
+        """Stop the fillers (the other side is done); how many ran, and until
+        when the last ended (a filler that failed was the last: the gate
+        then only waits). A gate that said nothing (its container killed)
+        leaves filled_until 0: no filling is claimed."""
         stop, self._stop = self._stop, None
         if stop is None:
             return

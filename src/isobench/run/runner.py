@@ -38,7 +38,7 @@ from isobench.run.looks import (
 )
 from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan, planted_of
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
-from isobench.run.rounds import Progress, RunContext, SilentProgress, run_step
+from isobench.run.rounds import Progress, RunContext, SilentProgress, missing_sides, run_step, slot_sides
 from isobench.run.schedule import Schedule, make_schedule
 from isobench.store.db import Store, StoreWriteError
 from isobench.study import Study, StudyMeta
@@ -184,22 +184,30 @@ def _measure(
     budget = study.budget_plan()
     if budget is not None:
         record_budget_plan(store, run_id, budget)
-    progress.start(_planned_samples(study, schedule, cells, envs, skip) - len(done))
+    progress.start(_planned_samples(study, schedule, cells, envs, skip, ctx))
     planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
     for step, step_cells in by_step(cells):
         planned |= run_step(ctx, schedule, step, step_cells, started, envs, noise, budget, clock)
-    return final_status(planned, store.measured_cells(run_id))
+    # and every duet's two sides, each beside its partner
+    return final_status(planned | ctx.planned, store.measured_cells(run_id) | store.measured_duets(run_id))
 
 
-def _planned_samples(study: Study, schedule: Schedule, cells: list[Cell], envs: list[Environment], skip: dict) -> int:
-    """The samples the run plans (a budget's first block, an adaptive run's
-    most rounds), each cell at its own rounds (StudyMeta.rounds_for)."""
+def _planned_samples(
+    study: Study, schedule: Schedule, cells: list[Cell], envs: list[Environment], skip: dict, ctx: RunContext
+) -> int:
+    """The samples the run will take (a budget's first block, an adaptive
+    run's most rounds), each cell at its own rounds (StudyMeta.rounds_for),
+    slot by slot, less those a resumed run has (rounds.missing_sides): a
+    duet missing one side measures both, and counts both."""
     meta, budget = study.meta, study.budget_plan()
     total = 0
     for c in cells:
         rounds = budget.first if budget else meta.rounds_for(c.workload, len(envs))
-        runs = sum((e.name, c.key) not in skip for e in envs)
-        total += (meta.warmup + rounds) * schedule.samples_per_round(c.workload, runs)
+        for r in range(meta.warmup + rounds):
+            for slot in schedule.slots(c.workload, envs, r - meta.warmup):
+                runs, together = slot_sides(slot, c.key, skip)
+                missing = missing_sides(ctx.done, ctx.paired, runs, together, c.key, c.case, r)
+                total += len(runs) if together and missing else len(missing)
     return total
 
 
@@ -281,7 +289,9 @@ def _prepared(
         store.set_env_facts(run_id, name, with_programs(env_facts[name], table))
     check_same(workloads, found, meta.baseline, progress)  # before the first sample
     watch = Watch(run_id, progress.note)
-    return RunContext(store, run_id, meta, done, skip, watch, progress, prepare_failures)
+    ctx = RunContext(store, run_id, meta, done, skip, watch, progress, prepare_failures)
+    ctx.paired = store.measured_duets(run_id)  # a resumed run's duet sides, each beside its partner
+    return ctx
 
 
 def _finish(
