@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 KILL_GRACE_S = 5  # after TERM, coreutils' timeout sends KILL this much later
@@ -101,7 +102,7 @@ def run_argv(
 
 
 def run_sample(
-    argv: list[str], timeout: float, cwd: str | None = None, live: set[int] | None = None, join: list[str] = ()
+    argv: list[str], timeout: float, cwd: str | None = None, live: set[int] | None = None, join: Sequence[str] = ()
 ) -> ExecResult:
     """A sample's command, as run_argv's own session runs it, entering the
     cgroups whose cgroup.procs files are `join` before it runs (a pid of 0
