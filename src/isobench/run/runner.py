@@ -41,6 +41,7 @@ from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, 
 from isobench.run.rounds import Progress, RunContext, SilentProgress, missing_sides, run_step, slot_sides
 from isobench.run.schedule import Schedule, make_schedule
 from isobench.store.db import Store, StoreWriteError
+from isobench.store.readback import measured_duets
 from isobench.study import Study, StudyMeta
 from isobench.workloads.base import Workload
 from isobench.workloads.server import ServerWorkload
@@ -189,7 +190,7 @@ def _measure(
     for step, step_cells in by_step(cells):
         planned |= run_step(ctx, schedule, step, step_cells, started, envs, noise, budget, clock)
     # and every duet's two sides, each beside its partner
-    return final_status(planned | ctx.planned, store.measured_cells(run_id) | store.measured_duets(run_id))
+    return final_status(planned | ctx.planned, store.measured_cells(run_id) | measured_duets(store.db, run_id))
 
 
 def _planned_samples(
@@ -290,7 +291,7 @@ def _prepared(
     check_same(workloads, found, meta.baseline, progress)  # before the first sample
     watch = Watch(run_id, progress.note)
     ctx = RunContext(store, run_id, meta, done, skip, watch, progress, prepare_failures)
-    ctx.paired = store.measured_duets(run_id)  # a resumed run's duet sides, each beside its partner
+    ctx.paired = measured_duets(store.db, run_id)  # a resumed run's duet sides, each beside its partner
     return ctx
 
 

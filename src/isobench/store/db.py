@@ -302,24 +302,6 @@ class Store:
             )
         }
 
-    def measured_duets(self, run_id: str) -> set[tuple[str, str, str, int, str]]:
-        """(env, workload, case, round, partner) of every ok sample taken in a
-        duet, for --resume: a duet's side is measured only beside that
-        partner (a sample taken alone, or beside another, is not it)."""
-        out: set[tuple[str, str, str, int, str]] = set()
-        for env, w, c, r, extra in self.db.execute(
-            "SELECT env, workload, ccase, round, extra FROM samples WHERE run_id=? AND status='ok'"
-            " AND extra LIKE '%\"duet\"%'",
-            (run_id,),
-        ):
-            try:
-                partner = json.loads(extra)["duet"]["partner"]
-            except (ValueError, KeyError, TypeError):  # not a duet's record after all
-                continue
-            if isinstance(partner, str):
-                out.add((env, w, c, r, partner))
-        return out
-
     def first_alone(self, run_id: str, env: str, workload: str, case: str) -> tuple[dict, dict] | None:
         """(values, extra) of the environment's first ok warm-up sample of a
         cell that ran alone (no duet partner): a table's duet call reads it."""
