@@ -139,7 +139,8 @@ def test_a_duet_runs_both_at_once_and_fills_until_the_other_ends(monkeypatch):
     assert rec_base["cpus"] == "0" and rec_other["cpus"] == "1"
     assert rec_base["skew_s"] < 0.2
     assert rec_base["fillers"] >= 1 and rec_other["fillers"] == 0  # only the short side filled
-    assert all(argv[0] == "timeout" for argv in base.execs) and other.execs == []
+    # each chunk the work cut by timeout, in a fresh directory of its own (core/gate.fresh_argv)
+    assert all(argv[:2] == ["sh", "-c"] and argv[6] == "timeout" for argv in base.execs) and other.execs == []
     assert rec_other["overlap"] > 0.7  # the long sample was never alone for long
 
 

@@ -207,9 +207,9 @@ def test_a_duet_not_as_planned_is_measured_again_and_its_try_kept(monkeypatch, t
         tries.append(1)
         why = "swapped 8 times of about 46 planned (was the harness stopped?)" if len(tries) == 1 else ""
         out = []
-        for _ in pair:
+        for partner in pair[::-1]:
             t = Taken("2026-11-29T00:00:00+00:00", 0.0, 1.0, 0.0, Measurement({"throughput_mbs": 10.0 + len(tries)}))
-            t.extra["duet"] = {"partner": "x", "cpus": "0", **({"not_as_planned": why} if why else {})}
+            t.extra["duet"] = {"partner": partner.name, "cpus": "0", **({"not_as_planned": why} if why else {})}
             out.append(t)
         return out
 
@@ -306,3 +306,99 @@ def test_a_cgroup_half_made_is_not_left_behind(tmp_path):
         samplecgroup.SampleCgroup("run-native.1", "0", root=str(tmp_path))
     assert not (tmp_path / "cpu" / samplecgroup.PARENT / "run-native.1").exists()
     assert not (tmp_path / "cpuacct" / samplecgroup.PARENT / "run-native.1").exists()
+
+
+def _gated_in(argv: list[str], cwd, scratch: str = "") -> subprocess.Popen:
+    proc = subprocess.Popen(
+        gate_argv(argv, True, cwd=str(cwd), scratch=scratch),
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.stderr is not None and proc.stderr.readline() == b"isobench-gate ready\n"
+    return proc
+
+
+def test_a_filler_cut_short_leaves_nothing_where_the_samples_run(tmp_path):
+    """Issue 55, 4: a filler cut at the stop byte left its lock directory in
+    the work's directory, and every later sample failed ("File exists").
+    Each filler runs in a fresh directory of its own beside the work's, with
+    the work's files in it, removed once it has ended."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "input.txt").write_text("data\n")
+    (work / "sub").mkdir()
+    (work / "sub" / "more.txt").write_text("more\n")
+    # the work reads its inputs, appends to its own output, and holds a lock directory a while
+    script = "cat input.txt sub/more.txt >> out.txt && mkdir lockdir && sleep 0.2 && rmdir lockdir"
+    proc = _gated_in(["sh", "-c", script], work)
+    _release(proc)
+    time.sleep(1.0)  # the work (0.2 s), then fillers, the last cut mid-sleep with its lockdir made
+    _release(proc, b"s")
+    out, err = proc.communicate(timeout=30)
+    end = ended(out.decode(), err.decode())
+    assert end is not None and end.code == 0
+    count, _ = filled(err.decode()) or (0, 0.0)
+    assert count >= 2, err.decode()  # the fillers found the work's files and did not fail
+    assert sorted(p.name for p in work.iterdir()) == ["input.txt", "out.txt", "sub"]  # no lockdir
+    assert (work / "out.txt").read_text() == "data\nmore\n"  # the sample's output is its own alone
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # every filler's directory removed
+
+
+def test_a_filler_of_a_work_without_a_directory_gets_an_empty_one_in_scratch(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        gate_argv(["sh", "-c", "pwd > /dev/stderr; touch here; sleep 0.1"], True, scratch=str(scratch)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+    )
+    assert proc.stderr is not None and proc.stderr.readline() == b"isobench-gate ready\n"
+    _release(proc)
+    time.sleep(0.5)
+    _release(proc, b"s")
+    _, err = proc.communicate(timeout=30)
+    assert (filled(err.decode()) or (0, 0.0))[0] >= 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here", "scratch"]  # the work's own touch only
+    assert list(scratch.iterdir()) == []
+
+
+def test_the_first_filler_that_fails_is_the_last(tmp_path):
+    """A filler that fails is not started again (88 instant failures beside
+    the other side's sample, before): here every copy after the work fails."""
+    flag = tmp_path / "ran"
+    proc = _gated_in(["sh", "-c", f"test ! -e {flag} || exit 1; touch {flag}"], tmp_path)
+    _release(proc)
+    time.sleep(0.5)
+    _release(proc, b"s")
+    out, err = proc.communicate(timeout=30)
+    assert (ended(out.decode(), err.decode()) or pytest.fail(err.decode())).code == 0
+    assert (filled(err.decode()) or (0, 0.0))[0] == 1
+
+
+def test_a_filler_home_is_beside_the_works_directory_or_in_scratch():
+    from isobench.core.gate import filler_home, fresh_argv
+
+    assert filler_home("/var/lib/isobench/scratch/r-native/command-ab/", "/dev/shm/t") == (
+        "/var/lib/isobench/scratch/r-native",
+        "/var/lib/isobench/scratch/r-native/command-ab",
+    )
+    assert filler_home(None, "/dev/shm/t") == ("/dev/shm/t", "") and filler_home("/", "/x") == ("/x", "")
+    assert fresh_argv(["timeout", "1", "w"], None, "/s")[3:] == ["sh", "/s", "", "timeout", "1", "w"]
+
+
+def test_a_filler_without_a_gate_runs_in_a_fresh_directory_too(tmp_path):
+    from isobench.core.gate import fresh_argv
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "input.txt").write_text("data\n")
+    argv = fresh_argv(["sh", "-c", "cat input.txt && mkdir lockdir && exit 3"], str(work), "")
+    r = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3 and r.stdout == "data\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and [p.name for p in work.iterdir()] == ["input.txt"]

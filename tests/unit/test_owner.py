@@ -5,6 +5,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from isobench.core import owner as own
 from isobench.core.owner import Keeper, Owner, from_labels, is_live, keeps, start_ticks
 
@@ -78,3 +80,50 @@ def test_owning_writes_this_process_then_removes_it(tmp_path):
         assert own.read_owners(str(tmp_path)) == {"r9": own.me("r9")}
         assert Keeper(str(tmp_path)).live_runs() == {}  # its own process never keeps it from itself
     assert not os.listdir(tmp_path)
+
+
+def test_the_boottime_offset_is_read_in_clock_ticks():
+    assert (
+        own.boottime_offset_ticks("monotonic           0         0\nboottime        86400         0\n", 100) == 8640000
+    )
+    assert own.boottime_offset_ticks("1 0 0\n7 -5 500000000\n", 100) == -450  # the clocks' numbers, a negative offset
+    assert own.boottime_offset_ticks("", 100) == 0 and own.boottime_offset_ticks("boottime x 0\n", 100) == 0
+
+
+def test_a_run_started_in_a_time_namespace_is_live_to_a_clean_outside_it(tmp_path):
+    """A real `unshare --time --boottime 86400`: the run inside writes its
+    owner file as it reads its start time (a day later than the host's), and
+    the Keeper outside must still see it live (issue 55, 23: clean removed it)."""
+    import sys
+    import time
+
+    code = (
+        "import sys, time\n"
+        "from isobench.core import owner\n"
+        f"with owner.owning('ns-1', {str(tmp_path)!r}):\n"
+        "    print(open('/proc/uptime').read().split()[0], flush=True)\n"
+        "    time.sleep(30)\n"
+    )
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    argv = ["unshare", "--time", "--boottime", "86400", "--fork", "--kill-child", sys.executable, "-c", code]
+    try:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": src}
+        )
+    except FileNotFoundError:
+        pytest.skip("no unshare here")
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line:
+            pytest.skip(f"no time namespace here: {proc.communicate(timeout=10)[1].decode().strip()[:200]}")
+        with open("/proc/uptime") as fh:
+            assert float(line) - float(fh.read().split()[0]) > 80000  # it did run a day ahead
+        deadline = time.monotonic() + 5
+        while not (tmp_path / "ns-1.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        keeper = Keeper(str(tmp_path))
+        assert set(keeper.live_runs()) == {"ns-1"} and keeper.stale_owner_files() == []
+    finally:
+        proc.kill()
+        proc.wait()

@@ -5,20 +5,13 @@ Commands call it; it prints only through the consoles and fails in one line."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
+from typing import NoReturn
 
 from isobench.cli.common import err_console, fold
 from isobench.cli.common import fail as _fail
-
-
-def sigterm_as_interrupt() -> None:
-    # SIGTERM gets the same orderly teardown as Ctrl-C
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
+from isobench.core.lifetime import held, interrupt_on_signals, interrupted
 
 
 def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "study.budget"):
@@ -61,29 +54,20 @@ def say_resolution(study, size, pilot, out) -> None:
     fold(resolution_text(study, size, pilot), out)
 
 
-def host_noise_for_run(lock):
+def host_noise_for_run():
     """The host's noise for a run: cached when under an hour old, else the
     pilot, measured now that the run holds the host (the lock) and before
     any environment starts, so it is neither disturbed by the study nor
-    among its samples. Ctrl-C here leaves nothing to keep."""
+    among its samples. Ctrl-C here leaves nothing to keep (execute says so)."""
     from isobench.checks.noisepilot import ABOUT_S, host_noise
 
-    try:
-        return host_noise(
-            on_measure=lambda: err_console.print(
-                f"measuring the host's noise first (about {ABOUT_S} s; reused for an hour)",
-                highlight=False,
-                markup=False,
-            )
-        )
-    except KeyboardInterrupt:
-        lock.release()
-        err_console.print(
-            "interrupted while measuring the host's noise, before the first round: nothing was stored",
+    return host_noise(
+        on_measure=lambda: err_console.print(
+            f"measuring the host's noise first (about {ABOUT_S} s; reused for an hour)",
             highlight=False,
             markup=False,
         )
-        sys.exit(130)
+    )
 
 
 def packages_or_fail(study, label: str, suffix: str = ""):
@@ -191,23 +175,21 @@ def execute(
     if os.geteuid() != 0:
         _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
     packages_plan = agree_to_packages(study, allow_packages, packages_label or f"{study.path}: packages")
-    lock = RunLock()
+    interrupt_on_signals()  # from here either signal is Ctrl-C: one line, exit 130
+    lock, opened = RunLock(), []
     try:
         lock.acquire(study.meta.name)
-    except AlreadyRunning as exc:
-        _fail(str(exc))
-    sigterm_as_interrupt()
-    pilot = host_noise_for_run(lock)
-    say_resolution(study, size, pilot, err_console)
-    show = sys.stderr.isatty() if progress is None else progress
+        pilot = host_noise_for_run()
+        say_resolution(study, size, pilot, err_console)
+        show = sys.stderr.isatty() if progress is None else progress
 
-    def started(run_id: str) -> None:
-        lock.set_run_id(run_id)
-        if packages_plan is not None:
-            keep_packages_plan(store, run_id, packages_plan)
+        def started(run_id: str) -> None:
+            opened.append(run_id)
+            lock.set_run_id(run_id)
+            if packages_plan is not None:
+                keep_packages_plan(store, run_id, packages_plan)
 
-    bar = RichProgress(err_console, bar=show)
-    try:
+        bar = RichProgress(err_console, bar=show)
         with lock, bar:
             return run_study(
                 study,
@@ -219,17 +201,41 @@ def execute(
                 run_id=new_id,
                 host_noise=pilot.as_fact(time.time()),
             )
+    except AlreadyRunning as exc:
+        _fail(str(exc))
     except KeyboardInterrupt:
-        latest = resume_id or store.latest_run_id()
-        err_console.print(
-            f"interrupted: samples measured so far are kept in run {latest} "
-            f"(isobench report {latest}; isobench run --resume {latest} finishes it); "
-            "containers and scratch files removed",
-            highlight=False,
-            markup=False,
-        )
-        sys.exit(130)
+        _interrupted(lock, opened[0] if opened else None, resume_id)
     except EnvironmentError_ as exc:
         _fail(str(exc))
     except ProgramsDiffer as exc:
         _fail(f"{exc}{where_to_allow}")
+    except Exception:
+        if interrupted():  # an error the signal caused (an import cut short): the interrupt it was
+            _interrupted(lock, opened[0] if opened else None, resume_id)
+        raise
+
+
+def _interrupted(lock, run_id: str | None, resume_id: str | None) -> NoReturn:
+    """The one line an interrupted run ends with, true to how far it got
+    (issue 55, 21): the run it opened, or the resumed run untouched, or
+    nothing stored; then exit 130. No signal cuts it short."""
+    from isobench.checks.health import pending_runs
+
+    with held():
+        lock.release()
+        if run_id is not None:
+            left = (
+                "what teardown could not remove is said above (`isobench clean` removes it)"
+                if run_id in pending_runs()
+                else "containers and scratch files removed"
+            )
+            line = (
+                f"interrupted: samples measured so far are kept in run {run_id} "
+                f"(isobench report {run_id}; isobench run --resume {run_id} finishes it); {left}"
+            )
+        elif resume_id is not None:
+            line = f"interrupted before run {resume_id} went on: it is as it was (isobench run --resume {resume_id})"
+        else:
+            line = "interrupted before the run started: nothing was stored"
+        err_console.print(line, highlight=False, markup=False)
+        sys.exit(130)

@@ -20,10 +20,16 @@ stderr, a mark on stdout after the work's last byte) and, as a duet's
 filler, runs the same work again, uncounted and silent, until the harness
 writes a stop byte (the other side is done): each side's fillers start
 within a millisecond of its work's end, in its own environment, with no
-`docker exec` beside the other side's sample."""
+`docker exec` beside the other side's sample. Each filler runs in a fresh
+directory of its own, removed once it has ended: the work's directory as
+it stood before the work ran (its directories made anew, its files linked),
+so what a filler cut short leaves (a lock directory, an output it appends
+to) never reaches the sample's directory or a later sample (issue 55, 4);
+the first filler that fails (or cannot start) is the last."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 import threading
 from collections.abc import Callable
@@ -39,10 +45,13 @@ FILLER_GRACE_S = 5.0  # a filler's time to end after its SIGTERM: mpirun's is ab
 _END_RE = re.compile(r"isobench-gate (\d+) (\d+) (\d+) (-?\d+)\n")
 _FILLED_RE = re.compile(r"isobench-gate-filled (\d+) (\d+)\n")
 
-# argv: once|fill, PAD_TO, FILLER_GRACE_S, cgroup.procs files..., --, the work's argv
+FILLER_PREFIX = "isobench-filler-"  # a filler's fresh directory, beside the work's
+
+# argv: once|fill, PAD_TO, FILLER_GRACE_S, where fillers' directories are made,
+# the work's directory to mirror in them ("": none), cgroup.procs files..., --, the work's argv
 PROGRAM = r"""
 import os, select, signal, sys, time
-mode, pad, grace, *rest = sys.argv[1:]
+mode, pad, grace, parent, mirror, *rest = sys.argv[1:]
 cut = rest.index("--")
 procs, argv = rest[:cut], rest[cut + 1:]
 for path in procs:
@@ -63,6 +72,39 @@ def spawn(actions, **kw):
 def code_of(status):
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code
+def snapshot(top):
+    # the work's directory before it runs: (path, is a directory), parents first
+    found = []
+    for root, dirs, files in os.walk(top):
+        for name in list(dirs):
+            if os.path.islink(os.path.join(root, name)):
+                dirs.remove(name)
+                files.append(name)
+        rel = os.path.relpath(root, top)
+        found += [(os.path.normpath(os.path.join(rel, n)), n in dirs) for n in dirs + files]
+    return found
+if mode == "fill":
+    import shutil, tempfile
+    entries = snapshot(mirror) if mirror else []
+def fresh():
+    try:
+        d = tempfile.mkdtemp(prefix="@PREFIX@", dir=parent or None)
+    except OSError:
+        return None
+    try:
+        for rel, is_dir in entries:
+            if is_dir:
+                os.mkdir(os.path.join(d, rel))
+            else:
+                os.symlink(os.path.join(mirror, rel), os.path.join(d, rel))
+        os.chdir(d)
+    except OSError:
+        shutil.rmtree(d, ignore_errors=True)
+        return None
+    return d
+def scrap(d):
+    os.chdir("/")
+    shutil.rmtree(d, ignore_errors=True)
 os.write(2, b"isobench-gate ready\n")
 if os.read(0, 1) != b"g":
     os._exit(125)
@@ -75,10 +117,14 @@ os.write(2, b"isobench-gate %d %d %d %d\n" % (t0, t1, size(), code))
 if mode == "once":
     os._exit(code)
 quiet = stdin + [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_WRONLY, 0) for fd in (1, 2)]
-filled, failing = 0, code != 0
+filled, failing, until = 0, code != 0, t1  # until: when the last filler ended
 while not failing:
-    pid = spawn(quiet, setpgroup=0)
+    home = fresh()
+    pid = spawn(quiet, setpgroup=0) if home else None
     if pid is None:
+        failing = True
+        if home:
+            scrap(home)
         break
     filled += 1
     fd = os.pidfd_open(pid)
@@ -91,22 +137,62 @@ while not failing:
             if select.select([fd], [], [], wait)[0]:
                 break
         os.waitpid(pid, 0)
+        until = time.time_ns()
+        scrap(home)
         break
     failing = os.waitpid(pid, 0)[1] != 0
+    until = time.time_ns()
     os.close(fd)
+    scrap(home)
 if failing:
     select.select([0], [], [])
-os.write(2, b"isobench-gate-filled %d %d\n" % (filled, time.time_ns()))
+os.write(2, b"isobench-gate-filled %d %d\n" % (filled, until))
 os._exit(code)
-""".replace("@PATH@", SYSTEM_PATH)
+""".replace("@PATH@", SYSTEM_PATH).replace("@PREFIX@", FILLER_PREFIX)
 
 
-def gate_argv(argv: list[str], fill: bool, procs: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """argv held at the gate until released; with `fill`, copies of it run
-    after it until the stop byte; in the cgroups whose cgroup.procs files
-    are `procs`."""
+def filler_home(cwd: str | None, scratch: str) -> tuple[str, str]:
+    """Where a filler's fresh directory is made, and the directory it
+    mirrors (""; none): beside the work's own directory (the same disk) and
+    a copy of it, or, for a work that names none, in the environment's
+    scratch, empty. Pure."""
+    top = posixpath.normpath(cwd) if cwd else ""
+    if top in ("", "/", "."):
+        return scratch, ""
+    return posixpath.dirname(top), top
+
+
+# a kind without a gate: each filler chunk in a fresh directory of its own, the
+# work's directory linked in it (cp -s), removed once it ends; 125 when none can be made
+_FRESH_SH = (
+    'd=$(mktemp -d "${1:-/tmp}/@PREFIX@XXXXXX") || exit 125; src=$2; shift 2; '
+    'if [ -n "$src" ]; then cp -Rs "$src/." "$d/" || { rm -rf "$d"; exit 125; }; fi; '
+    'cd "$d" || exit 125; "$@"; rc=$?; cd /; rm -rf "$d"; exit $rc'
+).replace("@PREFIX@", FILLER_PREFIX)
+
+
+def fresh_argv(argv: list[str], cwd: str | None, scratch: str) -> list[str]:
+    """argv run in a fresh directory of its own (filler_home), removed after
+    it: a filler of a kind without a gate, exec'd chunk by chunk. Pure."""
+    parent, mirror = filler_home(cwd, scratch)
+    return ["sh", "-c", _FRESH_SH, "sh", parent, mirror, *argv]
+
+
+def gate_argv(
+    argv: list[str],
+    fill: bool,
+    procs: list[str] | tuple[str, ...] = (),
+    cwd: str | None = None,
+    scratch: str = "",
+) -> list[str]:
+    """argv held at the gate until released, in `cwd`; with `fill`, copies
+    of it run after it until the stop byte, each in a fresh directory
+    (filler_home: beside `cwd`, or in `scratch`); in the cgroups whose
+    cgroup.procs files are `procs`."""
     mode = "fill" if fill else "once"
-    return [PYTHON, "-I", "-S", "-c", PROGRAM, mode, str(PAD_TO), f"{FILLER_GRACE_S:g}", *procs, "--", *argv]
+    parent, mirror = filler_home(cwd, scratch)
+    head = [PYTHON, "-I", "-S", "-c", PROGRAM, mode, str(PAD_TO), f"{FILLER_GRACE_S:g}", parent, mirror]
+    return [*head, *procs, "--", *argv]
 
 
 @dataclass(frozen=True)
@@ -157,6 +243,7 @@ class SideGate:
     shared: Gate
     index: int
     fill: bool = True  # copies of the work run after it until stop_filling()
+    scratch: str = ""  # where a filler of a work without a directory of its own gets a fresh one
     held: bool = False  # the timed command stood at the gate
     fallback: str = ""  # why this side could not be held ("" when it was)
     standing: str = ""  # where its commands stood when not in cgroups of their own ("": they were)
@@ -198,7 +285,10 @@ class SideGate:
         return self._stop is not None
 
     def stop_filling(self) -> None:
-        """Stop the fillers (the other side is done); how many ran, and until when."""
+        """Stop the fillers (the other side is done); how many ran, and until
+        when the last ended (a filler that failed was the last: the gate
+        then only waits). A gate that said nothing (its container killed)
+        leaves filled_until 0: no filling is claimed."""
         stop, self._stop = self._stop, None
         if stop is None:
             return

@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from isobench.core.gate import FILLER_GRACE_S, READY, SYSTEM_PATH, SideGate, ended, gate_argv
+from isobench.core.gate import FILLER_GRACE_S, READY, SYSTEM_PATH, SideGate, ended, filled, gate_argv
 from isobench.core.proc import ExecResult, as_text, kill_group
 
 
@@ -30,7 +30,7 @@ def run_gated(
     a duet's moves then walk its tree), its own session. Returns when the
     work ends; its fillers run on until gate.stop_filling(), and `done` (the
     cgroups' removal) runs once the process has ended."""
-    full = gate_argv(argv, gate.fill, procs)
+    full = gate_argv(argv, gate.fill, procs, cwd, gate.scratch)
     full = ["taskset", "-c", pin, *full] if pin else full
     start = time.perf_counter()
     deadline = start + timeout
@@ -69,9 +69,9 @@ def run_gated(
     wall = time.perf_counter() - start
     if gate.fill and proc.poll() is None:
         gate.work_ended(end.inside, lambda: _stop(proc, done))
-    else:
+    else:  # the gate exits once the work has: whatever the work left is ended with it
         gate.work_ended(end.inside, None)
-        _stop(proc, done)
+        _end(proc, done)
     return ExecResult(argv, end.code, end.stdout, end.stderr, wall)
 
 
@@ -112,13 +112,14 @@ def _send(proc: subprocess.Popen, byte: bytes) -> None:
 
 
 def _stop(proc: subprocess.Popen, done: Callable[[], None]) -> str:
-    """The stop byte, then the rest of its stderr (the fillers' count)."""
+    """The stop byte, then its stderr until the fillers' count: not until
+    both streams end, which a child the work left in the background holding
+    them would put off until the timeout."""
     with contextlib.suppress(OSError):
         _send(proc, b"s")
     try:
-        _, err = proc.communicate(timeout=FILLER_GRACE_S + 30)
-    except subprocess.TimeoutExpired:
-        err = b""
+        deadline = time.perf_counter() + FILLER_GRACE_S + 30
+        _, err = _read_until(proc, deadline, b"", b"", lambda o, e: filled(as_text(e)) is not None)
     finally:
         _end(proc, done)
     return as_text(err)

@@ -3,7 +3,12 @@ clean` never removes what a live run holds (issue 47: one home's `clean`
 removed another home's live container). An owner is a process: its pid, the
 boot it ran in and the pid's start time (a pid is reused, a start time on one
 boot is not). Docker objects carry their owner as labels; everything else a
-run makes is named by its run id, and the run's owner file says who owns it."""
+run makes is named by its run id, and the run's owner file says who owns it.
+
+Start times are the host's: a process in a time namespace (`unshare --time
+--boottime N`) reads every /proc/PID/stat start time N seconds later than
+the host does, so a run started there, read by a `clean` outside it, looked
+dead (issue 55, 23). Each reader takes its own namespace's offset away."""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from isobench.core.workspace import LABEL
 # beside the run lock: the host's, whatever ISOBENCH_HOME says, and empty after a boot
 OWNERS_DIR = "/run/isobench/owners"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+TIMENS_OFFSETS = "/proc/self/timens_offsets"  # this process's time namespace: absent before Linux 5.6
 MARKS = ("pid", "boot", "start")  # the labels isobench.pid, isobench.boot, isobench.start
 
 
@@ -42,6 +48,21 @@ def start_ticks(stat: str) -> int | None:
         return int(fields[19])  # fields[0] is field 3
     except (IndexError, ValueError):
         return None
+
+
+def boottime_offset_ticks(offsets: str, hz: int) -> int:
+    """The boottime offset of a /proc/self/timens_offsets text in clock
+    ticks of `hz` (0 without one): what the kernel adds to every start time
+    this process reads. Pure."""
+    for line in offsets.splitlines():
+        name, *values = line.split()
+        if name in ("boottime", "7") and len(values) == 2:  # 7: CLOCK_BOOTTIME, as older kernels print it
+            try:
+                seconds, nanos = int(values[0]), int(values[1])
+            except ValueError:
+                return 0
+            return (seconds * 1_000_000_000 + nanos) // (1_000_000_000 // hz)
+    return 0
 
 
 def is_live(owner: Owner, boot: str, start_now: int | None) -> bool:
@@ -71,8 +92,10 @@ def boot_id() -> str:
 
 
 def started(pid: int) -> int | None:
-    """When the process with this pid started (clock ticks after boot), None if none has it."""
-    return start_ticks(_read(f"/proc/{pid}/stat"))
+    """When the process with this pid started (clock ticks after the host's
+    boot, whatever time namespace this process reads it from), None if none has it."""
+    ticks = start_ticks(_read(f"/proc/{pid}/stat"))
+    return None if ticks is None else ticks - boottime_offset_ticks(_read(TIMENS_OFFSETS), os.sysconf("SC_CLK_TCK"))
 
 
 def me(run_id: str = "") -> Owner:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 KILL_GRACE_S = 5  # after TERM, coreutils' timeout sends KILL this much later
@@ -97,6 +99,97 @@ def run_argv(
         if live is not None:
             live.discard(proc.pid)
     return ExecResult(argv, proc.returncode, as_text(out), as_text(err), time.perf_counter() - start)
+
+
+def run_sample(
+    argv: list[str], timeout: float, cwd: str | None = None, live: set[int] | None = None, join: Sequence[str] = ()
+) -> ExecResult:
+    """A sample's command, as run_argv's own session runs it, entering the
+    cgroups whose cgroup.procs files are `join` before it runs (a pid of 0
+    written from between fork and exec: nothing it forks is left outside).
+    Its output is read until it exits, and PIPES_GRACE_S more for what is
+    in flight: a child it left in the background holding its stdout or
+    stderr no longer keeps the sample until its timeout (a container's exec
+    ends when its process does too). Whatever is left of its session is
+    killed with it; the caller's cgroup removal ends what left the session."""
+    start = time.perf_counter()
+    fds = []
+    for path in join:
+        with contextlib.suppress(OSError):  # not joined: its session is still ended
+            fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_joiner(fds) if fds else None,
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if live is not None:
+        live.add(proc.pid)
+    try:
+        out, err = _read_while_it_runs(proc, start + timeout)
+        timed_out = proc.poll() is None
+    finally:
+        _kill(proc, True)  # the session's leftovers (the process itself has ended, unless it timed out)
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        if live is not None:
+            live.discard(proc.pid)
+    code = -9 if timed_out else proc.returncode
+    return ExecResult(argv, code, as_text(out), as_text(err), time.perf_counter() - start, timed_out=timed_out)
+
+
+def _joiner(fds: list[int]):
+    """preexec_fn: the child writes 0 (itself) to each cgroup.procs file
+    opened for it, before it runs anything; nothing is allocated there."""
+
+    def join() -> None:
+        for fd in fds:
+            os.write(fd, b"0")
+
+    return join
+
+
+PIPES_GRACE_S = 1.0  # a sample's output still in flight once its process has exited
+
+
+def _read_while_it_runs(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes]:
+    """stdout and stderr until both end, or the process has exited and
+    PIPES_GRACE_S passed, or the deadline (perf_counter)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    got = {proc.stdout.fileno(): b"", proc.stderr.fileno(): b""}
+    reading, pidfd, exited = set(got), os.pidfd_open(proc.pid), None
+    try:
+        while reading:
+            limit = deadline if exited is None else min(deadline, exited + PIPES_GRACE_S)
+            left = limit - time.perf_counter()
+            ready = select.select([*reading, *([pidfd] if exited is None else [])], [], [], max(left, 0))[0]
+            if not ready:
+                break
+            for fd in ready:
+                chunk = b"" if fd == pidfd else os.read(fd, 65536)
+                if fd == pidfd:
+                    exited = time.perf_counter()
+                elif chunk:
+                    got[fd] += chunk
+                else:
+                    reading.discard(fd)
+        if exited is None:  # both streams closed early: the process itself is still waited for
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(max(deadline - time.perf_counter(), 0))
+    finally:
+        os.close(pidfd)
+    return got[proc.stdout.fileno()], got[proc.stderr.fileno()]
 
 
 def kill_group(proc: subprocess.Popen) -> None:

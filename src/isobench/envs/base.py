@@ -60,6 +60,10 @@ class Environment(abc.ABC):
     # a duet's gate while its sample runs (run/duet.py): exec() holds the
     # timed command at it and lets fillers through it, in kinds that can
     gate: SideGate | None = field(default=None, init=False, repr=False, compare=False)
+    # the command a sample times, while it runs (run/measure.take): a kind
+    # whose exec() can end whatever that command leaves (a daemon it forked,
+    # a child holding its pipes) ends it with the sample (native: a cgroup)
+    timed: list[str] | None = field(default=None, init=False, repr=False, compare=False)
     _gate_said: str | None = field(default=None, init=False, repr=False, compare=False)
     # whether this kind's exec() holds the timed command at `gate` (a VM's agent has no stdin to hold)
     holds_at_gate: ClassVar[bool] = False

@@ -28,7 +28,10 @@ def held_exec(container_id: str, argv: list[str], timeout: float, cwd: str | Non
     sock, kept = None, False
     try:
         exec_id = client.api.exec_create(
-            container_id, bounded(gate_argv(argv, gate.fill), timeout), workdir=cwd, stdin=True
+            container_id,
+            bounded(gate_argv(argv, gate.fill, cwd=cwd, scratch=gate.scratch), timeout),
+            workdir=cwd,
+            stdin=True,
         )["Id"]
         sock = client.api.exec_start(exec_id, socket=True)._sock
         frames = exec_frames(sock, deadline)

@@ -15,7 +15,7 @@ from isobench.core.errors import EnvironmentError_
 from isobench.core.gate import SideGate
 from isobench.core.gatedproc import run_gated
 from isobench.core.owner import Keeper
-from isobench.core.proc import ExecResult, move_pids, move_tree, run_argv, tree
+from isobench.core.proc import ExecResult, move_pids, move_tree, run_argv, run_sample, tree
 from isobench.core.workspace import DATA_ROOT, TMP_ROOT, of_run
 from isobench.envs.base import Environment, Paths
 from isobench.envs.kinds import INSTANCES, EnvKind, EnvProbe, EnvSpec, Pin, placed_duet_problems
@@ -138,9 +138,29 @@ class NativeEnvironment(Environment):
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         if self.gate is not None and self.gate.claim(argv):
             return self._gated(argv, timeout, cwd, self.gate)
+        timed = self.timed is not None and list(argv) == self.timed
+        if timed:
+            self.timed = None  # once: a repeat of it runs plain
         if self.cpu is not None:  # pinned: everything it runs stays on its core
             argv = ["taskset", "-c", self.cpu, *argv]
+        if timed:
+            return self._sample(argv, timeout, cwd)
         return run_argv(argv, timeout, cwd, live=self._live, own_session=True)
+
+    def _sample(self, argv: list[str], timeout: float, cwd: str | None) -> ExecResult:
+        """A one-at-a-time sample's command, in a cgroup that only tracks it
+        (host/samplecgroup.py): it ends when its process does, not when a
+        child it left lets go of its pipes (as a container's exec), and
+        whatever it left (a daemon it forked) is killed with the cgroup."""
+        self._made += 1
+        try:
+            group = samplecgroup.SampleCgroup(f"{self.run_id}-{self.name}.{self._made}", None, track_only=True)
+        except OSError:  # no cgroup here: its session is still ended with it
+            return run_sample(argv, timeout, cwd, live=self._live)
+        try:
+            return run_sample(argv, timeout, cwd, live=self._live, join=group.procs_files)
+        finally:
+            group.remove()
 
     def _gated(self, argv: list[str], timeout: float, cwd: str | None, gate: SideGate) -> ExecResult:
         """argv held at the duet's gate, standing in cgroups of its own as a

@@ -8,7 +8,12 @@ native command stands as a container does: in isobench/NAME under each
 controller (cgroup v1, the hybrid layout), or isobench/NAME in the unified
 hierarchy (v2), created before it starts and removed, whatever it left
 running killed, when it ends. NAME starts with the run id, so `clean` finds
-a run's leftovers after a SIGKILL."""
+a run's leftovers after a SIGKILL.
+
+A one-at-a-time native sample's command stands in a cgroup only to be
+found and ended whole (a daemon it forked, a child holding its pipes):
+on v1 under the pids hierarchy alone (its cpu, cpuset and memory stay the
+harness's: where it stood before), on v2 in isobench/NAME."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ ROOT = "/sys/fs/cgroup"
 PARENT = "isobench"
 V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory")
 V2_CONTROLLERS = ("cpu", "cpuset", "memory")
+TRACK_V1 = ("pids",)  # a cgroup to find and kill a command's processes by, changing nothing else
 
 
 def layout(root: str = ROOT) -> str:
@@ -43,8 +49,8 @@ def _read(path: str) -> str:
         return fh.read().strip()
 
 
-def _parent_dirs(kind: str, root: str) -> list[str]:
-    """isobench's own parent under each hierarchy, made ready for children."""
+def _parent_dirs(kind: str, root: str, controllers: tuple[str, ...] = V1_CONTROLLERS) -> list[str]:
+    """isobench's own parent under each hierarchy (v1: of `controllers`), made ready for children."""
     if kind == "v2":  # the controllers handed down to isobench's children (the root's own, here)
         parent = f"{root}/{PARENT}"
         os.makedirs(parent, exist_ok=True)
@@ -54,7 +60,9 @@ def _parent_dirs(kind: str, root: str) -> list[str]:
                 _write(f"{parent}/cgroup.subtree_control", f"+{c}")
         return [parent]
     dirs = []
-    for c in V1_CONTROLLERS:
+    for c in controllers:
+        if not os.path.exists(f"{root}/{c}/cgroup.procs"):  # never a directory made in the mount's tmpfs
+            raise OSError(f"no cgroup v1 {c} hierarchy under {root}")
         parent = f"{root}/{c}/{PARENT}"
         os.makedirs(parent, exist_ok=True)
         if c == "cpuset":  # a v1 cpuset without CPUs and memory nodes takes no task
@@ -67,18 +75,23 @@ def _parent_dirs(kind: str, root: str) -> list[str]:
 
 class SampleCgroup:
     """One command's cgroups: made, joined by the command itself (its
-    cgroup.procs files), moved in one write, killed and removed."""
+    cgroup.procs files), moved in one write, killed and removed. With
+    `track_only`, a cgroup to end it by and nothing more (no CPUs of its
+    own: set_cpus is not for it)."""
 
-    def __init__(self, name: str, cpus: str | None, root: str = ROOT) -> None:
+    def __init__(self, name: str, cpus: str | None, root: str = ROOT, track_only: bool = False) -> None:
         self.kind = layout(root)
         if not self.kind:
             raise OSError(f"no cgroup v1 controllers or v2 hierarchy under {root}")
-        self.dirs = [f"{parent}/{name}" for parent in _parent_dirs(self.kind, root)]
+        controllers = TRACK_V1 if track_only else V1_CONTROLLERS
+        self.dirs = [f"{parent}/{name}" for parent in _parent_dirs(self.kind, root, controllers)]
         made: list[str] = []
         try:
             for d in self.dirs:
                 os.makedirs(d)
                 made.append(d)
+            if track_only:
+                return
             cpuset = self._cpuset_dir()
             if self.kind == "v1":  # a v1 cpuset takes no task before it has memory nodes (v2 inherits them)
                 _write(f"{cpuset}/cpuset.mems", _read(f"{os.path.dirname(cpuset)}/cpuset.mems"))
@@ -141,7 +154,8 @@ def leftovers(root: str = ROOT) -> dict[str, list[str]]:
     """isobench's sample cgroups still on the host, by name (each name's
     directory under every hierarchy)."""
     kind = layout(root)
-    parents = [f"{root}/{PARENT}"] if kind == "v2" else [f"{root}/{c}/{PARENT}" for c in V1_CONTROLLERS]
+    v1 = V1_CONTROLLERS + TRACK_V1
+    parents = [f"{root}/{PARENT}"] if kind == "v2" else [f"{root}/{c}/{PARENT}" for c in v1]
     found: dict[str, list[str]] = {}
     for parent in parents:
         with contextlib.suppress(OSError):

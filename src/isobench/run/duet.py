@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from isobench.core.gate import FILLER_GRACE_S, Gate, Inside, SideGate
+from isobench.core.gate import FILLER_GRACE_S, Gate, Inside, SideGate, fresh_argv
 from isobench.envs.base import Environment
 from isobench.host import counters
 from isobench.run.measure import Taken, take
@@ -42,6 +42,10 @@ ROTATE_S = 0.1
 # and its sample ran 15% long); nor one whose home share strays this far
 PLANNED_SWAPS = 0.5
 HOME_SHARE_SPAN = (0.25, 0.75)
+# nor one whose partner was busy less than this share of its time: the
+# partner died mid-duet (its container killed) or its fillers stopped, and it
+# ran alone for the rest (a gate's fillers start within a millisecond: 0.99 and more)
+PLANNED_OVERLAP = 0.9
 FILLER_SHARE = 0.1  # a filler chunk's length, as a share of the finished sample
 FILLER_MIN_S, FILLER_MAX_S = 0.3, 5.0
 BARRIER_TIMEOUT_S = 60.0
@@ -157,8 +161,8 @@ def _side(
         other.done.wait()
         me.gate.stop_filling()
         me.fillers = me.gate.fillers
-        me.busy.append((me.busy[0][1], me.gate.filled_until or time.time()))
-    else:
+        me.busy.append((me.busy[0][1], me.gate.filled_until or me.busy[0][1]))  # the fillers' real end
+    elif me.taken.measurement is not None:  # a side that failed (its container killed) does not fill
         _fill(workload, case, me, other)
 
 
@@ -169,21 +173,22 @@ def _window(inside: Inside | None, epoch: float, wall_s: float) -> tuple[float, 
 
 def _fill(workload: Workload, case: str, me: Side, other: Side) -> None:
     """A kind without a gate: the same work, uncounted, exec'd in chunks
-    until the other side is done."""
+    until the other side is done, each in a fresh directory of its own; the
+    first that fails is the last."""
     assert me.taken is not None
     chunk = filler_s(me.taken.wall_s)
+    cwd = workload.cwd(case, me.env.paths)
+    argv = fresh_argv(filler_argv(workload, case, me.env, chunk), cwd, me.env.paths.tmp)
     while not other.done.is_set():
         t0 = time.time()
         try:
-            r = me.env.exec(
-                filler_argv(workload, case, me.env, chunk), timeout=chunk + 30, cwd=workload.cwd(case, me.env.paths)
-            )
+            r = me.env.exec(argv, timeout=chunk + 30, cwd=cwd)
         except Exception:  # noqa: BLE001 - an uncounted filler; the other side's sample says what failed
+            break
+        if r.returncode not in (0, 124):  # failing (an exec into a dead container), it kept nothing busy
             break
         me.busy.append((t0, time.time()))
         me.fillers += 1
-        if r.returncode not in (0, 124):  # failing at once, it would spin beside the other's sample
-            break
 
 
 def run_duet(
@@ -204,6 +209,7 @@ def run_duet(
         for i, (env, c, work) in enumerate(zip(pair, cpus, works))
     ]
     for s in sides:
+        s.gate.scratch = s.env.paths.tmp  # a work without a directory of its own: its fillers' fresh ones
         s.env.place(s.cpus)
         s.gate.fallback = s.env.gate_problem()
     barrier, both = threading.Barrier(3), threading.Event()
@@ -272,14 +278,17 @@ def duet_record(me: Side, other: Side, errors: list[str]) -> dict[str, Any]:
 
 def not_as_planned(record: dict[str, Any], mine: tuple[float, float] | None, partner: Taken | None) -> str:
     """Why a duet's sample did not run beside its partner as planned ("" when
-    it did): its partner failed or never ran, the sides did not swap (the
-    harness stopped), or a move failed. Pure."""
+    it did): its partner failed or never ran, a move failed, its partner was
+    not busy all along (it died, or its fillers stopped), or the sides did not
+    swap (the harness stopped). Pure."""
     if mine is None:
         return ""
     if partner is None or partner.measurement is None:
         return "its partner failed, so it ran alone in part"
     if record.get("rotate_error"):
         return f"a swap failed: {record['rotate_error']}"
+    if record.get("overlap", 1.0) < PLANNED_OVERLAP:
+        return f"its partner was busy {record['overlap']:.0%} of its time (it died, or its fillers stopped)"
     planned = (mine[1] - mine[0]) / ROTATE_S
     swaps, share = record.get("swaps", 0), record.get("home_share", 0.5)
     if planned >= 10 and swaps < PLANNED_SWAPS * planned:

@@ -32,9 +32,13 @@ def take(workload: Workload, case: str, env: Environment, noise_facts: dict | No
     """Run one sample; never raises for a failing workload."""
     started_at, epoch, t0 = now_iso(), time.time(), time.perf_counter()
     try:
-        with counters.around(env.counters) as box:  # host + environment deltas -> extra["counters"]
-            m = checked(workload.run(case, env))
-            box["extra"] = m.extra
+        env.timed = _timed(workload, case, env)  # what it leaves is ended with it (Environment.timed)
+        try:
+            with counters.around(env.counters) as box:  # host + environment deltas -> extra["counters"]
+                m = checked(workload.run(case, env))
+                box["extra"] = m.extra
+        finally:
+            env.timed = None
         m.extra["units"] = counters.units_of(lambda: workload.units(case, m))
         if noise_facts is not None:
             m.extra["noise"] = noise_facts
@@ -59,6 +63,15 @@ def take(workload: Workload, case: str, env: Environment, noise_facts: dict | No
             {"noise": noise_facts} if noise_facts else {},
         )
     return Taken(started_at, t0, time.perf_counter() - t0, epoch, m)
+
+
+def _timed(workload: Workload, case: str, env: Environment) -> list[str] | None:
+    """The command a sample of this workload times (None: it times none in
+    the environment, a server's load runs on the client host)."""
+    try:
+        return list(workload.argv(case, env.paths))
+    except Exception:  # noqa: BLE001 - no command of its own: its run() says what fails
+        return None
 
 
 def discarded(taken: Taken, why: str) -> Taken:

@@ -56,6 +56,8 @@ class RunContext:
     progress: Progress
     prepare_failures: dict
     placed: set = field(default_factory=set)  # environments a duet left on one side's CPUs
+    paired: set = field(default_factory=set)  # (env, workload, case, round, partner) of ok duet samples stored
+    planned: set = field(default_factory=set)  # the same for every duet side the run must end with
 
 
 def run_round(
@@ -83,43 +85,52 @@ def run_round(
             clock.add((cell.key, cell.case), time.monotonic() - began)
 
 
+def slot_sides(slot: Slot, key: str, skip: dict) -> tuple[list[Environment], bool]:
+    """The slot's environments that run this workload, and whether they run
+    as a duet (two of them together)."""
+    envs = [e for e in slot.envs if (e.name, key) not in skip]
+    return envs, slot.together and len(envs) == 2
+
+
+def missing_sides(
+    done: set, paired: set, envs: list[Environment], together: bool, key: str, case: str, round_: int
+) -> list[Environment]:
+    """The slot's environments without their ok sample of this round: a
+    duet's side counts only a sample taken beside this partner (not alone,
+    not beside another environment), so --resume measures every side a
+    duet is missing."""
+    if together:
+        a, b = envs
+        return [e for e, p in ((a, b), (b, a)) if (e.name, key, case, round_, p.name) not in paired]
+    return [e for e in envs if (e.name, key, case, round_) not in done]
+
+
 def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None, rounds: int) -> bool:
-    """Measure one slot's samples (alone or as a duet) and store them;
-    returns whether anything was measured."""
+    """Measure the slot's missing samples (alone or as a duet) and store
+    them; returns whether anything was measured."""
     meta, key, case = ctx.meta, cell.key, cell.case
-    # a duet is done when its other side is: both samples are stored together
-    if (slot.envs[-1].name, key, case, round_) in ctx.done:
-        return False
-    envs = [e for e in slot.envs if (e.name, key) not in ctx.skip]
-    live = [e for e in envs if not ctx.watch.skips(e)]  # its engine or guest died: --resume measures these
-    for _ in range(len(envs) - len(live)):
+    envs, together = slot_sides(slot, key, ctx.skip)
+    if together:  # both sides must end with their sample of this duet
+        a, b = envs
+        ctx.planned |= {(a.name, key, case, round_, b.name), (b.name, key, case, round_, a.name)}
+    missing = missing_sides(ctx.done, ctx.paired, envs, together, key, case, round_)
+    # an environment whose engine or guest died is skipped, and a duet's other
+    # side with it (alone it would not be this duet): --resume measures them
+    lost = [e for e in envs if ctx.watch.skips(e)]
+    skipped = (envs if missing else []) if together and lost else [e for e in missing if e in lost]
+    for _ in skipped:  # a duet missing a side takes (and counts) both
         ctx.progress.advance()
-    if not live:
+    missing = [e for e in missing if e not in skipped]
+    if not missing:
         return False
     warmup = round_ < meta.warmup
-    duet = slot.together and len(live) == 2 and not any(ctx.prepare_failures.get((key, e.name)) for e in live)
-    ctx.progress.step(
-        f"{round_label(meta, round_, rounds)} {key}/{case} in {' with '.join(e.name for e in live)}"
-        + (" (duet)" if duet else "")
-    )
+    duet = together and not any(ctx.prepare_failures.get((key, e.name)) for e in envs)
+    names = " with ".join(e.name for e in (envs if duet else missing))
+    ctx.progress.step(f"{round_label(meta, round_, rounds)} {key}/{case} in {names}" + (" (duet)" if duet else ""))
     if duet:
-        try:
-            takens = _duet_as_planned(ctx, slot, cell, live, round_, warmup, noise_facts)
-        except EnvironmentError_ as exc:
-            for env in live:
-                record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
-                ctx.watch.failed(env, f"{key}/{case}", str(exc))
-                ctx.progress.advance()
-            return True
-        finally:
-            ctx.placed.update(e.name for e in live)
-        for env, taken in zip(live, takens):
-            error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
-            if error is not None:
-                ctx.watch.failed(env, f"{key}/{case}", error)
-            ctx.progress.advance()
+        _run_duet_slot(ctx, slot, cell, envs, missing, round_, warmup, noise_facts)
         return True
-    for env in live:
+    for env in missing:
         problem = ctx.prepare_failures.get((key, env.name))
         if problem is not None:
             record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, problem)
@@ -135,20 +146,62 @@ def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts:
     return True
 
 
+def _run_duet_slot(
+    ctx: RunContext,
+    slot: Slot,
+    cell: Cell,
+    envs: list[Environment],
+    missing: list[Environment],
+    round_: int,
+    warmup: bool,
+    noise_facts: dict | None,
+) -> None:
+    """The duet measured and its missing sides stored. A side whose partner
+    failed is kept as failed (it ran alone in part: both are measured again),
+    and a side whose sample of this duet was stored already only kept the
+    missing one company (kept as failed too: one sample a side a round)."""
+    key, case = cell.key, cell.case
+    try:
+        takens = _duet_as_planned(ctx, slot, cell, envs, round_, warmup, noise_facts)
+    except EnvironmentError_ as exc:
+        for env in envs:
+            if env in missing:
+                record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
+                ctx.watch.failed(env, f"{key}/{case}", str(exc))
+            ctx.progress.advance()
+        return
+    finally:
+        ctx.placed.update(e.name for e in envs)
+    for i, (env, taken) in enumerate(zip(envs, takens)):
+        partner, theirs = envs[1 - i], takens[1 - i]
+        if env not in missing:
+            why = f"its sample of this duet was stored already: measured again only beside {partner.name}'s"
+            record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, discarded(taken, why))
+        elif taken.measurement is not None and theirs.measurement is None:  # the partner's failure is said
+            why = f"its partner {partner.name} failed, so it ran alone in part: the duet is measured again"
+            record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, discarded(taken, why))
+        else:
+            error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
+            if error is not None:
+                ctx.watch.failed(env, f"{key}/{case}", error)
+        ctx.progress.advance()
+
+
 def _duet_as_planned(
     ctx: RunContext, slot: Slot, cell: Cell, live: list[Environment], round_: int, warmup: bool, noise_facts
 ) -> list:
     """A duet's two samples, measured again (DUET_TRIES in all) while one of
     them did not run as planned (run/duet.py not_as_planned); each discarded
     try is stored as a failed sample that keeps its values and says why. The
-    last try is kept whatever it says: its record says it."""
+    last try is kept whatever it says: its record says it. A side that failed
+    (or timed out) is not tried again here: its failure is its own, and
+    --resume measures the duet again."""
     cpus = (slot.cpus[0], slot.cpus[1])
     sides = (cell.workload_in(live[0].name), cell.workload_in(live[1].name))
     for attempt in range(DUET_TRIES):
         takens = run_duet(sides, cell.workload_case, (live[0], live[1]), cpus, noise_facts)
         why = [t.extra["duet"].get("not_as_planned", "") for t in takens]
-        # a timeout would only take as long again: kept, its record says it
-        if not any(why) or attempt == DUET_TRIES - 1 or any(t.status == "timeout" for t in takens):
+        if not any(why) or attempt == DUET_TRIES - 1 or any(t.measurement is None for t in takens):
             return takens
         for env, taken in zip(live, takens):
             gone = discarded(taken, f"duet not as planned ({why[0] or why[1]}): measured again")

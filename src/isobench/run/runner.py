@@ -12,15 +12,16 @@ The runner starts, measures, records and stops.
 
 from __future__ import annotations
 
-import signal
-import threading
+import contextlib
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from isobench.analysis.order import periods_text
 from isobench.checks.doctor import findings_as_facts, judge, read_host
 from isobench.checks.health import Watch, clean_pending, final_status, remember_leftovers
 from isobench.clienthost import ClientHost
+from isobench.core.lifetime import deferred, held, interrupted
 from isobench.core.owner import owning
 from isobench.core.workspace import own_scratch_roots
 from isobench.envs import make_environment
@@ -37,9 +38,10 @@ from isobench.run.looks import (
 )
 from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan, planted_of
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
-from isobench.run.rounds import Progress, RunContext, SilentProgress, run_step
+from isobench.run.rounds import Progress, RunContext, SilentProgress, missing_sides, run_step, slot_sides
 from isobench.run.schedule import Schedule, make_schedule
 from isobench.store.db import Store, StoreWriteError
+from isobench.store.readback import measured_duets
 from isobench.study import Study, StudyMeta
 from isobench.workloads.base import Workload
 from isobench.workloads.server import ServerWorkload
@@ -67,11 +69,34 @@ def run_study(
     host = host_info()
     cells = plan(study, host)
     run_id = resume or run_id or new_run_id(study)  # a fleet controller chooses the id
-    # this process owns the run: `isobench clean` leaves all of it while it runs
-    with owning(run_id), study_packages(p for c in cells for p in c.workload.added_packages()) as added:
-        return _run_study(
-            study, store, progress, image_provider, resume, on_run_id, run_id, host_noise, host, cells, list(added)
-        )
+    # this process owns the run: `isobench clean` leaves all of it while it runs. Its
+    # teardown, once begun, holds SIGINT and SIGTERM off until the owner file is gone too
+    with contextlib.ExitStack() as ending:
+        with owning(run_id), study_packages(p for c in cells for p in c.workload.added_packages()) as added:
+            return _run_study(
+                study,
+                store,
+                progress,
+                image_provider,
+                (resume, on_run_id, run_id),
+                host_noise,
+                host,
+                cells,
+                list(added),
+                lambda: ending.enter_context(held()),
+            )
+
+
+@dataclass
+class _Owned:
+    """What a run started, for its teardown to stop."""
+
+    envs: list[Environment] = field(default_factory=list)
+    started: list[Environment] = field(default_factory=list)  # appended the moment each is up
+    client: ClientHost | None = None
+
+    def all(self) -> list:
+        return [*self.envs, self.client] if self.client is not None else list(self.envs)
 
 
 def _run_study(
@@ -79,49 +104,32 @@ def _run_study(
     store: Store,
     progress: Progress | None,
     image_provider: Callable[[], str] | None,
-    resume: str | None,
-    on_run_id: Callable[[str], None] | None,
-    run_id: str,
+    opening: tuple[str | None, Callable[[str], None] | None, str],
     host_noise: dict | None,
     host: HostInfo,
     cells: list[Cell],
     added: list[str],
+    hold_signals: Callable[[], None],
 ) -> str:
     progress = progress or SilentProgress()
+    resume, on_run_id, run_id = opening
     clock = Clock(time.monotonic())
     schedule = make_schedule(study.meta.schedule, study.meta.baseline, study.meta.order)
     image = image_provider() if (image_provider and needs_image(study)) else None
-    run_id, done = _open_run(study, store, schedule, cells, resume, run_id, host_noise, progress, clock)
-    if on_run_id is not None:
-        on_run_id(run_id)
-    for item in clean_pending(clean):  # what an earlier run's teardown could not remove (engine was down)
-        progress.note(f"removed a leftover of an earlier run: {item}")
-    skip = study.unsupported()  # (env, workload key) -> why it is never run there
-    for (env_name, key), reason in skip.items():
-        progress.note(f"{key} is not run in {env_name}: {reason}")
-    envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
-    for cell in cells:
-        store.define_metrics(run_id, cell.key, cell.case, cell.workload.defined_metrics(cell.workload_case))
-    started: list[Environment] = []
-    client: ClientHost | None = None
+    owned = _Owned()
     noise = Noise(study.noise, run_id) if study.noise is not None else None
-    status = "failed"
+    opened, status = False, "failed"
     try:
-        # server workloads: the client host exists before environments start,
-        # so Docker bridge environments can publish on its bridge address
-        client = attach_client_host(run_id, [c.workload for c in cells], envs)
-        env_facts = _start(store, run_id, envs, started, cells, skip, added, progress)
-        ctx = _prepared(store, run_id, study.meta, cells, started, env_facts, done, skip, progress)
-        if resume is not None:
-            restore(store, run_id, cells)  # the duet calls it made
-        budget = study.budget_plan()
-        if budget is not None:
-            record_budget_plan(store, run_id, budget)
-        progress.start(_planned_samples(study, schedule, cells, envs, skip) - len(done))
-        planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
-        for step, step_cells in by_step(cells):
-            planned |= run_step(ctx, schedule, step, step_cells, started, envs, noise, budget, clock)
-        status = final_status(planned, store.measured_cells(run_id))
+        # the run's record and its caller's word of it are one step: an interrupt
+        # lands before (nothing stored) or after (the run exists, its teardown runs)
+        with deferred():
+            done = _open_run(study, store, schedule, cells, resume, run_id, host_noise, progress, clock)
+            opened = True
+            if on_run_id is not None:
+                on_run_id(run_id)
+        envs = [make_environment(name, spec, run_id, host, image) for name, spec in study.environments.items()]
+        owned.envs += envs
+        status = _measure(study, store, run_id, resume, schedule, cells, done, added, noise, clock, progress, owned)
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -135,19 +143,72 @@ def _run_study(
             f"then `isobench run --resume {run_id}` finishes it"
         ) from None
     finally:
-        _finish(store, run_id, status, noise, cells, started, [*envs, client] if client is not None else envs, progress)
+        hold_signals()  # a second signal does not cut the teardown short
+        if status == "failed" and interrupted():  # an error the interrupt caused (an import cut short)
+            status = "interrupted"
+        if opened:
+            _finish(store, run_id, status, noise, cells, owned.started, owned.all(), progress)
     return run_id
 
 
-def _planned_samples(study: Study, schedule: Schedule, cells: list[Cell], envs: list[Environment], skip: dict) -> int:
-    """The samples the run plans (a budget's first block, an adaptive run's
-    most rounds), each cell at its own rounds (StudyMeta.rounds_for)."""
+def _measure(
+    study: Study,
+    store: Store,
+    run_id: str,
+    resume: str | None,
+    schedule: Schedule,
+    cells: list[Cell],
+    done: set,
+    added: list[str],
+    noise: Noise | None,
+    clock: Clock,
+    progress: Progress,
+    owned: _Owned,
+) -> str:
+    """The opened run's environments started and prepared, its steps
+    measured; returns its status (complete or incomplete)."""
+    for item in clean_pending(clean):  # what an earlier run's teardown could not remove (engine was down)
+        progress.note(f"removed a leftover of an earlier run: {item}")
+    skip = study.unsupported()  # (env, workload key) -> why it is never run there
+    for (env_name, key), reason in skip.items():
+        progress.note(f"{key} is not run in {env_name}: {reason}")
+    envs, started = owned.envs, owned.started
+    for cell in cells:
+        store.define_metrics(run_id, cell.key, cell.case, cell.workload.defined_metrics(cell.workload_case))
+    # server workloads: the client host exists before environments start,
+    # so Docker bridge environments can publish on its bridge address
+    owned.client = attach_client_host(run_id, [c.workload for c in cells], envs)
+    env_facts = _start(store, run_id, envs, started, cells, skip, added, progress)
+    ctx = _prepared(store, run_id, study.meta, cells, started, env_facts, done, skip, progress)
+    if resume is not None:
+        restore(store, run_id, cells)  # the duet calls it made
+    budget = study.budget_plan()
+    if budget is not None:
+        record_budget_plan(store, run_id, budget)
+    progress.start(_planned_samples(study, schedule, cells, envs, skip, ctx))
+    planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
+    for step, step_cells in by_step(cells):
+        planned |= run_step(ctx, schedule, step, step_cells, started, envs, noise, budget, clock)
+    # and every duet's two sides, each beside its partner
+    return final_status(planned | ctx.planned, store.measured_cells(run_id) | measured_duets(store.db, run_id))
+
+
+def _planned_samples(
+    study: Study, schedule: Schedule, cells: list[Cell], envs: list[Environment], skip: dict, ctx: RunContext
+) -> int:
+    """The samples the run will take (a budget's first block, an adaptive
+    run's most rounds), each cell at its own rounds (StudyMeta.rounds_for),
+    slot by slot, less those a resumed run has (rounds.missing_sides): a
+    duet missing one side measures both, and counts both."""
     meta, budget = study.meta, study.budget_plan()
     total = 0
     for c in cells:
         rounds = budget.first if budget else meta.rounds_for(c.workload, len(envs))
-        runs = sum((e.name, c.key) not in skip for e in envs)
-        total += (meta.warmup + rounds) * schedule.samples_per_round(c.workload, runs)
+        for r in range(meta.warmup + rounds):
+            for slot in schedule.slots(c.workload, envs, r - meta.warmup):
+                runs, together = slot_sides(slot, c.key, skip)
+                missing = missing_sides(ctx.done, ctx.paired, runs, together, c.key, c.case, r)
+                total += len(runs) if together and missing else len(missing)
     return total
 
 
@@ -161,22 +222,22 @@ def _open_run(
     host_noise: dict | None,
     progress: Progress,
     clock: Clock,
-) -> tuple[str, set]:
+) -> set:
     """A new run's record with its host facts, or a resumed run reopened
-    with the cells it has measured and its own leftovers removed."""
+    with the cells it has measured and its own leftovers removed first."""
     if resume is None:
         facts = {**host_facts(), "doctor": findings_as_facts(judge(read_host()))}
         if host_noise is not None:
             facts["host_noise"] = host_noise
         facts["schedule"] = schedule_facts(schedule, cells, study.meta, len(study.environments))
         store.create_run(run_id, study, facts)
-        return run_id, set()
+        return set()
     done = store.measured_cells(resume)
-    store.reopen_run(resume)
     clock.spent_before = float((store.run_facts(resume).get("budget") or {}).get("spent_s") or 0.0)
     for item in clean(resume):  # what a killed attempt left: its containers' names are taken (409)
         progress.note(f"removed a leftover of this run's earlier attempt: {item}")
-    return resume, done
+    store.reopen_run(resume)
+    return done
 
 
 def _start(
@@ -230,7 +291,9 @@ def _prepared(
         store.set_env_facts(run_id, name, with_programs(env_facts[name], table))
     check_same(workloads, found, meta.baseline, progress)  # before the first sample
     watch = Watch(run_id, progress.note)
-    return RunContext(store, run_id, meta, done, skip, watch, progress, prepare_failures)
+    ctx = RunContext(store, run_id, meta, done, skip, watch, progress, prepare_failures)
+    ctx.paired = measured_duets(store.db, run_id)  # a resumed run's duet sides, each beside its partner
+    return ctx
 
 
 def _finish(
@@ -303,43 +366,29 @@ def _cleanup_workloads(cells: list[Cell], envs: list[Environment]) -> None:
     since entries may share an input file. Not in an environment whose
     stop() discards them all (a container, a guest): there it would only
     delay the teardown, by a command round trip each."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
-    try:
-        planted = planted_of(cells)
-        kept = [env for env in envs if not env.discards_contents()]
-        for key, workload in {c.key: c.workload for c in cells}.items():
-            for env in kept:
-                try:
-                    planted.get((key, env.name), workload).cleanup(env)
-                except Exception:  # noqa: BLE001 - env.stop() is the backstop
-                    pass
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+    planted = planted_of(cells)
+    kept = [env for env in envs if not env.discards_contents()]
+    for key, workload in {c.key: c.workload for c in cells}.items():
+        for env in kept:
+            try:
+                planted.get((key, env.name), workload).cleanup(env)
+            except Exception:  # noqa: BLE001 - env.stop() is the backstop
+                pass
 
 
 def _teardown(envs: Sequence[Environment | ClientHost], run_id: str) -> list[str]:
     """Stop every environment, then sweep anything labelled with this run
-    (a container created just as Ctrl-C arrived). A second Ctrl-C must not
-    cut this short, so SIGINT is held off until it is done. Returns what
-    could not be stopped (an engine that is down), one line each."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+    (a container created just as Ctrl-C arrived); run_study holds SIGINT
+    and SIGTERM off meanwhile. Returns what could not be stopped (an engine
+    that is down), one line each."""
     problems = []
-    try:
-        for env in envs:
-            try:
-                env.stop()
-            except Exception as exc:  # noqa: BLE001 - one failed stop must not keep others running
-                problems.append(f"{getattr(env, 'name', env)}: {' '.join(str(exc).split())[:150]}")
+    for env in envs:
         try:
-            clean(run_id)
-        except Exception as exc:  # noqa: BLE001 - reported; the next start cleans again
-            problems.append(f"clean: {' '.join(str(exc).split())[:150]}")
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+            env.stop()
+        except Exception as exc:  # noqa: BLE001 - one failed stop must not keep others running
+            problems.append(f"{getattr(env, 'name', env)}: {' '.join(str(exc).split())[:150]}")
+    try:
+        clean(run_id)
+    except Exception as exc:  # noqa: BLE001 - reported; the next start cleans again
+        problems.append(f"clean: {' '.join(str(exc).split())[:150]}")
     return problems
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()

@@ -144,6 +144,23 @@ def _duet_start(run: RunData, env: str, extra: str) -> None:
         run.duet_starts.setdefault(env, []).append((printable(gate) if isinstance(gate, str) else "", float(skew)))
 
 
+def measured_duets(db: sqlite3.Connection, run_id: str) -> set[tuple[str, str, str, int, str]]:
+    """(env, workload, case, round, partner) of every ok sample a run took
+    in a duet, for --resume: a duet's side is measured only beside that
+    partner (a sample taken alone, or beside another, is not it)."""
+    out: set[tuple[str, str, str, int, str]] = set()
+    for env, w, c, r, extra in db.execute(
+        "SELECT env, workload, ccase, round, extra FROM samples WHERE run_id=? AND status='ok'", (run_id,)
+    ):
+        try:
+            partner = _duet_partner(extra or "")[0]
+        except ValueError:  # not a record to read: no partner
+            continue
+        if partner is not None:
+            out.add((env, w, c, r, partner))
+    return out
+
+
 def _duet_partner(extra: str) -> tuple[str | None, str]:
     """The other environment of the duet a sample ran in (run/duet.py) and
     the CPUs the sample had, or (None, "")."""
