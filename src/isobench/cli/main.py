@@ -13,12 +13,13 @@ from isobench.cli.history import history
 from isobench.cli.host import clean, doctor, envs, images
 from isobench.cli.reparse import reparse
 from isobench.cli.reporting import export_cmd, report, runs
-from isobench.cli.running import run, validate
+from isobench.cli.running import run
 from isobench.cli.setup_cmd import setup
 from isobench.cli.store_cmd import store_group
 from isobench.cli.studies import studies
 from isobench.cli.transfer import archive_cmd, export_run_cmd, import_cmd
 from isobench.cli.try_cmd import try_cmd
+from isobench.cli.validating import validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
