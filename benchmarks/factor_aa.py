@@ -51,8 +51,8 @@ VARIANTS = {"-nocg": NoCgroup, "-nopad": NoPad, "-nogate": NoGate}
 _gate_argv = gate_mod.gate_argv
 
 
-def gate_argv(argv, fill, procs=(), **kw):
-    full = _gate_argv(argv, fill, procs, **kw)
+def gate_argv(argv, fill, *args, **kw):
+    full = _gate_argv(argv, fill, *args, **kw)
     pad = getattr(_side, "pad", None)
     if pad is not None:
         full[full.index(str(gate_mod.PAD_TO))] = str(pad)
