@@ -193,7 +193,7 @@ class DockerEnvironment(Environment):
             "init": True,
             "network_mode": "host" if spec.network == "host" else "bridge",
             # tmpfs pages are only allocated when written; the cap just bounds it
-            "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},
+            "tmpfs": {path: f"size={self._tmpfs_bytes()}" for path in isolation.tmpfs_dirs(spec, TMP_DIR, DATA_DIR)},
             "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
             "runtime": self.engine_runtime,
             **isolation.run_options(spec),
