@@ -50,6 +50,19 @@ class DockerKind(EnvKind):
         "docker-placebo": isolation.PLACEBO,  # the least isolation the engine allows
     }
     placebo = "docker-placebo"
+    # explain's settings; nearest the host: the placebo's (no namespace, profile or limit of its own)
+    settings = {
+        "network": ("network",),
+        "storage": ("storage",),
+        "seccomp": ("seccomp",),
+        "apparmor": ("apparmor",),
+        "pid": ("pid",),
+        "ipc": ("ipc",),
+        "runtime": ("runtime", "gvisor_platform"),  # a platform is runsc's alone: it moves with it
+        "cpus": ("cpus",),
+        "memory": ("memory_mb",),
+    }
+    host_side = "docker-placebo"
     rank = 10
     needs_image = True
 
