@@ -46,7 +46,7 @@ def test_each_setting_gets_its_own_part_and_the_parts_add_up():
     for v in (found.unexplained, found.interaction, found.residual):
         assert v is not None and v.low <= 1.0 <= v.high
     assert found.adds_up and found.rounds == ROUNDS
-    assert found.explained == pytest.approx(1.0, abs=0.1)
+    assert found.explained == pytest.approx(1.0, abs=0.1) and found.explained_told == found.explained
     # as log ratios the whole is exactly the parts plus the unexplained part
     logs = [v.effect.log_ratio for _, v in found.parts]
     assert found.whole.effect.log_ratio == pytest.approx(sum(logs) + found.unexplained.effect.log_ratio, abs=1e-12)
@@ -108,6 +108,8 @@ def test_the_parts_are_corrected_over_the_settings():
         assert (got.low, got.high, got.p_adjusted) == pytest.approx((want.low, want.high, want.p_adjusted))
     # one rejection of two: the interval is at 1 - 1 x 0.05 / 2, wider than a lone cell's 95%
     assert parts[0].level == pytest.approx(0.975) and alone[0].level == pytest.approx(0.95)
+    # the share the settings told apart from no change hold: the storage part's alone
+    assert found.explained_told == pytest.approx(parts[0].effect.log_ratio / found.whole.effect.log_ratio)
 
 
 def test_only_rounds_every_environment_holds_are_used():

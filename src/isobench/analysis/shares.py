@@ -58,10 +58,18 @@ class Shares:
     def explained(self) -> float:
         """The parts' sum as a share of the whole, both as log ratios (1 =
         all of it); nan where there is no gap to share."""
+        return self._share([v for _, v in self.parts])
+
+    @property
+    def explained_told(self) -> float:
+        """The same of the parts whose interval excludes no change alone."""
+        return self._share([v for _, v in self.parts if v.rejected])
+
+    def _share(self, parts: list[Verdict]) -> float:
         whole = self.whole.effect.log_ratio
         if not math.isfinite(whole) or abs(whole) < NO_GAP:
             return float("nan")
-        return sum(v.effect.log_ratio for _, v in self.parts) / whole
+        return sum(v.effect.log_ratio for v in parts) / whole
 
     def strongest(self, n: int = 2) -> list[str]:
         """The n settings whose parts are largest (as log ratios)."""

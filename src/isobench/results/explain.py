@@ -118,8 +118,13 @@ def notes(a: CellAnswer) -> list[str]:
     sh, ex = a.shares, a.explained
     if sh.rounds < 2:
         return [f"Only {sh.rounds} round(s) held every environment: nothing could be tested."]
-    share = sh.explained
-    said = f"; the named settings hold {share * 100:.0f}% of its log ratio" if math.isfinite(share) else ""
+    share, told = sh.explained, sh.explained_told
+    said = (
+        f"; the named settings hold {share * 100:.0f}% of its log ratio, those told apart from no change "
+        f"{told * 100:.0f}%"
+        if math.isfinite(share)
+        else ""
+    )
     out = [
         f"Each part is {ex.env} against itself with that setting on {ex.baseline}'s side, corrected over the "
         f"{len(sh.parts)} settings (Benjamini-Hochberg). Ratios multiply, so the parts add up as log ratios: "
@@ -142,10 +147,10 @@ def notes(a: CellAnswer) -> list[str]:
     return out
 
 
-def answer_json(a: CellAnswer) -> dict:
+def answer_json(a: CellAnswer) -> dict[str, Any]:
     """One cell's answer as data (docs/output.md#isobench.explain)."""
 
-    def ratio(v: Verdict | None) -> dict | None:
+    def ratio(v: Verdict | None) -> dict[str, Any] | None:
         if v is None:
             return None
         tested = v.effect.tested
@@ -174,6 +179,36 @@ def answer_json(a: CellAnswer) -> dict:
         "residual": ratio(sh.residual),
         "adds_up": sh.adds_up,
         "explained_share": sh.explained,
+        "explained_share_told": sh.explained_told,
         "line": answer_line(a),
         "notes": notes(a),
     }
+
+
+@dataclass(frozen=True)
+class Step:
+    """One bar of the waterfall, on the log-ratio axis: from ``start`` to
+    ``end`` (the running sum), ``low``..``high`` its own interval's reach."""
+
+    label: str
+    start: float
+    end: float
+    low: float
+    high: float
+    total: bool = False  # the whole gap, drawn from 0
+
+
+def steps(a: CellAnswer) -> list[Step]:
+    """The parts, largest first, then the unexplained part, each from where
+    the sum so far ends; last the whole, from 0: it ends where they do."""
+    out, at = [], 0.0
+    named = [(s.label, v) for s, v in a.parts()] + [("unexplained", a.shares.unexplained)]
+    for label, v in named:
+        x = _log(v)
+        lo, hi = (math.log(v.low), math.log(v.high)) if v.effect.tested and v.low > 0 else (x, x)
+        out.append(Step(label, at, at + x, at + lo, at + hi))
+        at += x
+    whole = a.shares.whole
+    lo, hi = (math.log(whole.low), math.log(whole.high)) if whole.effect.tested and whole.low > 0 else (at, at)
+    out.append(Step(f"{a.explained.env} (whole)", 0.0, _log(whole), lo, hi, total=True))
+    return out
