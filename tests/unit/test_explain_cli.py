@@ -206,3 +206,14 @@ def test_an_explain_run_is_not_explained_again(store, executed):
     assert invoke("explain", "orig", "--store", store).exit_code == 0
     r = invoke("explain", "explain1", "--store", store)
     assert r.exit_code == 2 and "run explain1 is itself an explain (of run orig)" in " ".join(r.stderr.split())
+
+
+def test_a_setting_this_host_cannot_run_is_said_and_left_out(store, executed, monkeypatch):
+    rootless = '"host" would not be this host\'s own namespace: this Docker Engine is rootless'
+    monkeypatch.setattr(DockerKind, "check", lambda self, spec: [("pid", rootless)] if spec.pid == "host" else [])
+    r = invoke("explain", "orig", "--store", store)
+    assert r.exit_code == 0, r.output
+    [(study, _)] = executed
+    assert "pid-back" not in study.environments and "ipc-back" in study.environments
+    assert study.environments["all-back"].pid == "private"  # the joint moves only what was measured
+    assert f"note: pid host\u2192private: not measured: {rootless}" in " ".join(r.stderr.split())
