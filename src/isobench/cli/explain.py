@@ -16,7 +16,7 @@ from isobench.cli.output import STDOUT, document, emit, format_option, output_op
 
 
 @click.command("explain")
-@click.argument("run_id", metavar="RUN_ID", required=False)
+@click.argument("run_id", metavar="[RUN_ID]", required=False)
 @click.option("--cell", metavar="WORKLOAD/CASE", help="The cell to explain (default: every changed primary cell).")
 @click.option("--env", metavar="ENV", help="The environment to explain (default: each with a changed primary cell).")
 @click.option(
@@ -76,7 +76,8 @@ def explain_cmd(
     \b
       isobench explain RUN_ID
       isobench explain RUN_ID --cell fio/randwrite --env docker-nat
-      isobench explain RUN_ID --cell fio/randwrite --env docker-nat --factorial --setting storage --setting network
+      isobench explain RUN_ID --cell fio/randwrite --env docker-nat \\
+        --factorial --setting storage --setting network
 
     For each explained environment a follow-up study runs here, as `isobench
     run` runs one: the baseline, the environment, and a variant of it per

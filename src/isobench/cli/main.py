@@ -39,7 +39,7 @@ def main() -> None:
       isobench run quick                   run a study, print and save its report
       isobench runs                        list stored runs
       isobench report --format md          the latest run's Table I as Markdown
-      isobench explain RUN_ID              which setting costs what in its changed cells
+      isobench explain RUN_ID              which setting costs what, cell by cell
       isobench envs                        what this host can run, and why not
     """
 
