@@ -94,3 +94,13 @@ def test_dockers_defaults_read_back_as_before(started):
         "apparmor": "default",
         "storage": "overlay",
     }
+
+
+def test_storage_tmpfs_reads_back_from_the_engine(started):
+    env, attrs = started(DockerSpec(storage="tmpfs", tmpfs_mb=64))
+    assert GUEST_DATA_DIR in (attrs["HostConfig"].get("Tmpfs") or {})  # `--tmpfs`: not among Mounts
+    assert not any(m.get("Destination") == GUEST_DATA_DIR for m in attrs.get("Mounts") or [])
+    assert env.facts()["isolation"]["storage"] == "tmpfs"
+    fs = env.exec(["stat", "-f", "-c", "%T", GUEST_DATA_DIR], timeout=30)
+    assert fs.ok and fs.stdout.strip() == "tmpfs", fs
+    assert env.exec(["dd", "if=/dev/zero", f"of={GUEST_DATA_DIR}/f", "bs=1M", "count=8", "oflag=direct"], timeout=30).ok

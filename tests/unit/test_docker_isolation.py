@@ -15,7 +15,7 @@ from isobench.core.errors import EnvironmentError_
 from isobench.envs import docker_isolation as iso
 from isobench.envs.docker import DockerEnvironment, DockerKind, DockerSpec
 from isobench.host.hostinfo import HostInfo
-from isobench.study import parse_study
+from isobench.study import StudyError, parse_study
 
 PLACEBO = DockerSpec(**DockerKind.presets["docker-placebo"])
 # `docker info`'s SecurityOptions as real engines report them: this host's
@@ -89,6 +89,28 @@ def test_the_engines_answer_is_read_in_the_specs_words():
     assert iso.read_back(old, "/d")["seccomp"] == "unconfined" and iso.read_back(old, "/d")["apparmor_applied"] == (
         "docker-default"
     )
+
+
+def test_storage_tmpfs_puts_the_data_directory_in_ram_and_reads_back(fake_engine):  # noqa: F811 - the fixture
+    spec = parse_study(
+        '[study]\nname = "p"\n[environments.native]\n[environments.r]\nkind = "docker"\nstorage = "tmpfs"\n'
+        "tmpfs_mb = 64\n[workloads.startup]\n"
+    ).environments["r"]
+    env = DockerEnvironment(name="r", spec=spec, image="img")
+    env.start()
+    [run] = fake_engine.runs
+    size = f"size={64 * 2**20}"
+    assert run["tmpfs"] == {"/isobench/tmp": size, "/isobench/data": size} and "volumes" not in run
+    assert env.facts()["isolation"]["storage"] == "tmpfs"
+    # as Docker 20.10 inspects such a container: the data directory is among HostConfig.Tmpfs
+    inspected = {"HostConfig": {"Tmpfs": {"/isobench/data": size, "/isobench/tmp": size}}, "Mounts": []}
+    assert iso.read_back(inspected, "/isobench/data")["storage"] == "tmpfs"
+    assert iso.read_back({"HostConfig": {"Tmpfs": {"/isobench/tmp": size}}}, "/isobench/data")["storage"] == "overlay"
+    ignored = engine_attrs({"network_mode": "bridge", "tmpfs": {"/isobench/tmp": size}})
+    with pytest.raises(EnvironmentError_, match="storage = \"tmpfs\" but the engine reports 'overlay'"):
+        iso.verified(spec, ignored, "/isobench/data")
+    with pytest.raises(StudyError, match="environments.r.storage: Input should be 'overlay', 'volume' or 'tmpfs'"):
+        parse_study('[study]\nname = "p"\n[environments.r]\nkind = "docker"\nstorage = "ram"\n[workloads.startup]\n')
 
 
 def test_what_the_engine_did_not_give_refuses_the_start_in_one_line():

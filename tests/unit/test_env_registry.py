@@ -266,6 +266,38 @@ def test_a_kind_must_declare_its_name_on_its_spec():
     assert "wrong" not in registry.kinds()
 
 
+def test_a_kinds_explain_settings_must_be_its_own_fields_and_preset():
+    from typing import Literal
+
+    from isobench.envs.kinds import EnvKind, EnvSpec
+
+    class OwnSpec(EnvSpec):
+        kind: Literal["own"] = "own"
+        instances: int = 1
+        network: str = "bridge"
+
+    with pytest.raises(TypeError, match="environment kind 'own': setting field 'storage' is not one of its own"):
+
+        class Typo(EnvKind):  # noqa: F841 - registering is the test
+            name = "own"
+            spec = OwnSpec
+            settings = {"network": ("network",), "storage": ("storage",)}
+
+            def make(self, *a, **k): ...
+
+    with pytest.raises(TypeError, match="host_side preset 'own-host' is not one of its own"):
+
+        class NoPreset(EnvKind):  # noqa: F841 - registering is the test
+            name = "own"
+            spec = OwnSpec
+            settings = {"network": ("network",)}
+            host_side = "own-host"
+
+            def make(self, *a, **k): ...
+
+    assert "own" not in registry.kinds()
+
+
 def test_a_workload_the_kind_cannot_run_is_skipped_and_said(fake, tmp_path):
     """EnvKind.unsupported: the cells are never run (no failed samples), the
     run still ends complete, and validate and Table I say why."""

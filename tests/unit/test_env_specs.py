@@ -87,6 +87,7 @@ def engine_attrs(kwargs: dict) -> dict:
             "PidMode": kwargs.get("pid_mode", ""),
             "IpcMode": kwargs.get("ipc_mode", "private"),
             "SecurityOpt": kwargs.get("security_opt"),
+            "Tmpfs": kwargs.get("tmpfs"),  # `--tmpfs` mounts are here, not among Mounts
         },
         "Mounts": [{"Type": "volume", "Name": n, "Destination": v["bind"]} for n, v in volumes.items()],
         "AppArmorProfile": "",

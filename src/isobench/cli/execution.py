@@ -152,6 +152,7 @@ def execute(
     where_to_allow: str = "",
     allow_packages: bool = False,
     packages_label: str = "",
+    facts: dict | None = None,
 ) -> str:
     """Run ``study`` into ``store`` and return its run id; every refusal and
     fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130).
@@ -159,7 +160,8 @@ def execute(
     programs (where same_program = false can be set, when not in the study).
     The study's packages on this host are agreed to first (agree_to_packages:
     ``allow_packages``, else a prompt), refusals naming ``packages_label``
-    (default: the study's packages)."""
+    (default: the study's packages). ``facts`` join the run's host facts as
+    it gets its id (an explain's link to the run it explains)."""
     from isobench.core.errors import EnvironmentError_
     from isobench.core.lock import AlreadyRunning, RunLock
     from isobench.run.prepare import ProgramsDiffer
@@ -186,6 +188,8 @@ def execute(
         def started(run_id: str) -> None:
             opened.append(run_id)
             lock.set_run_id(run_id)
+            if facts:
+                store.set_run_facts(run_id, {**store.run_facts(run_id), **facts})
             if packages_plan is not None:
                 keep_packages_plan(store, run_id, packages_plan)
 

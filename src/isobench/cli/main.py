@@ -8,6 +8,7 @@ import click
 
 from isobench.cli.calibrate import calibrate
 from isobench.cli.compare import compare_cmd
+from isobench.cli.explain import explain_cmd
 from isobench.cli.fleet import fleet
 from isobench.cli.history import history
 from isobench.cli.host import clean, doctor, envs, images
@@ -39,6 +40,7 @@ def main() -> None:
       isobench run quick                   run a study, print and save its report
       isobench runs                        list stored runs
       isobench report --format md          the latest run's Table I as Markdown
+      isobench explain RUN_ID              which setting costs what, cell by cell
       isobench envs                        what this host can run, and why not
     """
 
@@ -49,6 +51,7 @@ for _command in (
     runs,
     report,
     compare_cmd,
+    explain_cmd,
     export_cmd,
     envs,
     doctor,

@@ -181,6 +181,7 @@ SCHEMAS = {
         "regressions",
         "blind",
     ),
+    "explain": ("explains", "runs"),
     "history": (
         "study",
         "newest_run",

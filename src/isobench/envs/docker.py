@@ -50,6 +50,19 @@ class DockerKind(EnvKind):
         "docker-placebo": isolation.PLACEBO,  # the least isolation the engine allows
     }
     placebo = "docker-placebo"
+    # explain's settings; nearest the host: the placebo's (no namespace, profile or limit of its own)
+    settings = {
+        "network": ("network",),
+        "storage": ("storage",),
+        "seccomp": ("seccomp",),
+        "apparmor": ("apparmor",),
+        "pid": ("pid",),
+        "ipc": ("ipc",),
+        "runtime": ("runtime", "gvisor_platform"),  # a platform is runsc's alone: it moves with it
+        "cpus": ("cpus",),
+        "memory": ("memory_mb",),
+    }
+    host_side = "docker-placebo"
     rank = 10
     needs_image = True
 
@@ -193,7 +206,7 @@ class DockerEnvironment(Environment):
             "init": True,
             "network_mode": "host" if spec.network == "host" else "bridge",
             # tmpfs pages are only allocated when written; the cap just bounds it
-            "tmpfs": {TMP_DIR: f"size={self._tmpfs_bytes()}"},
+            "tmpfs": {path: f"size={self._tmpfs_bytes()}" for path in isolation.tmpfs_dirs(spec, TMP_DIR, DATA_DIR)},
             "shm_size": "1g",  # MPI's shared-memory transport lives in /dev/shm
             "runtime": self.engine_runtime,
             **isolation.run_options(spec),

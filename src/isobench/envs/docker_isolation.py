@@ -59,6 +59,21 @@ def run_options(spec: DockerSpec) -> dict:
     return out
 
 
+def tmpfs_dirs(spec: DockerSpec, tmp_dir: str, data_dir: str) -> list[str]:
+    """The container's RAM-backed directories: its scratch one always, its
+    data one too with storage = "tmpfs"."""
+    return [tmp_dir, data_dir] if spec.storage == "tmpfs" else [tmp_dir]
+
+
+def _storage(attrs: dict, data_dir: str) -> str:
+    """Where the engine put the data directory: a volume mount, a tmpfs
+    (HostConfig.Tmpfs: `--tmpfs` mounts are not among Mounts), else the overlay."""
+    mounts = attrs.get("Mounts") or []
+    if any(m.get("Destination") == data_dir and m.get("Type") == "volume" for m in mounts):
+        return "volume"
+    return "tmpfs" if data_dir in ((attrs.get("HostConfig") or {}).get("Tmpfs") or {}) else "overlay"
+
+
 def _profiles(security_opt: list[str]) -> dict[str, str]:
     """["seccomp=unconfined", "label=disable"] -> {"seccomp": "unconfined", ...}
     (Docker once wrote "seccomp:unconfined"; both are read)."""
@@ -82,10 +97,7 @@ def read_back(attrs: dict, data_dir: str) -> dict[str, str]:
         got[field] = PRIVATE if mode in ("", PRIVATE, "shareable") else mode
     for name in PROFILES:
         got[name] = UNCONFINED if profiles.get(name) == UNCONFINED else DEFAULT
-    mounts = attrs.get("Mounts") or []
-    got["storage"] = (
-        "volume" if any(m.get("Destination") == data_dir and m.get("Type") == "volume" for m in mounts) else "overlay"
-    )
+    got["storage"] = _storage(attrs, data_dir)
     got["apparmor_applied"] = attrs.get("AppArmorProfile") or NO_APPARMOR
     return got
 

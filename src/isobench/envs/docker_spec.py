@@ -16,7 +16,9 @@ MAX_CPUS = 8192  # Linux's NR_CPUS ceiling: a cpuset beyond it is a typo
 class DockerSpec(EnvSpec):
     kind: Literal["docker"] = "docker"
     network: Literal["bridge", "host"] = "bridge"
-    storage: Literal["overlay", "volume"] = "overlay"
+    # where the workload's files live (/isobench/data): the container's own
+    # overlay, a volume (the host's file system) or RAM (tmpfs, no disk at all)
+    storage: Literal["overlay", "volume", "tmpfs"] = "overlay"
     # the engine's own isolation, in Docker's words: "host" shares this host's
     # namespace, "unconfined" runs without the profile (envs/docker_isolation.py)
     pid: Literal["private", "host"] = "private"

@@ -67,6 +67,12 @@ class EnvKind(abc.ABC):
     # an environment that runs on the host itself, its change is the harness's
     # own bias (`isobench calibrate --seam` adds it)
     placebo: ClassVar[str] = ""
+    # `isobench explain` (run/explainplan.py): the settings an environment of
+    # this kind can be taken apart into, each the spec fields it moves together
+    settings: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # the preset whose settings sit nearest the host itself: where explain
+    # moves a setting when the baseline is of another kind ("" if none)
+    host_side: ClassVar[str] = ""
     # where the kind is listed (study errors, presets, `isobench envs`)
     rank: ClassVar[int] = 100
     # the runner builds or reuses the Docker image before anything starts
@@ -162,6 +168,10 @@ def _register(kind: EnvKind) -> None:
     fields = kind.spec.model_fields
     if "kind" not in fields or fields["kind"].default != kind.name or "instances" not in fields:
         raise TypeError(f"{type(kind).__name__}.spec must declare kind = {kind.name!r} and instances")
+    unknown = [f for moved in kind.settings.values() for f in moved if f not in fields]
+    if unknown or (kind.host_side and kind.host_side not in kind.presets):
+        what = f"setting field {unknown[0]!r}" if unknown else f"host_side preset {kind.host_side!r}"
+        raise TypeError(f"environment kind {kind.name!r}: {what} is not one of its own")
     taken = {p for other in _REGISTRY.values() if other.name != kind.name for p in other.presets}
     clash = taken & set(kind.presets)
     if clash:

@@ -84,7 +84,7 @@ def _looks(meta: dict[str, Any]) -> int:
         return 1
 
 
-def _paired(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float, str]] | None:
+def _paired(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[float, float, str, int]] | None:
     if not run.rounds.get((key, env)) or not run.rounds.get((key, ref_env)):
         return None
     ref_partners = run.partners.get((key, ref_env), {})
@@ -96,7 +96,7 @@ def _paired(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[
     for i, (r, v) in enumerate(zip(run.rounds.get((key, env), []), run.values.get((key, env), []))):
         match = ref.get((r, env), ref.get((r, None)))
         if match is not None:
-            out.append((v, match, sides.get(i, "")))
+            out.append((v, match, sides.get(i, ""), r))
     return out
 
 
@@ -106,7 +106,14 @@ def pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> list[tuple[fl
     value pairs with the reference's value from the same duet (its partner
     is env), never with the reference's duet beside another environment."""
     found = _paired(run, key, env, ref_env)
-    return None if found is None else [(v, r) for v, r, _ in found]
+    return None if found is None else [(v, r) for v, r, _, _ in found]
+
+
+def round_pairs(run: RunData, key: MetricKey, env: str, ref_env: str) -> dict[int, tuple[float, float]]:
+    """``pairs`` by the round they were measured in (a duet's: with its own
+    partner's value), for contrasts across several environments of one
+    round (results/explain.py); empty when nothing can be paired."""
+    return {rnd: (v, r) for v, r, _, rnd in _paired(run, key, env, ref_env) or []}
 
 
 def pairs_and_sides(
@@ -117,8 +124,8 @@ def pairs_and_sides(
     found = _paired(run, key, env, ref_env)
     if found is None:
         return None, None
-    sides = [s for _, _, s in found] if any(s for _, _, s in found) else None
-    return [(v, r) for v, r, _ in found], sides
+    sides = [s for _, _, s, _ in found] if any(s for _, _, s, _ in found) else None
+    return [(v, r) for v, r, _, _ in found], sides
 
 
 def blocked_by_side(run: RunData) -> bool:

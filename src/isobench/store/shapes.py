@@ -66,6 +66,23 @@ class Look(_Part):
     text: str
 
 
+class ExplainSetting(_Part):
+    setting: Name
+    variant: Name
+    label: str
+
+
+class Explain(_Part):
+    """An explain run's link to the run it explains (run/explainplan.py)."""
+
+    explains: Name
+    env: Name
+    baseline: Name
+    cells: list[tuple[Name, Name]] = []
+    settings: list[ExplainSetting] = []
+    joint: Name | None = None
+
+
 class HostFacts(_Part):
     cores: Count | None = None
     mem_bytes: Count | None = None
@@ -77,6 +94,7 @@ class HostFacts(_Part):
     budget: Budget | None = None
     fleet: dict[Name, Any] | None = None
     imported: dict[Name, Any] | None = None  # set by `isobench import` (store/transfer.py): a stranger's run
+    explain: Explain | None = None  # `isobench explain`: what this run explains
 
 
 class DensityPoint(_Part):

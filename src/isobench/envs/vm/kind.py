@@ -32,6 +32,16 @@ class VmKind(EnvKind):
         "vm-tuned": {"cpu_model": "host", "topology": "auto", "pin": True, "hugepages": "on"},
         "vm-docker": {"docker": True},
     }
+    # explain's settings: the presets' tuning, and Docker in the guest;
+    # nearest the host: vm-tuned's (the host's CPU, one socket, pinned, huge pages)
+    settings = {
+        "cpu-model": ("cpu_model",),
+        "topology": ("topology",),
+        "pin": ("pin",),
+        "hugepages": ("hugepages",),
+        "docker": ("docker",),
+    }
+    host_side = "vm-tuned"
     rank = 20
     scratch_roots = (SOCKET_ROOT,)
 
