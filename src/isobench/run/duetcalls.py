@@ -20,7 +20,6 @@ from isobench.study import StudyMeta
 from isobench.workloads.duetcall import DuetCall, decide, from_record
 
 
-
 class Told(Protocol):
     """What of the runner's progress a call uses (runner.Progress has it)."""
 
