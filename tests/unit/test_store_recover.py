@@ -313,3 +313,14 @@ def test_store_check_prints_one_problem_a_line_and_counts_them(sandbox, capfd, f
     assert all(line.startswith("  ") and "*** in database" not in line for line in lines), out
     said = f"damaged: {len(lines)} problem(s) above"
     assert said in " ".join(err.split()), err
+
+
+def test_an_empty_store_is_sound_and_recovers_whole(sandbox, capfd):
+    for name, make in (
+        ("empty.sqlite", lambda p: p.write_bytes(b"")),
+        ("fresh.sqlite", lambda p: Store(str(p)).close()),
+    ):
+        make(sandbox / name)
+        assert isobench(capfd, "store", "check", "--store", sandbox / name)[0] == 0
+        code, out, err = recover(capfd, sandbox / name, sandbox / f"new-{name}")
+        assert code == 0 and "0 run(s) copied into" in out and ", 0 lost" in out, (out, err)

@@ -85,6 +85,8 @@ def recover_into(path: str, output: str) -> Recovered:
             _place(partial, output)
             out.made = True
         return out
+    except sqlite3.DatabaseError as exc:  # what each read does not catch: said, and nothing made
+        raise RecoverError(f"{path}: recover stopped ({exc}); nothing was made") from None
     except OSError as exc:
         raise RecoverError(
             f"-o {output}: cannot make the new store there ({exc.strerror}); give another path"
@@ -164,6 +166,8 @@ def _first_page_problem(path: str) -> str:
 def copy_runs(db: sqlite3.Connection, into) -> Recovered:
     """Each run of DB that reads whole, imported into the store INTO."""
     out = Recovered()
+    if not db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+        return out  # an empty store (isobench makes its tables at its first write): nothing to copy
     listings = {table: list_table(db, table) for table in TABLES}
     runs = listings["runs"]
     if runs.why:
@@ -250,9 +254,13 @@ def _not_own(db: sqlite3.Connection, table: str) -> str:
 
 
 def _run_index(db: sqlite3.Connection, table: str) -> str | None:
-    """The name of TABLE's index that starts with its run id."""
+    """The name of TABLE's own index that starts with its run id (one
+    isobench's schema makes, over every row: not a partial one)."""
+    own = declared()
     try:
-        for _, name, *_ in db.execute(f"PRAGMA index_list({table})").fetchall():
+        for _, name, _, _, partial in db.execute(f"PRAGMA index_list({table})").fetchall():
+            if partial or own.get(name, ("",))[0] != "index":
+                continue
             first = db.execute(f"PRAGMA index_info({_quoted(name)})").fetchone()
             if first is not None and first[2] == "run_id":
                 return name
