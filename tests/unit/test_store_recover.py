@@ -195,7 +195,7 @@ def test_a_store_that_lost_rows_says_which_runs_and_exits_2(sandbox, capfd, five
         copied = sqlite3.connect(sandbox / "new.sqlite").execute("SELECT run_id FROM runs").fetchall()
         lost = [line.split()[2].rstrip(":") for line in out.splitlines() if line.strip().startswith("lost run")]
         assert copied and lost and len(copied) + len(lost) == 5, out
-        assert ("r0",) in copied, out
+        assert damage != "half" or ("r0",) in copied, out  # the run before the cut
 
 
 @pytest.mark.parametrize("damage", ["zeroed first page", "random header"])
@@ -280,7 +280,7 @@ def test_a_failed_recover_leaves_nothing_and_its_retry_is_not_refused(sandbox, c
         assert sorted(p.name for p in sandbox.iterdir()) == before
 
 
-@pytest.mark.parametrize("damage", ["sound", "half", "one page"])
+@pytest.mark.parametrize("damage", ["sound", "half", "one page", "zeroed first page"])
 def test_check_and_recover_leave_no_wal_or_shm_beside_the_store_they_read(sandbox, capfd, five_runs, damage):
     import hashlib
 
@@ -289,6 +289,8 @@ def test_check_and_recover_leave_no_wal_or_shm_beside_the_store_they_read(sandbo
         store.write_bytes(store.read_bytes()[: os.path.getsize(store) // 2])
     elif damage == "one page":
         write_at(store, one_runs_page(store, "r2") * PAGE + 8, b"\xff" * 12)
+    elif damage == "zeroed first page":
+        write_at(store, 0, bytes(PAGE))
     digest = hashlib.sha256(store.read_bytes()).hexdigest()
     assert beside(store) == []
     isobench(capfd, "store", "check", "--store", store)

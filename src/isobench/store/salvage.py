@@ -288,6 +288,7 @@ def _walk(db: sqlite3.Connection, table: str, index: str, order: str) -> tuple[d
             runs.setdefault(run_id, []).append(rowid)
             last = run_id
         else:
+            runs.pop("", None)
             return runs, True, None
     except sqlite3.DatabaseError:
         pass
