@@ -5,7 +5,6 @@ damaged in a store, and every run that still reads copied into a new one
 from __future__ import annotations
 
 import os
-import sqlite3
 
 import click
 
@@ -21,25 +20,28 @@ def store_group() -> None:
 @store_group.command("check")
 @STORE_OPTION
 def check_cmd(store_path: str) -> None:
-    """SQLite's integrity check of the store, read only. Exit 0 sound, 2 damaged."""
-    from isobench.store.health import integrity
+    """SQLite's integrity check of the store and its tables against
+    isobench's schema, read only. Exit 0 sound, 2 damaged."""
+    from isobench.store.health import check
     from isobench.store.readonly import UnreadableStore
 
     if not os.path.isfile(store_path):
         fail(f"{store_path}: no such store; give it with --store")
     try:
-        problems = integrity(store_path)
+        found = check(store_path)
     except UnreadableStore as exc:
         fail(str(exc))
-    except sqlite3.DatabaseError as exc:  # not even its first page: not an SQLite file at all
-        fail(f"{store_path}: not a store SQLite can open ({exc}); give another --store path")
-    if not problems:
-        console.print(f"{sink.terminal(store_path)}: sound (integrity_check: ok)", markup=False, highlight=False)
+    if not found.problems:
+        shown = sink.terminal(store_path)
+        console.print(f"{shown}: sound (integrity_check: ok; its tables are isobench's)", markup=False, highlight=False)
         return
-    for line in problems:
+    for line in found.problems:
         console.print(f"  {sink.terminal(line)}", markup=False, highlight=False, soft_wrap=True)
+    count = f"{len(found.problems)} problem(s) above" + (
+        ", and maybe more (integrity_check lists at most 20)" if found.more else ""
+    )
     fail(
-        f"{store_path}: damaged: {len(problems)} problem(s) above; "
+        f"{store_path}: damaged: {count}; "
         f"`isobench store recover -o NEW.sqlite --store {store_path}` copies every run that still reads"
     )
 
@@ -49,10 +51,11 @@ def check_cmd(store_path: str) -> None:
 @click.option("-o", "output", required=True, metavar="NEW", help="The new store to copy the readable runs into.")
 def recover_cmd(store_path: str, output: str) -> None:
     """Copy every run of a damaged store that still reads whole into a new
-    store NEW; the damaged store is only read. Exit 0 every run kept, 2 some lost."""
-    from isobench.store.db import Store, StoreError
-    from isobench.store.health import recover
+    store NEW, and say what did not read; the damaged store is only read,
+    and NEW is made only when a run was copied. Exit 0 everything read,
+    2 anything lost."""
     from isobench.store.readonly import UnreadableStore
+    from isobench.store.salvage import RecoverError, recover_into
 
     if not os.path.isfile(store_path):
         fail(f"{store_path}: no such store; give it with --store")
@@ -60,24 +63,20 @@ def recover_cmd(store_path: str, output: str) -> None:
     if os.path.exists(output):
         fail(f"-o {output}: exists; recover into a new file")
     try:
-        into = Store(output, create=True)
-    except StoreError as exc:
+        result = recover_into(store_path, output)
+    except (UnreadableStore, RecoverError) as exc:
         fail(str(exc))
-    try:
-        result = recover(store_path, into)
-    except UnreadableStore as exc:
-        fail(str(exc))
-    except sqlite3.DatabaseError as exc:
-        fail(f"{store_path}: the store is damaged beyond reading ({exc}); nothing could be copied")
-    finally:
-        into.close()
-    for run_id, why in result.lost:
-        console.print(f"  lost run {sink.terminal(run_id)}: {sink.terminal(why)}", markup=False, soft_wrap=True)
-    console.print(
-        f"{len(result.kept)} run(s) copied into {sink.terminal(output)}, {len(result.lost)} lost",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    if result.lost:
+    _say(result, output)
+    if not result.whole:
         raise SystemExit(2)
+
+
+def _say(result, output: str) -> None:
+    """What recover read, lost and made."""
+    lines = [*result.notes, *(f"lost run {run_id}: {why}" for run_id, why in result.lost)]
+    lines += [f"not read: {what}" for what in result.unread]
+    for line in lines:
+        console.print(f"  {sink.terminal(line)}", markup=False, highlight=False, soft_wrap=True)
+    made = f"into {sink.terminal(output)}" if result.made else f"({sink.terminal(output)} not made)"
+    lost = f"{len(result.lost)} lost" + (", and runs no table names may be lost too" if result.unread else "")
+    console.print(f"{len(result.kept)} run(s) copied {made}, {lost}", markup=False, highlight=False, soft_wrap=True)

@@ -15,10 +15,9 @@ from isobench.run.measure import record, take
 from isobench.run.plan import Cell
 from isobench.run.schedule import Schedule
 from isobench.store.db import Store
+from isobench.store.rows import PROBE_ROUND  # the sample alone of a study without warm-up rounds
 from isobench.study import StudyMeta
 from isobench.workloads.duetcall import DuetCall, from_record
-
-PROBE_ROUND = -1  # the sample alone of a study without warm-up rounds
 
 
 class Told(Protocol):

@@ -1,6 +1,6 @@
 """A damaged store, in the words every command uses: the one line naming
 it and what to run, whether a file is an SQLite database at all, and the
-writer's bounded quick check (store/health.py checks and recovers)."""
+writer's bounded quick check (store/health.py checks, store/salvage.py recovers)."""
 
 from __future__ import annotations
 

@@ -100,6 +100,22 @@ def connect_read_only(path: str, timeout: float = 30) -> sqlite3.Connection:
     return sqlite3.connect(uri(path, mode="ro", immutable="1"), uri=True, timeout=timeout)
 
 
+def connect_to_inspect(path: str, timeout: float = 30) -> sqlite3.Connection:
+    """A connection that reads PATH, writes nothing to it, and leaves nothing
+    beside it (`store check`, `store recover`): a read-only connection
+    leaves the -wal and -shm it made, so a store this process may write, with
+    no commits pending in a log, is opened read-write with every write
+    refused (query_only); its close, the last one, removes the empty log and
+    the index, and writes nothing to the store (an empty log has nothing to
+    copy). A store with commits in its log (the close would copy them into
+    the file), or one this process may not write, is read read-only."""
+    if not writable(path) or pending_log(path):
+        return connect_read_only(path, timeout)
+    db = sqlite3.connect(uri(path, mode="rw"), uri=True, timeout=timeout)
+    db.execute("PRAGMA query_only=ON")
+    return db
+
+
 def empty_missing_tables(db: sqlite3.Connection, schema: str) -> None:
     """Each table the schema names that the store lacks (an older store has
     no fleet_hosts, an empty file none), as an empty TEMP table (a read-only

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The round of a table's duet probe (run/duetcalls.py): with warmup = 0 the
+# baseline's sample alone is kept as a warm-up before round 0. The only
+# round below 0 isobench stores, and only as a warm-up.
+PROBE_ROUND = -1
+
 
 @dataclass(frozen=True)
 class Sample:

@@ -14,6 +14,7 @@ from isobench.core import tomlbound
 from isobench.core.ids import BadIdentifier, check_name, check_run_id, shown
 from isobench.core.instants import now_utc, utc
 from isobench.core.metric import ROLES, value_problem
+from isobench.store.rows import PROBE_ROUND
 from isobench.store.shapes import NAME_LIMIT, EnvFacts, HostFacts, SampleExtra, ShapeError, check
 
 FORMAT = "isobench-run/1"
@@ -129,6 +130,15 @@ MAX_WALL_S = 1e7  # 115 days
 INT64 = 2**63
 
 
+def _round(number: int, row: dict, where: str) -> None:
+    """A round a study makes: 0 to MAX_ROUND, or a duet probe's, kept as a warm-up."""
+    if not (0 <= number <= MAX_ROUND or (number == PROBE_ROUND and row["warmup"])):
+        raise _Bad(
+            f"{where}.round: {number} is not a round a study makes "
+            f"(0 to {MAX_ROUND}, or {PROBE_ROUND} for a duet probe's warm-up)"
+        )
+
+
 def _storable(value, where: str) -> None:
     """A value SQLite keeps as given: a 64-bit integer, a finite float, UTF-8 text."""
     if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
@@ -238,9 +248,8 @@ def _check(doc: dict) -> None:
             _bounded_name(row, col, where)
         _instant(row["started_at"], f"{where}.started_at", "samples' start times")
         _typed(row, "error", (str,), where, optional=True)
-        if not 0 <= _typed(row, "round", (int,), where) <= MAX_ROUND:
-            raise _Bad(f"{where}.round: {row['round']} is not a round a study makes (0 to {MAX_ROUND})")
         _typed(row, "warmup", (int,), where)
+        _round(_typed(row, "round", (int,), where), row, where)
         if not 0 <= _typed(row, "wall_s", (int, float), where) <= MAX_WALL_S:
             raise _Bad(f"{where}.wall_s: {row['wall_s']!r} is not a duration (0 to {MAX_WALL_S:g} s)")
         version = _typed(row, "parser_version", (int,), where, optional=True)  # absent: exported before versions
