@@ -147,6 +147,22 @@ def keep_packages_plan(store, run_id: str, fact: dict) -> None:
         store.set_run_facts(run_id, {**facts, "packages_plan": fact})
 
 
+def warmup_line(exc, study, packages_label: str) -> str:
+    """A failed warm-up's one line (run/warmup.py), its package given as
+    this command gives one: ``packages_label`` (try's --package), else in
+    the workload's table of the study file."""
+    key = exc.cell.split("/")[0]
+
+    def give(package: str) -> str:
+        if packages_label.startswith("--"):
+            return f"give {packages_label} {package}"
+        return f'add "{package}" to packages in [workloads.{key}] of {study.path}'
+
+    if exc.kept is None:
+        return exc.line(give, "and nothing was stored")
+    return exc.line(give, f"what it measured is kept in run {exc.kept} (`isobench run --resume {exc.kept}` once fixed)")
+
+
 def image_provider(bar):
     def provide() -> str:
         from isobench.core.dockerclient import engine
@@ -181,6 +197,7 @@ def execute(
     from isobench.run.prepare import ProgramsDiffer
     from isobench.run.progress import RichProgress
     from isobench.run.runner import run_study
+    from isobench.run.warmup import WarmupFailed
     from isobench.store.db import StoreError
 
     size = preflight_or_fail(study, allow_large, budget_label)
@@ -229,6 +246,8 @@ def execute(
             markup=False,
         )
         sys.exit(130)
+    except WarmupFailed as exc:
+        _fail(warmup_line(exc, study, packages_label))
     except EnvironmentError_ as exc:
         _fail(str(exc))
     except ProgramsDiffer as exc:

@@ -39,6 +39,7 @@ from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan, plan
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
 from isobench.run.rounds import Progress, RunContext, SilentProgress, run_step
 from isobench.run.schedule import Schedule, make_schedule
+from isobench.run.warmup import WarmupFailed
 from isobench.store.db import Store, StoreWriteError
 from isobench.study import Study, StudyMeta
 from isobench.workloads.base import Workload
@@ -127,6 +128,11 @@ def _run_study(
         raise
     except ProgramsDiffer:  # nothing measured: a new run leaves no trace, a resumed one is as it was
         status = "discard" if resume is None else "interrupted"
+        raise
+    except WarmupFailed as exc:  # kept where an earlier step measured something, else no trace
+        measured = any(r >= study.meta.warmup for *_, r in store.measured_cells(run_id))
+        status = "discard" if resume is None and not measured else "incomplete"
+        exc.kept = None if status == "discard" else run_id
         raise
     except StoreWriteError as exc:
         status = "interrupted"
