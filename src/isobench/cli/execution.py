@@ -9,8 +9,63 @@ import signal
 import sys
 import time
 
+import click
+
 from isobench.cli.common import err_console, fold
 from isobench.cli.common import fail as _fail
+
+
+# --wait given bare: a run of the quick study takes about 30 minutes
+WAIT_DEFAULT = "1h"
+
+
+def wait_option(f):
+    """--wait [DURATION] of the commands that take the run lock (run, try,
+    calibrate): their command class is WaitCommand, so a bare --wait never
+    takes the next word (a study file, a command) for its DURATION."""
+    from isobench.cli.output import Duration
+
+    return click.option(
+        "--wait",
+        "wait_s",
+        type=Duration(min_s=1, max_s=24 * 3600),
+        metavar="[DURATION]",
+        help=f"Wait up to DURATION ({WAIT_DEFAULT} when given bare) for another run on this host to finish, "
+        "saying which one holds the run lock; then one line, exit 2. Without it a held lock is exit 2 at once.",
+    )(f)
+
+
+def bare_wait(args: list[str], needs_value: set[str], interspersed: bool) -> list[str]:
+    """ARGS with a --wait that no duration follows written --wait=WAIT_DEFAULT,
+    up to ``--`` (and, where options end at the first argument, up to it:
+    try's command). ``needs_value``: the options that take the next word. Pure."""
+    from isobench.analysis.budget import duration_seconds
+
+    def duration(word: str) -> bool:
+        try:
+            return duration_seconds(word) > 0
+        except ValueError:
+            return False
+
+    out, i = list(args), 0
+    while i < len(out) and out[i] != "--":
+        word = out[i]
+        if word == "--wait" and not (i + 1 < len(out) and duration(out[i + 1])):
+            out[i] = f"--wait={WAIT_DEFAULT}"
+        elif word == "--wait" or word in needs_value:
+            i += 1  # its value
+        elif not word.startswith("-") and not interspersed:
+            break
+        i += 1
+    return out
+
+
+class WaitCommand(click.Command):
+    """A command with --wait [DURATION] (wait_option)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes = {n for p in self.params if isinstance(p, click.Option) and not p.is_flag for n in p.opts}
+        return super().parse_args(ctx, bare_wait(args, takes, ctx.allow_interspersed_args))
 
 
 def sigterm_as_interrupt() -> None:
@@ -147,6 +202,34 @@ def keep_packages_plan(store, run_id: str, fact: dict) -> None:
         store.set_run_facts(run_id, {**facts, "packages_plan": fact})
 
 
+def take_lock(study: str, wait_s: float | None):
+    """The host's run lock (core/lock.py), waited for up to ``wait_s``
+    (--wait), saying who holds it while waiting; else one line, exit 2
+    (130 for Ctrl-C while waiting: nothing was started)."""
+    from isobench.core.lock import AlreadyRunning, RunLock
+    from isobench.core.numbers import fmt_duration
+
+    began, lock = time.monotonic(), RunLock()
+
+    def waiting(holder: str) -> None:
+        say(f"waiting for the run lock (up to {fmt_duration(wait_s or 0)} in all): held by {holder}")
+
+    try:
+        lock.acquire(study, wait_s or 0.0, waiting)
+    except AlreadyRunning as exc:
+        _fail(f"{exc}" + ("" if wait_s else "; --wait DURATION waits for it"))
+    except KeyboardInterrupt:
+        say("interrupted while waiting for the run lock: nothing was started")
+        sys.exit(130)
+    if time.monotonic() - began >= 1:
+        say(f"took the run lock after {fmt_duration(time.monotonic() - began)}")
+    return lock
+
+
+def say(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False)
+
+
 def warmup_line(exc, study, packages_label: str) -> str:
     """A failed warm-up's one line (run/warmup.py), its package given as
     this command gives one: ``packages_label`` (try's --package), else in
@@ -184,6 +267,7 @@ def execute(
     where_to_allow: str = "",
     allow_packages: bool = False,
     packages_label: str = "",
+    wait_s: float | None = None,
 ) -> str:
     """Run ``study`` into ``store`` and return its run id; every refusal and
     fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130).
@@ -191,9 +275,9 @@ def execute(
     programs (where same_program = false can be set, when not in the study).
     The study's packages on this host are agreed to first (agree_to_packages:
     ``allow_packages``, else a prompt), refusals naming ``packages_label``
-    (default: the study's packages)."""
+    (default: the study's packages). ``wait_s``: how long to wait for the
+    run lock (--wait; None: not at all)."""
     from isobench.core.errors import EnvironmentError_
-    from isobench.core.lock import AlreadyRunning, RunLock
     from isobench.run.prepare import ProgramsDiffer
     from isobench.run.progress import RichProgress
     from isobench.run.runner import run_study
@@ -208,11 +292,7 @@ def execute(
     if os.geteuid() != 0:
         _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
     packages_plan = agree_to_packages(study, allow_packages, packages_label or f"{study.path}: packages")
-    lock = RunLock()
-    try:
-        lock.acquire(study.meta.name)
-    except AlreadyRunning as exc:
-        _fail(str(exc))
+    lock = take_lock(study.meta.name, wait_s)
     sigterm_as_interrupt()
     pilot = host_noise_for_run(lock)
     say_resolution(study, size, pilot, err_console)

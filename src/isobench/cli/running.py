@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.common import (
     STORE_OPTION,
     Failure,
@@ -215,7 +216,7 @@ def _repetitions_text(meta, plan=None) -> str:
     )
 
 
-@click.command()
+@click.command(cls=WaitCommand)
 @click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @STORE_OPTION
 @output_option("The Markdown report's file (default: results/RUN_ID.md; - for stdout).")
@@ -278,6 +279,7 @@ def _repetitions_text(meta, plan=None) -> str:
     "baseline) or its interval's half-width is at most PCT percent; names the blind cells and the "
     "rounds, time and --budget that would resolve them.",
 )
+@wait_option
 def run(
     study_file: str | None,
     store_path: str,
@@ -292,6 +294,7 @@ def run(
     budget: str | None,
     schedule: str | None,
     resolution_pct: float | None,
+    wait_s: float | None,
 ) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
@@ -354,6 +357,7 @@ def run(
         new_id,
         budget_label="--budget" if budget is not None else "study.budget",
         allow_packages=allow_packages,
+        wait_s=wait_s,
     )
     _print_report(store, run_id, output, out_dir)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)

@@ -12,6 +12,7 @@ import click
 
 from isobench.cli.common import STORE_OPTION, check_output, console, err_console, fold, writing, written_here
 from isobench.cli.common import fail as _fail
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.common import open_store as _open_store
 from isobench.cli.output import emit, output_option, table_format_option, terminal_to, to_stdout
 from isobench.core import sink
@@ -92,7 +93,9 @@ def study_text(
     )
 
 
-@click.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(
+    "try", cls=WaitCommand, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option(
     "--env",
@@ -159,6 +162,7 @@ def study_text(
 @table_format_option("try", json_alias=False)
 @output_option("Write the answer to FILE instead of stdout (- for stdout).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@wait_option
 def try_cmd(
     command: tuple[str, ...],
     envs: tuple[str, ...],
@@ -175,6 +179,7 @@ def try_cmd(
     fmt: str,
     output: str | None,
     progress: bool | None,
+    wait_s: float | None,
 ) -> None:
     """Measure COMMAND natively and in Docker, and answer what isolation costs it.
 
@@ -235,6 +240,7 @@ def try_cmd(
         where_to_allow=where,
         allow_packages=allow_packages,
         packages_label="--package",
+        wait_s=wait_s,
     )
     call = decided(store.run_facts(run_id))
     if save_path is not None and call is not None:  # the call this run made, so a rerun need not make it
