@@ -4,6 +4,8 @@ study is made here, run like any other and stored, and the answer printed."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shlex
 from pathlib import Path
@@ -46,6 +48,25 @@ def table_name(argv: tuple[str, ...]) -> str:
     return base[:NAME_MAX].rstrip("-") or "program"
 
 
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "busybox"})
+
+
+def study_name(argv: tuple[str, ...]) -> str:
+    """try-SLUG-HASH: the programs the command runs (a shell's -c script's
+    too: the first word of each pipeline stage), path-safe and short, and 6
+    hex digits of the whole argv's SHA-256, so two commands never share a
+    study (issue 55: every `sh -c` pipeline was "try-sh", and a bzip2 and a
+    gzip pipeline compared as one study)."""
+    words = [argv[0]]
+    if Path(argv[0]).name in SHELLS and "-c" in argv[1:-1]:
+        stages = re.split(r"[|;&()\n]+", argv[argv.index("-c") + 1])
+        words += [next((w for w in stage.split() if "=" not in w), "") for stage in stages]
+    names = [re.sub(r"[^a-z0-9]+", "-", Path(w).name.lower()).strip("-") for w in words]
+    slug = "-".join(dict.fromkeys(n for n in names if n)) or "program"
+    digest = hashlib.sha256(json.dumps(list(argv)).encode()).hexdigest()[:6]
+    return f"{f'try-{slug}'[: NAME_MAX - 7].rstrip('-')}-{digest}"
+
+
 def study_text(
     argv: tuple[str, ...],
     envs: tuple[str, ...],
@@ -65,7 +86,7 @@ def study_text(
 
     name = table_name(argv)
     study: dict = {
-        "name": f"try-{name}"[:NAME_MAX].rstrip("-"),
+        "name": study_name(argv),
         "description": f"isobench try -- {shlex.join(argv)}"[:200],
         "repetitions": rounds,
         "warmup": warmup,

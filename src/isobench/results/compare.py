@@ -52,6 +52,7 @@ from isobench.results.gate import cell_name
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
 from isobench.results.runfacts import fmt_fact
+from isobench.results.studydiff import study_change
 from isobench.results.table import HIGHER, LOWER, is_emulated
 
 __all__ = ["RAW", "OVERHEAD", "CellDiff", "RunComparison", "compare_runs", "compare_overheads"]
@@ -115,6 +116,12 @@ class RunComparison:
     @property
     def is_overhead(self) -> bool:
         return self.form == OVERHEAD
+
+    @property
+    def study_line(self) -> str:
+        """"" when both runs ran one study text; else what differs, which
+        every output of the compare says first (results/studydiff.py)."""
+        return study_change(self.run_a, self.run_b)
 
     @property
     def form_line(self) -> str:
