@@ -19,7 +19,7 @@ from isobench.results.model import RunData
 from isobench.results.numbers import fmt_duration, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.schedule import schedule_summary
-from isobench.results.stopping import budget_summary
+from isobench.results.stopping import budget_summary, resume_line
 from isobench.results.suggestion import cell_suggestion, suggestion_text
 from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
 from isobench.results.why import why_inconclusive
@@ -160,6 +160,8 @@ class AnswerSection(Section):
                 "equivalent." + (f" {spent}" if (spent := budget_summary(ctx.run)) else "")
             )
         )
+        if resumed := resume_line(ctx.run):
+            out.append(Para(resumed))
         if schedule := schedule_summary(ctx.run):
             out.append(Para(schedule))
         grid = []
