@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from isobench.analysis.settle import SETTLE_TEXT
 from isobench.analysis.suggest import BudgetRun, Suggestion
-from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP, Verdict
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, ROUNDS_NEEDED_CAP, Verdict
 from isobench.report.blocks import BAD, GOOD, Block, Figure, Grid, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
@@ -50,11 +50,9 @@ def answers(table: Table, keys) -> list[EnvAnswer]:
             cell = row.cells[i]
             v = cell.verdict
             if cell.status != OK or v is None or not v.effect.tested:
-                a.untold.append((row, cell))
+                a.untold.append((row, cell))  # not tested: never counted as inconclusive (Verdict.open)
             else:
-                {CHANGED: a.changed, EQUIVALENT: a.equivalent, INCONCLUSIVE: a.inconclusive}[v.verdict].append(
-                    (row, cell)
-                )
+                {CHANGED: a.changed, EQUIVALENT: a.equivalent}.get(v.verdict, a.inconclusive).append((row, cell))
         out.append(a)
     return out
 
