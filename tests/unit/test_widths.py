@@ -89,6 +89,18 @@ def test_every_help_fits(width):
     assert seen > 20
 
 
+@pytest.mark.parametrize("width", (80, 100), indirect=True)
+def test_the_main_help_shows_try_and_every_command_whole(width):
+    """issue 55: its typical use lacked `try`, and click cut every command's
+    line with "..." even at 100 columns."""
+    from isobench.cli.main import main as group
+
+    text = run(width, "--help").output
+    assert "isobench try -- " in text.split("Options:")[0] and not over(text, width)
+    listed = text.split("Commands:")[1]
+    assert "..." not in listed and all(f"  {name} " in listed for name, c in group.commands.items() if not c.hidden)
+
+
 def _stored(store_path):
     path, quick = store_path
     return [
