@@ -27,7 +27,7 @@ from isobench.analysis.tworuns import add_between_runs, overhead_change
 from isobench.analysis.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 from isobench.core import tomlbound
 from isobench.results.model import MetricKey, RunData
-from isobench.results.numbers import fmt_pct
+from isobench.results.numbers import fmt_bound, fmt_pct
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,7 @@ def interval_text(v: Verdict) -> str:
     if math.isnan(v.low):
         return fmt_pct(v.pct)
     cap = max(SHOWN_PCT_MAX, (SHOWN_RATIO_SPAN * v.effect.ratio - 1) * 100)
-    high = f">{fmt_pct(cap)}" if v.pct_high > cap else fmt_pct(v.pct_high)
+    high = f">{fmt_pct(cap)}" if v.pct_high > cap else fmt_bound(v.pct_high)
     # a ratio's bound is positive: "−100%" would say the value may have vanished
-    low = f"<{fmt_pct(SHOWN_PCT_LOW)}" if v.pct_low < SHOWN_PCT_LOW else fmt_pct(v.pct_low)
+    low = f"<{fmt_pct(SHOWN_PCT_LOW)}" if v.pct_low < SHOWN_PCT_LOW else fmt_bound(v.pct_low)
     return f"{fmt_pct(v.pct)} [{low}, {high}]"
