@@ -232,12 +232,17 @@ def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     return out
 
 
+# facts of a run's own history, never of what it measured on: when it was
+# imported (issue 55: "What differs" listed two import times) or resumed
+RUN_HISTORY = frozenset({"imported", "resumed"})
+
+
 def _by_check(facts: dict[str, Any]) -> dict[str, Any]:
     """Host facts with the doctor's findings one per check ("doctor load":
     "ok: load average 0.5"), so a diff names the finding that changed
     instead of printing the whole list; the noise pilot by its figures, a
     budget by its minutes."""
-    out = {k: v for k, v in facts.items() if k != "doctor"}
+    out = {k: v for k, v in facts.items() if k != "doctor" and k not in RUN_HISTORY}
     budget = facts.get("budget")
     if isinstance(budget, dict) and isinstance(budget.get("budget_s"), (int, float)):  # not every look's state
         out["budget"] = f"{budget['budget_s'] / 60:g} min"
