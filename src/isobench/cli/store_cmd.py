@@ -22,7 +22,7 @@ def store_group() -> None:
 @STORE_OPTION
 def check_cmd(store_path: str) -> None:
     """SQLite's integrity check of the store, read only. Exit 0 sound, 2 damaged."""
-    from isobench.store.health import integrity
+    from isobench.store.health import CHECK_LIMIT, integrity
     from isobench.store.readonly import UnreadableStore
 
     if not os.path.isfile(store_path):
@@ -38,8 +38,9 @@ def check_cmd(store_path: str) -> None:
         return
     for line in problems:
         console.print(f"  {sink.terminal(line)}", markup=False, highlight=False, soft_wrap=True)
+    most = " (SQLite's check stops there)" if len(problems) >= CHECK_LIMIT else ""
     fail(
-        f"{store_path}: damaged: {len(problems)} problem(s) above; "
+        f"{store_path}: damaged: {len(problems)} problem(s) above{most}; "
         f"`isobench store recover -o NEW.sqlite --store {store_path}` copies every run that still reads"
     )
 

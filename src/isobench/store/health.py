@@ -5,6 +5,7 @@ again); a run any of whose rows cannot be read is counted as lost."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -17,8 +18,15 @@ def _read_only(path: str) -> sqlite3.Connection:
     return connect_read_only(path)  # also on a read-only filesystem
 
 
-def integrity(path: str, limit: int = 20) -> list[str]:
-    """SQLite's integrity_check on the store, read only: its problems ([] when ok)."""
+CHECK_LIMIT = 20  # integrity_check stops after this many problems
+HEADER = re.compile(r"\*\*\* in database \S+ \*\*\*")  # which database the lines under it are of
+
+
+def integrity(path: str, limit: int = CHECK_LIMIT) -> list[str]:
+    """SQLite's integrity_check on the store, read only: its problems, one
+    a line ([] when ok). SQLite returns one b-tree's problems as one row of
+    lines under a "*** in database main ***" header: split, the header left
+    out (issue 55: they printed joined by a literal \\x0a, counted as one)."""
     db = _read_only(path)
     try:
         rows = [r[0] for r in db.execute(f"PRAGMA integrity_check({int(limit)})")]
@@ -26,7 +34,8 @@ def integrity(path: str, limit: int = 20) -> list[str]:
         rows = [f"integrity_check stopped: {exc}"]
     finally:
         db.close()
-    return [] if rows == ["ok"] else rows
+    lines = [line.strip() for row in rows for line in str(row).splitlines() if line.strip()]
+    return [] if lines == ["ok"] else [line for line in lines if not HEADER.fullmatch(line)]
 
 
 @dataclass
