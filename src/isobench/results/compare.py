@@ -283,7 +283,8 @@ def compare_runs(
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     family = _families(asked, primary_family((a, b)))
-    verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks)
+    envs = [env for _, env, _ in asked]
+    verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks, envs=envs)
     cells = [
         CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
         for (k, env, _), v, f in zip(asked, verdicts, family)

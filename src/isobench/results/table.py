@@ -418,7 +418,8 @@ def build_table(run: RunData) -> Table:
     questions = _questions(run, columns)
     family = row_families(run)
     asked = list(questions.values())
-    verdicts = dict(zip(questions, judge_families(asked, settings, [family[q.key] for q in asked])))
+    envs = [env for _, env in questions]
+    verdicts = dict(zip(questions, judge_families(asked, settings, [family[q.key] for q in asked], envs=envs)))
     rows = []
     for key in run.metrics:
         # the adaptive rule waited for the primaries only, when the run has them
