@@ -183,4 +183,6 @@ def test_what_differs_leaves_out_when_each_run_was_imported_or_resumed():
         return RunData("r", "s", "", None, "complete", facts, "", "h", "native", [], {}, [])
 
     assert _facts_diff(run("2026-11-29T02:26:10+0000"), run("2026-11-30T08:00:00+0000")) == []
-    assert _facts_diff(run("2026-11-29T02:26:10+0000"), run("2026-11-30T08:00:00+0000", 4)) == [("host cores", "2", "4")]
+    assert _facts_diff(run("2026-11-29T02:26:10+0000"), run("2026-11-30T08:00:00+0000", 4)) == [
+        ("host cores", "2", "4")
+    ]

@@ -30,7 +30,9 @@ def _run(path: str):
         store.set_env_facts("r", env, {"kind": env.split("-")[0]})
         for i, wall in enumerate(WALL[env]):
             values = {"wall_s": wall, "sys_s": 0.0}
-            store.add_sample(Sample("r", env, "mine", "default", i, False, "ok", "2026-05-01T10:00:00+0000", 1.0, values))
+            store.add_sample(
+                Sample("r", env, "mine", "default", i, False, "ok", "2026-05-01T10:00:00+0000", 1.0, values)
+            )
     store.finish_run("r", "complete")
     return store.load_run("r")
 

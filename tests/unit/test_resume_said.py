@@ -99,7 +99,8 @@ def test_a_resumed_measure_for_run_counts_what_it_measures_and_says_it_resumed(
     run = store.load_run("r1")
     assert run.status == "complete"
     at = store.run_facts("r1")["resumed"][0]["at"]
-    said = f"Interrupted and resumed once: interrupted after 40 samples, resumed {at}, which took {progress.advanced} more."
+    said = f"Interrupted and resumed once: interrupted after 40 samples, resumed {at}, "
+    said += f"which took {progress.advanced} more."
     assert said in _answer(run, ReportContext, sections_for, TERMINAL)
 
 

@@ -33,7 +33,9 @@ def _run(store: Store, run_id: str, seed: int) -> None:
         for r in range(6):
             real = float(0.8 * (1.03 if env != "native" else 1.0) * np.exp(rng.normal(0, 0.01)))
             values = {"throughput_mbs": SIZE_MB / real, "real_s": real, "user_s": float(real * rng.uniform(1.5, 1.9))}
-            store.add_sample(Sample(run_id, env, "compression", "default", r, False, "ok", "2026-05-01T10:00:00+0000", real, values))
+            store.add_sample(
+                Sample(run_id, env, "compression", "default", r, False, "ok", "2026-05-01T10:00:00+0000", real, values)
+            )
     store.finish_run(run_id, "complete")
 
 
@@ -56,6 +58,10 @@ def test_proportional_is_a_constant_times_or_its_reciprocal_on_both_sides():
     key = MetricKey("w", "default", "x", "s", False)
     real = Question(key, [0.8, 0.82, 0.81], [0.78, 0.79, 0.8])
     rate = Question(key, [SIZE_MB / v for v in real.candidate], [SIZE_MB / v for v in real.reference])
-    assert proportional(real, rate) and proportional(real, Question(key, [2 * v for v in real.candidate], [2 * v for v in real.reference]))
-    assert not proportional(real, Question(key, [SIZE_MB / v for v in real.candidate], [SIZE_MB / v * 1.01 for v in real.reference]))
+    assert proportional(real, rate) and proportional(
+        real, Question(key, [2 * v for v in real.candidate], [2 * v for v in real.reference])
+    )
+    assert not proportional(
+        real, Question(key, [SIZE_MB / v for v in real.candidate], [SIZE_MB / v * 1.01 for v in real.reference])
+    )
     assert not proportional(real, Question(key, [1.0, 1.1, 1.2], [1.0, 1.1, 1.2]))

@@ -67,7 +67,9 @@ def test_one_study_edited_between_runs_is_said_with_what_changed():
     a = SimpleNamespace(study_name="mine", study_hash="1" * 64, study_text=text.format(n=8, cmd='["xz", "-9"]'))
     b = SimpleNamespace(study_name="mine", study_hash="2" * 64, study_text=text.format(n=9, cmd='["xz", "-1"]'))
     line = study_change(a, b)
-    assert line.startswith(f"THE STUDY CHANGED between A and B (hash {'1' * 12} \u2192 {'2' * 12}): workload z (command)")
+    assert line.startswith(
+        f"THE STUDY CHANGED between A and B (hash {'1' * 12} \u2192 {'2' * 12}): workload z (command)"
+    )
     assert "A runs xz -9, B runs xz -1; study settings (repetitions); a change below may be the work's" in line
     c = SimpleNamespace(study_name="mine", study_hash="3" * 64, study_text=text.format(n=9, cmd='["xz", "-9"]'))
     assert study_change(a, c).endswith(": study settings (repetitions)")

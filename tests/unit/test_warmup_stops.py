@@ -93,9 +93,8 @@ def test_a_failed_warmup_stops_the_run_before_any_round_is_measured_or_fitted(
     monkeypatch,
     extra,
 ):
-    from isobench.run.runner import run_study
-
     import isobench.run.rounds as rounds
+    from isobench.run.runner import run_study
 
     store = Store(str(tmp_path / "r.sqlite"))
     stored: list[tuple[str, int, str]] = []
@@ -134,7 +133,7 @@ def test_a_program_no_environment_has_stops_at_its_first_warmup_naming_the_packa
         run_study(parse_study(text, str(tmp_path / "warm.toml")), store)
     line = warmup_line(err.value, SimpleNamespace(path="warm.toml"), "--package")
     assert f"failed (prepare failed: command: {MISSING} cannot be run in " in line
-    assert f"(exit 127): not found on /usr/local/sbin:" in line
+    assert "(exit 127): not found on /usr/local/sbin:" in line
     assert f"/bin); {err.value.env} has no {MISSING}: give --package PACKAGE, the Debian package that installs" in line
     assert line.endswith("the run stopped before its first measured round, and nothing was stored")
     assert store.list_runs() == []

@@ -10,9 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from isobench.cli.common import STORE_OPTION, Finite, check_output, console, shipped_or_path
-from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, table_format_option, terminal_to
 from isobench.core import sink
 from isobench.core.numbers import DASH, fmt_pct

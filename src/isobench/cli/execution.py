@@ -14,7 +14,6 @@ import click
 from isobench.cli.common import err_console, fold
 from isobench.cli.common import fail as _fail
 
-
 # --wait given bare: a run of the quick study takes about 30 minutes
 WAIT_DEFAULT = "1h"
 

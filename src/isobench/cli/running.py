@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.common import (
     STORE_OPTION,
     Failure,
@@ -23,6 +22,7 @@ from isobench.cli.common import (
 )
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.output import (
     STDOUT,
     deprecated,

@@ -14,8 +14,8 @@ import click
 
 from isobench.cli.common import STORE_OPTION, check_output, console, err_console, fold, writing, written_here
 from isobench.cli.common import fail as _fail
-from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.output import emit, output_option, table_format_option, terminal_to, to_stdout
 from isobench.core import sink
 from isobench.core.ids import NAME_MAX

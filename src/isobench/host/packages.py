@@ -134,7 +134,7 @@ PROGRAM_DIRS = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 def owners_of(program: str, dpkg_s: str) -> list[str]:
     """The packages ``dpkg-query -S`` output names for ``program`` in one of
     PROGRAM_DIRS (a merged /usr lists /bin/bzip2 for /usr/bin/bzip2), sorted. Pure."""
-    found = set()
+    found: set[str] = set()
     for line in dpkg_s.splitlines():
         names, sep, path = line.partition(": ")
         if sep and path.strip() in {f"{d}/{program}" for d in PROGRAM_DIRS}:
@@ -148,9 +148,7 @@ def package_of(program: str, timeout_s: float = 10.0) -> str | None:
     if not program or "/" in program or program.startswith("-"):
         return None
     try:
-        r = subprocess.run(
-            ["dpkg-query", "-S", f"*bin/{program}"], capture_output=True, text=True, timeout=timeout_s
-        )
+        r = subprocess.run(["dpkg-query", "-S", f"*bin/{program}"], capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired):
         return None
     owners = owners_of(program, r.stdout)

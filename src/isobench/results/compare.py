@@ -119,7 +119,7 @@ class RunComparison:
 
     @property
     def study_line(self) -> str:
-        """"" when both runs ran one study text; else what differs, which
+        """ "" when both runs ran one study text; else what differs, which
         every output of the compare says first (results/studydiff.py)."""
         return study_change(self.run_a, self.run_b)
 

@@ -15,7 +15,7 @@ from isobench.results.model import RunData
 
 
 def study_change(a: RunData, b: RunData) -> str:
-    """"" when A and B ran the same study text; else one line: what differs
+    """ "" when A and B ran the same study text; else one line: what differs
     and what that means for every cell compared."""
     if a.study_name == b.study_name and a.study_hash == b.study_hash:
         return ""
@@ -57,10 +57,14 @@ def differences(ta: dict[str, Any], tb: dict[str, Any]) -> list[str]:
 
 
 def _commands(a: dict[str, Any], b: dict[str, Any]) -> str:
-    ca, cb = a.get("command"), b.get("command")
-    if ca == cb or not all(isinstance(c, list) and all(isinstance(w, str) for w in c) for c in (ca, cb)):
+    ca, cb = _argv(a.get("command")), _argv(b.get("command"))
+    if ca is None or cb is None or ca == cb:
         return ""
     return f": A runs {_cut(shlex.join(ca))}, B runs {_cut(shlex.join(cb))}"
+
+
+def _argv(value: object) -> list[str] | None:
+    return value if isinstance(value, list) and all(isinstance(w, str) for w in value) else None
 
 
 def _cut(text: str, most: int = 80) -> str:
