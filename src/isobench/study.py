@@ -420,13 +420,6 @@ def with_schedule(study: Study, schedule: str, label: str = "--schedule") -> Stu
     return dataclasses.replace(study, meta=meta)
 
 
-def with_fitted_rounds(study: Study, rounds: int) -> Study:
-    """A resumed measure_for study at the rounds its first attempt fitted
-    (kept with the run's facts): they are fixed now, and the preflight's
-    plan says them, not the study's least (issue 55: "at 8 rounds" for 71)."""
-    return dataclasses.replace(study, meta=StudyMeta.model_validate({**study.meta.model_dump(), "repetitions": rounds}))
-
-
 # A study is a page of TOML; this leaves room for generated ones and refuses
 # a wrong file (a log, an image) in milliseconds instead of parsing it.
 STUDY_CAP = 1 << 20

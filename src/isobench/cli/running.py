@@ -378,8 +378,9 @@ def _resumed(store, resume_id: str, budget: str | None, schedule: str | None, tr
     complete (said, and nothing starts). An imported run is refused unless
     trusted: its study is someone else's commands, run as root."""
     from isobench.core.ids import check_run_id
+    from isobench.run.looks import with_fitted_rounds
     from isobench.store.transfer import imported
-    from isobench.study import parse_study, with_fitted_rounds
+    from isobench.study import parse_study
 
     resume_id = check_run_id(store.resolve(resume_id), "--resume")
     if imported(store.run_facts(resume_id)) and not trust_imported:
@@ -404,10 +405,7 @@ def _resumed(store, resume_id: str, budget: str | None, schedule: str | None, tr
     if budget is None and stored:  # the budget it was started with, perhaps from --budget
         budget = f"{int(stored)}s"
     schedule = schedule or (store.run_facts(resume_id).get("schedule") or {}).get("name")
-    fitted = [n for n in (store.run_facts(resume_id).get("measure_for") or {}).values() if isinstance(n, int)]
-    if fitted and study.meta.measure_for is not None:  # fixed since its warm-up: the plan says them
-        study = with_fitted_rounds(study, max(fitted))
-    return study, budget, schedule, resume_id
+    return with_fitted_rounds(study, store.run_facts(resume_id)), budget, schedule, resume_id
 
 
 def _blind_gate(run, pct: float) -> None:

@@ -155,6 +155,7 @@ class Question:
     sides: Sequence[str] | None = None  # a duet's CPU set of each pair (stats.log_crossover)
     # a raw compare's between-run spread (tau², its df, runs): results/between.py
     between: tuple[float, int, int] | None = None
+    env: str = ""  # the candidate's environment, where the caller names it (same_tests)
 
 
 def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | None = None) -> list[Verdict]:
@@ -257,18 +258,17 @@ def judge_families(
     settings: Settings,
     family: Sequence[str],
     looks: int | None = None,
-    envs: Sequence[str] | None = None,
 ) -> list[Verdict]:
     """``judge_cells`` once per family (``family``: each question's,
     PRIMARY, DESCRIPTIVE or ""), verdicts in the order given: the primaries'
     correction counts only the primary cells (m is their number, and their
     intervals narrow accordingly), the descriptive cells are corrected among
     themselves. One family ("" everywhere) is exactly ``judge_cells`` over
-    all. With ``envs`` (each question's environment), a descriptive cell
-    whose test is a primary's (``same_tests``) is not tested again."""
+    all. A descriptive cell whose test is a primary's of its environment
+    (``same_tests``) is not tested again."""
     if len(family) != len(questions):
         raise ValueError(f"{len(family)} families for {len(questions)} questions")
-    same = same_tests(questions, family, envs) if envs is not None else {}
+    same = same_tests(questions, family)
     rest = [i for i in range(len(questions)) if i not in same]
     judged = per_family(
         [questions[i] for i in rest], [family[i] for i in rest], lambda asked: judge_cells(asked, settings, looks)
@@ -282,22 +282,23 @@ def judge_families(
     return [out[i] for i in range(len(questions))]
 
 
-def same_tests(questions: Sequence[Question], family: Sequence[str], envs: Sequence[str]) -> dict[int, str]:
+def same_tests(questions: Sequence[Question], family: Sequence[str]) -> dict[int, str]:
     """The descriptive questions whose test is a primary's of the same workload
     case and environment, each -> that primary's metric: every value, on both
     sides, a constant times the primary's or its reciprocal, sample by sample,
     so its log-ratio test is the primary's, sign aside (compression's real_s
     and throughput_mbs, its size over real_s: issue 55). Counted in the
-    descriptive family, it would test the primary again. Pure."""
+    descriptive family, it would test the primary again. Only questions
+    that name their environment (``Question.env``). Pure."""
     primaries: dict[tuple[str, str, str], list[int]] = {}
-    for i, (q, f, env) in enumerate(zip(questions, family, envs)):
-        if f == PRIMARY:
-            primaries.setdefault((q.key.workload, q.key.case, env), []).append(i)
+    for i, (q, f) in enumerate(zip(questions, family)):
+        if f == PRIMARY and q.env:
+            primaries.setdefault((q.key.workload, q.key.case, q.env), []).append(i)
     out = {}
-    for i, (q, f, env) in enumerate(zip(questions, family, envs)):
-        if f != DESCRIPTIVE:
+    for i, (q, f) in enumerate(zip(questions, family)):
+        if f != DESCRIPTIVE or not q.env:
             continue
-        found = (j for j in primaries.get((q.key.workload, q.key.case, env), []) if proportional(q, questions[j]))
+        found = (j for j in primaries.get((q.key.workload, q.key.case, q.env), []) if proportional(q, questions[j]))
         if (match := next(found, None)) is not None:
             out[i] = questions[match].key.metric
     return out

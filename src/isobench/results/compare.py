@@ -279,12 +279,11 @@ def compare_runs(
     ``between`` (``results.between.spreads``): each cell's spread between
     runs, added to its interval; None: not asked (the runs' own noise only)."""
     matched, only_a, only_b, mismatched = _match(_measured(a), _measured(b))
-    asked = [(kb, env, Question(kb, vb, va, between=_held(between, kb, env))) for kb, env, va, vb in matched]
+    asked = [(kb, env, Question(kb, vb, va, between=_held(between, kb, env), env=env)) for kb, env, va, vb in matched]
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     family = _families(asked, primary_family((a, b)))
-    envs = [env for _, env, _ in asked]
-    verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks, envs=envs)
+    verdicts = judge_families([q for *_, q in asked], settings, family, looks=sa.looks * sb.looks)
     cells = [
         CellDiff(k, env, v, is_emulated(a, env) or is_emulated(b, env), family=f)
         for (k, env, _), v, f in zip(asked, verdicts, family)

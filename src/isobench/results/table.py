@@ -229,7 +229,7 @@ def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKe
             vals = _values(run, key, col.env)
             if col.is_baseline or not vals or not base:
                 continue
-            out[(key, col.env)] = Question(key, vals, base, *tested_pairs(run, key, col.env, run.baseline))
+            out[(key, col.env)] = Question(key, vals, base, *tested_pairs(run, key, col.env, run.baseline), env=col.env)
     return out
 
 
@@ -418,8 +418,7 @@ def build_table(run: RunData) -> Table:
     questions = _questions(run, columns)
     family = row_families(run)
     asked = list(questions.values())
-    envs = [env for _, env in questions]
-    verdicts = dict(zip(questions, judge_families(asked, settings, [family[q.key] for q in asked], envs=envs)))
+    verdicts = dict(zip(questions, judge_families(asked, settings, [family[q.key] for q in asked])))
     rows = []
     for key in run.metrics:
         # the adaptive rule waited for the primaries only, when the run has them
