@@ -273,3 +273,29 @@ def test_the_pipelines_pass_their_forges_schema(name, schema):
     argv = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(EXAMPLES / name)]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("name", PIPELINES)
+def test_the_baseline_status_line_is_one_line_for_a_missing_run(name, tmp_path):
+    """issue 55: the snippet that reads the new run's status printed a
+    Python traceback when the run was missing. Run as the pipeline runs it:
+    a shell, the real `isobench` on PATH, a scratch store."""
+    import isobench
+
+    (line,) = [ln.strip().removeprefix("- ") for ln in (EXAMPLES / name).read_text().splitlines() if "status=$(" in ln]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "isobench").write_text(f'#!/bin/sh\nexec {sys.executable} -m isobench "$@"\n')
+    (bin_dir / "isobench").chmod(0o755)
+    store = str(tmp_path / "s.sqlite")
+    s = Store(store)
+    simple_run(s, "done1", {"native": TIGHT, "docker-nat": TIGHT})
+    s.close()
+    src = os.path.dirname(os.path.dirname(isobench.__file__))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": src, "ISOBENCH_STORE": store}
+    for new, status in (("nope", "missing"), ("done1", "complete")):
+        r = subprocess.run(
+            ["bash", "-c", f'{line}\necho "status=$status"'], env={**env, "NEW": new}, capture_output=True, text=True
+        )
+        assert r.stdout.strip() == f"status={status}" and "Traceback" not in r.stderr, r
+        assert len(r.stderr.strip().splitlines()) <= 1, r.stderr  # isobench's own one line at most

@@ -171,3 +171,18 @@ def test_facts_diff_names_the_doctor_finding_that_changed():
 
     diff = _facts_diff(run("load average 0.10"), run("load average 1.80"))
     assert diff == [("host doctor load", "ok: load average 0.10", "ok: load average 1.80")]
+
+
+def test_what_differs_leaves_out_when_each_run_was_imported_or_resumed():
+    """issue 55: compare's "What differs" listed two import times."""
+    from isobench.results.compare import _facts_diff
+    from isobench.results.model import RunData
+
+    def run(at: str, cores: int = 2) -> RunData:
+        facts = {"cores": cores, "imported": {"at": at}, "resumed": [{"at": at, "was": "interrupted"}]}
+        return RunData("r", "s", "", None, "complete", facts, "", "h", "native", [], {}, [])
+
+    assert _facts_diff(run("2026-11-29T02:26:10+0000"), run("2026-11-30T08:00:00+0000")) == []
+    assert _facts_diff(run("2026-11-29T02:26:10+0000"), run("2026-11-30T08:00:00+0000", 4)) == [
+        ("host cores", "2", "4")
+    ]

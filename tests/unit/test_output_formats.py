@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from isobench.cli import output as out
 from isobench.cli.main import main
+from isobench.cli.try_cmd import study_name
 from isobench.store.db import Store
 from synthetic_runs import Synthetic, fake_study, simple_run, write_run
 
@@ -182,7 +183,7 @@ def test_try_json_is_the_report_document_of_its_run(tried, tmp_path):
     path, calls = tried
     r = invoke("try", "--store", path, "--format", "json", "--", "true")
     doc = checked(r, "report")
-    assert calls == ["try-true"] and doc["run"]["run_id"] == "t1" and doc["cells"]
+    assert calls == [study_name(("true",))] and doc["run"]["run_id"] == "t1" and doc["cells"]
     assert r.stdout == invoke("report", "t1", "--store", path, "--format", "json").stdout
     target = tmp_path / "t.json"
     r = invoke("try", "--store", path, "--format", "json", "-o", str(target), "--", "true")
@@ -198,5 +199,5 @@ def test_try_refuses_an_existing_output_before_it_measures(tried, tmp_path):
     assert r.exit_code == 2 and "exists" in r.stderr and target.read_text() == "keep me"
     assert calls == []  # refused before anything ran
     r = invoke("try", "--store", path, "-o", str(tmp_path / "answer.txt"), "--", "true")
-    assert calls == ["try-true"] and r.exit_code == 0, r.output
+    assert calls == [study_name(("true",))] and r.exit_code == 0, r.output
     assert "stored as run t1" in (tmp_path / "answer.txt").read_text()

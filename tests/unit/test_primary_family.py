@@ -484,7 +484,9 @@ def test_the_metric_names_follow_the_parameters_never_the_host():
 
 def test_the_quick_study_flagged_as_its_workloads_declare_corrects_14_primary_cells(store):
     """The stored quick run with the flags today's workloads would store:
-    Table I's primaries are 7 rows x 2 environments, m = 14 instead of 66."""
+    Table I's primaries are 7 rows x 2 environments, m = 14 instead of 66;
+    the descriptive family's 50, compression's real_s (its size over the
+    throughput, sample by sample) not tested again (issue 55)."""
     data = Path(__file__).parents[1] / "data" / "quick-20261125.run.json.gz"
     doc = json.load(gzip.open(data))
     flags = {(w, c, m) for (w, c), names in _plan(doc["runs"][0]["study_text"]).items() for m in names}
@@ -502,6 +504,8 @@ def test_the_quick_study_flagged_as_its_workloads_declare_corrects_14_primary_ce
     ]
     table = build_table(run)
     primary, descriptive = _verdicts(table, PRIMARY), _verdicts(table, DESCRIPTIVE)
-    assert {v.m for v in primary.values()} == {14} and {v.m for v in descriptive.values()} == {52}
+    assert {v.m for v in primary.values()} == {14} and {v.m for v in descriptive.values() if v.effect.tested} == {50}
+    same = {(k.metric, env) for (k, env), v in descriptive.items() if v.reason.startswith("the same test as")}
+    assert same == {("real_s", "docker-nat"), ("real_s", "docker-host")}
     r = sum(v.rejected for v in primary.values())
     assert all(v.level == pytest.approx(1 - max(r, 1) * ALPHA / 14) for v in primary.values())

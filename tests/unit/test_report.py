@@ -289,3 +289,23 @@ def test_terminal_survives_sparse_facts(run):
     out = render(run)
     assert "interrupted" in out and "1043" in out
     assert "Failures" not in out
+
+
+@pytest.mark.parametrize(
+    "pct,text",
+    [(-0.04, "\u22120.04%"), (0.004, "+0.004%"), (0.0, "0.0%"), (-0.8629, "\u22120.9%"), (183.2, "+183%")],
+)
+def test_a_bound_is_never_plus_minus_zero(pct, text):
+    """issue 55: history and report printed the bound −0.04% as "±0.0%"."""
+    from isobench.core.numbers import fmt_bound
+
+    assert fmt_bound(pct) == text
+
+
+def test_an_interval_says_its_bounds_with_their_sign():
+    from types import SimpleNamespace
+
+    from isobench.results.analysis import interval_text
+
+    v = SimpleNamespace(low=0.9996, pct=0.08, pct_low=-0.04, pct_high=0.2, effect=SimpleNamespace(ratio=1.0008))
+    assert interval_text(v) == "+0.1% [\u22120.04%, +0.2%]"

@@ -14,7 +14,8 @@ def test_the_table_is_named_after_the_program():
     assert table_name(("sysbench", "cpu")) == "sysbench"
     assert table_name(("./My_Tool.sh",)) == "my-tool-sh"
     assert table_name(("/opt/__",)) == "program" and table_name(("x" * 60,)) == "x" * 31
-    assert parse_study(study_text(("x" * 60,), ("native",), 2, 0, 1, None, None)).meta.name == "try-" + "x" * 27
+    name = parse_study(study_text(("x" * 60,), ("native",), 2, 0, 1, None, None)).meta.name
+    assert name.startswith("try-" + "x" * 20 + "-") and len(name) == 31
 
 
 def test_the_study_it_makes_is_a_study_with_one_command_workload():

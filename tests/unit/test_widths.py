@@ -89,6 +89,18 @@ def test_every_help_fits(width):
     assert seen > 20
 
 
+@pytest.mark.parametrize("width", (80, 100), indirect=True)
+def test_the_main_help_shows_try_and_every_command_whole(width):
+    """issue 55: its typical use lacked `try`, and click cut every command's
+    line with "..." even at 100 columns."""
+    from isobench.cli.main import main as group
+
+    text = run(width, "--help").output
+    assert "isobench try -- " in text.split("Options:")[0] and not over(text, width)
+    listed = text.split("Commands:")[1]
+    assert "..." not in listed and all(f"  {name} " in listed for name, c in group.commands.items() if not c.hidden)
+
+
 def _stored(store_path):
     path, quick = store_path
     return [
@@ -337,7 +349,37 @@ def test_a_long_fact_is_cut_between_values():
 
     noise = "paired SD 4.1% per sample on CPU [3.2%, 5.8%], 22.4% on I/O [16.6%, 31.0%] (host noise pilot, 30 rounds)"
     assert _clip(noise) == noise  # the host-noise fact is never cut
-    packages = ", ".join(f"package{i}=1.{i}.0" for i in range(40))
+    sentence = "; ".join(f"{noise}, then {i} pairs in 40 s" for i in range(4))
+    assert _clip(sentence) == sentence  # nor any sentence: it wraps (issue 55)
+    packages = json.dumps({f"package{i}": f"1.{i}.0" for i in range(40)}, separators=(",", ":"))
     cut = _clip(packages)
-    assert len(cut) <= 202 and cut.endswith(" \u2026")
-    assert cut[:-2] + ", " in packages + ", "  # whole values only
+    assert len(cut) <= 205 and cut.endswith(", \u2026}")
+    kept = cut.count('"package')
+    assert kept > 3 and cut == "{" + ", ".join(f'"package{i}": "1.{i}.0"' for i in range(kept)) + ", \u2026}"
+    assert _clip('["a","b"]') == '["a", "b"]'  # a space between members: it wraps there
+
+
+LONG_NOISE = (
+    "CPU noise 0.9% [0.7%, 1.3%] (paired SD of one-thread kernels beside each other), cpu-duet 1.1% [0.8%, 1.6%], "
+    "I/O noise 2.1% [1.5%, 3.4%]; drift cpu +0.2%/min; 13 pairs in 40 s, measured 2026-11-25 07:00, 3 min before "
+    "the run; cpu-duet: one thread a side"
+)
+
+
+@pytest.mark.parametrize("width", (80,), indirect=True)
+def test_the_reports_facts_wrap_and_are_never_cut_mid_value(width, store_path, tmp_path):
+    """issue 55: at 80 columns the report cut the host-noise line after "13
+    pairs in 40 s" and the schedule fact between a key and its value."""
+    path, quick = store_path
+    mine = str(tmp_path / "facts.sqlite")
+    Store(path).db.execute("VACUUM INTO ?", (mine,))
+    store = Store(mine)
+    facts = store.run_facts(quick)
+    facts["host_noise"] = {"line": LONG_NOISE, "summary": "cpu 0.9%"}
+    facts["schedule"] = {"name": "duet", "sides": [[0], [1]], "cells": {"mine/default": "duet"}}
+    store.set_run_facts(quick, facts)
+    store.close()
+    report = run(width, "report", quick, "--store", mine, "--all").stdout
+    assert LONG_NOISE in " ".join(report.split()) and over(report, width) == []
+    assert '{"cells": {"mine/default": "duet"}, "name": "duet", "sides": [[0], [1]]}' in " ".join(report.split())
+    assert "\u2026" not in report

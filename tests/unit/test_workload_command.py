@@ -462,7 +462,9 @@ def test_a_failing_or_missing_command_fails_the_sample_with_its_stderr(tmp_path)
     with pytest.raises(WorkloadError, match=r"^command exit 4: sh -c 'echo oops >&2; exit 4': oops$"):
         w.run("default", env)
     w = workload(command=["no-such-program-here"])
-    with pytest.raises(WorkloadError, match="command: no-such-program-here cannot be run in local: not found"):
+    with pytest.raises(
+        WorkloadError, match=r"command: no-such-program-here cannot be run in local \(exit 127\): not found"
+    ):
         w.prepare(env)
     w = workload(command=["sleep", "5"], timeout_s=2)
     w.prepare(env)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isobench.analysis.summary import scipy_stats
-from isobench.core.numbers import fmt_pct
+from isobench.core.numbers import fmt_bound, fmt_pct
 
 # A position effect is warned of from 2% at p < 0.05. In balanced rounds it
 # only widens the cells' spread; in unbalanced ones it moves an environment's
@@ -135,7 +135,7 @@ def position_text(e: PositionEffect, envs: int) -> str:
     """The warning: the effect, and whether the rounds put every
     environment first equally often (``envs``: the rotation's environments)."""
     head = (
-        f"position: a round's first sample read {fmt_pct(e.pct)} [{fmt_pct(e.low_pct)}, {fmt_pct(e.high_pct)}] "
+        f"position: a round's first sample read {fmt_pct(e.pct)} [{fmt_bound(e.low_pct)}, {fmt_bound(e.high_pct)}] "
         f"against its later ones (p = {e.p:.2g})"
     )
     if e.balanced:

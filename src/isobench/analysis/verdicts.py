@@ -118,6 +118,14 @@ class Verdict:
         return self.verdict == CHANGED
 
     @property
+    def open(self) -> bool:
+        """Inconclusive at this n: tested, neither changed nor equivalent. A
+        cell its data cannot test (values <= 0, n < 2) is not open but not
+        tested, and every count of open cells leaves it out (issue 55: the
+        report counted sys_s cells of 0 s as inconclusive, the answer not)."""
+        return self.verdict == INCONCLUSIVE and self.effect.tested
+
+    @property
     def pct(self) -> float:
         return self.effect.pct
 

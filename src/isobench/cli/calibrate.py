@@ -12,6 +12,7 @@ from rich.table import Table
 from isobench.cli.common import STORE_OPTION, Finite, check_output, console, shipped_or_path
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.output import STDOUT, deprecated, document, emit, output_option, table_format_option, terminal_to
 from isobench.core import sink
 from isobench.core.numbers import DASH, fmt_pct
@@ -29,7 +30,7 @@ def _old_json(ctx, param, value: str | None) -> str | None:
     return value
 
 
-@click.command("calibrate")
+@click.command("calibrate", cls=WaitCommand)
 @click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @STORE_OPTION
 @click.option(
@@ -109,6 +110,7 @@ def _old_json(ctx, param, value: str | None) -> str | None:
     help="Calibrate the gate under this schedule (default: the study's): with duet, each copy's sample "
     "runs at the same time as the baseline's (docs/statistics.md#duet).",
 )
+@wait_option
 def calibrate(
     study_file: str | None,
     store_path: str,
@@ -126,6 +128,7 @@ def calibrate(
     output: str | None,
     progress: bool | None,
     schedule: str | None,
+    wait_s: float | None,
 ) -> None:
     """Measure the gate on this host: false alarms and detection per planted size.
 
@@ -177,7 +180,7 @@ def calibrate(
             _fail(str(exc))
         from isobench.cli.execution import execute
 
-        run_id = execute(derived, store, progress, allow_packages=allow_packages)
+        run_id = execute(derived, store, progress, allow_packages=allow_packages, wait_s=wait_s)
     result = judge(store.load_run(run_id))
     if not result.rates:
         _fail(

@@ -205,6 +205,8 @@ def compare_cmd(
 
         for i, line in enumerate(compare_section_lines(a, b)):
             console.print(Text(("\n" if i == 0 else "") + line, style="bold" if i == 0 else ""))
+    if result.study_line and not (fmt == "terminal" and to_stdout(output)):  # the terminal's says it first
+        err_console.print(f"warning: {result.study_line}", style="bold red", markup=False, highlight=False)
     if output is not None and not to_stdout(output):
         err_console.print(f"comparison written to {printable(output)}", markup=False, highlight=False)
         err_console.print(result.form_line, markup=False, highlight=False)
@@ -294,6 +296,7 @@ def compare_json(result, fail_pct, regressions, resolution_pct, blind) -> dict:
         "require_resolution_pct": resolution_pct,
         "counts": {verdict: result.count(verdict) for verdict in ("changed", "equivalent", "inconclusive")},
         "summary": result.summary_line(),
+        "study_changed": result.study_line or None,
         "cells": cells,
         "only_in_a": result.only_in_a,
         "only_in_b": result.only_in_b,

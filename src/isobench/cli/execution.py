@@ -9,9 +9,64 @@ import sys
 import time
 from typing import NoReturn
 
+import click
+
 from isobench.cli.common import err_console, fold
 from isobench.cli.common import fail as _fail
 from isobench.core.lifetime import held, interrupt_on_signals, interrupted
+
+# --wait given bare: a run of the quick study takes about 30 minutes
+WAIT_DEFAULT = "1h"
+
+
+def wait_option(f):
+    """--wait [DURATION] of the commands that take the run lock (run, try,
+    calibrate): their command class is WaitCommand, so a bare --wait never
+    takes the next word (a study file, a command) for its DURATION."""
+    from isobench.cli.output import Duration
+
+    return click.option(
+        "--wait",
+        "wait_s",
+        type=Duration(min_s=1, max_s=24 * 3600),
+        metavar="[DURATION]",
+        help=f"Wait up to DURATION ({WAIT_DEFAULT} when given bare) for another run on this host to finish, "
+        "saying which one holds the run lock; then one line, exit 2. Without it a held lock is exit 2 at once.",
+    )(f)
+
+
+def bare_wait(args: list[str], needs_value: set[str], interspersed: bool) -> list[str]:
+    """ARGS with a --wait that no duration follows written --wait=WAIT_DEFAULT,
+    up to ``--`` (and, where options end at the first argument, up to it:
+    try's command). ``needs_value``: the options that take the next word. Pure."""
+    from isobench.analysis.budget import duration_seconds
+
+    def duration(word: str) -> bool:
+        try:
+            return duration_seconds(word) > 0
+        except ValueError:
+            return False
+
+    out, i = list(args), 0
+    while i < len(out) and out[i] != "--":
+        word = out[i]
+        if word == "--wait" and not (i + 1 < len(out) and duration(out[i + 1])):
+            out[i] = f"--wait={WAIT_DEFAULT}"
+        elif word == "--wait" or word in needs_value:
+            i += 1  # its value
+        elif not word.startswith("-") and not interspersed:
+            break
+        i += 1
+    return out
+
+
+class WaitCommand(click.Command):
+    """A command with --wait [DURATION] (wait_option)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes = {n for p in self.params if isinstance(p, click.Option) and not p.is_flag for n in p.opts}
+        return super().parse_args(ctx, bare_wait(args, takes, ctx.allow_interspersed_args))
+
 
 
 def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "study.budget"):
@@ -131,6 +186,50 @@ def keep_packages_plan(store, run_id: str, fact: dict) -> None:
         store.set_run_facts(run_id, {**facts, "packages_plan": fact})
 
 
+def take_lock(study: str, wait_s: float | None):
+    """The host's run lock (core/lock.py), waited for up to ``wait_s``
+    (--wait), saying who holds it while waiting; else one line, exit 2
+    (130 for Ctrl-C while waiting: nothing was started)."""
+    from isobench.core.lock import AlreadyRunning, RunLock
+    from isobench.core.numbers import fmt_duration
+
+    began, lock = time.monotonic(), RunLock()
+
+    def waiting(holder: str) -> None:
+        say(f"waiting for the run lock (up to {fmt_duration(wait_s or 0)} in all): held by {holder}")
+
+    try:
+        lock.acquire(study, wait_s or 0.0, waiting)
+    except AlreadyRunning as exc:
+        _fail(f"{exc}" + ("" if wait_s else "; --wait DURATION waits for it"))
+    except KeyboardInterrupt:
+        say("interrupted while waiting for the run lock: nothing was started")
+        sys.exit(130)
+    if time.monotonic() - began >= 1:
+        say(f"took the run lock after {fmt_duration(time.monotonic() - began)}")
+    return lock
+
+
+def say(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False)
+
+
+def warmup_line(exc, study, packages_label: str) -> str:
+    """A failed warm-up's one line (run/warmup.py), its package given as
+    this command gives one: ``packages_label`` (try's --package), else in
+    the workload's table of the study file."""
+    key = exc.cell.split("/")[0]
+
+    def give(package: str) -> str:
+        if packages_label.startswith("--"):
+            return f"give {packages_label} {package}"
+        return f'add "{package}" to packages in [workloads.{key}] of {study.path}'
+
+    if exc.kept is None:
+        return exc.line(give, "and nothing was stored")
+    return exc.line(give, f"what it measured is kept in run {exc.kept} (`isobench run --resume {exc.kept}` once fixed)")
+
+
 def image_provider(bar):
     def provide() -> str:
         from isobench.core.dockerclient import engine
@@ -153,6 +252,7 @@ def execute(
     allow_packages: bool = False,
     packages_label: str = "",
     facts: dict | None = None,
+    wait_s: float | None = None,
 ) -> str:
     """Run ``study`` into ``store`` and return its run id; every refusal and
     fault is one line (exit 2), Ctrl-C keeps what was measured (exit 130).
@@ -161,12 +261,13 @@ def execute(
     The study's packages on this host are agreed to first (agree_to_packages:
     ``allow_packages``, else a prompt), refusals naming ``packages_label``
     (default: the study's packages). ``facts`` join the run's host facts as
-    it gets its id (an explain's link to the run it explains)."""
+    it gets its id (an explain's link to the run it explains). ``wait_s``:
+    how long to wait for the run lock (--wait; None: not at all)."""
     from isobench.core.errors import EnvironmentError_
-    from isobench.core.lock import AlreadyRunning, RunLock
     from isobench.run.prepare import ProgramsDiffer
     from isobench.run.progress import RichProgress
     from isobench.run.runner import run_study
+    from isobench.run.warmup import WarmupFailed
     from isobench.store.db import StoreError
 
     size = preflight_or_fail(study, allow_large, budget_label)
@@ -178,9 +279,8 @@ def execute(
         _fail("isobench run needs root (Docker Engine, tmpfs, O_DIRECT files); run it with sudo")
     packages_plan = agree_to_packages(study, allow_packages, packages_label or f"{study.path}: packages")
     interrupt_on_signals()  # from here either signal is Ctrl-C: one line, exit 130
-    lock, opened = RunLock(), []
+    lock, opened = take_lock(study.meta.name, wait_s), []
     try:
-        lock.acquire(study.meta.name)
         pilot = host_noise_for_run()
         say_resolution(study, size, pilot, err_console)
         show = sys.stderr.isatty() if progress is None else progress
@@ -205,10 +305,10 @@ def execute(
                 run_id=new_id,
                 host_noise=pilot.as_fact(time.time()),
             )
-    except AlreadyRunning as exc:
-        _fail(str(exc))
     except KeyboardInterrupt:
         _interrupted(lock, opened[0] if opened else None, resume_id)
+    except WarmupFailed as exc:
+        _fail(warmup_line(exc, study, packages_label))
     except EnvironmentError_ as exc:
         _fail(str(exc))
     except ProgramsDiffer as exc:

@@ -20,6 +20,7 @@ from isobench.cli.common import (
 )
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.output import (
     STDOUT,
     deprecated,
@@ -31,7 +32,7 @@ from isobench.core import sink
 from isobench.core.numbers import plural
 
 
-@click.command()
+@click.command(cls=WaitCommand)
 @click.argument("study_file", type=click.Path(dir_okay=False), required=False, callback=shipped_or_path)
 @STORE_OPTION
 @output_option("The Markdown report's file (default: results/RUN_ID.md; - for stdout).")
@@ -94,6 +95,7 @@ from isobench.core.numbers import plural
     "baseline) or its interval's half-width is at most PCT percent; names the blind cells and the "
     "rounds, time and --budget that would resolve them.",
 )
+@wait_option
 def run(
     study_file: str | None,
     store_path: str,
@@ -108,6 +110,7 @@ def run(
     budget: str | None,
     schedule: str | None,
     resolution_pct: float | None,
+    wait_s: float | None,
 ) -> None:
     """Run STUDY_FILE: every workload in every environment, rounds interleaved.
 
@@ -170,6 +173,7 @@ def run(
         new_id,
         budget_label="--budget" if budget is not None else "study.budget",
         allow_packages=allow_packages,
+        wait_s=wait_s,
     )
     _print_report(store, run_id, output, out_dir)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)
@@ -190,6 +194,7 @@ def _resumed(store, resume_id: str, budget: str | None, schedule: str | None, tr
     complete (said, and nothing starts). An imported run is refused unless
     trusted: its study is someone else's commands, run as root."""
     from isobench.core.ids import check_run_id
+    from isobench.run.looks import with_fitted_rounds
     from isobench.store.transfer import imported
     from isobench.study import parse_study
 
@@ -216,7 +221,7 @@ def _resumed(store, resume_id: str, budget: str | None, schedule: str | None, tr
     if budget is None and stored:  # the budget it was started with, perhaps from --budget
         budget = f"{int(stored)}s"
     schedule = schedule or (store.run_facts(resume_id).get("schedule") or {}).get("name")
-    return study, budget, schedule, resume_id
+    return with_fitted_rounds(study, store.run_facts(resume_id)), budget, schedule, resume_id
 
 
 def _blind_gate(run, pct: float) -> None:

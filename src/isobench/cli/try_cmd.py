@@ -4,6 +4,8 @@ study is made here, run like any other and stored, and the answer printed."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shlex
 from pathlib import Path
@@ -13,6 +15,7 @@ import click
 from isobench.cli.common import STORE_OPTION, check_output, console, err_console, fold, writing, written_here
 from isobench.cli.common import fail as _fail
 from isobench.cli.common import open_store as _open_store
+from isobench.cli.execution import WaitCommand, wait_option
 from isobench.cli.output import emit, output_option, table_format_option, terminal_to, to_stdout
 from isobench.core import sink
 from isobench.core.ids import NAME_MAX
@@ -45,6 +48,25 @@ def table_name(argv: tuple[str, ...]) -> str:
     return base[:NAME_MAX].rstrip("-") or "program"
 
 
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "busybox"})
+
+
+def study_name(argv: tuple[str, ...]) -> str:
+    """try-SLUG-HASH: the programs the command runs (a shell's -c script's
+    too: the first word of each pipeline stage), path-safe and short, and 6
+    hex digits of the whole argv's SHA-256, so two commands never share a
+    study (issue 55: every `sh -c` pipeline was "try-sh", and a bzip2 and a
+    gzip pipeline compared as one study)."""
+    words = [argv[0]]
+    if Path(argv[0]).name in SHELLS and "-c" in argv[1:-1]:
+        stages = re.split(r"[|;&()\n]+", argv[argv.index("-c") + 1])
+        words += [next((w for w in stage.split() if "=" not in w), "") for stage in stages]
+    names = [re.sub(r"[^a-z0-9]+", "-", Path(w).name.lower()).strip("-") for w in words]
+    slug = "-".join(dict.fromkeys(n for n in names if n)) or "program"
+    digest = hashlib.sha256(json.dumps(list(argv)).encode()).hexdigest()[:6]
+    return f"{f'try-{slug}'[: NAME_MAX - 7].rstrip('-')}-{digest}"
+
+
 def study_text(
     argv: tuple[str, ...],
     envs: tuple[str, ...],
@@ -64,7 +86,7 @@ def study_text(
 
     name = table_name(argv)
     study: dict = {
-        "name": f"try-{name}"[:NAME_MAX].rstrip("-"),
+        "name": study_name(argv),
         "description": f"isobench try -- {shlex.join(argv)}"[:200],
         "repetitions": rounds,
         "warmup": warmup,
@@ -92,7 +114,9 @@ def study_text(
     )
 
 
-@click.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(
+    "try", cls=WaitCommand, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option(
     "--env",
@@ -159,6 +183,7 @@ def study_text(
 @table_format_option("try", json_alias=False)
 @output_option("Write the answer to FILE instead of stdout (- for stdout).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when on a terminal).")
+@wait_option
 def try_cmd(
     command: tuple[str, ...],
     envs: tuple[str, ...],
@@ -175,6 +200,7 @@ def try_cmd(
     fmt: str,
     output: str | None,
     progress: bool | None,
+    wait_s: float | None,
 ) -> None:
     """Measure COMMAND natively and in Docker, and answer what isolation costs it.
 
@@ -235,6 +261,7 @@ def try_cmd(
         where_to_allow=where,
         allow_packages=allow_packages,
         packages_label="--package",
+        wait_s=wait_s,
     )
     call = decided(store.run_facts(run_id))
     if save_path is not None and call is not None:  # the call this run made, so a rerun need not make it

@@ -15,13 +15,16 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from isobench.core import owner
+from isobench.core.numbers import fmt_duration
 from isobench.core.workspace import own_root
 
 # /run: the host's runtime state (a tmpfs, empty after a boot, as a lock should be)
 LOCK_PATH = "/run/isobench/run.lock"
+WAIT_POLL_S = 1.0  # how often a run that waits for the lock asks again (a run lasts minutes)
 
 
 class AlreadyRunning(RuntimeError):
@@ -36,18 +39,32 @@ class RunLock:
         self.path = path
         self._fh: TextIO | None = None
 
-    def acquire(self, study: str) -> None:
+    def acquire(self, study: str, wait_s: float = 0.0, waiting: Callable[[str], None] | None = None) -> None:
+        """Take the lock, waiting up to ``wait_s`` seconds for its holder to
+        finish; ``waiting(holder)`` is told who holds it when the wait
+        begins and each time another run takes it meanwhile. AlreadyRunning
+        when it is still held."""
         fh = _open_private(self.path)
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = _describe(fh.read(), self.path)
-            fh.close()
-            raise AlreadyRunning(
-                f"another isobench run is in progress ({holder}); one study at a time "
-                "per host, since two would measure each other"
-            ) from None
+        deadline, told = time.monotonic() + wait_s, None
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                fh.seek(0)
+                holder = _describe(fh.read(), self.path)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                fh.close()
+                waited = f"; waited {fmt_duration(wait_s)} for it" if wait_s > 0 else ""
+                raise AlreadyRunning(
+                    f"another isobench run is in progress ({holder}){waited}; one study at a time "
+                    "per host, since two would measure each other"
+                ) from None
+            if waiting is not None and holder != told:
+                waiting(holder)
+                told = holder
+            time.sleep(min(WAIT_POLL_S, left))
         self._fh = fh
         me = owner.me()
         started = time.strftime("%Y-%m-%d %H:%M:%S")

@@ -37,6 +37,16 @@ def fmt_pct(pct: float) -> str:
     return ("+" if pct > 0 else MINUS) + text + "%"
 
 
+def fmt_bound(pct: float) -> str:
+    """An interval's bound: as fmt_pct, but a bound lies on one side of zero,
+    so one that rounds to 0.0% keeps its sign and first digit (−0.04%, not
+    "±0.0%", which reads as a half-width: issue 55); exactly 0 is 0.0%."""
+    text = fmt_pct(pct)
+    if not text.startswith("\u00b1"):
+        return text
+    return "0.0%" if pct == 0 else ("+" if pct > 0 else MINUS) + f"{abs(pct):.1g}%"
+
+
 def fmt_duration(seconds: float) -> str:
     """A wall time as people say it: seconds, minutes, hours."""
     if seconds < 120:

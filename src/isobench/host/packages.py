@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -142,6 +143,33 @@ def debian_has(name: str, timeout_s: float = 30.0) -> bool | None:
     if r.returncode == 0:
         return True
     return False if "No packages found" in r.stderr else None
+
+
+PROGRAM_DIRS = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
+
+
+def owners_of(program: str, dpkg_s: str) -> list[str]:
+    """The packages ``dpkg-query -S`` output names for ``program`` in one of
+    PROGRAM_DIRS (a merged /usr lists /bin/bzip2 for /usr/bin/bzip2), sorted. Pure."""
+    found: set[str] = set()
+    for line in dpkg_s.splitlines():
+        names, sep, path = line.partition(": ")
+        if sep and path.strip() in {f"{d}/{program}" for d in PROGRAM_DIRS}:
+            found.update(n.strip().split(":")[0] for n in names.split(","))
+    return sorted(n for n in found if re.fullmatch(r"[a-z0-9][a-z0-9.+-]+", n))  # not "diversion by ..."
+
+
+def package_of(program: str, timeout_s: float = 10.0) -> str | None:
+    """The Debian package that installs ``program`` on this host (as
+    dpkg knows it), None where none or more than one does or dpkg cannot tell."""
+    if not program or "/" in program or program.startswith("-"):
+        return None
+    try:
+        r = subprocess.run(["dpkg-query", "-S", f"*bin/{program}"], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    owners = owners_of(program, r.stdout)
+    return owners[0] if len(owners) == 1 else None
 
 
 def policy_versions(text: str) -> dict[str, tuple[str | None, str | None]]:

@@ -183,6 +183,7 @@ def render_markdown(result, regressions: list | None = None) -> str:
         [
             f"# Compare {md_escape(result.run_a.run_id)} (A) \u2192 {md_escape(result.run_b.run_id)} (B)",
             "",
+            *([f"> **{md_escape(result.study_line)}**", ""] if result.study_line else []),
             md_escape(result.form_line),
             "",
         ]
@@ -218,6 +219,8 @@ def _extras_md(result) -> list[str]:
 
 
 def render_terminal(result, console, regressions: list | None = None) -> None:
+    if result.study_line:
+        console.print(plain(result.study_line, style="bold red"))
     console.print(plain(result.form_line, style="bold"))
     if result.between_line:
         console.print(plain(result.between_line))

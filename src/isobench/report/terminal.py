@@ -3,6 +3,7 @@ that the terminal shows, the answer last so that it is what stays on screen."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from rich import box
@@ -21,7 +22,7 @@ from isobench.results.model import RunData
 from isobench.results.numbers import fmt_num, fmt_pct
 from isobench.results.table import Cell, Table, cell_marks, centre_text, tone
 
-# Long facts (package lists, JSON) are cut here, between values; the store keeps them whole.
+# A long JSON fact (a table, a list) is cut here, between its members; the store keeps it whole.
 MAX_FACT_CHARS = 200
 STYLES = {BAD: "red", GOOD: "green", WARN: "yellow", DIM: "dim", NOTE: "italic"}
 
@@ -31,14 +32,33 @@ plain = sink.rich_text
 
 
 def _clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
-    """A long fact (a package list, JSON) cut at the last space, comma or
-    semicolon within ``limit``: a value is dropped whole, never cut in half.
-    A fact whose numbers say something (the host-noise pilot: SD with its
-    interval) is under the limit."""
-    if len(text) <= limit:
+    """A fact as the terminal shows it, never cut inside a value (issue 55:
+    the host-noise sentence was cut after "13 pairs in 40 s", the schedule
+    fact between a key and its value): a sentence whole, to wrap at its
+    spaces; a JSON fact (a table, a list) with a space after each member, so
+    it wraps between them, and past ``limit`` characters its first whole
+    members and "…" (the store keeps it whole)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
         return text
-    cut = max(text.rfind(sep, 0, limit) for sep in (" ", ",", ";"))
-    return text[: cut if cut > 0 else limit].rstrip(" ,;") + " \u2026"
+    if not isinstance(value, (dict, list)):
+        return text
+    if isinstance(value, dict):
+        items = [f"{json.dumps(k)}: {_spaced(v)}" for k, v in value.items()]
+    else:
+        items = [_spaced(v) for v in value]
+    kept: list[str] = []
+    for item in items:
+        if kept and sum(len(k) + 2 for k in kept) + len(item) > limit:
+            break
+        kept.append(item)
+    ends = "{}" if isinstance(value, dict) else "[]"
+    return ends[0] + ", ".join(kept) + (", \u2026" if len(kept) < len(items) else "") + ends[1]
+
+
+def _spaced(value: object) -> str:
+    return json.dumps(value, separators=(", ", ": "), sort_keys=True, default=str)
 
 
 def short_text(cell: Cell, show_n: bool = False) -> str:
@@ -116,7 +136,7 @@ def _grid(block: Grid) -> RichTable:
 def _facts(block: Facts) -> RichTable:
     grid = RichTable.grid(padding=(0, 2))
     grid.add_column(style="bold")
-    grid.add_column()
+    grid.add_column(overflow="fold")  # a word wider than the column breaks, never "…"
     for label, value in block.pairs:
         grid.add_row(plain(label), plain(_clip(value)))
     return grid

@@ -18,16 +18,16 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from isobench.analysis.repetitions import AUTO_TARGET_CI_PCT, schedule_of, sequential_alpha
-from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, Effect, compare_cell
+from isobench.analysis.stats import ALPHA, DEFAULT_TOL_PCT, TEST_NONE, Effect, compare_cell
 from isobench.analysis.tworuns import add_between_runs, overhead_change
 from isobench.analysis.verdicts import SHOWN_PCT_LOW, Verdict, adjust
 from isobench.core import tomlbound
 from isobench.results.model import MetricKey, RunData
-from isobench.results.numbers import fmt_pct
+from isobench.results.numbers import fmt_bound, fmt_pct
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,7 @@ class Question:
     sides: Sequence[str] | None = None  # a duet's CPU set of each pair (stats.log_crossover)
     # a raw compare's between-run spread (tau², its df, runs): results/between.py
     between: tuple[float, int, int] | None = None
+    env: str = ""  # the candidate's environment, where the caller names it (same_tests)
 
 
 def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | None = None) -> list[Verdict]:
@@ -170,21 +171,22 @@ def judge_cells(questions: Sequence[Question], settings: Settings, looks: int | 
     them at the alpha the design allows (an adaptive run's looks)."""
     looks = settings.looks if looks is None else looks
     alpha = sequential_alpha(looks, alpha=ALPHA)
-    effects: list[Effect] = [
-        compare_cell(
-            q.candidate,
-            q.reference,
-            q.key.higher_is_better,
-            pairs=q.pairs if settings.paired else None,
-            sides=q.sides if settings.paired else None,
-            tol_pct=settings.tolerance_pct,
-            noise_pct=settings.noise_pct(q.key),
-            alpha=alpha,
-        )
-        for q in questions
-    ]
-    effects = [e if q.between is None else add_between_runs(e, *q.between) for e, q in zip(effects, questions)]
+    effects = [_effect(q, settings, alpha) for q in questions]
     return adjust(effects, alpha, looks=looks)
+
+
+def _effect(q: Question, settings: Settings, alpha: float) -> Effect:
+    e = compare_cell(
+        q.candidate,
+        q.reference,
+        q.key.higher_is_better,
+        pairs=q.pairs if settings.paired else None,
+        sides=q.sides if settings.paired else None,
+        tol_pct=settings.tolerance_pct,
+        noise_pct=settings.noise_pct(q.key),
+        alpha=alpha,
+    )
+    return e if q.between is None else add_between_runs(e, *q.between)
 
 
 def baseline_question(run: RunData, key: MetricKey, env: str, settings: Settings) -> Question | None:
@@ -266,17 +268,70 @@ DESCRIPTIVE = "descriptive"
 
 
 def judge_families(
-    questions: Sequence[Question], settings: Settings, family: Sequence[str], looks: int | None = None
+    questions: Sequence[Question],
+    settings: Settings,
+    family: Sequence[str],
+    looks: int | None = None,
 ) -> list[Verdict]:
     """``judge_cells`` once per family (``family``: each question's,
     PRIMARY, DESCRIPTIVE or ""), verdicts in the order given: the primaries'
     correction counts only the primary cells (m is their number, and their
     intervals narrow accordingly), the descriptive cells are corrected among
     themselves. One family ("" everywhere) is exactly ``judge_cells`` over
-    all."""
+    all. A descriptive cell whose test is a primary's of its environment
+    (``same_tests``) is not tested again."""
     if len(family) != len(questions):
         raise ValueError(f"{len(family)} families for {len(questions)} questions")
-    return per_family(questions, family, lambda asked: judge_cells(asked, settings, looks))
+    same = same_tests(questions, family)
+    rest = [i for i in range(len(questions)) if i not in same]
+    judged = per_family(
+        [questions[i] for i in rest], [family[i] for i in rest], lambda asked: judge_cells(asked, settings, looks)
+    )
+    out = dict(zip(rest, judged))
+    alpha = sequential_alpha(settings.looks if looks is None else looks, alpha=ALPHA)
+    for i, metric in same.items():
+        reason = f"the same test as {metric} (a constant times it, or its reciprocal): not tested again"
+        untested = replace(_effect(questions[i], settings, alpha), test=TEST_NONE, reason=reason)
+        out[i] = adjust([untested], alpha)[0]
+    return [out[i] for i in range(len(questions))]
+
+
+def same_tests(questions: Sequence[Question], family: Sequence[str]) -> dict[int, str]:
+    """The descriptive questions whose test is a primary's of the same workload
+    case and environment, each -> that primary's metric: every value, on both
+    sides, a constant times the primary's or its reciprocal, sample by sample,
+    so its log-ratio test is the primary's, sign aside (compression's real_s
+    and throughput_mbs, its size over real_s: issue 55). Counted in the
+    descriptive family, it would test the primary again. Only questions
+    that name their environment (``Question.env``). Pure."""
+    primaries: dict[tuple[str, str, str], list[int]] = {}
+    for i, (q, f) in enumerate(zip(questions, family)):
+        if f == PRIMARY and q.env:
+            primaries.setdefault((q.key.workload, q.key.case, q.env), []).append(i)
+    out = {}
+    for i, (q, f) in enumerate(zip(questions, family)):
+        if f != DESCRIPTIVE or not q.env:
+            continue
+        found = (j for j in primaries.get((q.key.workload, q.key.case, q.env), []) if proportional(q, questions[j]))
+        if (match := next(found, None)) is not None:
+            out[i] = questions[match].key.metric
+    return out
+
+
+def proportional(a: Question, b: Question) -> bool:
+    """Is every value of A a constant times B's, or times its reciprocal, on
+    both sides alike (the same log-ratio test)? Pure."""
+    if len(a.candidate) != len(b.candidate) or len(a.reference) != len(b.reference) or len(a.candidate) < 2:
+        return False
+    xa, xb = [*a.candidate, *a.reference], [*b.candidate, *b.reference]
+    if min(xa + xb) <= 0 or not all(map(math.isfinite, xa + xb)):
+        return False
+    la, lb = [math.log(x) for x in xa], [math.log(x) for x in xb]
+    for sign in (1, -1):
+        sums = [u + sign * v for u, v in zip(la, lb)]
+        if max(sums) - min(sums) <= 1e-9:  # a float's rounding, no more
+            return True
+    return False
 
 
 T = TypeVar("T")
@@ -306,7 +361,7 @@ def interval_text(v: Verdict) -> str:
     if math.isnan(v.low):
         return fmt_pct(v.pct)
     cap = max(SHOWN_PCT_MAX, (SHOWN_RATIO_SPAN * v.effect.ratio - 1) * 100)
-    high = f">{fmt_pct(cap)}" if v.pct_high > cap else fmt_pct(v.pct_high)
+    high = f">{fmt_pct(cap)}" if v.pct_high > cap else fmt_bound(v.pct_high)
     # a ratio's bound is positive: "−100%" would say the value may have vanished
-    low = f"<{fmt_pct(SHOWN_PCT_LOW)}" if v.pct_low < SHOWN_PCT_LOW else fmt_pct(v.pct_low)
+    low = f"<{fmt_pct(SHOWN_PCT_LOW)}" if v.pct_low < SHOWN_PCT_LOW else fmt_bound(v.pct_low)
     return f"{fmt_pct(v.pct)} [{low}, {high}]"

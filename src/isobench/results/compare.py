@@ -52,6 +52,7 @@ from isobench.results.gate import cell_name
 from isobench.results.model import MetricKey, RunData
 from isobench.results.primary import primary_family
 from isobench.results.runfacts import fmt_fact
+from isobench.results.studydiff import study_change
 from isobench.results.table import HIGHER, LOWER, is_emulated
 
 __all__ = ["RAW", "OVERHEAD", "CellDiff", "RunComparison", "compare_runs", "compare_overheads"]
@@ -115,6 +116,12 @@ class RunComparison:
     @property
     def is_overhead(self) -> bool:
         return self.form == OVERHEAD
+
+    @property
+    def study_line(self) -> str:
+        """ "" when both runs ran one study text; else what differs, which
+        every output of the compare says first (results/studydiff.py)."""
+        return study_change(self.run_a, self.run_b)
 
     @property
     def form_line(self) -> str:
@@ -225,12 +232,17 @@ def _facts_diff(a: RunData, b: RunData) -> list[tuple[str, str, str]]:
     return out
 
 
+# facts of a run's own history, never of what it measured on: when it was
+# imported (issue 55: "What differs" listed two import times) or resumed
+RUN_HISTORY = frozenset({"imported", "resumed"})
+
+
 def _by_check(facts: dict[str, Any]) -> dict[str, Any]:
     """Host facts with the doctor's findings one per check ("doctor load":
     "ok: load average 0.5"), so a diff names the finding that changed
     instead of printing the whole list; the noise pilot by its figures, a
     budget by its minutes."""
-    out = {k: v for k, v in facts.items() if k != "doctor"}
+    out = {k: v for k, v in facts.items() if k != "doctor" and k not in RUN_HISTORY}
     budget = facts.get("budget")
     if isinstance(budget, dict) and isinstance(budget.get("budget_s"), (int, float)):  # not every look's state
         out["budget"] = f"{budget['budget_s'] / 60:g} min"
@@ -267,7 +279,7 @@ def compare_runs(
     ``between`` (``results.between.spreads``): each cell's spread between
     runs, added to its interval; None: not asked (the runs' own noise only)."""
     matched, only_a, only_b, mismatched = _match(_measured(a), _measured(b))
-    asked = [(kb, env, Question(kb, vb, va, between=_held(between, kb, env))) for kb, env, va, vb in matched]
+    asked = [(kb, env, Question(kb, vb, va, between=_held(between, kb, env), env=env)) for kb, env, va, vb in matched]
     sa, sb = settings_of(a), settings_of(b)
     settings = sb if tolerance_pct is None else replace(sb, tolerance_pct=tolerance_pct)
     family = _families(asked, primary_family((a, b)))

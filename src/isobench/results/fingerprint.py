@@ -35,6 +35,7 @@ VOLATILE_HOST = frozenset(
         "loadavg",
         "fleet",
         "imported",
+        "resumed",
         "calibration",
         "adaptive",
         "budget",

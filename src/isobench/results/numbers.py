@@ -5,9 +5,9 @@ holds them (a suggestion is said by results/suggestion.py)."""
 from __future__ import annotations
 
 from isobench.analysis.verdicts import ROUNDS_NEEDED_CAP
-from isobench.core.numbers import DASH, MINUS, fmt_duration, fmt_num, fmt_pct
+from isobench.core.numbers import DASH, MINUS, fmt_bound, fmt_duration, fmt_num, fmt_pct
 
-__all__ = ["DASH", "MINUS", "fmt_duration", "fmt_num", "fmt_pct"]
+__all__ = ["DASH", "MINUS", "fmt_bound", "fmt_duration", "fmt_num", "fmt_pct"]
 
 
 def capped(n: int | None) -> int | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from isobench.results.model import RunData
 from isobench.results.numbers import DASH
+from isobench.results.stopping import resume_line
 
 HOST_KEYS = (
     ("cpu_model", "CPU"),
@@ -64,7 +65,7 @@ def host_facts(run: RunData) -> list[tuple[str, str]]:
         out.append(("Study's packages", f"{plan['line']}; consent: {plan.get('consent', DASH)}"))
     elif "packages_plan" in facts:
         out.append(("packages_plan", fmt_fact(plan)))
-    shown = ("doctor", "adaptive", "host_noise", "packages_plan")
+    shown = ("doctor", "adaptive", "host_noise", "packages_plan", "resumed")  # resumed: run_facts says it
     out += [(k, fmt_fact(v)) for k, v in facts.items() if k not in known and k not in shown]
     return out
 
@@ -88,6 +89,7 @@ def run_facts(run: RunData) -> list[tuple[str, str]]:
         ("Started", run.started_at or DASH),
         ("Finished", run.finished_at or DASH),
         ("Baseline", run.baseline),
+        *([("Resumed", line)] if (line := resume_line(run)) else []),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from isobench.core.numbers import fmt_pct
+from isobench.core.numbers import fmt_bound, fmt_pct
 from isobench.results.cellwarnings import position_of
 from isobench.results.model import RunData
 
@@ -63,7 +63,7 @@ def position_lines(run: RunData, cells: list[str]) -> list[str]:
             if e is not None:
                 out.append(
                     f"{key.workload}/{key.case} {key.metric}: a round's first sample read {fmt_pct(e.pct)} "
-                    f"[{fmt_pct(e.low_pct)}, {fmt_pct(e.high_pct)}] against its later ones"
+                    f"[{fmt_bound(e.low_pct)}, {fmt_bound(e.high_pct)}] against its later ones"
                     f" ({'balanced: each environment first equally often' if e.balanced else 'not balanced'})"
                 )
     return out

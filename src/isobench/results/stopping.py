@@ -70,3 +70,25 @@ def budget_lines(run: RunData) -> list[str]:
             if c.get("state") not in ("resolved", "open"):
                 out.append(f"{name}: {c.get('state')} after {c.get('rounds')} rounds: {c.get('why', '')}.")
     return out
+
+
+def resume_line(run: RunData) -> str:
+    """One sentence on a run that was interrupted (or failed, or died) and
+    resumed: when each attempt ended and resumed, and the samples each took
+    after it, from the records the runner kept as it reopened the run ("" for
+    a run never resumed; issue 55: the report never said)."""
+    facts = run.host_facts if isinstance(run.host_facts, dict) else {}
+    records = [r for r in facts.get("resumed") or [] if isinstance(r, dict)]
+    if not records:
+        return ""
+    total = sum(n for _, n in run.time_spent.values())  # every sample stored, warm-up and failed ones too
+    befores = [int(r.get("samples_before") or 0) for r in records]
+    parts = []
+    for i, r in enumerate(records):
+        after = (befores[i + 1] if i + 1 < len(records) else total) - befores[i]
+        parts.append(
+            f"{r.get('was', '?')} after {befores[i]} samples, resumed {r.get('at', '?')}, "
+            f"which took {max(after, 0)} more"
+        )
+    times = "once" if len(records) == 1 else f"{len(records)} times"
+    return f"Interrupted and resumed {times}: " + "; then ".join(parts) + "."

@@ -230,7 +230,7 @@ def _questions(run: RunData, columns: tuple[Column, ...]) -> dict[tuple[MetricKe
             vals = _values(run, key, col.env)
             if col.is_baseline or not vals or not base:
                 continue
-            out[(key, col.env)] = Question(key, vals, base, *tested_pairs(run, key, col.env, run.baseline))
+            out[(key, col.env)] = Question(key, vals, base, *tested_pairs(run, key, col.env, run.baseline), env=col.env)
     return out
 
 

@@ -2,7 +2,8 @@
 decides it): a user's command runs its warm-up one sample at a time, and
 before its first measured round the runner reads what the baseline's sample
 alone used and decides. With ``warmup = 0`` the baseline runs one sample
-alone first, kept in the store as a warm-up sample (round -1). The call is
+alone first, kept in the store as a warm-up sample (round -1), and stops
+the run as a failed warm-up does when it fails. The call is
 kept with the run's facts (schedule.calls), so --resume and the report read
 the same call."""
 
@@ -14,6 +15,7 @@ from isobench.envs.base import Environment
 from isobench.run.measure import record, take
 from isobench.run.plan import Cell
 from isobench.run.schedule import Schedule
+from isobench.run.warmup import warmup_failed
 from isobench.store.db import Store
 from isobench.store.rows import PROBE_ROUND  # the sample alone of a study without warm-up rounds
 from isobench.study import StudyMeta
@@ -67,8 +69,10 @@ def settle(
         found = store.first_alone(run_id, decider.name, cell.key, cell.case)
         if found is None and meta.warmup == 0:
             taken = take(w, cell.workload_case, decider, noise_facts)
-            if record(store, run_id, cell.key, cell.case, w, decider, PROBE_ROUND, True, taken) is None:
-                found = store.first_alone(run_id, decider.name, cell.key, cell.case)
+            error = record(store, run_id, cell.key, cell.case, w, decider, PROBE_ROUND, True, taken)
+            if error is not None:  # a warm-up of its own: it stops the run as one does
+                raise warmup_failed(decider.name, cell_name(cell), error)
+            found = store.first_alone(run_id, decider.name, cell.key, cell.case)
         return found
 
     call = w.duet_decision(mode, schedule.side_cpus(), sample, decider.name if decider else "")

@@ -5,6 +5,7 @@ recorded in the run's facts so the report can say how the run stopped."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from isobench.analysis.budget import Allocation, Evidence, Plan, allocate, parse_duration
@@ -13,6 +14,7 @@ from isobench.analysis.stats import ALPHA, compare_cell
 from isobench.results.analysis import baseline_question, settings_of
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.store.db import Store
+from isobench.study import Study, StudyMeta
 
 
 def next_block_of(store: Store, run_id: str, cells: list, measured: int, meta) -> NextBlock:
@@ -185,6 +187,19 @@ def fit_rounds(ctx, schedule, step, cells, envs: int, warmup_s: float) -> int:
         ctx.progress.extend(more)
     ctx.progress.note(f"measure_for {meta.measure_for}: {n} measured rounds fit at the warm-up's pace")
     return n
+
+
+def with_fitted_rounds(study: Study, facts: dict) -> Study:
+    """A resumed measure_for study at the rounds its first attempt fitted
+    (fit_rounds kept them in the run's ``facts``): fixed since its warm-up,
+    so the plan before it resumes says them, not the study's least (issue
+    55: "at 8 rounds" for 71); fit_rounds then returns the kept ones. Any
+    other study as it is."""
+    fitted = [n for n in (facts.get("measure_for") or {}).values() if isinstance(n, int)]
+    if not fitted or study.meta.measure_for is None:
+        return study
+    meta = StudyMeta.model_validate({**study.meta.model_dump(), "repetitions": max(fitted)})
+    return dataclasses.replace(study, meta=meta)
 
 
 def round_label(meta, round_: int, rounds: int | None = None) -> str:

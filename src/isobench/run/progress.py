@@ -46,18 +46,20 @@ class RichProgress:
         if self.bar:
             self._progress.stop()
 
+    # The count is the runner's plan; a plan that falls short (a resumed run,
+    # a duet measured again) grows to what was done, so the counter never
+    # reads "[1/-47]" or "[3/2]" (issue 55).
     def start(self, total: int) -> None:
-        self._total = total
+        self._total = max(total, 0)
         if not self.bar:
             return
-        self._task = self._progress.add_task("samples", total=total)
+        self._task = self._progress.add_task("samples", total=self._total)
 
     def extend(self, more: int) -> None:
-        self._total += more
-        if self._task is not None:
-            self._progress.update(self._task, total=self._total)
+        self._grow(self._total + more)
 
     def step(self, label: str) -> None:
+        self._grow(self._done + 1)  # at least the sample this step starts
         if not self.bar:  # logs (CI, pipes): one line per sample instead of a bar
             self.console.print(
                 f"[{self._done + 1}/{self._total}] {sink.terminal(label)}", highlight=False, markup=False
@@ -67,8 +69,15 @@ class RichProgress:
 
     def advance(self) -> None:
         self._done += 1
+        self._grow(self._done)
         if self._task is not None:
             self._progress.advance(self._task)
+
+    def _grow(self, total: int) -> None:
+        if total > self._total:
+            self._total = total
+            if self._task is not None:
+                self._progress.update(self._task, total=total)
 
     def note(self, message: str) -> None:
         # soft_wrap: a note is one line however long, so logs and tools read it whole

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from isobench.analysis.budget import Plan as BudgetPlan
-from isobench.checks.health import Watch
+from isobench.checks.health import Watch, ask_health
 from isobench.core.errors import EnvironmentError_
 from isobench.envs.base import Environment
 from isobench.host.noise import Noise
@@ -21,6 +21,7 @@ from isobench.run.looks import Clock, budget_look, fit_rounds, next_block_of, re
 from isobench.run.measure import discarded, record, record_failure, take
 from isobench.run.plan import Cell
 from isobench.run.schedule import Schedule, Slot
+from isobench.run.warmup import warmup_failed
 from isobench.store.db import Store
 from isobench.study import StudyMeta
 
@@ -107,7 +108,8 @@ def missing_sides(
 
 def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts: dict | None, rounds: int) -> bool:
     """Measure the slot's missing samples (alone or as a duet) and store
-    them; returns whether anything was measured."""
+    them; returns whether anything was measured. A warm-up sample that failed
+    stops the run (run/warmup.py): nothing after it would be worth measuring."""
     meta, key, case = ctx.meta, cell.key, cell.case
     envs, together = slot_sides(slot, key, ctx.skip)
     if together:  # both sides must end with their sample of this duet
@@ -128,22 +130,41 @@ def _run_slot(ctx: RunContext, slot: Slot, cell: Cell, round_: int, noise_facts:
     names = " with ".join(e.name for e in (envs if duet else missing))
     ctx.progress.step(f"{round_label(meta, round_, rounds)} {key}/{case} in {names}" + (" (duet)" if duet else ""))
     if duet:
-        _run_duet_slot(ctx, slot, cell, envs, missing, round_, warmup, noise_facts)
-        return True
+        failed = _run_duet_slot(ctx, slot, cell, envs, missing, round_, warmup, noise_facts)
+    else:
+        failed = _alone_slot(ctx, cell, missing, round_, warmup, noise_facts)
+    if warmup and failed:
+        env, error = failed[0]
+        raise warmup_failed(env.name, f"{key}/{case}", error, ask_health(env))
+    for env, error in failed:
+        ctx.watch.failed(env, f"{key}/{case}", error)
+    return True
+
+
+def _alone_slot(
+    ctx: RunContext, cell: Cell, missing: list[Environment], round_: int, warmup: bool, noise_facts
+) -> list[tuple[Environment, str]]:
+    """Each missing environment's sample alone, stored (a failed preparation
+    as a failed sample); returns each failed one and why."""
+    key, case = cell.key, cell.case
+    failed: list[tuple[Environment, str]] = []
     for env in missing:
         problem = ctx.prepare_failures.get((key, env.name))
         if problem is not None:
             record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, problem)
+            error = problem if warmup else None  # said as it was prepared; a warm-up stops on it
         else:
             if env.name in ctx.placed:  # alone again: back where its own spec places it
                 env.place(None)
                 ctx.placed.discard(env.name)
             taken = take(cell.workload_in(env.name), cell.workload_case, env, noise_facts)
             error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
-            if error is not None:
-                ctx.watch.failed(env, f"{key}/{case}", error)
         ctx.progress.advance()
-    return True
+        if error is not None:
+            failed.append((env, error))
+            if warmup:
+                break  # the run stops: the slot's other samples would be measured for nothing
+    return failed
 
 
 def _run_duet_slot(
@@ -155,21 +176,23 @@ def _run_duet_slot(
     round_: int,
     warmup: bool,
     noise_facts: dict | None,
-) -> None:
-    """The duet measured and its missing sides stored. A side whose partner
-    failed is kept as failed (it ran alone in part: both are measured again),
-    and a side whose sample of this duet was stored already only kept the
-    missing one company (kept as failed too: one sample a side a round)."""
+) -> list[tuple[Environment, str]]:
+    """The duet measured and its missing sides stored; returns each failed
+    side and why. A side whose partner failed is kept as failed (it ran
+    alone in part: both are measured again), and a side whose sample of
+    this duet was stored already only kept the missing one company (kept as
+    failed too: one sample a side a round)."""
     key, case = cell.key, cell.case
+    failed: list[tuple[Environment, str]] = []
     try:
         takens = _duet_as_planned(ctx, slot, cell, envs, round_, warmup, noise_facts)
     except EnvironmentError_ as exc:
         for env in envs:
             if env in missing:
                 record_failure(ctx.store, ctx.run_id, key, case, env, round_, warmup, f"duet: {exc}"[:500])
-                ctx.watch.failed(env, f"{key}/{case}", str(exc))
+                failed.append((env, str(exc)))
             ctx.progress.advance()
-        return
+        return failed
     finally:
         ctx.placed.update(e.name for e in envs)
     for i, (env, taken) in enumerate(zip(envs, takens)):
@@ -183,8 +206,9 @@ def _run_duet_slot(
         else:
             error = record(ctx.store, ctx.run_id, key, case, cell.workload, env, round_, warmup, taken)
             if error is not None:
-                ctx.watch.failed(env, f"{key}/{case}", error)
+                failed.append((env, error))
         ctx.progress.advance()
+    return failed
 
 
 def _duet_as_planned(

@@ -40,7 +40,8 @@ from isobench.run.plan import Cell, by_step, needs_image, new_run_id, plan, plan
 from isobench.run.prepare import ProgramsDiffer, check_same, prepare, programs, with_programs
 from isobench.run.rounds import Progress, RunContext, SilentProgress, missing_sides, run_step, slot_sides
 from isobench.run.schedule import Schedule, make_schedule
-from isobench.store.db import Store, StoreWriteError
+from isobench.run.warmup import WarmupFailed
+from isobench.store.db import Store, StoreWriteError, now_iso
 from isobench.store.readback import measured_duets
 from isobench.study import Study, StudyMeta
 from isobench.workloads.base import Workload
@@ -133,8 +134,8 @@ def _run_study(
     except KeyboardInterrupt:
         status = "interrupted"
         raise
-    except ProgramsDiffer:  # nothing measured: a new run leaves no trace, a resumed one is as it was
-        status = "discard" if resume is None else "interrupted"
+    except (ProgramsDiffer, WarmupFailed) as exc:
+        status = _stopped_early(store, run_id, resume, study.meta.warmup, exc)
         raise
     except StoreWriteError as exc:
         status = "interrupted"
@@ -185,7 +186,7 @@ def _measure(
     budget = study.budget_plan()
     if budget is not None:
         record_budget_plan(store, run_id, budget)
-    progress.start(_planned_samples(study, schedule, cells, envs, skip, ctx))
+    progress.start(_planned_samples(study, schedule, cells, envs, skip, ctx, store.run_facts(run_id)))
     planned: set[tuple] = set()  # (env, workload, case, round) the run must end with an ok sample
     for step, step_cells in by_step(cells):
         planned |= run_step(ctx, schedule, step, step_cells, started, envs, noise, budget, clock)
@@ -194,22 +195,44 @@ def _measure(
 
 
 def _planned_samples(
-    study: Study, schedule: Schedule, cells: list[Cell], envs: list[Environment], skip: dict, ctx: RunContext
+    study: Study,
+    schedule: Schedule,
+    cells: list[Cell],
+    envs: list[Environment],
+    skip: dict,
+    ctx: RunContext,
+    facts: dict,
 ) -> int:
-    """The samples the run will take (a budget's first block, an adaptive
-    run's most rounds), each cell at its own rounds (StudyMeta.rounds_for),
-    slot by slot, less those a resumed run has (rounds.missing_sides): a
-    duet missing one side measures both, and counts both."""
+    """The samples the run will measure (a budget's first block, an adaptive
+    run's most rounds), each cell at its own rounds (StudyMeta.rounds_for;
+    the rounds measure_for fitted when a resumed run kept them in its
+    ``facts``), slot by slot, less those a resumed run has
+    (rounds.missing_sides): a duet missing one side measures both, and
+    counts both (issue 55: a resumed measure_for run counted "[1/-47]")."""
     meta, budget = study.meta, study.budget_plan()
-    total = 0
+    fitted, total = facts.get("measure_for") or {}, 0
     for c in cells:
-        rounds = budget.first if budget else meta.rounds_for(c.workload, len(envs))
+        kept = fitted.get("all" if c.noise_step is None else str(c.noise_step))
+        rounds = budget.first if budget else kept if isinstance(kept, int) else meta.rounds_for(c.workload, len(envs))
         for r in range(meta.warmup + rounds):
             for slot in schedule.slots(c.workload, envs, r - meta.warmup):
                 runs, together = slot_sides(slot, c.key, skip)
                 missing = missing_sides(ctx.done, ctx.paired, runs, together, c.key, c.case, r)
                 total += len(runs) if together and missing else len(missing)
     return total
+
+
+def _stopped_early(store: Store, run_id: str, resume: str | None, warmup: int, exc: Exception) -> str:
+    """How a run stopped before its rounds ends: programs that differ
+    measured nothing, so a new run leaves no trace and a resumed one is as
+    it was; a failed warm-up likewise, unless an earlier step measured
+    something (kept incomplete, and the exception told the run that keeps it)."""
+    if not isinstance(exc, WarmupFailed):
+        return "discard" if resume is None else "interrupted"
+    measured = any(r >= warmup for *_, r in store.measured_cells(run_id))
+    status = "discard" if resume is None and not measured else "incomplete"
+    exc.kept = None if status == "discard" else run_id
+    return status
 
 
 def _open_run(
@@ -233,11 +256,25 @@ def _open_run(
         store.create_run(run_id, study, facts)
         return set()
     done = store.measured_cells(resume)
+    _note_resume(store, resume)
     clock.spent_before = float((store.run_facts(resume).get("budget") or {}).get("spent_s") or 0.0)
     for item in clean(resume):  # what a killed attempt left: its containers' names are taken (409)
         progress.note(f"removed a leftover of this run's earlier attempt: {item}")
     store.reopen_run(resume)
     return done
+
+
+def _note_resume(store: Store, run_id: str) -> None:
+    """Kept with the run's facts before it reopens: when it was resumed, how
+    its last attempt had ended and the samples stored by then, so the report
+    says the run was interrupted and resumed, and what each attempt took
+    (results/stopping.resume_lines)."""
+    row = next((r for r in store.list_runs() if r.run_id == run_id), None)
+    facts = store.run_facts(run_id)
+    kept = row.samples_ok + row.samples_failed + row.warmups if row else 0
+    was = "?" if row is None else "died" if row.status == "running" else row.status  # we hold the lock now
+    record = {"at": now_iso(), "was": was, "samples_before": kept}
+    store.set_run_facts(run_id, {**facts, "resumed": [*(facts.get("resumed") or []), record]})
 
 
 def _start(

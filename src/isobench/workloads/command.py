@@ -190,8 +190,8 @@ class Command(Workload):
         )
         if not r.ok:
             raise WorkloadError(
-                f"command: {self.params.command[0]} cannot be run in {env.name}: "
-                f"{tail_lines(r.stderr, 2) or f'exit {r.returncode}'}",
+                f"command: {self.params.command[0]} cannot be run in {env.name} (exit {r.returncode})"
+                + (f": {tail_lines(r.stderr, 2)}" if tail_lines(r.stderr, 2) else ""),
                 r,
             )
         first, _, listed = r.stdout.strip().partition("\n")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from isobench.analysis.settle import SETTLE_TEXT
 from isobench.analysis.suggest import BudgetRun, Suggestion
-from isobench.analysis.verdicts import CHANGED, EQUIVALENT, INCONCLUSIVE, ROUNDS_NEEDED_CAP, Verdict
+from isobench.analysis.verdicts import CHANGED, EQUIVALENT, ROUNDS_NEEDED_CAP, Verdict
 from isobench.report.blocks import BAD, GOOD, Block, Figure, Grid, Item, Items, Para
 from isobench.report.section import ReportContext, Section
 from isobench.results.analysis import interval_text
@@ -20,7 +20,7 @@ from isobench.results.numbers import fmt_duration, fmt_pct
 from isobench.results.primary import primary_keys, stores_primaries
 from isobench.results.programs import run_differences
 from isobench.results.schedule import schedule_summary
-from isobench.results.stopping import budget_summary
+from isobench.results.stopping import budget_summary, resume_line
 from isobench.results.suggestion import cell_suggestion, suggestion_text
 from isobench.results.table import DESCRIPTIVE_MARK, OK, Cell, Row, Table, tone
 from isobench.results.why import why_inconclusive
@@ -51,11 +51,9 @@ def answers(table: Table, keys) -> list[EnvAnswer]:
             cell = row.cells[i]
             v = cell.verdict
             if cell.status != OK or v is None or not v.effect.tested:
-                a.untold.append((row, cell))
+                a.untold.append((row, cell))  # not tested: never counted as inconclusive (Verdict.open)
             else:
-                {CHANGED: a.changed, EQUIVALENT: a.equivalent, INCONCLUSIVE: a.inconclusive}[v.verdict].append(
-                    (row, cell)
-                )
+                {CHANGED: a.changed, EQUIVALENT: a.equivalent}.get(v.verdict, a.inconclusive).append((row, cell))
         out.append(a)
     return out
 
@@ -161,6 +159,8 @@ class AnswerSection(Section):
                 "equivalent." + (f" {spent}" if (spent := budget_summary(ctx.run)) else "")
             )
         )
+        if resumed := resume_line(ctx.run):
+            out.append(Para(resumed))
         if schedule := schedule_summary(ctx.run):
             out.append(Para(schedule))
         grid = []
