@@ -68,7 +68,6 @@ class WaitCommand(click.Command):
         return super().parse_args(ctx, bare_wait(args, takes, ctx.allow_interspersed_args))
 
 
-
 def preflight_or_fail(study, allow_large: bool = False, budget_label: str = "study.budget"):
     """The study's size, after refusing (one line) what this host cannot run."""
     from isobench.checks.preflight import budget_problem, preflight, size_problems, study_size

@@ -21,6 +21,7 @@ from typing import Any
 from isobench.analysis.stats import compare_cell
 from isobench.analysis.verdicts import CHANGED, Verdict, adjust
 from isobench.core.numbers import MINUS, signed
+from isobench.results.counterscope import ENVIRONMENT, HOST, OWN_PREFIXES, attributable
 from isobench.results.model import RunData
 from isobench.results.primary import primary_keys
 from isobench.results.table import Table
@@ -201,22 +202,10 @@ UNCHANGED_TITLE = "Counters that changed where the result did not"
 # Where a counter is read: the environment's own (Environment.counters(): its
 # cgroup, its VMM's threads) or host-wide (/proc/stat, softirqs, vmstat,
 # diskstats, conntrack), which also counts every other process on the host.
-ENVIRONMENT, HOST = "environment", "host"
-OWN_PREFIXES = ("cgroup.", "vmm.")
 SCOPE_HEADINGS = {
     ENVIRONMENT: "the environment's own counters (its cgroup, its VMM's threads)",
     HOST: "host-wide counters, including neighbours (other processes on this host)",
 }
-
-
-def attributable(deltas: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """A sample's counters that are its own: all of them, but for a duet's
-    sample (extra["duet"]) only the environment's own (its cgroup's, QEMU's
-    threads), since the host-wide ones also counted the other side running
-    at the same time."""
-    if not isinstance(extra.get("duet"), dict):
-        return deltas
-    return {k: v for k, v in deltas.items() if k.startswith(OWN_PREFIXES)}
 
 
 def scope(counter: str) -> str:

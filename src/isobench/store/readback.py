@@ -10,7 +10,7 @@ import json
 import sqlite3
 
 from isobench.core.ids import printable
-from isobench.results.attribution import attributable
+from isobench.results.counterscope import attributable
 from isobench.results.model import ALL_METRICS, MetricKey, RunData
 from isobench.store.shapes import EnvFacts, HostFacts, SampleExtra, stored, stored_names, stored_values
 from isobench.store.shapes import printable_facts as _printable
