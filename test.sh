@@ -71,7 +71,7 @@ renice_tree() {
 unit_pid=$!
 quota_tests=(
   tests/integration/test_budget.py tests/integration/test_calibrate.py tests/integration/test_history.py
-  tests/integration/test_faults.py
+  tests/integration/test_faults.py tests/integration/test_duet_signals.py
 )
 # This host's noise pilot (checks/noisepilot.py) is reused for an hour, then
 # measured again (about 39 s) by the next run in the default home and by
