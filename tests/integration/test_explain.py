@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 STUDY = """
 [study]
 name = "explain-planted"
-repetitions = 2
+repetitions = 4
 warmup = 1
 baseline = "native"
 
