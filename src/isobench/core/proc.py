@@ -65,18 +65,9 @@ def run_argv(
     whatever else the shell started), and a timeout or an interrupt kills
     its whole process group, not just the process started."""
     start = time.perf_counter()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=own_session,
-        )
-    except (FileNotFoundError, PermissionError) as exc:
-        return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
+    proc = _spawn(argv, start, cwd=cwd, env=env, start_new_session=own_session)
+    if isinstance(proc, ExecResult):
+        return proc
     if live is not None:
         live.add(proc.pid)
     try:
@@ -101,6 +92,15 @@ def run_argv(
     return ExecResult(argv, proc.returncode, as_text(out), as_text(err), time.perf_counter() - start)
 
 
+def _spawn(argv: list[str], start: float, **how) -> subprocess.Popen | ExecResult:
+    """argv started with no stdin and its output piped (Popen's other
+    arguments in ``how``); a command that cannot start is its exit 127."""
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **how)
+    except (FileNotFoundError, PermissionError) as exc:
+        return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
+
+
 def run_sample(
     argv: list[str], timeout: float, cwd: str | None = None, live: set[int] | None = None, join: Sequence[str] = ()
 ) -> ExecResult:
@@ -118,20 +118,12 @@ def run_sample(
         with contextlib.suppress(OSError):  # not joined: its session is still ended
             fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=_joiner(fds) if fds else None,
-        )
-    except (FileNotFoundError, PermissionError) as exc:
-        return ExecResult(argv, 127, "", str(exc), time.perf_counter() - start)
+        proc = _spawn(argv, start, cwd=cwd, start_new_session=True, preexec_fn=_joiner(fds) if fds else None)
     finally:
         for fd in fds:
             os.close(fd)
+    if isinstance(proc, ExecResult):
+        return proc
     if live is not None:
         live.add(proc.pid)
     try:
