@@ -112,12 +112,16 @@ def test_the_gate_fills_with_copies_of_the_work_until_told_to_stop():
     _release(proc)
     assert proc.stdout is not None
     assert proc.stdout.readline() == b"done\n" and proc.stdout.readline() == b"isobench-gate-out\n"
-    time.sleep(0.7)  # about three fillers, silent: nothing more on stdout
+    began = time.monotonic()
+    time.sleep(1.5)  # fillers of 0.2 s each, silent: nothing more on stdout
     _release(proc, b"s")
+    filling_s = time.monotonic() - began
     out, err = proc.communicate(timeout=30)
     assert out == b"" and proc.returncode == 0
     count, until = filled(err.decode()) or (0, 0.0)
-    assert 3 <= count <= 5 and abs(until - time.time()) < 5
+    # a busy host (CI beside the integration lane) starts each `sh` late, so
+    # the floor is two copies, not seven; the ceiling is what 0.2 s allows
+    assert 2 <= count <= filling_s / 0.2 + 1 and abs(until - time.time()) < 5
 
 
 def test_a_failing_work_is_not_filled_and_its_code_comes_through():
@@ -335,7 +339,7 @@ def test_a_filler_cut_short_leaves_nothing_where_the_samples_run(tmp_path):
     script = "cat input.txt sub/more.txt >> out.txt && mkdir lockdir && sleep 0.2 && rmdir lockdir"
     proc = _gated_in(["sh", "-c", script], work)
     _release(proc)
-    time.sleep(1.0)  # the work (0.2 s), then fillers, the last cut mid-sleep with its lockdir made
+    time.sleep(2.0)  # the work (0.2 s), then fillers, the last cut mid-sleep with its lockdir made
     _release(proc, b"s")
     out, err = proc.communicate(timeout=30)
     end = ended(out.decode(), err.decode())
@@ -360,7 +364,7 @@ def test_a_filler_of_a_work_without_a_directory_gets_an_empty_one_in_scratch(tmp
     )
     assert proc.stderr is not None and proc.stderr.readline() == b"isobench-gate ready\n"
     _release(proc)
-    time.sleep(0.5)
+    time.sleep(1.0)  # fillers of 0.1 s: two or more even on a busy host
     _release(proc, b"s")
     _, err = proc.communicate(timeout=30)
     assert (filled(err.decode()) or (0, 0.0))[0] >= 2
