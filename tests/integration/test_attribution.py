@@ -165,6 +165,7 @@ level = 2
 # of the two emulated samples twice as long
 
 
+@pytest.mark.beside  # per-process CPU times: a neighbour stretches the wall time only
 def test_c_tcg_compression_cpu_is_in_qemu_threads(tmp_path):
     # The control is the same compression run natively in the same study: the
     # CPU its own process took (pixz's user + sys, from GNU time), which is

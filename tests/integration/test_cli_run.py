@@ -11,6 +11,7 @@ import time
 import docker
 import pytest
 
+from isobench.core import owner
 from isobench.core.workspace import DATA_ROOT, TMP_ROOT
 
 pytestmark = pytest.mark.integration
@@ -69,9 +70,19 @@ def isobench(*args, store, cwd, timeout=600, check=True):
 
 
 def isobench_containers():
+    """isobench's containers and volumes left behind: those of a process
+    that has ended, or unmarked. What a live process owns is not left behind
+    (test.sh's side lane runs its own beside these tests)."""
     client = docker.from_env()
-    return [c.name for c in client.containers.list(all=True, filters={"label": "isobench=1"})] + [
-        v.name for v in client.volumes.list(filters={"label": "isobench=1"})
+    boot = owner.boot_id()
+
+    def left(labels) -> bool:
+        mark = owner.from_labels(labels)
+        return mark is None or not owner.is_live(mark, boot, owner.started(mark.pid))
+
+    label = {"label": "isobench=1"}
+    return [c.name for c in client.containers.list(all=True, filters=label) if left(c.labels)] + [
+        v.name for v in client.volumes.list(filters=label) if left(v.attrs.get("Labels"))
     ]
 
 

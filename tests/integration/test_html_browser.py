@@ -28,7 +28,7 @@ from isobench.cli.main import main
 from isobench.store.db import Store
 from synthetic_runs import Synthetic, write_run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"

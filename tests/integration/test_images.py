@@ -11,9 +11,10 @@ import time
 import pytest
 
 from isobench import images
+from isobench.core.owner import owner_labels
 from isobench.core.workspace import LABEL
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 docker = pytest.importorskip("docker")
 
@@ -69,7 +70,9 @@ def _run(container, argv):
 
 
 def test_container_has_the_tools(client, tag):
-    container = client.containers.run(tag, detach=True, labels={LABEL: "1"}, name=f"isobench-test-images-{os.getpid()}")
+    container = client.containers.run(
+        tag, detach=True, labels={LABEL: "1", **owner_labels()}, name=f"isobench-test-images-{os.getpid()}"
+    )
     try:
         code, out = _run(container, ["fio", "--version"])
         assert code == 0 and out.startswith("fio-"), out

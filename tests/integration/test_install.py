@@ -21,7 +21,7 @@ import pytest
 
 from isobench.fleet.controller import build_wheel
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 ROOT = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"  # pinned in requirements-setup.lock, installed by setup.sh

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from isobench.clienthost import ClientHost, clean_network, leftovers, link_names, netns_name
+from isobench.core.owner import owning
 from isobench.host.hostinfo import HostInfo
 from isobench.workloads import get
 
@@ -38,9 +39,10 @@ def nothing_left(run_id: str) -> None:
     assert f"isobench-{run_id}" not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
 
 
+@pytest.mark.beside
 def test_client_host_lifecycle():
     run_id = f"itest-ch-{os.getpid()}"
-    with ClientHost(run_id) as ch:
+    with owning(run_id), ClientHost(run_id) as ch:
         namespaces, links, rules = leftovers(run_id)
         assert namespaces == [netns_name(run_id)]
         assert sorted(links) == sorted([ch.bridge, ch.veth_host])  # the client end lives in the netns
@@ -56,6 +58,7 @@ def test_client_host_lifecycle():
     nothing_left(run_id)
 
 
+@pytest.mark.beside
 def test_clean_removes_a_crashed_client_host():
     run_id = f"itest-crash-{os.getpid()}"
     ch = ClientHost(run_id).start()  # never stopped: as after SIGKILL
@@ -89,13 +92,15 @@ def _env(kind: str, run_id: str, ch: ClientHost, ports):
     return env
 
 
+@pytest.mark.beside
 @pytest.mark.parametrize("kind", ["native", "docker-nat", "docker-host"])
 @pytest.mark.parametrize("name", list(TINY))
 def test_workload_runs(name, kind):
     run_id = f"itest-{name}-{kind}-{os.getpid()}"
     cls = get(name)
     w = cls(cls.Params(**TINY[name]), HOST)
-    with ClientHost(run_id) as ch:
+    # owned, so a global `isobench clean` of the main lane keeps its servers and namespace
+    with owning(run_id), ClientHost(run_id) as ch:
         w.client = ch
         env = _env(kind, run_id, ch, list(w.ports))
         try:

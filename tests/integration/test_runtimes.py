@@ -6,13 +6,14 @@ command runs, startup is measured, and nothing is left behind."""
 import pytest
 
 from isobench.core.dockerclient import engine
+from isobench.core.owner import owning
 from isobench.core.workspace import LABEL
 from isobench.envs import runtimes as rt
 from isobench.envs.docker import DockerKind, DockerSpec
 from isobench.host.hostinfo import host_info
 from isobench.images import image_tag
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,13 @@ def test_environment_runs_under_its_runtime(image, runtime, network):
     env = DockerKind().make(
         f"rt-{runtime}-{network}", spec, run_id="itest-runtimes", host=host_info(), image=image, index=0
     )
+    with owning("itest-runtimes"):  # a global `isobench clean` beside it keeps it
+        _runs_under(client, env, runtime)
+    left = client.containers.list(all=True, filters={"label": f"{LABEL}.run=itest-runtimes"})
+    assert left == []
+
+
+def _runs_under(client, env, runtime: str) -> None:
     env.start()
     try:
         attrs = client.api.inspect_container(env.container_name)
@@ -50,8 +58,6 @@ def test_environment_runs_under_its_runtime(image, runtime, network):
         assert facts["runtime_info"]["name"] == runtime and facts["runtime_info"]["version"] != "unknown"
     finally:
         env.stop()
-    left = client.containers.list(all=True, filters={"label": f"{LABEL}.run=itest-runtimes"})
-    assert left == []
 
 
 def test_probe_reports_an_unregistered_runtime(image):

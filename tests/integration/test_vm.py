@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from isobench.core.owner import owning
 from isobench.core.workspace import DATA_ROOT
 from isobench.envs.vm.environment import SOCKET_ROOT, VmEnvironment
 from isobench.envs.vm.kind import is_isobench_qemu
@@ -47,12 +48,14 @@ def leftovers(run_id: str) -> list[str]:
 @pytest.fixture(scope="module")
 def vm():
     env = VmEnvironment(name="itest", spec=SPEC, run_id=f"itest{os.getpid()}")
-    env.start()
-    yield env
-    env.stop()
+    with owning(env.run_id):  # a global `isobench clean` beside it keeps it
+        env.start()
+        yield env
+        env.stop()
     assert leftovers(env.run_id) == []
 
 
+@pytest.mark.beside
 def test_boot_facts(vm):
     f = vm.facts()
     assert f["accel"] == "tcg" and f["emulated"] is True
@@ -60,6 +63,7 @@ def test_boot_facts(vm):
     assert 0 < f["boot"]["guest_kernel_s"] < f["boot"]["ready_s"] < 120
 
 
+@pytest.mark.beside
 def test_exec_output_and_exit_code(vm):
     r = vm.exec(["sh", "-c", "echo out; echo err >&2; exit 7"], timeout=30)
     assert (r.returncode, r.stdout, r.stderr, r.timed_out) == (7, "out\n", "err\n", False)
@@ -68,6 +72,7 @@ def test_exec_output_and_exit_code(vm):
     assert vm.exec(["no-such-tool-isobench"], timeout=30).returncode != 0
 
 
+@pytest.mark.beside
 def test_exec_timeout_kills(vm):
     t0 = time.monotonic()
     r = vm.exec(["sleep", "60"], timeout=2)
@@ -75,6 +80,7 @@ def test_exec_timeout_kills(vm):
     assert vm.exec(["pgrep", "-x", "sleep"], timeout=30).returncode == 1
 
 
+@pytest.mark.beside
 def test_write_file_and_mounts(vm):
     data = os.urandom(5 * 1024 * 1024 + 3)
     vm.write_file("/isobench/tmp/sub/blob", data)

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from isobench.clienthost import ClientHost, leftovers, tag_of
+from isobench.core.owner import owning
 from isobench.envs.vm.environment import VmEnvironment
 from isobench.envs.vm.spec import VmSpec
 from isobench.host.hostinfo import HostInfo
@@ -16,7 +17,7 @@ from isobench.workloads import get
 
 from .test_vm import isobench_qemus
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 HOST = HostInfo(
     cores=os.cpu_count() or 1, mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0
@@ -32,7 +33,7 @@ def test_vm_serves_netlat_and_redis_to_the_client_host():
         cls = get(name)
         fields = getattr(cls.Params, "model_fields", {})
         workloads.append(cls(cls.Params(**{k: v for k, v in params.items() if k in fields}), HOST))
-    with ClientHost(run_id) as ch:
+    with owning(run_id), ClientHost(run_id) as ch:
         env = VmEnvironment(name="vm-stock", spec=SPEC, run_id=run_id)
         env.expose(ch.host_addr, sorted({p for w in workloads for p in w.ports}))
         try:

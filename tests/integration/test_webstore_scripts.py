@@ -7,7 +7,11 @@ import os
 import subprocess
 import time
 
+import pytest
+
 from isobench.workloads.webstore_scripts import Daemon, start_script, stop_script
+
+pytestmark = pytest.mark.beside  # stand-ins in its own tmp_path: nothing a clean or another test sees
 
 
 def sh(script: str, timeout: float = 60) -> subprocess.CompletedProcess:

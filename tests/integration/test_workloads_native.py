@@ -5,11 +5,12 @@ import os
 
 import pytest
 
+from isobench.core.owner import owning
 from isobench.envs.native import NativeEnvironment
 from isobench.host.hostinfo import HostInfo
 from isobench.workloads import get
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
 HOST = HostInfo(
     cores=os.cpu_count() or 1, mem_bytes=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), disk_free_bytes=0
@@ -19,11 +20,12 @@ HOST = HostInfo(
 @pytest.fixture
 def env():
     e = NativeEnvironment(name="native", run_id="itest")
-    e.start()
-    try:
-        yield e
-    finally:
-        e.stop()
+    with owning(e.run_id):  # a global `isobench clean` beside it keeps its scratch
+        e.start()
+        try:
+            yield e
+        finally:
+            e.stop()
         assert not os.path.exists(e.paths.data) and not os.path.exists(e.paths.tmp)
 
 

@@ -247,3 +247,27 @@ def test_a_lock_directory_that_is_a_symlink_is_refused(tmp_path):
     with pytest.raises(ForeignRoot, match="run is a symlink"):
         RunLock(str(tmp_path / "run" / "run.lock")).acquire("quick")
     assert os.listdir(tmp_path / "elsewhere") == []
+
+
+HOLD = "import fcntl, sys, time; f = open(sys.argv[1]); fcntl.flock(f, 2); print(1, flush=True); time.sleep(9)"
+
+
+def test_a_moment_is_one_holder_at_a_time_and_a_stuck_one_is_named(tmp_path):
+    """Two client hosts starting at once each pick the first free /24 under
+    core/lock.moment: the second waits for the first, and one held past the
+    wait is a TimeoutError naming the file."""
+    from isobench.core.lock import moment
+
+    path = str(tmp_path / "subnet.lock")
+    with moment(path):  # made, taken and given back
+        pass
+    held = subprocess.Popen([sys.executable, "-c", HOLD, path], stdout=subprocess.PIPE, text=True)
+    try:
+        assert held.stdout is not None and held.stdout.readline() == "1\n"
+        with pytest.raises(TimeoutError, match=re.escape(path)), moment(path, wait_s=0.3):
+            pass
+    finally:
+        held.kill()
+        held.wait()
+    with moment(path, wait_s=5):  # free again once its holder has gone
+        pass

@@ -36,6 +36,7 @@ from isobench.clienthost.addresses import (
     pick_subnet,
 )
 from isobench.core.lifetime import die_with_parent
+from isobench.core.lock import SUBNET_LOCK_PATH, moment
 from isobench.core.proc import ExecResult, as_text, run_argv
 
 MTU = 1500
@@ -102,12 +103,16 @@ class ClientHost:
         return self
 
     def _start(self) -> None:
-        self.subnet = pick_subnet(ip_step(["ip", "-4", "route", "show", "table", "all"]).stdout)
+        try:
+            with moment(SUBNET_LOCK_PATH):  # until the bridge's address routes the /24 picked
+                self.subnet = pick_subnet(ip_step(["ip", "-4", "route", "show", "table", "all"]).stdout)
+                ip_step(["ip", "netns", "add", self.netns])
+                ip_step(["ip", "link", "add", self.bridge, "type", "bridge"])
+                ip_step(["ip", "link", "set", self.bridge, "mtu", str(MTU)])
+                ip_step(["ip", "addr", "add", f"{self.host_addr}/{self.subnet.prefixlen}", "dev", self.bridge])
+        except TimeoutError as exc:
+            raise ClientHostError(str(exc)) from None
         plen = self.subnet.prefixlen
-        ip_step(["ip", "netns", "add", self.netns])
-        ip_step(["ip", "link", "add", self.bridge, "type", "bridge"])
-        ip_step(["ip", "link", "set", self.bridge, "mtu", str(MTU)])
-        ip_step(["ip", "addr", "add", f"{self.host_addr}/{plen}", "dev", self.bridge])
         ip_step(
             [
                 "ip",

@@ -15,7 +15,8 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 from isobench.core import owner
@@ -25,6 +26,11 @@ from isobench.core.workspace import own_root
 # /run: the host's runtime state (a tmpfs, empty after a boot, as a lock should be)
 LOCK_PATH = "/run/isobench/run.lock"
 WAIT_POLL_S = 1.0  # how often a run that waits for the lock asks again (a run lasts minutes)
+# Held only while a client host picks a free /24 and puts its address on it:
+# two starting at once (two test lanes, or `explain` beside a library user)
+# would otherwise both take the same free one
+SUBNET_LOCK_PATH = "/run/isobench/subnet.lock"
+MOMENT_WAIT_S = 30.0
 
 
 class AlreadyRunning(RuntimeError):
@@ -98,6 +104,26 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+@contextmanager
+def moment(path: str, wait_s: float = MOMENT_WAIT_S) -> Iterator[None]:
+    """An flock held for a few commands' time; TimeoutError naming the file
+    when its holder keeps it past ``wait_s``."""
+    fh = _open_private(path)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{path} held for more than {wait_s:g} s by another isobench process") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        fh.close()
 
 
 def _open_private(path: str) -> TextIO:
