@@ -28,10 +28,11 @@ bash scripts/setup.sh
 # their own (own run lock, store and label, a subnet no other test uses),
 # and they mostly wait on ssh, Ansible and polls. The main lane keeps about
 # one core busy (1.0 of 2, measured over its tests, 2026-11-29), so the
-# tests marked `beside` run in a side lane of their own next to it: they
-# take no run lock, own what they start (a global `isobench clean` of the
-# main lane keeps it) and check only their own leftovers, as the main lane's
-# checks leave out what a live process owns. The linter and type checker
+# tests marked `beside` run in a side lane of their own next to it: their
+# runs take the lane's own run lock (ISOBENCH_TEST_LANE, core/lock.py), they
+# own what they start (a global `isobench clean` of the main lane keeps it)
+# and check only their own leftovers, as the main lane's checks leave out
+# what a live process owns. The linter and type checker
 # (about 10 s of one core) run beside it too, and their output is printed
 # first once the main lane is done. Options (-x, -k EXPR) go to every run;
 # naming tests (a path that exists) runs just those, serially.
@@ -104,7 +105,7 @@ bash scripts/lint.sh >"$lanes/lint.log" 2>&1 &
 lint_pid=$!
 ignore=(--ignore "$fleet_tests")
 for t in "${quota_tests[@]}"; do ignore+=(--ignore "$t"); done
-(trap - INT; exec "${pytest[@]}" --basetemp "$lanes/beside" "$@" -m beside "${ignore[@]}" tests/integration) \
+(trap - INT; ISOBENCH_TEST_LANE=beside exec "${pytest[@]}" --basetemp "$lanes/beside" "$@" -m beside "${ignore[@]}" tests/integration) \
   >"$lanes/beside.log" 2>&1 &
 beside_pid=$!
 "${pytest[@]}" "$@" -m "not beside" "${ignore[@]}" tests/integration || integration=$?

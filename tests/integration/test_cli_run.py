@@ -69,14 +69,20 @@ def isobench(*args, store, cwd, timeout=600, check=True):
     return proc
 
 
-def isobench_containers():
+def isobench_containers(store=None):
     """isobench's containers and volumes left behind: those of a process
-    that has ended, or unmarked. What a live process owns is not left behind
-    (test.sh's side lane runs its own beside these tests)."""
+    that has ended, or unmarked; with `store`, only of its runs. What a live
+    process owns is not left behind (test.sh's side lane runs its own beside
+    these tests), and a test in that lane passes its store: a main-lane
+    test's SIGKILLed run leaves its containers until its `clean`."""
     client = docker.from_env()
     boot = owner.boot_id()
+    runs = None if store is None else {r for (r,) in sqlite3.connect(store).execute("SELECT run_id FROM runs")}
 
     def left(labels) -> bool:
+        labels = labels or {}
+        if runs is not None and labels.get("isobench.run") not in runs:
+            return False
         mark = owner.from_labels(labels)
         return mark is None or not owner.is_live(mark, boot, owner.started(mark.pid))
 
@@ -86,12 +92,13 @@ def isobench_containers():
     ]
 
 
+@pytest.mark.beside  # like the other beside tests below: its own store, its run's containers only
 def test_run_report_runs_and_nothing_left(tmp_path):
     study = tmp_path / "tiny.toml"
     study.write_text(CHEAP)  # TINY's shape; what is checked here does not need bigger samples
     store = tmp_path / "r.sqlite"
     out = isobench("run", str(study), "--out", str(tmp_path / "results"), store=store, cwd=tmp_path)
-    assert isobench_containers() == [], out.stderr[-3000:]
+    assert isobench_containers(store) == [], out.stderr[-3000:]
     reports = list((tmp_path / "results").glob("*.md"))
     assert len(reports) == 1
     md = reports[0].read_text()
@@ -113,6 +120,7 @@ def test_run_report_runs_and_nothing_left(tmp_path):
     assert n == 3 * 4 * 2
 
 
+@pytest.mark.beside
 def test_bad_study_fails_fast_with_one_line(tmp_path):
     study = tmp_path / "bad.toml"
     study.write_text(TINY.replace("size_mb = 8", "sise_mb = 8"))
@@ -177,6 +185,7 @@ def study_under_way(tmp_path, repetitions: int, samples: int):
 # Interrupted (or killed) once the run has stored a sample in each environment
 # (round 1's compression): what is checked happens between samples, and the
 # two hpcc samples that came next made each test wait about 2 s longer.
+@pytest.mark.beside
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
     with study_under_way(tmp_path, repetitions=50, samples=2) as (proc, store, done, log):
@@ -188,7 +197,7 @@ def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
     db = sqlite3.connect(store)
     assert ok_samples(store) >= done
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
-    assert isobench_containers() == [], err[-3000:]
+    assert isobench_containers(store) == [], err[-3000:]
     run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
     leftovers = [
         name
@@ -200,6 +209,7 @@ def test_interrupt_keeps_samples_and_leaves_no_container(tmp_path, sig):
     assert leftovers == []
 
 
+@pytest.mark.beside
 def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
     with study_under_way(tmp_path, repetitions=2, samples=4) as (proc, store, _, _log):
         proc.send_signal(signal.SIGINT)
@@ -215,7 +225,7 @@ def test_interrupted_run_resumes_to_the_full_shape(tmp_path):
     # 2 envs × 4 cells × 2 rounds, each exactly once: nothing redone, nothing missing
     rows = db.execute("SELECT env, workload, ccase, round, COUNT(*) FROM samples GROUP BY 1, 2, 3, 4").fetchall()
     assert len(rows) == 16 and all(r[4] == 1 for r in rows)
-    assert isobench_containers() == [], out.stderr[-3000:]
+    assert isobench_containers(store) == [], out.stderr[-3000:]
 
 
 def test_sigkill_leftovers_are_removed_by_clean(tmp_path):

@@ -271,3 +271,21 @@ def test_a_moment_is_one_holder_at_a_time_and_a_stuck_one_is_named(tmp_path):
         held.wait()
     with moment(path, wait_s=5):  # free again once its holder has gone
         pass
+
+
+def test_a_test_lane_takes_a_run_lock_of_its_own_and_a_bad_lane_name_is_one_line(monkeypatch):
+    """test.sh's side lane runs `isobench run` beside the main lane's: its
+    runs take /run/isobench/lanes/<lane>.lock, not the host's; a lane name
+    that would make another path is refused, naming the variable."""
+    from isobench.core import lock
+    from isobench.core.errors import IsobenchError
+
+    monkeypatch.delenv(lock.LANE_ENV, raising=False)
+    assert lock.lock_path() == lock.LOCK_PATH == RunLock().path
+    monkeypatch.setenv(lock.LANE_ENV, "beside")
+    assert lock.lock_path() == "/run/isobench/lanes/beside.lock" == RunLock().path
+    for bad in ("../run", "Beside", "a/b", "x" * 40, "-x"):
+        monkeypatch.setenv(lock.LANE_ENV, bad)
+        with pytest.raises(IsobenchError, match=lock.LANE_ENV) as err:
+            RunLock()
+        assert "\n" not in str(err.value)

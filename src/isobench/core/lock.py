@@ -14,17 +14,26 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
 from isobench.core import owner
+from isobench.core.errors import IsobenchError
 from isobench.core.numbers import fmt_duration
 from isobench.core.workspace import own_root
 
 # /run: the host's runtime state (a tmpfs, empty after a boot, as a lock should be)
 LOCK_PATH = "/run/isobench/run.lock"
+# A test suite's lane of its own (test.sh's side lane) takes its runs' lock
+# here instead, so they do not wait for the main lane's: runs in two lanes
+# measure each other, which a suite's functional tests stand and a result
+# worth keeping does not. Never set outside a test suite.
+LANE_ENV = "ISOBENCH_TEST_LANE"
+LANES_DIR = "/run/isobench/lanes"
+LANE_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 WAIT_POLL_S = 1.0  # how often a run that waits for the lock asks again (a run lasts minutes)
 # Held only while a client host picks a free /24 and puts its address on it:
 # two starting at once (two test lanes, or `explain` beside a library user)
@@ -37,12 +46,25 @@ class AlreadyRunning(RuntimeError):
     pass
 
 
+def lock_path() -> str:
+    """The run lock of this process: the host's, or its test lane's."""
+    lane = os.environ.get(LANE_ENV, "")
+    if not lane:
+        return LOCK_PATH
+    if not LANE_NAME.fullmatch(lane):
+        raise IsobenchError(
+            f"{LANE_ENV}={lane[:40]!r}: a test lane is named with lowercase letters, digits and '-' "
+            f"(up to 32, e.g. beside); unset it outside a test suite"
+        )
+    return os.path.join(LANES_DIR, f"{lane}.lock")
+
+
 class RunLock:
     """An flock on LOCK_PATH: the kernel drops it when the holder dies, even
     by SIGKILL, so a crash never leaves the host locked."""
 
-    def __init__(self, path: str = LOCK_PATH):
-        self.path = path
+    def __init__(self, path: str | None = None):
+        self.path = path or lock_path()
         self._fh: TextIO | None = None
 
     def acquire(self, study: str, wait_s: float = 0.0, waiting: Callable[[str], None] | None = None) -> None:
@@ -136,11 +158,12 @@ def _open_private(path: str) -> TextIO:
     return os.fdopen(fd, "r+")
 
 
-def running_run_id(path: str = LOCK_PATH) -> str | None:
+def running_run_id(path: str | None = None) -> str | None:
     """The run id of the study holding the lock now ("?" when the holder
     names none, or is not the process it names, or the file is not ours to
     read), or None when no study runs (a stored run still "running" then
     died without finishing)."""
+    path = path or lock_path()
     try:
         fh = open(path)
     except PermissionError:  # not root: the kernel's lock table still says whether it is held
@@ -170,7 +193,7 @@ def held(path: str) -> bool:
     return any(node in line.split() for line in table.splitlines())
 
 
-def live_run_ids(path: str = LOCK_PATH, owners: str | None = None) -> frozenset[str]:
+def live_run_ids(path: str | None = None, owners: str | None = None) -> frozenset[str]:
     """The runs a study measures now on this host: the lock holder's, and
     every run whose owner file names a live process (core/owner.py). A
     stored run still "running" that is neither died without finishing. The
