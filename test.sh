@@ -40,7 +40,7 @@ pytest=(.venv/bin/python -m pytest -ra --durations=25)
 for arg in "$@"; do
   [[ -e ${arg%%::*} ]] && exec "${pytest[@]}" "$@"
 done
-unit=0 quota=0 integration=0 fleet=0 lint=0 beside=0
+unit=0 quota=0 alone=0 integration=0 fleet=0 lint=0 beside=0
 unit_pid="" fleet_pid="" lint_pid="" beside_pid=""
 lanes=$(mktemp -d /tmp/isobench-lanes.XXXXXX)
 # an interrupted suite stops the lanes beside the main one too (the fleet's fixture removes its hosts)
@@ -77,14 +77,16 @@ renice_tree() {
 unit_pid=$!
 # test_explain's planted quota is a quota test too: beside the side lane its
 # unlimited variant, slowed by the neighbour, read -47.5% against native
-# (CI of 64e4aa1). test_clean_sockets' global `clean` must see no live run:
-# a server on a benchmark address says no run, so clean keeps them all
-# while any run lives (the side lane's would).
+# (CI of 64e4aa1).
 quota_tests=(
   tests/integration/test_budget.py tests/integration/test_calibrate.py tests/integration/test_history.py
-  tests/integration/test_explain.py tests/integration/test_clean_sockets.py
-  tests/integration/test_faults.py tests/integration/test_duet_signals.py
+  tests/integration/test_explain.py tests/integration/test_faults.py tests/integration/test_duet_signals.py
 )
+# Its global `clean` must see no live run: a server on a benchmark address
+# names no run, so clean keeps them all while any run lives (the side
+# lane's, or a unit test's in-process one: CI of b8ed11f). So it runs
+# alone, between the phases.
+alone_tests=(tests/integration/test_clean_sockets.py)
 # This host's noise pilot (checks/noisepilot.py) is reused for an hour, then
 # measured again (about 39 s) by the next run in the default home and by
 # every test home that copies it: one that expired mid-suite cost the main
@@ -104,13 +106,14 @@ wait "$unit_pid" || unit=$?
 unit_pid=""
 echo "== the unit tests (run beside the quota and fault tests) =="
 cat "$lanes/unit.log"
+"${pytest[@]}" "$@" "${alone_tests[@]}" || alone=$?
 fleet_tests=tests/integration/test_fleet.py
 (trap - INT; exec "${pytest[@]}" --basetemp "$lanes/fleet" "$@" "$fleet_tests") >"$lanes/fleet.log" 2>&1 &
 fleet_pid=$!
 bash scripts/lint.sh >"$lanes/lint.log" 2>&1 &
 lint_pid=$!
 ignore=(--ignore "$fleet_tests")
-for t in "${quota_tests[@]}"; do ignore+=(--ignore "$t"); done
+for t in "${quota_tests[@]}" "${alone_tests[@]}"; do ignore+=(--ignore "$t"); done
 (trap - INT; ISOBENCH_TEST_LANE=beside exec "${pytest[@]}" --basetemp "$lanes/beside" "$@" -m beside "${ignore[@]}" tests/integration) \
   >"$lanes/beside.log" 2>&1 &
 beside_pid=$!
@@ -129,8 +132,8 @@ echo "== the fleet's integration tests (run beside the others) =="
 cat "$lanes/fleet.log"
 # 5 is "no test selected": fine for one part (-k EXPR names tests of another)
 [[ $lint -eq 0 ]] || echo "test.sh: scripts/lint.sh failed (its output above)" >&2
-for rc in $lint $unit $quota $integration $beside $fleet; do
+for rc in $lint $unit $quota $alone $integration $beside $fleet; do
   [[ $rc -eq 0 || $rc -eq 5 ]] || exit "$rc"
 done
-[[ $unit -eq 5 && $quota -eq 5 && $integration -eq 5 && $beside -eq 5 && $fleet -eq 5 ]] && exit 5
+[[ $unit -eq 5 && $quota -eq 5 && $alone -eq 5 && $integration -eq 5 && $beside -eq 5 && $fleet -eq 5 ]] && exit 5
 exit 0
