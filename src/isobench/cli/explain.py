@@ -170,19 +170,7 @@ def print_answers(runs, out) -> None:
 
 def explain_json(runs) -> dict:
     """The explain as data (docs/output.md#isobenchexplain)."""
-    from isobench.results.explain import answer_json, answers, explained_of
+    from isobench.results.explain import explained_of, run_json
 
-    out = []
-    for run in runs:
-        ex = explained_of(run)
-        assert ex is not None  # every run here was made by explain
-        out.append(
-            {
-                "run_id": run.run_id,
-                "env": ex.env,
-                "baseline": ex.baseline,
-                "answers": [answer_json(a) for a in answers(run)],
-            }
-        )
     first = explained_of(runs[0]) if runs else None
-    return {"explains": first.explains if first is not None else None, "runs": out}
+    return {"explains": first.explains if first is not None else None, "runs": [run_json(run) for run in runs]}
