@@ -101,6 +101,23 @@ def explain_cmd(
     show(store, measured, fmt, output)
 
 
+def explain_asked(store, study, run_id: str, progress: bool | None, allow_packages: bool) -> tuple:
+    """A study's [explain] once its run is measured (`isobench run`): each
+    changed primary cell of its environments explained as `isobench explain
+    RUN_ID --env ENV` explains it, the answers printed, the explain runs
+    named last; returns them (loaded), () when none was asked or found."""
+    from isobench.run.explain import asked
+
+    plans = asked(store, run_id, study, lambda line: fold([f"note: {line}"], err_console))
+    runs = tuple(store.load_run(_measure(store, plan, progress, allow_packages)) for plan in plans)
+    if runs:
+        console.print()
+        print_answers(runs, console)
+        ids = ", ".join(r.run_id for r in runs)
+        fold([f"run {run_id} is explained by run(s) {ids}: `isobench report {run_id}` lists them"], console)
+    return runs
+
+
 def _check_output(fmt: str, output: str | None, runs: int) -> None:
     """-o refused before anything is measured, not after."""
     if output is not None and fmt == "html" and output != STDOUT and runs > 1:
