@@ -14,6 +14,7 @@ from isobench.cli.common import (
     console,
     default_output,
     err_console,
+    own,
     results_dir,
     shipped_or_path,
     writing,
@@ -283,4 +284,5 @@ def _write_markdown(run, output: str | None, out_dir: str | None, explained: tup
     with writing(md_path, "-o" if output else "--out"):
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(render_markdown(run, explained))
+    own(md_path)  # written by this run: its [explain] writes it again, with the explain runs
     console.print(f"\nreport written to {sink.markup(md_path)}", highlight=False)
