@@ -23,7 +23,7 @@ from isobench.core.ids import NAME_RE, NAME_RULE, shown
 from isobench.core.plants import CannotPlant, plant_problem
 from isobench.core.readbound import BoundedReadError, read_bounded
 from isobench.core.strictmodel import StrictModel, fields_at
-from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
+from isobench.envs.kinds import EnvSpec, differing, kind_of, kinds, presets
 from isobench.host.noise import NoiseSpec
 from isobench.workloads import WORKLOADS, claiming_fields, table_kind
 from isobench.workloads.base import NO_HOST, Workload, WorkloadParams
@@ -181,6 +181,23 @@ class StudyMeta(StrictModel):
         return v
 
 
+class ExplainAsk(StrictModel):
+    """[explain]: after the run, `isobench explain` of each changed primary
+    cell of these environments, moving these settings (docs/explain.md).
+    Left out: every environment other than the baseline that differs from
+    it in a setting asked; every setting its kind has."""
+
+    envs: tuple[str, ...] | None = None
+    settings: tuple[str, ...] | None = None
+
+    @field_validator("envs", "settings")
+    @classmethod
+    def _some(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is not None and not v:
+            raise ValueError("name at least one, or leave the field out for every one")
+        return v
+
+
 @dataclass(frozen=True)
 class WorkloadEntry:
     key: str  # the study's name for it (the table name)
@@ -199,6 +216,9 @@ class Study:
     # what paths in it (a command's files) are relative to: the study file's
     # directory; for a study made in memory (isobench try), the current one
     base_dir: str = "."
+    # [explain]: environment -> the settings its explain moves after the run,
+    # () for every one it differs in (explain's own default); {}: no [explain]
+    explain: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def hash(self) -> str:
@@ -245,6 +265,8 @@ def _fields_of(model: type[BaseModel] | None, loc: tuple, skip: int) -> list[str
     """The allowed fields of the table holding loc's last part (the rejected one)."""
     if loc[:1] == ("study",):
         model, skip = StudyMeta, 1
+    if loc[:1] == ("explain",):
+        model, skip = ExplainAsk, 1
     return fields_at(model, loc[skip:-1]) if model is not None else []
 
 
@@ -332,6 +354,68 @@ def _check_plants(path: str, meta: StudyMeta, envs: list[str], workloads: list[W
                 raise StudyError(f"{path}: study.plants.{env}: workloads.{entry.key}: {exc}") from None
 
 
+def _explain_targets(path: str, raw: Any, specs: dict[str, EnvSpec], baseline: str) -> dict[str, tuple[str, ...]]:
+    """[explain] checked against the environments: each one named is another
+    than the baseline and of a kind with settings, each setting one its kind
+    has; then each environment's settings to move (checked by _moved)."""
+    try:
+        ask = ExplainAsk.model_validate(raw)
+    except ValidationError as exc:
+        raise StudyError(_one_line(path, exc, ("explain",), ExplainAsk)) from None
+    others = [e for e in specs if e != baseline and kind_of(specs[e].kind).settings]
+    for env in ask.envs or ():
+        if env not in others:
+            why = _not_explainable(env, specs, baseline)
+            raise StudyError(f"{path}: explain.envs: {why}; name one of: {', '.join(others) or 'none'}")
+    envs = list(dict.fromkeys(ask.envs or others))
+    for name in ask.settings or ():
+        for env in envs:
+            kind = kind_of(specs[env].kind)
+            if name not in kind.settings:
+                hint = "" if ask.envs else "; or name the environments to explain, explain.envs = [...]"
+                raise StudyError(
+                    f"{path}: explain.settings: {shown(name)}: a {kind.name} environment ({env}) has no such setting; "
+                    f"its settings: {', '.join(kind.settings)}{hint}"
+                )
+    return _moved(path, ask, envs, specs, baseline)
+
+
+def _not_explainable(env: str, specs: dict[str, EnvSpec], baseline: str) -> str:
+    if env not in specs:
+        return f"{shown(env)} is not one of the environments"
+    if env == baseline:
+        return f"{env} is the baseline, what explain measures against"
+    return f"{env} is a {specs[env].kind} environment, which has no setting explain can move"
+
+
+def _moved(
+    path: str, ask: ExplainAsk, envs: list[str], specs: dict[str, EnvSpec], baseline: str
+) -> dict[str, tuple[str, ...]]:
+    """Each environment's settings to move: those asked that it differs from
+    the baseline in (all: ``()``). One named that differs in none of them is
+    refused; one left to the default is left out."""
+    out = {}
+    for env in envs:
+        differ = [name for name, _, _ in differing(specs[env], specs[baseline])]
+        moved = [n for n in ask.settings or differ if n in differ]
+        if moved:
+            out[env] = tuple(moved) if ask.settings else ()
+        elif ask.envs:
+            asked = f" asked ({', '.join(ask.settings)})" if ask.settings else ""
+            what = ", ".join(differ) or "none (its whole gap is its kind's own)"
+            raise StudyError(
+                f"{path}: explain.envs: {env} differs from {baseline} in no setting{asked} explain can move; "
+                f"it differs in: {what}"
+            )
+    if not out:
+        raise StudyError(
+            f"{path}: explain: no environment differs from {baseline} in a setting explain can move"
+            + (f" of those asked ({', '.join(ask.settings)})" if ask.settings else "")
+            + "; remove [explain] or change explain.settings"
+        )
+    return out
+
+
 def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -> Study:
     """The study in ``text``, named ``path`` in every message; its relative
     paths resolve against ``base_dir`` (default: the current directory)."""
@@ -342,9 +426,11 @@ def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
     except tomlbound.TomlBoundError as exc:  # before tomllib: its cost grows with depth times keys
         raise StudyError(f"{path}: {exc}") from None
-    unknown = set(raw) - {"study", "environments", "workloads", "noise"}
+    unknown = set(raw) - {"study", "environments", "workloads", "noise", "explain"}
     if unknown:
-        raise StudyError(f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, workloads, noise")
+        raise StudyError(
+            f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, workloads, noise, explain"
+        )
     if not isinstance(raw.get("study"), dict):
         raise StudyError(f'{path}: study: a [study] table with at least name = "..." is required')
     envs = _expand_presets(path, raw.get("environments"))
@@ -383,7 +469,8 @@ def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -
             noise = NoiseSpec.model_validate(raw["noise"])
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("noise",), NoiseSpec)) from None
-    return Study(path, text, meta, specs, workloads, noise, base_dir)
+    explain = _explain_targets(path, raw["explain"], specs, meta.baseline) if "explain" in raw else {}
+    return Study(path, text, meta, specs, workloads, noise, base_dir, explain)
 
 
 def with_budget(study: Study, budget: str, label: str = "--budget") -> Study:

@@ -101,6 +101,23 @@ def explain_cmd(
     show(store, measured, fmt, output)
 
 
+def explain_asked(store, study, run_id: str, progress: bool | None, allow_packages: bool) -> tuple:
+    """A study's [explain] once its run is measured (`isobench run`): each
+    changed primary cell of its environments explained as `isobench explain
+    RUN_ID --env ENV` explains it, the answers printed, the explain runs
+    named last; returns them (loaded), () when none was asked or found."""
+    from isobench.run.explain import asked
+
+    plans = asked(store, run_id, study, lambda line: fold([f"note: {line}"], err_console))
+    runs = tuple(store.load_run(_measure(store, plan, progress, allow_packages)) for plan in plans)
+    if runs:
+        console.print()
+        print_answers(runs, console)
+        ids = ", ".join(r.run_id for r in runs)
+        fold([f"run {run_id} is explained by run(s) {ids}: `isobench report {run_id}` lists them"], console)
+    return runs
+
+
 def _check_output(fmt: str, output: str | None, runs: int) -> None:
     """-o refused before anything is measured, not after."""
     if output is not None and fmt == "html" and output != STDOUT and runs > 1:
@@ -170,19 +187,7 @@ def print_answers(runs, out) -> None:
 
 def explain_json(runs) -> dict:
     """The explain as data (docs/output.md#isobenchexplain)."""
-    from isobench.results.explain import answer_json, answers, explained_of
+    from isobench.results.explain import explained_of, run_json
 
-    out = []
-    for run in runs:
-        ex = explained_of(run)
-        assert ex is not None  # every run here was made by explain
-        out.append(
-            {
-                "run_id": run.run_id,
-                "env": ex.env,
-                "baseline": ex.baseline,
-                "answers": [answer_json(a) for a in answers(run)],
-            }
-        )
     first = explained_of(runs[0]) if runs else None
-    return {"explains": first.explains if first is not None else None, "runs": out}
+    return {"explains": first.explains if first is not None else None, "runs": [run_json(run) for run in runs]}

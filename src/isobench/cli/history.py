@@ -151,10 +151,11 @@ def history(
 
     failing = h.gate(fail_pct) if fail_pct is not None else []
     blind = h.blind(resolution_pct) if resolution_pct is not None else []
+    explains = _explains(store, kept)
     if fmt == "json":
-        emit(document("history", history_json(h, fail_pct, failing, resolution_pct, blind)), output)
+        emit(document("history", history_json(h, fail_pct, failing, resolution_pct, blind, explains)), output)
     else:
-        _show(history_page(h, fail_pct, figures=fmt == "html"), fmt, output, study)
+        _show(history_page(h, fail_pct, figures=fmt == "html", explains=explains), fmt, output, study)
     if junit_path:
         from isobench.report.junit import write_junit
 
@@ -186,6 +187,12 @@ def history(
         for c in failing:
             err_console.print(f"  {gate_line(c)}", markup=False, highlight=False, soft_wrap=True)
     gate_exit(bool(failing), bool(blind))
+
+
+def _explains(store, runs) -> list:
+    """The store's explain runs of these runs (shown beside the series, never in them)."""
+    ids = {r.run_id for r in runs}
+    return [store.load_run(e) for e, of in store.explain_links().items() if of in ids]
 
 
 def gate_line(c) -> str:
@@ -222,8 +229,9 @@ def _show(page, fmt: str, output: str | None, study: str) -> None:
         terminal_to(output, lambda out: render.render_terminal(page, out), console)
 
 
-def history_json(h, fail_pct, failing, resolution_pct, blind) -> dict:
+def history_json(h, fail_pct, failing, resolution_pct, blind, explains=()) -> dict:
     """The history as data (docs/output.md#history)."""
+    from isobench.results.explain import explaining, run_json
 
     def point(p):
         v = p.verdict
@@ -277,6 +285,12 @@ def history_json(h, fail_pct, failing, resolution_pct, blind) -> dict:
         "require_resolution_pct": resolution_pct,
         "failing": [gate_line(c) for c in failing],
         "blind": [{"name": s.cell.name, "why": why} for s, why in blind],
+        "explained": [
+            {"run_id": r.run_id, "explain": run_json(e)}
+            for g in h.groups
+            for r in g.runs
+            for e in explaining(r, list(explains))
+        ],
     }
 
 

@@ -38,11 +38,11 @@ def runs(store_path: str, fmt: str, output: str | None) -> None:
 
     store = _open_store(store_path, reader=True)
     rows = store.list_runs()
-    status = statuses(rows, live_run_ids())
+    status, links = statuses(rows, live_run_ids()), store.explain_links()
     if fmt == "json":
-        emit(document("runs", {"runs": runs_rows(rows, status)}), output)
+        emit(document("runs", {"runs": runs_rows(rows, status, links)}), output)
         return
-    table = runs_table(rows, status)
+    table = runs_table(rows, status, links)
 
     # a listing is never cut to fit (ids, statuses and counts are copied by
     # scripts and people): the environments wrap and the study folds first;
@@ -113,6 +113,7 @@ def report(
         run = store.load_run(store.resolve(run_id))
     except StoreError as exc:
         _fail(str(exc))
+    explained = explained_by(store, run)
     if fmt == "html" or figures_dir:
         from isobench.report.figures import build_figures, write_figures
         from isobench.results.table import build_table
@@ -130,7 +131,7 @@ def report(
     if fmt == "html":
         from isobench.report.html import render_html
 
-        html = render_html(run, specs=specs, table=table)
+        html = render_html(run, specs=specs, table=table, explained_by=explained)
         if output == STDOUT:
             emit(html, output)
             return
@@ -141,18 +142,27 @@ def report(
         console.print(f"HTML report written to {sink.markup(path)}", highlight=False)
         return
     if fmt == "json":
-        emit(report_document(run), output)
+        emit(report_document(run, explained), output)
         return
     if fmt == "md":
-        emit(render_markdown(run), output)
+        emit(render_markdown(run, explained), output)
         return
-    terminal_to(output, lambda out: render_terminal(run, out, show_all), console)
+    terminal_to(output, lambda out: render_terminal(run, out, show_all, explained), console)
 
 
-def report_document(run) -> str:
+def explained_by(store, run) -> tuple:
+    """The explain runs of ``store`` that explain ``run``, oldest first."""
+    from isobench.results.explain import explaining
+
+    ids = [e for e, of in store.explain_links().items() if of == run.run_id]
+    return tuple(explaining(run, [store.load_run(e) for e in ids]))
+
+
+def report_document(run, explained: tuple = ()) -> str:
     """The isobench.report document of RUN: `report --format json`, and
-    `try --format json` of the run it made."""
+    `try --format json` of the run it made. ``explained``: its explain runs."""
     from isobench.results.attribution import attribution_json, build_rows, primary_changed_cells
+    from isobench.results.explain import run_json
     from isobench.results.table import build_table
     from isobench.store.export import CELL_COLUMNS, cell_rows
 
@@ -165,6 +175,7 @@ def report_document(run) -> str:
             "cell_columns": list(CELL_COLUMNS),
             "cells": cell_rows(run),
             "attribution": attribution_json(run, rows, primary_changed_cells(run, build_table(run))),
+            "explain_runs": [run_json(e) for e in explained],
         },
     )
 

@@ -14,6 +14,7 @@ from isobench.cli.common import (
     console,
     default_output,
     err_console,
+    own,
     results_dir,
     shipped_or_path,
     writing,
@@ -176,6 +177,8 @@ def run(
         wait_s=wait_s,
     )
     _print_report(store, run_id, output, out_dir)
+    if study.explain:
+        _explain(store, study, run_id, (output, out_dir), progress, allow_packages)
     row = next((r for r in store.list_runs() if r.run_id == run_id), None)
     if row is not None and row.status == "incomplete":
         err_console.print(
@@ -250,6 +253,18 @@ def _blind_gate(run, pct: float) -> None:
     gate_exit(False, True)
 
 
+def _explain(store, study, run_id: str, where: tuple, progress: bool | None, allow_packages: bool) -> None:
+    """The study's [explain], after its report (an explain refused must not
+    cost the run its report); the Markdown report then written again, with
+    its explain runs (not when it went to stdout: once is enough there)."""
+    from isobench.cli.explain import explain_asked
+
+    explained = explain_asked(store, study, run_id, progress, allow_packages)
+    output, out_dir = where
+    if explained and output != STDOUT:
+        _write_markdown(store.load_run(run_id), output, out_dir, explained)
+
+
 def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -> None:
     from isobench.report.markdown import render_markdown
     from isobench.report.terminal import render_terminal
@@ -259,8 +274,15 @@ def _print_report(store, run_id: str, output: str | None, out_dir: str | None) -
     if output == STDOUT:
         emit(render_markdown(run), output)
         return
-    md_path = Path(output) if output else default_output(run_id, ".md", out_dir)
+    _write_markdown(run, output, out_dir)
+
+
+def _write_markdown(run, output: str | None, out_dir: str | None, explained: tuple = ()) -> None:
+    from isobench.report.markdown import render_markdown
+
+    md_path = Path(output) if output else default_output(run.run_id, ".md", out_dir)
     with writing(md_path, "-o" if output else "--out"):
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(render_markdown(run))
+        md_path.write_text(render_markdown(run, explained))
+    own(md_path)  # written by this run: its [explain] writes it again, with the explain runs
     console.print(f"\nreport written to {sink.markup(md_path)}", highlight=False)

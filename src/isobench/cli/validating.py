@@ -103,6 +103,7 @@ def _validate(
     from isobench.cli.execution import packages_or_fail
 
     packages = packages_or_fail(study, f"{study.path}: packages")
+    explains = _explain_outlook(study)
     if fmt == "json":
         emit(
             document(
@@ -131,6 +132,7 @@ def _validate(
                         for (env, key), reason in unsupported.items()
                     ],
                     "packages_plan": packages.as_dict() if packages is not None else None,
+                    "explain": _explain_json(explains, size.estimated_s),
                 },
             ),
             output,
@@ -152,11 +154,53 @@ def _validate(
     ]
     lines += [f"not run: {key} in {env}: {reason}" for (env, key), reason in unsupported.items()]
     lines += [packages.line()] if packages is not None else []
+    lines += _explain_lines(explains, size.estimated_s)
     if not to_stdout(output):
         emit("\n".join(lines), output)
     else:  # each fact folded to the terminal's width, its continuation indented
         fold(lines, console)
     _strict(strict, outlook, study.meta.tolerance_pct)
+
+
+def _explain_outlook(study) -> list:
+    """The study's [explain] at its most (run/explain.outlook); a follow-up
+    that could not be built is refused here, as the run would refuse it."""
+    from isobench.run.explain import ExplainError, outlook
+
+    try:
+        return outlook(study) if study.explain else []
+    except ExplainError as exc:
+        _fail(f"{study.path}: explain: {exc}")
+
+
+def _explain_lines(explains: list, run_s: float) -> list[str]:
+    from isobench.core.numbers import fmt_duration
+
+    lines = [
+        f"explain: after the run, each changed primary cell of {o.env} taken apart by {', '.join(o.settings)} "
+        f"({o.environments} environments): at most about {fmt_duration(o.estimated_s)}, were every primary "
+        "cell of it to change (docs/explain.md)"
+        for o in explains
+    ]
+    if explains:
+        total = run_s + sum(o.estimated_s for o in explains)
+        lines.append(f"with the explains: at most about {fmt_duration(total)} in all")
+    return lines
+
+
+def _explain_json(explains: list, run_s: float) -> dict | None:
+    if not explains:
+        return None
+    envs = [
+        {
+            "env": o.env,
+            "settings": list(o.settings),
+            "environments": o.environments,
+            "estimated_s": round(o.estimated_s, 1),
+        }
+        for o in explains
+    ]
+    return {"envs": envs, "estimated_total_s": round(run_s + sum(o.estimated_s for o in explains), 1)}
 
 
 def _strict(strict: tuple[bool, float | None], outlook, tol_pct: float) -> None:

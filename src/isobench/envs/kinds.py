@@ -160,6 +160,32 @@ def placed_duet_problems(instances: int, own_placement: dict[str, object]) -> li
     return problems
 
 
+def baseline_side(spec: EnvSpec, baseline: EnvSpec) -> EnvSpec:
+    """The settings of ``spec``'s kind as the baseline has them (explain's
+    baseline's side): the baseline itself when of the same kind, else the
+    kind's host_side preset."""
+    if baseline.kind == spec.kind:
+        return baseline
+    kind = kind_of(spec.kind)
+    return kind.spec.model_validate({"kind": kind.name, **kind.presets.get(kind.host_side, {})})
+
+
+Values = tuple[tuple[str, Any], ...]  # a setting's fields and their values
+
+
+def differing(spec: EnvSpec, baseline: EnvSpec) -> list[tuple[str, Values, Values]]:
+    """Each setting of ``spec``'s kind in which it differs from the
+    baseline's side, in the kind's order: (setting, its values there, here)."""
+    kind, side = kind_of(spec.kind), baseline_side(spec, baseline)
+    out = []
+    for name, fields in kind.settings.items():
+        here = tuple((f, getattr(spec, f)) for f in fields)
+        there = tuple((f, getattr(side, f)) for f in fields)
+        if here != there:
+            out.append((name, there, here))
+    return out
+
+
 _REGISTRY: dict[str, EnvKind] = {}
 _DISCOVERED: list[tuple[str, ...]] = []  # the envs package paths already imported
 

@@ -12,10 +12,17 @@ from dataclasses import dataclass
 from isobench.analysis.stats import ALPHA
 from isobench.analysis.verdicts import fmt_level
 from isobench.report.blocks import BAD, DIM, GOOD, WARN, Block, Figure, Grid, Item, Items, Para
+from isobench.results.explain import answer_lines, explained_of, explaining
 from isobench.results.history import Change, Group, History, Series
+from isobench.results.model import RunData
 from isobench.results.numbers import DASH
 from isobench.results.table import HIGHER, LOWER
 
+EXPLAINED_NOTE = (
+    "`isobench explain` took these runs' changed cells apart, one setting at a time: each line is the whole "
+    "gap, then each setting's part, then what no setting explains, measured when the explain ran. An explain "
+    "run is a run of its own study (explain-ENV: `isobench history explain-ENV`), not a point of these series."
+)
 STEP_MARK = "\u25c6"  # ◆ on the first run after a confirmed step
 EDIT_MARK = "study edited"
 
@@ -171,6 +178,21 @@ def _group_blocks(i: int, g: Group, figures: bool) -> list[Block]:
     return blocks
 
 
+def explained_items(h: History, explains: list[RunData]) -> list[Item]:
+    """Each run of the history that an explain run took apart: the explain
+    run, its environment and its answer lines (results/explain.py). Explain
+    runs are runs of their own study (explain-ENV), never a point of this one's series."""
+    out = []
+    for g in h.groups:
+        for run in g.runs:
+            for e in explaining(run, explains):
+                ex = explained_of(e)
+                assert ex is not None  # explaining() keeps explain runs only
+                said = f"explained by run {e.run_id} ({ex.env} against {ex.baseline})"
+                out.append(Item(said, answer_lines(e), f"run {run.run_id}:"))
+    return out
+
+
 def legend() -> list[str]:
     return [
         "Each cell: the run's change of the environment vs the baseline with its interval, exactly as in that "
@@ -185,12 +207,19 @@ def legend() -> list[str]:
     ]
 
 
-def history_page(h: History, fail_pct: float | None = None, figures: bool = False) -> Page:
+def history_page(
+    h: History, fail_pct: float | None = None, figures: bool = False, explains: list[RunData] | None = None
+) -> Page:
+    """``explains``: the store's explain runs; those of this history's runs get a section."""
     sections = [PageSection("changes", "Change points", tuple(_answer(h, fail_pct)))]
     for i, g in enumerate(h.groups, 1):
         sections.append(
             PageSection(f"group-{i}", f"Host class {i}: {g.host.label}", tuple(_group_blocks(i, g, figures)))
         )
+    explained = explained_items(h, explains or [])
+    if explained:
+        said = Para(EXPLAINED_NOTE, DIM)
+        sections.append(PageSection("explained", "Explained runs", (said, Items(tuple(explained)))))
     if h.left_out:
         sections.append(PageSection("left-out", "Left out", (Items(tuple(Item(x) for x in h.left_out)),)))
     sections.append(PageSection("legend", "How to read it", (Items(tuple(Item(x) for x in legend()), tone=DIM),)))

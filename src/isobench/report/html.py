@@ -94,12 +94,17 @@ def _svg(block: Figure) -> Markup:
 
 
 def render_html(
-    run: RunData, extras: dict | None = None, specs: list[FigureSpec] | None = None, table: Table | None = None
+    run: RunData,
+    extras: dict | None = None,
+    specs: list[FigureSpec] | None = None,
+    table: Table | None = None,
+    explained_by: tuple[RunData, ...] = (),
 ) -> str:
     """The run's report: the registered sections (report/sections/), the
     answer first. ``extras`` is ``Store.extras(run_id)`` (latency
-    histograms); ``specs``/``table`` may be passed when already built."""
-    ctx = ReportContext(run, table=table, extras=extras, specs=specs, wants_figures=True)
+    histograms); ``specs``/``table`` may be passed when already built;
+    ``explained_by``: the run's explain runs (ReportContext)."""
+    ctx = ReportContext(run, table=table, extras=extras, specs=specs, wants_figures=True, explained_by=explained_by)
     notes = []
     if run.status != "complete":
         notes.append(f"This run is {run.status}: the figures use the samples measured so far.")

@@ -88,8 +88,9 @@ def block_md(block) -> list[str]:
     raise TypeError(f"no Markdown for {type(block).__name__}")
 
 
-def render_markdown(run: RunData) -> str:
-    ctx = ReportContext(run)
+def render_markdown(run: RunData, explained_by: tuple[RunData, ...] = ()) -> str:
+    """The report; ``explained_by``: the run's explain runs (ReportContext)."""
+    ctx = ReportContext(run, explained_by=explained_by)
     out = [f"# {md_escape(ctx.table.title)}", ""]
     for section, blocks in sections_for(ctx, MARKDOWN):
         out += [f"## {md_escape(section.heading(ctx))}", ""]

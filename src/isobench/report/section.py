@@ -32,6 +32,7 @@ class ReportContext:
         extras: dict | None = None,
         specs: list | None = None,
         wants_figures: bool = False,
+        explained_by: tuple[RunData, ...] = (),
     ) -> None:
         self.run = run
         self._table = table
@@ -39,6 +40,10 @@ class ReportContext:
         self._specs = specs
         self.wants_figures = wants_figures  # only formats that draw them pay for matplotlib
         self.fmt = ""  # the format being drawn, set by sections_for
+        # the explain runs of the same store that explain this run
+        # (results/explain.explaining): the one thing a section reads
+        # beyond the run itself; the caller that has the store finds them
+        self.explained_by = explained_by
 
     @cached_property
     def table(self) -> Table:

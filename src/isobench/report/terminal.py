@@ -177,9 +177,12 @@ def draw(console: Console, block) -> None:
         raise TypeError(f"no terminal drawing for {type(block).__name__}")
 
 
-def render_terminal(run: RunData, console: Console, show_all: bool = False) -> None:
-    """The report; a folded section (Section.fold) is one line unless ``show_all``."""
-    ctx = ReportContext(run)
+def render_terminal(
+    run: RunData, console: Console, show_all: bool = False, explained_by: tuple[RunData, ...] = ()
+) -> None:
+    """The report; a folded section (Section.fold) is one line unless
+    ``show_all``. ``explained_by``: the run's explain runs (ReportContext)."""
+    ctx = ReportContext(run, explained_by=explained_by)
     for i, (section, blocks) in enumerate(sections_for(ctx, TERMINAL)):
         if i:
             console.print()

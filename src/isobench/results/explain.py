@@ -185,6 +185,32 @@ def answer_json(a: CellAnswer) -> dict[str, Any]:
     }
 
 
+def run_json(run: RunData) -> dict[str, Any] | None:
+    """An explain run as data: `explain --format json`'s runs, and `report
+    --format json`'s explain_runs of the run it explains; None for another run."""
+    ex = explained_of(run)
+    if ex is None:
+        return None
+    return {
+        "run_id": run.run_id,
+        "status": run.status,
+        "env": ex.env,
+        "baseline": ex.baseline,
+        "answers": [answer_json(a) for a in answers(run)],
+    }
+
+
+def answer_lines(run: RunData) -> tuple[str, ...]:
+    """An explain run's answer line per cell, as a listing of it says them."""
+    return tuple(answer_line(a) for a in answers(run)) or ("no explained cell has a primary metric in it",)
+
+
+def explaining(run: RunData, others: list[RunData]) -> list[RunData]:
+    """The explain runs among ``others`` that explain ``run``, oldest first."""
+    mine = [o for o in others if (ex := explained_of(o)) is not None and ex.explains == run.run_id]
+    return sorted(mine, key=lambda o: (o.started_at, o.run_id))
+
+
 @dataclass(frozen=True)
 class Step:
     """One bar of the waterfall, on the log-ratio axis: from ``start`` to

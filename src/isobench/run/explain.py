@@ -22,7 +22,7 @@ from isobench.results.primary import primary_keys
 from isobench.results.table import build_table
 from isobench.run.explainplan import ExplainError, ExplainPlan, Move, Source, build_plan, moved, moves, source_of
 from isobench.store.db import Store, StoreError
-from isobench.study import StudyError, with_budget
+from isobench.study import Study, StudyError, with_budget
 
 Note = Callable[[str], None]
 
@@ -198,3 +198,57 @@ def _budgeted(plan: ExplainPlan, budget: str) -> ExplainPlan:
             f"{math.ceil(need / 60)}m"
         )
     return dataclasses.replace(plan, study=study)
+
+
+def asked(store: Store, run_id: str, study: Study, note: Note) -> list[ExplainPlan]:
+    """What the study's [explain] asks of its run once measured: for each of
+    its environments with a changed primary cell, `isobench explain RUN_ID
+    --env ENV` (with its --setting's) as prepare() makes it. An environment
+    without one, or one prepare() refuses, is said and left: the run stands."""
+    if not study.explain:
+        return []
+    run = store.load_run(run_id)
+    changed = {env for _, _, env in primary_changed_cells(run, build_table(run))}
+    plans: list[ExplainPlan] = []
+    for env, settings in study.explain.items():
+        if env not in changed:
+            note(f"explain: {env} has no changed primary cell in run {run_id}: nothing of it to explain")
+            continue
+        try:
+            plans += prepare(store, Request(run_id, env=env, settings=settings), note)
+        except ExplainError as exc:
+            note(f"explain: {env}: not explained: {exc}")
+    return plans
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What a study's [explain] may cost (validate): each environment's
+    follow-up were every primary cell of it to change."""
+
+    env: str
+    settings: tuple[str, ...]  # the settings it moves
+    environments: int  # of its follow-up study: the baseline, the environment, the variants
+    estimated_s: float
+
+
+def outlook(study: Study) -> list[Outlook]:
+    """The most the study's [explain] could run after it: each environment's
+    follow-up study over every cell of the study, at its rounds (the host's
+    checks of each variant are the run's to make, not validate's)."""
+    from isobench.checks.preflight import study_size
+    from isobench.host.hostinfo import host_info
+    from isobench.run.explainplan import moves, source_of
+    from isobench.workloads import WORKLOADS
+
+    host, out = host_info(), []
+    source = source_of("RUN_ID", study.text, study.base_dir)
+    cells = [(e.key, c) for e in study.workloads for c in WORKLOADS[e.workload](e.params, host).cases()]
+    base = study.meta.baseline
+    for env, settings in study.explain.items():
+        found = moves(env, study.environments[env], base, study.environments[base], settings)
+        rounds, warmup = study.meta.planned_rounds, study.meta.warmup
+        plan = build_plan(source, env, cells, found, rounds=rounds, warmup=warmup, schedule=study.meta.schedule)
+        size = study_size(plan.study, host)
+        out.append(Outlook(env, tuple(m.setting for m in found), len(plan.study.environments), size.estimated_s))
+    return out

@@ -5,10 +5,10 @@ setting with just that setting moved to the baseline's side, one with all
 of them moved when there are two or more (the interaction check), and the
 study that measures them beside the baseline and the environment itself.
 
-The baseline's side of a setting: the baseline's own value when it is of
-the same kind; else the value in the kind's ``host_side`` preset, the one
-nearest the host itself (Docker's placebo: host namespaces, no profile, a
-volume, no limit)."""
+The baseline's side of a setting (envs/kinds.baseline_side): the baseline's
+own value when it is of the same kind; else the value in the kind's
+``host_side`` preset, the one nearest the host itself (Docker's placebo:
+host namespaces, no profile, a volume, no limit)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from isobench.core import tomlbound
 from isobench.core.ids import NAME_MAX
-from isobench.envs.kinds import EnvSpec, kind_of
+from isobench.envs.kinds import EnvSpec, differing, kind_of
 from isobench.study import Study, StudyError, parse_study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import NO_HOST
@@ -88,15 +88,6 @@ def source_of(run_id: str, text: str, base_dir: str) -> Source:
     return Source(run_id, study, raw)
 
 
-def baseline_side(spec: EnvSpec, baseline: EnvSpec) -> EnvSpec:
-    """The settings of ``spec``'s kind as the baseline has them: the
-    baseline itself when of the same kind, else the kind's host_side preset."""
-    if baseline.kind == spec.kind:
-        return baseline
-    kind = kind_of(spec.kind)
-    return kind.spec.model_validate({"kind": kind.name, **kind.presets.get(kind.host_side, {})})
-
-
 def moves(env: str, spec: EnvSpec, baseline: str, base_spec: EnvSpec, names: tuple[str, ...] = ()) -> list[Move]:
     """The settings ``env`` differs from ``baseline`` in (only ``names``,
     when given), in its kind's order; ExplainError for a name its kind has
@@ -108,13 +99,7 @@ def moves(env: str, spec: EnvSpec, baseline: str, base_spec: EnvSpec, names: tup
         raise ExplainError(
             f"--setting {unknown[0]}: a {kind.name} environment has no such setting; its settings: {known}"
         )
-    side = baseline_side(spec, base_spec)
-    found = []
-    for name, fields in kind.settings.items():
-        here = tuple((f, getattr(spec, f)) for f in fields)
-        there = tuple((f, getattr(side, f)) for f in fields)
-        if here != there:
-            found.append(Move(name, there, here))
+    found = [Move(name, there, here) for name, there, here in differing(spec, base_spec)]
     differ = {m.setting for m in found}
     same = [n for n in names if n not in differ]
     if same:

@@ -226,6 +226,20 @@ def stored(model: type[_Part], text, where: str) -> dict:
     return readable(model, value, where)
 
 
+def explains_of(text) -> str | None:
+    """The run a stored ``host_facts`` column says this run explains (its
+    ``explain`` fact, Explain), control characters escaped; None for another
+    run, or a fact that does not read (a store written by hand)."""
+    value = _json(text)
+    fact = value.get("explain") if isinstance(value, dict) else None
+    if fact is None:
+        return None
+    try:
+        return printable(Explain.model_validate(fact).explains)
+    except ValidationError:
+        return None
+
+
 def printable_facts(value):
     """Facts as read back for reports: every string with its control
     characters escaped (a fact or a tool's output may hold ESC or OSC)."""
