@@ -81,6 +81,7 @@ class SampleCgroup:
 
     def __init__(self, name: str, cpus: str | None, root: str = ROOT, track_only: bool = False) -> None:
         self.kind = layout(root)
+        self.root = root
         if not self.kind:
             raise OSError(f"no cgroup v1 controllers or v2 hierarchy under {root}")
         controllers = TRACK_V1 if track_only else V1_CONTROLLERS
@@ -102,6 +103,11 @@ class SampleCgroup:
 
     def _cpuset_dir(self) -> str:
         return next(d for d in self.dirs if "/cpuset/" in d) if self.kind == "v1" else self.dirs[0]
+
+    @property
+    def how(self) -> str:
+        """A move's mechanism, as a duet's record says it."""
+        return f"cgroup {self.kind} cpuset.cpus write ({os.path.relpath(self._cpuset_dir(), self.root)})"
 
     @property
     def procs_files(self) -> list[str]:
