@@ -19,7 +19,9 @@ class Container:
 
 def test_a_runtime_without_update_is_placed_by_its_cgroup(monkeypatch):
     written = []
-    monkeypatch.setattr(envdocker, "set_cgroup_cpuset", lambda cid, cpus: written.append((cid, cpus)) or "cgroup v2 cpuset.cpus write")
+    monkeypatch.setattr(
+        envdocker, "set_cgroup_cpuset", lambda cid, cpus: written.append((cid, cpus)) or "cgroup v2 cpuset.cpus write"
+    )
     env = DockerEnvironment(name="docker-gvisor")
     env._container = Container()
     env.place((1,))

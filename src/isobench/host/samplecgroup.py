@@ -169,3 +169,46 @@ def leftovers(root: str = ROOT) -> dict[str, list[str]]:
                 if os.path.isdir(f"{parent}/{entry}"):
                     found.setdefault(entry, []).append(f"{parent}/{entry}")
     return found
+
+
+def own_cgroup(proc_self_cgroup: str) -> str | None:
+    """This process's cgroup in the unified hierarchy ("/system.slice/x.service"),
+    from /proc/self/cgroup's "0::" line; None without one. Pure."""
+    for line in proc_self_cgroup.splitlines():
+        if line.startswith("0::"):
+            return line[3:].strip() or "/"
+    return None
+
+
+def cpus_limited_by(root: str = ROOT, proc_self_cgroup: str | None = None) -> str:
+    """What confines this process's CPUs on a unified host (systemd's
+    AllowedCPUs= of its unit or a slice above it: the nearest cgroup with a
+    cpuset.cpus of its own), said as "AllowedCPUs=0 of system.slice/x.service";
+    "" when none does, or not on cgroup v2."""
+    if proc_self_cgroup is None:
+        try:
+            proc_self_cgroup = _read("/proc/self/cgroup")
+        except OSError:
+            return ""
+    path = own_cgroup(proc_self_cgroup)
+    if path is None or layout(root) != "v2":
+        return ""
+    parts = [p for p in path.split("/") if p]
+    while parts:
+        with contextlib.suppress(OSError):
+            cpus = _read(f"{root}/{'/'.join(parts)}/cpuset.cpus")
+            if cpus:
+                return f"AllowedCPUs={cpus} of {'/'.join(parts)}"
+        parts.pop()
+    return ""
+
+
+def duet_cpus_remedy(limit: str) -> str:
+    """The remedy a one-CPU refusal names when systemd confines isobench."""
+    if not limit:
+        return ""
+    unit = limit.rsplit("/", 1)[-1]
+    return (
+        f"; systemd's {limit} leaves it that few: `systemctl set-property {unit} AllowedCPUs=` (every CPU) "
+        "or run isobench outside that unit"
+    )
