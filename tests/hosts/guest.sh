@@ -38,8 +38,21 @@ step_prepare() {
         cp -a "$SEED/images/." /var/lib/isobench/images/
         note "image files seeded from the host ($(ls "$SEED/images")): setup imports them, no debootstrap"
     fi
-    # python3 as Debian's standard system utilities bring it (the image has python3-minimal only)
-    dpkg -s python3 >/dev/null 2>&1 || { timeout 600 apt-get update -q >/dev/null && timeout 600 apt-get install -y -q --no-install-recommends python3 >/dev/null; }
+    # python3 as Debian's standard system utilities bring it; the host's own
+    # certificate authorities (its network's TLS proxy) as its admin would add them
+    want=()
+    dpkg -s python3 >/dev/null 2>&1 || want+=(python3)
+    [ ! -d "$SEED/ca" ] || dpkg -s ca-certificates >/dev/null 2>&1 || want+=(ca-certificates)
+    if [ "${#want[@]}" -gt 0 ]; then
+        timeout 600 apt-get update -q >/dev/null
+        timeout 600 apt-get install -y -q --no-install-recommends "${want[@]}" >/dev/null
+        note "installed ${want[*]} (apt)"
+    fi
+    if [ -d "$SEED/ca" ]; then
+        cp "$SEED"/ca/*.crt /usr/local/share/ca-certificates/
+        update-ca-certificates >/dev/null
+        note "the host's certificate authorities added ($(ls "$SEED/ca" | xargs))"
+    fi
     capture layout
     note "systemd $(systemctl --version | awk 'NR==1{print $2}') ($state), cgroup2 only, docker.service $(systemctl is-enabled docker.service 2>/dev/null || true)"
 }
@@ -60,7 +73,7 @@ capture() {
 
 step_install() {
     install -m 755 "$SEED/uv" /usr/local/bin/uv
-    UV_TOOL_BIN_DIR=/usr/local/bin timeout 540 uv tool install --python /usr/bin/python3 "$SEED"/isobench-*.whl
+    UV_NATIVE_TLS=1 UV_TOOL_BIN_DIR=/usr/local/bin timeout 540 uv tool install --python /usr/bin/python3 "$SEED"/isobench-*.whl
     isobench --version
     note "uv tool install of $(basename "$SEED"/isobench-*.whl) (uv $(uv --version | awk '{print $2}'), the host's binary)"
 }

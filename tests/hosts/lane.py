@@ -89,6 +89,11 @@ def make_seed(work: str, wheel: str, seed_image: bool) -> str:
     shutil.copy(uv, os.path.join(tree, "uv"))
     for name in ("guest.sh", "study.toml", "resume.toml"):
         shutil.copy(os.path.join(HERE, name), tree)
+    # this host's own certificate authorities (a TLS-inspecting proxy's, here):
+    # a server on such a network has them too, and uv reaches PyPI through them
+    local_cas = "/usr/local/share/ca-certificates"
+    if os.path.isdir(local_cas) and os.listdir(local_cas):
+        shutil.copytree(local_cas, os.path.join(tree, "ca"))
     if seed_image:
         h = images.recipe_hash()
         dest = os.path.join(tree, "images", h)
@@ -252,7 +257,12 @@ def main() -> int:
                 shutil.rmtree(args.work)
     ok = bool(steps) and all(s.ok for s in steps)
     total = time.monotonic() - started
-    print(f"host lane: {'PASS' if ok else 'FAIL'} in {total / 60:.1f} min ({total:.0f} s); log {args.log}", flush=True)
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    print(
+        f"host lane: {'PASS' if ok else 'FAIL'} in {total / 60:.1f} min ({total:.0f} s), ended {when} UTC; "
+        f"log {args.log}",
+        flush=True,
+    )
     return 0 if ok else 1
 
 

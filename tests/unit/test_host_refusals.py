@@ -10,7 +10,7 @@ import subprocess
 from click.testing import CliRunner
 
 from isobench.cli import setup_cmd
-from isobench.cli.main import cli
+from isobench.cli.main import main
 from isobench.host import prepare, samplecgroup
 
 SYSTEMD = os.path.join(os.path.dirname(__file__), "..", "data", "hosts", "debian12-systemd", "layout")
@@ -58,7 +58,7 @@ def test_setup_refuses_before_it_changes_anything(monkeypatch):
     monkeypatch.setattr(setup_cmd, "_run_steps", lambda: (_ for _ in ()).throw(AssertionError("a step ran")))
     monkeypatch.setattr(setup_cmd.os, "geteuid", lambda: 0)
     monkeypatch.setattr(prepare, "not_debian_12", lambda: "")
-    r = CliRunner().invoke(cli, ["setup", "--yes"])
+    r = CliRunner().invoke(main, ["setup", "--yes"])
     assert r.exit_code == 2
     assert "docker.service is masked" in r.output and "nothing was changed" in r.output
     assert "will change this host" not in r.output
