@@ -117,7 +117,7 @@ step_try() {
     moves=$(duet_moves "$run")
     echo "$moves"
     grep -q "^docker-host: cgroup v2 cpuset.cpus write (system.slice/docker-" <<<"$moves" || die "docker-host was not moved by its cgroup file: $moves"
-    grep -q "^native: cgroup v2 cpuset.cpus write (isobench/" <<<"$moves" || die "native was not moved by its own cgroup: $moves"
+    grep -q "^native: cgroup v2 cpuset.cpus write (system.slice/isobench-[0-9]*.scope/" <<<"$moves" || die "native was not moved by its own cgroup: $moves"
     ! grep -Eq "docker update|sched_setaffinity|not recorded" <<<"$moves" || die "a move by another mechanism: $moves"
     note "run $run: moves by cgroup v2 cpuset.cpus writes on both sides"
 }
@@ -179,7 +179,7 @@ step_clean() {
     [ -z "$(docker ps -aq --filter label=isobench)" ] || left+=("containers: $(docker ps -a --filter label=isobench --format '{{.Names}}' | xargs)")
     [ -z "$(docker volume ls -q --filter label=isobench)" ] || left+=("volumes")
     [ -z "$(docker network ls -q --filter label=isobench)" ] || left+=("networks")
-    kids=$(find /sys/fs/cgroup/isobench -mindepth 1 -type d 2>/dev/null | head -3 || true)
+    kids=$( (find /sys/fs/cgroup/isobench -mindepth 1 -type d; ls -d /sys/fs/cgroup/*.slice/isobench-*.scope) 2>/dev/null | head -3 || true)
     [ -z "$kids" ] || left+=("cgroups: $kids")
     scopes=$(ls -d /sys/fs/cgroup/system.slice/docker-*.scope 2>/dev/null | head -3 || true)
     [ -z "$scopes" ] || left+=("container cgroups: $scopes")

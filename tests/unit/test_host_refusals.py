@@ -100,3 +100,44 @@ def test_a_slice_above_the_unit_is_named_when_it_confines(tmp_path):
 def test_the_hybrid_layout_names_nothing(tmp_path):
     (tmp_path / "unified").mkdir()
     assert samplecgroup.cpus_limited_by(str(tmp_path), "0::/init.scope\n1:cpuset:/\n") == ""
+
+
+def test_under_systemd_isobench_asks_for_a_delegated_scope_and_stands_in_its_leaf(tmp_path):
+    """Debian 12's root hands down only memory and pids (the captured
+    subtree_control): a cgroup isobench made at the root could not have a
+    cpuset. A scope systemd delegates to it has every controller."""
+    assert _read("root-cgroup.subtree_control").split() == ["memory", "pids"]
+    pid = os.getpid()
+    unit = f"isobench-{pid}.scope"
+    where = [_read("proc-self-cgroup")[3:].strip()]
+    calls = []
+
+    def run(argv, **kw):
+        calls.append(argv)
+        where[0] = f"/system.slice/{unit}"  # the job moved this process
+        (tmp_path / "system.slice" / unit).mkdir(parents=True)
+        return subprocess.CompletedProcess(argv, 0, "o /org/freedesktop/systemd1/job/1\n", "")
+
+    scope = samplecgroup.delegated_parent(str(tmp_path), run=run, own=lambda: where[0])
+    assert scope == f"{tmp_path}/system.slice/{unit}"
+    assert calls == [samplecgroup.start_scope_argv(unit, pid)]
+    assert calls[0][-5:] == [str(pid), "Delegate", "b", "true", "0"]
+    assert (tmp_path / "system.slice" / unit / "harness" / "cgroup.procs").read_text() == str(pid)
+    where[0] += "/harness"  # the kernel moved it there: asked again, nothing more is started
+    assert samplecgroup.delegated_parent(str(tmp_path), run=run, own=lambda: where[0]) == scope
+    assert len(calls) == 1
+    (tmp_path / "cgroup.controllers").write_text(_read("root-cgroup.controllers"))
+    (tmp_path / "system.slice" / unit / "r1-native.1").mkdir()
+    assert samplecgroup.leftovers(str(tmp_path)) == {"r1-native.1": [f"{scope}/r1-native.1"]}
+
+
+def test_systemd_refusing_the_scope_is_an_oserror_the_native_side_falls_back_on(tmp_path):
+    def run(argv, **kw):
+        return subprocess.CompletedProcess(argv, 1, "", "Access denied\n")
+
+    try:
+        samplecgroup.delegated_parent(str(tmp_path), run=run, own=lambda: "/system.slice/x.service")
+    except OSError as exc:
+        assert "systemd gave isobench no scope of its own" in str(exc) and "Access denied" in str(exc)
+    else:
+        raise AssertionError("no OSError")
