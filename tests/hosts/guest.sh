@@ -9,6 +9,7 @@ SEED=/run/hostlane/seed
 FIX=/run/hostlane/fixtures
 STORE=/var/lib/isobench/results.sqlite
 note() { echo "NOTE $*"; }
+mark() { echo "[$SECONDS s] $*"; }
 die() { echo "$*" >&2; exit 1; }
 
 # the newest run's id in the store (try and run both keep theirs there)
@@ -24,6 +25,7 @@ step_prepare() {
     [ "$(cat /proc/1/comm)" = systemd ] || die "PID 1 is $(cat /proc/1/comm), not systemd"
     [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || die "/sys/fs/cgroup is $(stat -fc %T /sys/fs/cgroup), not cgroup2"
     ! grep -q ' - cgroup ' /proc/self/mountinfo || die "a cgroup v1 hierarchy is mounted"
+    mark "checked PID 1 and cgroup2"
     resize2fs "$(findmnt -no SOURCE /)" >/dev/null 2>&1 || die "cannot grow the root file system"
     # QEMU's user network: the guest's one NIC, static (slirp's fixed addresses)
     nic=$(ls /sys/class/net | grep -v '^lo$' | head -1)
@@ -31,27 +33,26 @@ step_prepare() {
     ip addr replace 10.0.2.15/24 dev "$nic"
     ip route replace default via 10.0.2.2
     echo "nameserver 10.0.2.3" >/etc/resolv.conf
+    mark "root grown, network up"
     state=$(timeout 120 systemctl is-system-running --wait 2>/dev/null || true)
+    mark "systemd: $state"
     # the image's rootfs.tar and its record, so setup imports it rather than build it
     if [ -d "$SEED/images" ]; then
         mkdir -p /var/lib/isobench/images
         cp -a "$SEED/images/." /var/lib/isobench/images/
         note "image files seeded from the host ($(ls "$SEED/images")): setup imports them, no debootstrap"
     fi
-    # python3 as Debian's standard system utilities bring it; the host's own
-    # certificate authorities (its network's TLS proxy) as its admin would add them
-    want=()
-    dpkg -s python3 >/dev/null 2>&1 || want+=(python3)
-    [ ! -d "$SEED/ca" ] || dpkg -s ca-certificates >/dev/null 2>&1 || want+=(ca-certificates)
-    if [ "${#want[@]}" -gt 0 ]; then
+    # python3 as Debian's standard system utilities bring it (apt under TCG: minutes)
+    if ! dpkg -s python3 >/dev/null 2>&1; then
         timeout 600 apt-get update -q >/dev/null
-        timeout 600 apt-get install -y -q --no-install-recommends "${want[@]}" >/dev/null
-        note "installed ${want[*]} (apt)"
+        timeout 600 apt-get install -y -q --no-install-recommends python3 >/dev/null
+        note "installed python3 (apt)"
     fi
-    if [ -d "$SEED/ca" ]; then
-        cp "$SEED"/ca/*.crt /usr/local/share/ca-certificates/
-        update-ca-certificates >/dev/null
-        note "the host's certificate authorities added ($(ls "$SEED/ca" | xargs))"
+    # the host's certificate bundle (its network's TLS proxy among them): uv
+    # reaches PyPI through it, as a server on that network would
+    if [ -f "$SEED/ca-certificates.crt" ]; then
+        install -m 644 "$SEED/ca-certificates.crt" /usr/local/share/hostlane-ca.crt
+        note "the host's certificate bundle for uv"
     fi
     capture layout
     note "systemd $(systemctl --version | awk 'NR==1{print $2}') ($state), cgroup2 only, docker.service $(systemctl is-enabled docker.service 2>/dev/null || true)"
@@ -73,7 +74,8 @@ capture() {
 
 step_install() {
     install -m 755 "$SEED/uv" /usr/local/bin/uv
-    UV_NATIVE_TLS=1 UV_TOOL_BIN_DIR=/usr/local/bin timeout 540 uv tool install --python /usr/bin/python3 "$SEED"/isobench-*.whl
+    [ ! -f /usr/local/share/hostlane-ca.crt ] || export SSL_CERT_FILE=/usr/local/share/hostlane-ca.crt UV_NATIVE_TLS=1
+    UV_TOOL_BIN_DIR=/usr/local/bin timeout 540 uv tool install --python /usr/bin/python3 "$SEED"/isobench-*.whl
     isobench --version
     note "uv tool install of $(basename "$SEED"/isobench-*.whl) (uv $(uv --version | awk '{print $2}'), the host's binary)"
 }

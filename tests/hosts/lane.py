@@ -36,7 +36,7 @@ CGROUP_ARGS = ("systemd.unified_cgroup_hierarchy=1", "cgroup_no_v1=all")
 IMAGE_FILES = ("rootfs.tar", "image.json", "packages.tsv", "vmlinuz", "initrd.img")
 # guest steps, their time limits (s) under TCG; KVM is several times faster
 GUEST_STEPS = (
-    ("prepare", 300),
+    ("prepare", 600),
     ("install", 600),
     ("setup", 1500),
     ("check", 300),
@@ -89,11 +89,10 @@ def make_seed(work: str, wheel: str, seed_image: bool) -> str:
     shutil.copy(uv, os.path.join(tree, "uv"))
     for name in ("guest.sh", "study.toml", "resume.toml"):
         shutil.copy(os.path.join(HERE, name), tree)
-    # this host's own certificate authorities (a TLS-inspecting proxy's, here):
-    # a server on such a network has them too, and uv reaches PyPI through them
-    local_cas = "/usr/local/share/ca-certificates"
-    if os.path.isdir(local_cas) and os.listdir(local_cas):
-        shutil.copytree(local_cas, os.path.join(tree, "ca"))
+    # this host's certificate bundle (its network's TLS proxy among them), for uv in the guest
+    bundle = os.environ.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt"
+    if os.path.isfile(bundle):
+        shutil.copy(bundle, os.path.join(tree, "ca-certificates.crt"))
     if seed_image:
         h = images.recipe_hash()
         dest = os.path.join(tree, "images", h)
