@@ -42,6 +42,10 @@ step_prepare() {
         cp -a "$SEED/images/." /var/lib/isobench/images/
         note "image files seeded from the host ($(ls "$SEED/images")): setup imports them, no debootstrap"
     fi
+    if [ -d "$SEED/apt-lists" ] && [ -z "$(ls /var/lib/apt/lists | grep deb.debian.org_ || true)" ]; then
+        cp "$SEED"/apt-lists/* /var/lib/apt/lists/
+        note "the host's apt lists of deb.debian.org seeded (setup's apt-get update then only checks them)"
+    fi
     # python3 as Debian's standard system utilities bring it (apt under TCG: minutes)
     if ! dpkg -s python3 >/dev/null 2>&1; then
         timeout 600 apt-get update -q >/dev/null

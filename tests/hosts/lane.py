@@ -93,6 +93,13 @@ def make_seed(work: str, wheel: str, seed_image: bool) -> str:
     bundle = os.environ.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt"
     if os.path.isfile(bundle):
         shutil.copy(bundle, os.path.join(tree, "ca-certificates.crt"))
+    # this host's apt lists of Debian's archive (the image's sources): a
+    # server has them from its last `apt-get update`, which then only checks
+    lists = [f for f in os.listdir("/var/lib/apt/lists") if f.startswith("deb.debian.org_")]
+    if lists:
+        os.makedirs(os.path.join(tree, "apt-lists"))
+        for name in lists:
+            shutil.copy(os.path.join("/var/lib/apt/lists", name), os.path.join(tree, "apt-lists"))
     if seed_image:
         h = images.recipe_hash()
         dest = os.path.join(tree, "images", h)
