@@ -23,19 +23,24 @@ def _read(name: str) -> str:
 
 
 def unified_tree(root, container_id: str) -> None:
-    """The guest's /sys/fs/cgroup as far as a move reads it: the container's
-    scope with the files its captured listing holds."""
+    """The guest's /sys/fs/cgroup as captured (the root's files, system.slice's
+    units), with a container's scope where Docker's systemd driver puts it.
+    The scope's own listing was not captured yet (the lane has not reached a
+    container): it holds the cpuset.cpus that Delegate=yes gives it."""
+    for name in _read("layout/root-listing").split():
+        if "." in name and not name.endswith((".slice", ".scope", ".mount")):
+            (root / name).write_text("")
+    (root / "cgroup.controllers").write_text(_read("layout/root-cgroup.controllers"))
+    for name in _read("layout/system.slice-listing").split():
+        if name.endswith((".service", ".slice", ".mount")):
+            (root / "system.slice" / name).mkdir(parents=True, exist_ok=True)
     scope = root / "system.slice" / f"docker-{container_id}.scope"
     scope.mkdir(parents=True)
-    for name in _read("container/scope-listing").split():
-        (scope / name).write_text("")
-    for name in _read("layout/root-listing").split():
-        if not (root / name).exists() and "." in name:
-            (root / name).write_text("")
+    (scope / "cpuset.cpus").write_text("")
 
 
 def test_a_container_on_the_systemd_unified_layout_moves_by_its_scope_file(tmp_path):
-    cid = _read("container/id").strip()
+    cid = "0123456789ab" + "c" * 52
     unified_tree(tmp_path, cid)
     how = set_cgroup_cpuset(cid, "1", root=str(tmp_path))
     assert how == f"cgroup v2 cpuset.cpus write (system.slice/docker-{cid[:12]}.scope)"
