@@ -167,9 +167,16 @@ def guest_step(ga: GuestAgent, name: str, limit: float, log) -> Step:
     log.flush()
     notes = [ln[len("NOTE ") :] for ln in r.stdout.splitlines() if ln.startswith("NOTE ")]
     if not r.ok:
-        tail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or ["?"]
-        notes.append(f"timed out after {limit:.0f} s" if r.timed_out else tail[0][:160])
+        notes.append(f"timed out after {limit:.0f} s" if r.timed_out else why_failed(r.stderr or r.stdout))
     return Step(name, r.ok, seconds, "; ".join(notes))
+
+
+def why_failed(text: str) -> str:
+    """The line that says why: the last naming an error (uv's and apt's
+    explanations come after it), else the last line."""
+    lines = [ln.strip(" │├╰─▶×") for ln in text.strip().splitlines() if ln.strip()]
+    said = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
+    return ((said or lines or ["?"])[-1])[:160]
 
 
 def mount_seed(ga: GuestAgent) -> None:
