@@ -19,7 +19,9 @@ class Container:
 
 def test_a_runtime_without_update_is_placed_by_its_cgroup(monkeypatch):
     written = []
-    monkeypatch.setattr(envdocker, "set_cgroup_cpuset", lambda cid, cpus: written.append((cid, cpus)) or True)
+    monkeypatch.setattr(
+        envdocker, "set_cgroup_cpuset", lambda cid, cpus: written.append((cid, cpus)) or "cgroup v2 cpuset.cpus write"
+    )
     env = DockerEnvironment(name="docker-gvisor")
     env._container = Container()
     env.place((1,))
@@ -28,7 +30,7 @@ def test_a_runtime_without_update_is_placed_by_its_cgroup(monkeypatch):
 
 
 def test_no_cgroup_file_either_is_one_line(monkeypatch):
-    monkeypatch.setattr(envdocker, "set_cgroup_cpuset", lambda cid, cpus: False)
+    monkeypatch.setattr(envdocker, "set_cgroup_cpuset", lambda cid, cpus: "")
     env = DockerEnvironment(name="docker-gvisor")
     env._container = Container()
     with pytest.raises(EnvironmentError_, match="docker-gvisor: cannot move the container to CPUs 1: "):

@@ -54,7 +54,8 @@ def test_daemon_json_changes_name_the_keys(tmp_path, monkeypatch):
     path.write_text(json.dumps({**prepare.daemonconf.BASE_KEYS, "debug": True}))
     assert prepare.daemon_json_changes(str(path)) == []
     path.write_text("[1]")
-    assert "not a JSON object" in prepare.daemon_json_changes(str(path))[0]
+    assert prepare.daemon_json_changes(str(path)) == []  # refused before anything starts, not a change
+    assert "not an object" in prepare.daemon_json_problem(str(path))
 
 
 @pytest.mark.parametrize(

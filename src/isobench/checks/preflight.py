@@ -12,6 +12,7 @@ from isobench.core.numbers import fmt_duration, plural
 from isobench.envs.kinds import kind_of
 from isobench.envs.pinning import duet_sides, side_host, usable_cpus
 from isobench.host.hostinfo import HostInfo
+from isobench.host.samplecgroup import cpus_limited_by, duet_cpus_remedy
 from isobench.study import Study
 from isobench.workloads import WORKLOADS
 from isobench.workloads.base import Workload, WorkloadError
@@ -95,7 +96,7 @@ def duet_problems(study: Study, host: HostInfo, cpus: list[int]) -> list[str]:
     if side < 1:
         return [
             f"{study.path}: study.schedule: a duet needs at least two usable host CPUs, this host has "
-            f'{len(cpus)}; use schedule = "sequential"'
+            f'{len(cpus)}{duet_cpus_remedy(cpus_limited_by())}; or use schedule = "sequential"'
         ]
     problems = [
         f"{study.path}: environments.{name}.{field}: {problem}"

@@ -143,8 +143,11 @@ def setup(yes: bool, check: bool, match_image: bool) -> None:
     if match_image:
         _match_image(yes)
         return
+    state = _state()
+    if state.refused:  # before anything starts: one line each, the resource and what would work
+        _fail("; ".join(state.refused) + "; nothing was changed")
     console.print("isobench setup will change this host:", markup=False, highlight=False)
-    fold(change_lines(_state()), console)
+    fold(change_lines(state), console)
     if not yes:
         if not _can_ask():
             _fail("no terminal to ask whether to go on: give --yes to make these changes; nothing was changed")

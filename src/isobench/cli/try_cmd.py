@@ -283,12 +283,13 @@ def try_cmd(
 def schedule_for(asked: str | None) -> str:
     """--schedule as given, or duet where the host has two usable CPUs (one a side)."""
     from isobench.envs.pinning import usable_cpus
+    from isobench.host.samplecgroup import cpus_limited_by, duet_cpus_remedy
 
     cpus = len(usable_cpus())
     if asked == "duet" and cpus < 2:
         _fail(
-            f"--schedule duet: a duet needs two usable host CPUs (one a side), this process may use {cpus}; "
-            "use --schedule sequential"
+            f"--schedule duet: a duet needs two usable host CPUs (one a side), this process may use {cpus}"
+            f"{duet_cpus_remedy(cpus_limited_by())}; or use --schedule sequential"
         )
     return asked or ("duet" if cpus >= 2 else "sequential")
 

@@ -133,11 +133,13 @@ class Environment(abc.ABC):
             self._gate_said = "" if r.ok else f"{PYTHON} does not run in it ({r.describe()[:160]})"
         return self._gate_said
 
-    def move(self, cpus: tuple[int, ...]) -> None:
+    def move(self, cpus: tuple[int, ...]) -> str:
         """place(), while a sample runs: a duet swaps its sides' CPUs many
         times a second, so a kind with a faster way than place() to move
-        everything it runs overrides this (a container's cgroup)."""
+        everything it runs overrides this (a container's cgroup). Returns
+        how it moved, as the duet's record says it."""
         self.place(cpus)
+        return f"{self.kind} placement"
 
     def counters(self) -> dict[str, float]:
         """This environment's own cumulative counters (isobench.host.counters

@@ -119,21 +119,24 @@ class NativeEnvironment(Environment):
         for pid in list(self._live):
             move_tree(pid, target)
 
-    def move(self, cpus: tuple[int, ...]) -> None:
+    def move(self, cpus: tuple[int, ...]) -> str:
         # a duet's swap, ten a second: a gated command's cgroup is one cpuset
         # write (as a container's); anything else is walked in /proc at most
         # every TREE_TTL_S (3.4 ms with 83 processes here, work on whichever
         # side's CPU the harness runs) and moved thread by thread
         self.cpu = ",".join(map(str, cpus))
+        hows = []
         for group in list(self._groups.values()):
             group.set_cpus(self.cpu)
-        if not self._live:
-            return
-        now = time.monotonic()
-        if now - self._walked[0] > TREE_TTL_S or set(self._walked[1]) != self._live:
-            self._walked = (now, {pid: tree(pid) for pid in list(self._live)})
-        for pids in self._walked[1].values():
-            move_pids(pids, set(cpus))
+            hows.append(group.how)
+        if self._live:
+            now = time.monotonic()
+            if now - self._walked[0] > TREE_TTL_S or set(self._walked[1]) != self._live:
+                self._walked = (now, {pid: tree(pid) for pid in list(self._live)})
+            for pids in self._walked[1].values():
+                move_pids(pids, set(cpus))
+            hows.append("sched_setaffinity per thread")
+        return " + ".join(hows) or "nothing running to move"
 
     def exec(self, argv: list[str], timeout: float, cwd: str | None = None) -> ExecResult:
         if self.gate is not None and self.gate.claim(argv):

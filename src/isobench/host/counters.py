@@ -353,16 +353,27 @@ def cgroup_cpuset_file(container_id: str, root: str = "/sys/fs/cgroup") -> str |
     return None
 
 
-def set_cgroup_cpuset(container_id: str, cpulist: str) -> bool:
+def set_cgroup_cpuset(container_id: str, cpulist: str, root: str = "/sys/fs/cgroup") -> str:
     """Write a container's cgroup cpuset.cpus: every task in it moves (a
-    runtime without `update`, such as gVisor's runsc, too). False where
-    there is no such file; OSError where it cannot be written."""
-    path = cgroup_cpuset_file(container_id)
+    runtime without `update`, such as gVisor's runsc, too). Returns how, as
+    a duet's record says it ("" where there is no such file); OSError where
+    it cannot be written."""
+    path = cgroup_cpuset_file(container_id, root)
     if path is None:
-        return False
+        return ""
     with open(path, "w") as fh:
         fh.write(cpulist)
-    return True
+    return cpuset_write_how(path, root, container_id)
+
+
+def cpuset_write_how(path: str, root: str = "/sys/fs/cgroup", container_id: str = "") -> str:
+    """ "cgroup v2 cpuset.cpus write (system.slice/docker-0123456789ab.scope)":
+    the version (a v1 path has its controller's own mount), the cgroup. Pure."""
+    rel = os.path.relpath(os.path.dirname(path), root)
+    version = 1 if rel.split("/")[0] == "cpuset" else 2
+    if container_id:
+        rel = rel.replace(container_id, container_id[:12])
+    return f"cgroup v{version} cpuset.cpus write ({rel})"
 
 
 def parse_cpu_stat_v2(text: str) -> dict[str, float]:

@@ -83,16 +83,62 @@ def daemon_json_changes(path: str = DAEMON_JSON) -> list[str]:
             conf = json.load(fh)
     except FileNotFoundError:
         conf = {}
-    except (OSError, ValueError) as exc:
-        return [f"{path}: unreadable ({exc}); setup stops there"]
-    if not isinstance(conf, dict):
-        return [f"{path}: not a JSON object; setup stops there"]
+    except (OSError, ValueError):
+        return []  # daemon_json_problem says it, and setup stops before it starts
+    if daemon_json_problem(path):
+        return []
     merged = daemonconf.merge(conf, daemonconf.runtime_entries())
     return [
         f"{k}: {json.dumps(conf[k]) if k in conf else '(unset)'} -> {json.dumps(merged[k])}"
         for k in merged
         if conf.get(k) != merged[k]
     ]
+
+
+def daemon_json_problem(path: str = DAEMON_JSON) -> str:
+    """Why setup cannot merge its keys into daemon.json ("" when it can):
+    not JSON, not an object, or a "runtimes" that is not an object (merging
+    would replace the runtimes it names)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            conf = json.load(fh)
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError) as exc:
+        return f"{path} cannot be merged: not readable JSON ({str(exc).splitlines()[0]}); fix it, or move it away"
+    if not isinstance(conf, dict):
+        return f"{path} cannot be merged: a JSON {type(conf).__name__}, not an object; make it {{...}}, or move it away"
+    if "runtimes" in conf and not isinstance(conf["runtimes"], dict):
+        return (
+            f'{path} cannot be merged: "runtimes" is a {type(conf["runtimes"]).__name__}, not an object of '
+            'runtimes (dockerd refuses it too); make it {"name": {"path": ...}}'
+        )
+    return ""
+
+
+def docker_unit_problem(run=subprocess.run) -> str:
+    """A systemd host whose docker.service is masked: setup could install
+    Docker but not start it ("" otherwise)."""
+    if not _systemd():
+        return ""
+    try:
+        state = run(
+            ["systemctl", "is-enabled", "docker.service"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    if state.startswith("masked"):
+        return (
+            f"docker.service is {state} (systemd): setup cannot start Docker Engine; "
+            "`systemctl unmask docker.service`, then run setup again"
+        )
+    return ""
+
+
+def refusals() -> list[str]:
+    """What stops setup before it changes anything, one line each: the
+    resource, and what would work."""
+    return [p for p in (daemon_json_problem(), docker_unit_problem()) if p]
 
 
 def cgroup_remounts(root: str = UNIFIED) -> list[str]:
@@ -163,6 +209,7 @@ class HostState:
     docker: bool
     image: bool
     image_tag: str
+    refused: list[str] = field(default_factory=list)  # what stops setup before anything starts
     # (package, host's version, image's) among the tools and their direct dependencies
     unlike_image: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -182,6 +229,7 @@ def read_state(install_host_text: str, image_tag: str, image_versions: dict[str,
         docker=docker,
         image=docker and image_present(image_tag),
         image_tag=image_tag,
+        refused=refusals(),
         unlike_image=unlike,
     )
 
@@ -223,6 +271,7 @@ def change_lines(s: HostState) -> list[str]:
 def check_lines(s: HostState) -> list[str]:
     """What is missing or differs from what setup makes; [] for a ready host."""
     out = [s.os_problem] if s.os_problem else []
+    out += s.refused
     if s.missing:
         out.append(f"packages missing ({len(s.missing)} of {s.wanted}): {', '.join(s.missing)}")
     if s.services:

@@ -61,6 +61,7 @@ class Side:
     fillers: int = 0
     done: threading.Event = field(default_factory=threading.Event)
     moves: list[float] = field(default_factory=list)  # epoch instants it changed CPU sets
+    moved_by: dict[str, int] = field(default_factory=dict)  # how it was moved (a cgroup write, docker update): times
     harness_cpu_s: float = 0.0  # this side's harness thread: its exec, reading, the gate's release
 
 
@@ -98,8 +99,9 @@ def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event
         k += 1
         try:
             for i in (0, 1) if k % 2 else (1, 0):
-                sides[i].env.move(sides[(i + k) % 2].cpus)
+                how = sides[i].env.move(sides[(i + k) % 2].cpus) or "unsaid"
                 sides[i].moves.append(time.time())
+                sides[i].moved_by[how] = sides[i].moved_by.get(how, 0) + 1
         except Exception as exc:  # noqa: BLE001 - the samples go on where they are; the record says so
             errors.append(str(exc))
             return
@@ -252,6 +254,8 @@ def duet_record(me: Side, other: Side, errors: list[str]) -> dict[str, Any]:
     record["gate"] = "held" if me.gate.held and me.gate.inside else (me.gate.fallback or "not reached")
     if me.gate.standing:
         record["standing"] = me.gate.standing
+    if me.moved_by:  # the mechanism of its moves, each with its count
+        record["moved_by"] = "; ".join(f"{how}: {n}" for how, n in sorted(me.moved_by.items()))
     if me.taken is not None and other.taken is not None and me.busy and other.busy:
         mine, theirs = me.busy[0], other.busy[0]
         both_inside = me.gate.inside is not None and other.gate.inside is not None
