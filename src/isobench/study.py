@@ -23,7 +23,8 @@ from isobench.core.ids import NAME_RE, NAME_RULE, shown
 from isobench.core.plants import CannotPlant, plant_problem
 from isobench.core.readbound import BoundedReadError, read_bounded
 from isobench.core.strictmodel import StrictModel, fields_at
-from isobench.envs.kinds import EnvSpec, differing, kind_of, kinds, presets
+from isobench.envs.explainask import ExplainAsk, explain_targets
+from isobench.envs.kinds import EnvSpec, kind_of, kinds, presets
 from isobench.host.noise import NoiseSpec
 from isobench.workloads import WORKLOADS, claiming_fields, table_kind
 from isobench.workloads.base import NO_HOST, Workload, WorkloadParams
@@ -178,23 +179,6 @@ class StudyMeta(StrictModel):
     def _name(cls, v: str) -> str:
         if not NAME_RE.fullmatch(v):
             raise ValueError(f"must be {NAME_RULE}")
-        return v
-
-
-class ExplainAsk(StrictModel):
-    """[explain]: after the run, `isobench explain` of each changed primary
-    cell of these environments, moving these settings (docs/explain.md).
-    Left out: every environment other than the baseline that differs from
-    it in a setting asked; every setting its kind has."""
-
-    envs: tuple[str, ...] | None = None
-    settings: tuple[str, ...] | None = None
-
-    @field_validator("envs", "settings")
-    @classmethod
-    def _some(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if v is not None and not v:
-            raise ValueError("name at least one, or leave the field out for every one")
         return v
 
 
@@ -354,66 +338,14 @@ def _check_plants(path: str, meta: StudyMeta, envs: list[str], workloads: list[W
                 raise StudyError(f"{path}: study.plants.{env}: workloads.{entry.key}: {exc}") from None
 
 
-def _explain_targets(path: str, raw: Any, specs: dict[str, EnvSpec], baseline: str) -> dict[str, tuple[str, ...]]:
-    """[explain] checked against the environments: each one named is another
-    than the baseline and of a kind with settings, each setting one its kind
-    has; then each environment's settings to move (checked by _moved)."""
+def _explain(path: str, raw: Any, specs: dict[str, EnvSpec], baseline: str) -> dict[str, tuple[str, ...]]:
+    """[explain] read and checked against the environments (envs/explainask.py)."""
     try:
-        ask = ExplainAsk.model_validate(raw)
+        return explain_targets(ExplainAsk.model_validate(raw), specs, baseline)
     except ValidationError as exc:
         raise StudyError(_one_line(path, exc, ("explain",), ExplainAsk)) from None
-    others = [e for e in specs if e != baseline and kind_of(specs[e].kind).settings]
-    for env in ask.envs or ():
-        if env not in others:
-            why = _not_explainable(env, specs, baseline)
-            raise StudyError(f"{path}: explain.envs: {why}; name one of: {', '.join(others) or 'none'}")
-    envs = list(dict.fromkeys(ask.envs or others))
-    for name in ask.settings or ():
-        for env in envs:
-            kind = kind_of(specs[env].kind)
-            if name not in kind.settings:
-                hint = "" if ask.envs else "; or name the environments to explain, explain.envs = [...]"
-                raise StudyError(
-                    f"{path}: explain.settings: {shown(name)}: a {kind.name} environment ({env}) has no such setting; "
-                    f"its settings: {', '.join(kind.settings)}{hint}"
-                )
-    return _moved(path, ask, envs, specs, baseline)
-
-
-def _not_explainable(env: str, specs: dict[str, EnvSpec], baseline: str) -> str:
-    if env not in specs:
-        return f"{shown(env)} is not one of the environments"
-    if env == baseline:
-        return f"{env} is the baseline, what explain measures against"
-    return f"{env} is a {specs[env].kind} environment, which has no setting explain can move"
-
-
-def _moved(
-    path: str, ask: ExplainAsk, envs: list[str], specs: dict[str, EnvSpec], baseline: str
-) -> dict[str, tuple[str, ...]]:
-    """Each environment's settings to move: those asked that it differs from
-    the baseline in (all: ``()``). One named that differs in none of them is
-    refused; one left to the default is left out."""
-    out = {}
-    for env in envs:
-        differ = [name for name, _, _ in differing(specs[env], specs[baseline])]
-        moved = [n for n in ask.settings or differ if n in differ]
-        if moved:
-            out[env] = tuple(moved) if ask.settings else ()
-        elif ask.envs:
-            asked = f" asked ({', '.join(ask.settings)})" if ask.settings else ""
-            what = ", ".join(differ) or "none (its whole gap is its kind's own)"
-            raise StudyError(
-                f"{path}: explain.envs: {env} differs from {baseline} in no setting{asked} explain can move; "
-                f"it differs in: {what}"
-            )
-    if not out:
-        raise StudyError(
-            f"{path}: explain: no environment differs from {baseline} in a setting explain can move"
-            + (f" of those asked ({', '.join(ask.settings)})" if ask.settings else "")
-            + "; remove [explain] or change explain.settings"
-        )
-    return out
+    except ValueError as exc:  # explain_targets' own: the field named
+        raise StudyError(f"{path}: {exc}") from None
 
 
 def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -> Study:
@@ -426,11 +358,9 @@ def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -
         raise StudyError(f"{path}: not valid TOML: {exc}") from None
     except tomlbound.TomlBoundError as exc:  # before tomllib: its cost grows with depth times keys
         raise StudyError(f"{path}: {exc}") from None
-    unknown = set(raw) - {"study", "environments", "workloads", "noise", "explain"}
-    if unknown:
-        raise StudyError(
-            f"{path}: {sorted(unknown)[0]}: unknown table; allowed: study, environments, workloads, noise, explain"
-        )
+    tables = ("study", "environments", "workloads", "noise", "explain")
+    if unknown := sorted(set(raw) - set(tables)):
+        raise StudyError(f"{path}: {unknown[0]}: unknown table; allowed: {', '.join(tables)}")
     if not isinstance(raw.get("study"), dict):
         raise StudyError(f'{path}: study: a [study] table with at least name = "..." is required')
     envs = _expand_presets(path, raw.get("environments"))
@@ -469,7 +399,7 @@ def parse_study(text: str, path: str = "<study>", base_dir: str | None = None) -
             noise = NoiseSpec.model_validate(raw["noise"])
         except ValidationError as exc:
             raise StudyError(_one_line(path, exc, ("noise",), NoiseSpec)) from None
-    explain = _explain_targets(path, raw["explain"], specs, meta.baseline) if "explain" in raw else {}
+    explain = _explain(path, raw["explain"], specs, meta.baseline) if "explain" in raw else {}
     return Study(path, text, meta, specs, workloads, noise, base_dir, explain)
 
 

@@ -72,10 +72,12 @@ def test_history_shows_explain_runs_beside_the_series_they_explain(store, execut
 
 
 def test_explain_links_read_the_fact_and_ignore_one_that_does_not_read(tmp_path):
+    from isobench.store.links import explain_links
+
     s = Store(str(tmp_path / "s.sqlite"))
     study = parse_study(STUDY, "io.toml")
     add_run(s, "orig", study, {}, original)
     add_run(s, "e1", study, {"explain": {"explains": "orig", "env": "docker-nat", "baseline": "native"}}, original)
     add_run(s, "e2", study, {"explain": "text"}, original)
     add_run(s, "e3", study, {"note": "explain", "explain": {"explains": "orig"}}, original)  # no env: no explain
-    assert s.explain_links() == {"e1": "orig"}
+    assert explain_links(s) == {"e1": "orig"}

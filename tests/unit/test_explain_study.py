@@ -119,7 +119,7 @@ def test_run_goes_on_to_explain_as_explain_would(ran, tmp_path):
     assert kw["facts"]["explain"]["explains"] == "orig"
     said = " ".join(r.stdout.split())
     assert "docker-nat fio randwrite \u2212" in said and "storage volume\u2192overlay" in said
-    assert said.rstrip().endswith("run orig is explained by run(s) explain1: `isobench report orig` lists them")
+    assert "run orig is explained by run(s) explain1: `isobench report orig` lists them" in said
     assert "Explained: which setting costs what" in md.read_text()  # the report, written again with it
     # exactly what `isobench explain RUN_ID --env ENV --setting ...` builds
     assert invoke("explain", "orig", "--store", store, "--env", "docker-nat", "--setting", "storage").exit_code == 0

@@ -191,8 +191,10 @@ def history(
 
 def _explains(store, runs) -> list:
     """The store's explain runs of these runs (shown beside the series, never in them)."""
+    from isobench.store.links import explain_links
+
     ids = {r.run_id for r in runs}
-    return [store.load_run(e) for e, of in store.explain_links().items() if of in ids]
+    return [store.load_run(e) for e, of in explain_links(store).items() if of in ids]
 
 
 def gate_line(c) -> str:

@@ -35,10 +35,11 @@ def runs(store_path: str, fmt: str, output: str | None) -> None:
     --json, the old spelling of --format json, works for one more release."""
     from isobench.core.lock import live_run_ids
     from isobench.report.runs_list import runs_rows, runs_table, statuses
+    from isobench.store.links import explain_links
 
     store = _open_store(store_path, reader=True)
     rows = store.list_runs()
-    status, links = statuses(rows, live_run_ids()), store.explain_links()
+    status, links = statuses(rows, live_run_ids()), explain_links(store)
     if fmt == "json":
         emit(document("runs", {"runs": runs_rows(rows, status, links)}), output)
         return
@@ -153,8 +154,9 @@ def report(
 def explained_by(store, run) -> tuple:
     """The explain runs of ``store`` that explain ``run``, oldest first."""
     from isobench.results.explain import explaining
+    from isobench.store.links import explain_links
 
-    ids = [e for e, of in store.explain_links().items() if of == run.run_id]
+    ids = [e for e, of in explain_links(store).items() if of == run.run_id]
     return tuple(explaining(run, [store.load_run(e) for e in ids]))
 
 

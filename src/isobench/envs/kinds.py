@@ -177,10 +177,11 @@ def differing(spec: EnvSpec, baseline: EnvSpec) -> list[tuple[str, Values, Value
     """Each setting of ``spec``'s kind in which it differs from the
     baseline's side, in the kind's order: (setting, its values there, here)."""
     kind, side = kind_of(spec.kind), baseline_side(spec, baseline)
+    mine, theirs = spec.model_dump(), side.model_dump()
     out = []
     for name, fields in kind.settings.items():
-        here = tuple((f, getattr(spec, f)) for f in fields)
-        there = tuple((f, getattr(side, f)) for f in fields)
+        here = tuple((f, mine[f]) for f in fields)
+        there = tuple((f, theirs[f]) for f in fields)
         if here != there:
             out.append((name, there, here))
     return out

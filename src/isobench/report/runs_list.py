@@ -24,7 +24,7 @@ def statuses(rows, live: Collection[str]) -> dict[str, str]:
 
 
 def runs_rows(rows, status: dict[str, str], links: Mapping[str, str] | None = None) -> list[dict]:
-    """``links``: explain run -> the run it explains (Store.explain_links);
+    """``links``: explain run -> the run it explains (store/links.explain_links);
     ``explains`` is null for every other run."""
     links = links or {}
     return [

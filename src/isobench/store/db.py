@@ -25,7 +25,7 @@ from isobench.store.readonly import (
 )
 from isobench.store.rows import Rewrite, RunRow, Sample
 from isobench.store.schema import ADDED_COLUMNS, OWN_TABLES, RUNS_COLUMNS, SCHEMA
-from isobench.store.shapes import SampleExtra, explains_of, stored, stored_instant, stored_names
+from isobench.store.shapes import SampleExtra, stored, stored_instant, stored_names
 
 now_iso = now_utc  # runs' times are UTC instants (core/instants.py)
 
@@ -359,14 +359,6 @@ class Store:
             )
             for r in rows
         ]
-
-    def explain_links(self) -> dict[str, str]:
-        """Each explain run's id -> the id of the run it explains (its host
-        fact ``explain``, store/shapes.Explain): what `runs`, `report` and
-        `history` show beside the runs."""
-        rows = self.db.execute("SELECT run_id, host_facts FROM runs WHERE host_facts LIKE '%\"explain\"%'")
-        links = {run_id: explains_of(text) for run_id, text in rows}
-        return {run_id: of for run_id, of in links.items() if of is not None}
 
     def latest_run_id(self) -> str:
         row = self.db.execute(
