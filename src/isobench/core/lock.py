@@ -60,8 +60,9 @@ def lock_path() -> str:
 
 
 class RunLock:
-    """An flock on LOCK_PATH: the kernel drops it when the holder dies, even
-    by SIGKILL, so a crash never leaves the host locked."""
+    """An flock on lock_path() (the host's LOCK_PATH outside a test lane):
+    the kernel drops it when the holder dies, even by SIGKILL, so a crash
+    never leaves the host locked."""
 
     def __init__(self, path: str | None = None):
         self.path = path or lock_path()

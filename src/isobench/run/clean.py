@@ -21,12 +21,8 @@ from isobench.core.owner import OWNERS_DIR, Keeper
 from isobench.core.workspace import SCRATCH_ROOTS, TMP_ROOT, of_run, refuse_foreign
 from isobench.envs.kinds import kinds
 
-HOST_WIDE = {
-    LOCK_PATH,
-    LANES_DIR,
-    SUBNET_LOCK_PATH,
-    OWNERS_DIR,
-}  # under a kind's scratch root (/run/isobench), but no run's
+# under a kind's scratch root (/run/isobench), but no run's
+HOST_WIDE = {LOCK_PATH, LANES_DIR, SUBNET_LOCK_PATH, OWNERS_DIR}
 
 
 def clean(run_id: str | None = None, keeper: Keeper | None = None) -> list[str]:
