@@ -28,6 +28,13 @@ export NEEDRESTART_SUSPEND=1
 INFRA=(docker.io containerd runc crun runsc tini iptables debootstrap qemu-system-x86 qemu-utils
        python3 python3-venv python3-pip ca-certificates procps iproute2 util-linux
        tar e2fsprogs chromium)
+# Where the kernel has AppArmor on (a Debian 12 server's does), the engine
+# loads its docker-default profile with apparmor_parser, which docker.io only
+# recommends: without it no container starts ("apparmor_parser": executable
+# file not found; the host lane, 2026-11-29). A kernel without it needs none.
+if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = "Y" ]; then
+    INFRA+=(apparmor)
+fi
 
 # No service starts because of this install (deb-systemd-invoke and
 # invoke-rc.d both obey policy-rc.d). Keep an existing policy, else add a

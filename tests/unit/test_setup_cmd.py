@@ -156,3 +156,22 @@ def test_a_failed_step_is_named_and_the_rest_waits(host):
     line = " ".join(r.stderr.split())
     assert "setup: step 2 of 3 (Docker Engine) failed: start-dockerd.sh exited 1" in line
     assert "run `isobench setup --yes` again" in line
+
+
+@pytest.mark.parametrize(("enabled", "wanted"), [("Y\n", True), ("N\n", False), (None, False)])
+def test_apparmor_is_installed_where_the_kernel_has_it_on(tmp_path, enabled, wanted):
+    """The host lane's Debian 12 guest: AppArmor on in the kernel, no
+    apparmor_parser (docker.io only recommends it), and no container
+    started. install-host.sh's list, run as written with the kernel's file
+    swapped for one of the test's."""
+    text = shipped.script("install-host.sh").read_text(encoding="utf-8")
+    start = text.index("INFRA=(")
+    block = text[start : text.index("\nfi\n", start) + 4]
+    assert "apparmor" in block and "POLICY" not in block, "install-host.sh says no more when to install apparmor"
+    flag = tmp_path / "enabled"
+    if enabled is not None:
+        flag.write_text(enabled)
+    block = block.replace("/sys/module/apparmor/parameters/enabled", str(flag))
+    out = subprocess.run(["bash", "-c", block + 'echo "${INFRA[@]}"'], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert ("apparmor" in out.stdout.split()) is wanted and "docker.io" in out.stdout.split()
