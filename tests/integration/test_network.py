@@ -155,6 +155,9 @@ if p is not None:
 """
 
 
+# beside: it counts iperf3 clients host-wide, and the side lane's netbw cases run theirs (CI of 551ce76);
+# in that lane they run one after the other, and no main-lane test runs netbw
+@pytest.mark.beside
 def test_sigint_during_network_workload_leaves_nothing(tmp_path):
     study = tmp_path / "s.toml"
     study.write_text(STUDY)
