@@ -27,12 +27,12 @@ step_prepare() {
     ! grep -q ' - cgroup ' /proc/self/mountinfo || die "a cgroup v1 hierarchy is mounted"
     mark "checked PID 1 and cgroup2"
     resize2fs "$(findmnt -no SOURCE /)" >/dev/null 2>&1 || die "cannot grow the root file system"
-    # QEMU's user network: the guest's one NIC, static (slirp's fixed addresses)
+    # QEMU's user network: the guest's one NIC, static (lane.py's USER_NET, in 198.18.0.0/15)
     nic=$(ls /sys/class/net | grep -v '^lo$' | head -1)
     ip link set "$nic" up
-    ip addr replace 10.0.2.15/24 dev "$nic"
-    ip route replace default via 10.0.2.2
-    echo "nameserver 10.0.2.3" >/etc/resolv.conf
+    ip addr replace 198.18.250.15/24 dev "$nic"
+    ip route replace default via 198.18.250.2
+    echo "nameserver 198.18.250.3" >/etc/resolv.conf
     mark "root grown, network up"
     state=$(timeout 120 systemctl is-system-running --wait 2>/dev/null || true)
     mark "systemd: $state"

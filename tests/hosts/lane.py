@@ -31,6 +31,7 @@ from isobench.envs.vm.qemu_cmdline import QemuConfig, build_argv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # a person's server: systemd's unified hierarchy and no v1 controller at all
+USER_NET = "198.18.250"  # the guest side of QEMU's user network: outside Docker's 198.18.0/24 and 198.18.64.0/18
 CGROUP_ARGS = ("systemd.unified_cgroup_hierarchy=1", "cgroup_no_v1=all")
 # the image's own files setup would otherwise build (debootstrap, apt: ~10 min under TCG)
 IMAGE_FILES = ("rootfs.tar", "image.json", "packages.tsv", "vmlinuz", "initrd.img")
@@ -141,9 +142,11 @@ def qemu_argv(work: str, accel: str, base: str, seed: str, vcpus: int, memory_mb
         kernel_args=CGROUP_ARGS,
     )
     argv = build_argv(cfg)
-    # QEMU's user network instead of none: the guest reaches Debian's mirror and PyPI through it
+    # QEMU's user network instead of none: the guest reaches Debian's mirror and PyPI through it,
+    # on a /24 of the benchmarking range (guest.sh's addresses), not slirp's default private-range /24
     i = argv.index("-nic")
-    argv[i : i + 2] = ["-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0"]
+    user = f"user,id=n0,net={USER_NET}.0/24,host={USER_NET}.2,dns={USER_NET}.3"
+    argv[i : i + 2] = ["-netdev", user, "-device", "virtio-net-pci,netdev=n0"]
     return cfg, argv
 
 

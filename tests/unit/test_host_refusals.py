@@ -24,7 +24,7 @@ def _read(name: str) -> str:
 def test_a_daemon_json_setup_cannot_merge_is_named_with_what_would_work(tmp_path):
     path = tmp_path / "daemon.json"
     assert prepare.daemon_json_problem(str(path)) == ""  # none yet: setup writes it
-    path.write_text('{"bip": "10.0.0.1/24",}')
+    path.write_text('{"bip": "198.18.0.1/24",}')
     assert prepare.daemon_json_problem(str(path)).startswith(f"{path} cannot be merged: not readable JSON (")
     path.write_text("[1, 2]")
     assert "a JSON list, not an object" in prepare.daemon_json_problem(str(path))
