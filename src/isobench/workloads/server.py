@@ -221,6 +221,8 @@ class ServerWorkload(Workload):
     def start_server(self, env: Environment, case: str) -> None:
         pidfile, log = self._files(env)
         env.exec(["mkdir", "-p", posixpath.dirname(pidfile)], timeout=30)
+        if self._server_alive(env):  # an earlier sample's server that a stop missed
+            self.stop_server(env)
         argv = [
             "start-stop-daemon",
             "--start",
@@ -239,8 +241,7 @@ class ServerWorkload(Workload):
         if not r.ok:
             raise WorkloadError(f"{self.name} server did not start: {r.describe()}", r)
         self.wait_ready(env, case)
-        r = env.exec(["cat", pidfile], timeout=10)
-        self._pid = r.stdout.strip() if r.ok and r.stdout.strip().isdigit() else None
+        self._pid = self._read_pid(env)
 
     def wait_ready(self, env: Environment, case: str) -> None:
         """Until the client host can reach the server (TCP), or it listens (UDP)."""
@@ -273,17 +274,15 @@ class ServerWorkload(Workload):
         may be slow at it, which start-stop-daemon --retry would wait for),
         SIGKILL after grace_s."""
         pidfile, _ = self._files(env)
-        r = env.exec(["cat", pidfile], timeout=10)
-        pid = r.stdout.strip() if r.ok else ""
-        if not pid.isdigit():
+        pid = self._read_pid(env)
+        if pid is None:
             return
         ssd = ["start-stop-daemon", "--stop", "--pidfile", pidfile, "--oknodo", "--signal"]
         env.exec([*ssd, "TERM"], timeout=10)
         deadline = time.monotonic() + grace_s
         killed = False
         while True:
-            st = env.exec(["cat", f"/proc/{pid}/stat"], timeout=10)
-            if not st.ok or proc_state(st.stdout) in ("Z", "X", ""):
+            if proc_gone(env.exec(["cat", f"/proc/{pid}/stat"], timeout=10)):
                 break
             if time.monotonic() > deadline:
                 if killed:
@@ -292,6 +291,23 @@ class ServerWorkload(Workload):
                 killed, deadline = True, time.monotonic() + 10
             time.sleep(0.05)
         env.exec(["rm", "-f", pidfile], timeout=10)
+
+    def _read_pid(self, env: Environment, patience_s: float = 30) -> str | None:
+        """The pid in the server's pidfile, None when there is none. An empty
+        answer is asked again: a container's exec can lose its output (moby
+        #27289), and a stop that took it for "no server" left one running
+        into the next sample (CI of bdf6be2)."""
+        pidfile, _ = self._files(env)
+        deadline = time.monotonic() + patience_s
+        while True:
+            r = env.exec(["cat", pidfile], timeout=10)
+            if r.ok and r.stdout.strip().isdigit():
+                return r.stdout.strip()
+            if r.returncode == 1 and not r.timed_out:  # cat: no such file
+                return None
+            if time.monotonic() > deadline:
+                raise WorkloadError(f"{self.name}: cannot read its pidfile {pidfile}: {r.describe() or 'empty'}")
+            time.sleep(0.2)
 
     def _client(self):
         if self.client is None:
@@ -386,6 +402,14 @@ def stored_window(doc) -> CpuWindow | None:
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def proc_gone(r: ExecResult) -> bool:
+    """Whether `cat /proc/PID/stat` says the process is gone or a zombie; an
+    exec that failed or lost its output says nothing (asked again)."""
+    if r.returncode == 1 and not r.timed_out:  # no such file: reaped
+        return True
+    return r.ok and proc_state(r.stdout) in ("Z", "X")
 
 
 def proc_state(stat: str) -> str:
