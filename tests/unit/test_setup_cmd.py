@@ -31,6 +31,17 @@ def test_the_infrastructure_list_is_install_host_shs_own():
     assert prepare.infra_packages("no array here") == []
 
 
+@pytest.mark.parametrize(("enabled", "wanted"), [("Y\n", True), ("N\n", False), (None, False)])
+def test_the_check_asks_for_apparmor_where_setup_installs_it(tmp_path, enabled, wanted):
+    """`setup --check` reads the list setup installs: the host lane's guest
+    (AppArmor on) had no apparmor_parser, and the check did not ask for it."""
+    flag = tmp_path / "enabled"
+    if enabled is not None:
+        flag.write_text(enabled)
+    names = prepare.infra_packages(shipped.script("install-host.sh").read_text(), apparmor_on=str(flag))
+    assert ("apparmor" in names) is wanted and "docker.io" in names
+
+
 def test_the_scripts_find_the_package_where_there_is_no_src(tmp_path):
     """What install-host.sh runs with Debian's python3, on the path setup gives it."""
     r = subprocess.run(

@@ -23,10 +23,21 @@ UNIFIED = "/sys/fs/cgroup/unified"
 NETWORK_RANGE = "198.18.0.0/15"  # RFC 2544's benchmarking range: docker0 198.18.0.1/24, pools 198.18.64.0/18
 
 
-def infra_packages(script_text: str) -> list[str]:
-    """install-host.sh's INFRA=(...) array: the one list of host infrastructure packages."""
+APPARMOR_ON = "/sys/module/apparmor/parameters/enabled"
+
+
+def infra_packages(script_text: str, apparmor_on: str = APPARMOR_ON) -> list[str]:
+    """install-host.sh's INFRA=(...) array: the one list of host infrastructure
+    packages, with what it adds where the kernel has AppArmor on (`INFRA+=`
+    under that test), so `setup --check` asks for what setup installs."""
     found = re.search(r"^INFRA=\((.*?)\)", script_text, re.S | re.M)
-    return found.group(1).split() if found else []
+    names = found.group(1).split() if found else []
+    try:
+        on = Path(apparmor_on).read_text().strip() == "Y"
+    except OSError:
+        on = False
+    added = re.search(rf"{re.escape(APPARMOR_ON)}.*?\n\s*INFRA\+=\((.*?)\)", script_text, re.S)
+    return names + (added.group(1).split() if on and added else [])
 
 
 def not_installed(names: list[str], run=subprocess.run) -> list[str]:
