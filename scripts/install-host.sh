@@ -35,6 +35,13 @@ INFRA=(docker.io containerd runc crun runsc tini iptables debootstrap qemu-syste
 if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = "Y" ]; then
     INFRA+=(apparmor)
 fi
+# Under systemd a native duet side stands in a scope systemd delegates to
+# isobench (host/samplecgroup.py), asked for on the system bus with busctl; a
+# server installed without Debian's standard packages has no bus, and its
+# native sides fell back to sched_setaffinity (the host lane, 2026-11-29).
+if [ "$(cat /proc/1/comm 2>/dev/null)" = "systemd" ]; then
+    INFRA+=(dbus)
+fi
 
 # No service starts because of this install (deb-systemd-invoke and
 # invoke-rc.d both obey policy-rc.d). Keep an existing policy, else add a
@@ -51,6 +58,10 @@ apt-get update -q >/dev/null
 
 say "installing ${#INFRA[@]} infrastructure packages: ${INFRA[*]}"
 apt-get install -y -q --no-install-recommends "${INFRA[@]}" >/dev/null
+if [ "$(cat /proc/1/comm 2>/dev/null)" = "systemd" ]; then
+    # policy-rc.d kept the new bus from starting; isobench asks it for scopes
+    systemctl start dbus.socket dbus.service >/dev/null || die "systemctl start dbus.service failed"
+fi
 
 # The workload tools, from the workload modules themselves: Debian's python3
 # (just installed) without site packages, since the venv does not exist yet.

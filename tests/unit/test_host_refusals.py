@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 
+import pytest
 from click.testing import CliRunner
 
 from isobench.cli import setup_cmd
@@ -141,3 +142,14 @@ def test_systemd_refusing_the_scope_is_an_oserror_the_native_side_falls_back_on(
         assert "systemd gave isobench no scope of its own" in str(exc) and "Access denied" in str(exc)
     else:
         raise AssertionError("no OSError")
+
+
+def test_no_system_bus_names_setup_which_installs_it(tmp_path):
+    """The host lane's guest had systemd but no dbus: busctl could not connect,
+    and the native sides fell back to sched_setaffinity."""
+
+    def run(argv, **kw):
+        return subprocess.CompletedProcess(argv, 1, "", "Failed to connect to bus: No such file or directory\n")
+
+    with pytest.raises(OSError, match="no system bus: `isobench setup` installs and starts dbus"):
+        samplecgroup.delegated_parent(str(tmp_path), run=run, own=lambda: "/system.slice/x.service")

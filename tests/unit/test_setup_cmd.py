@@ -31,15 +31,23 @@ def test_the_infrastructure_list_is_install_host_shs_own():
     assert prepare.infra_packages("no array here") == []
 
 
-@pytest.mark.parametrize(("enabled", "wanted"), [("Y\n", True), ("N\n", False), (None, False)])
-def test_the_check_asks_for_apparmor_where_setup_installs_it(tmp_path, enabled, wanted):
-    """`setup --check` reads the list setup installs: the host lane's guest
-    (AppArmor on) had no apparmor_parser, and the check did not ask for it."""
-    flag = tmp_path / "enabled"
-    if enabled is not None:
-        flag.write_text(enabled)
-    names = prepare.infra_packages(shipped.script("install-host.sh").read_text(), apparmor_on=str(flag))
-    assert ("apparmor" in names) is wanted and "docker.io" in names
+@pytest.mark.parametrize(
+    ("flags", "wanted"),
+    [
+        ({}, set()),
+        ({"/sys/module/apparmor/parameters/enabled": "Y"}, {"apparmor"}),
+        ({"/sys/module/apparmor/parameters/enabled": "N"}, set()),
+        ({"/proc/1/comm": "systemd"}, {"dbus"}),
+        ({"/proc/1/comm": "systemd", "/sys/module/apparmor/parameters/enabled": "Y"}, {"apparmor", "dbus"}),
+    ],
+)
+def test_the_check_asks_for_what_setup_adds_on_this_host(flags, wanted):
+    """`setup --check` reads the list setup installs, with what install-host.sh
+    adds where the kernel has AppArmor on or systemd is PID 1: the host lane's
+    guest had neither apparmor_parser nor a system bus, and the check asked
+    for neither."""
+    names = prepare.infra_packages(shipped.script("install-host.sh").read_text(), read=flags.get)
+    assert {"apparmor", "dbus"} & set(names) == wanted and "docker.io" in names
 
 
 def test_the_scripts_find_the_package_where_there_is_no_src(tmp_path):
@@ -169,20 +177,28 @@ def test_a_failed_step_is_named_and_the_rest_waits(host):
     assert "run `isobench setup --yes` again" in line
 
 
-@pytest.mark.parametrize(("enabled", "wanted"), [("Y\n", True), ("N\n", False), (None, False)])
-def test_apparmor_is_installed_where_the_kernel_has_it_on(tmp_path, enabled, wanted):
-    """The host lane's Debian 12 guest: AppArmor on in the kernel, no
-    apparmor_parser (docker.io only recommends it), and no container
-    started. install-host.sh's list, run as written with the kernel's file
-    swapped for one of the test's."""
+@pytest.mark.parametrize(
+    ("apparmor", "pid1"), [("Y\n", "init\n"), ("N\n", "systemd\n"), (None, None), ("Y\n", "systemd\n")]
+)
+def test_install_host_adds_apparmor_and_dbus_as_the_check_reads_it(tmp_path, apparmor, pid1):
+    """The host lane's Debian 12 guest: AppArmor on in the kernel and systemd
+    as PID 1, with no apparmor_parser (no container started) and no system
+    bus (no scope for a native side). install-host.sh's list, run as written
+    with the host's files swapped for the test's, is what `setup --check`
+    reads from the script."""
     text = shipped.script("install-host.sh").read_text(encoding="utf-8")
     start = text.index("INFRA=(")
-    block = text[start : text.index("\nfi\n", start) + 4]
-    assert "apparmor" in block and "POLICY" not in block, "install-host.sh says no more when to install apparmor"
-    flag = tmp_path / "enabled"
-    if enabled is not None:
-        flag.write_text(enabled)
-    block = block.replace("/sys/module/apparmor/parameters/enabled", str(flag))
+    block = text[start : text.index("\n# No service starts", start)]
+    assert "POLICY" not in block and "apt-get" not in block
+    files = {"/sys/module/apparmor/parameters/enabled": apparmor, "/proc/1/comm": pid1}
+    for i, (path, content) in enumerate(files.items()):
+        swapped = tmp_path / f"flag{i}"
+        if content is not None:
+            swapped.write_text(content)
+        block = block.replace(path, str(swapped))
     out = subprocess.run(["bash", "-c", block + 'echo "${INFRA[@]}"'], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert ("apparmor" in out.stdout.split()) is wanted and "docker.io" in out.stdout.split()
+    read = {path: content.strip() for path, content in files.items() if content is not None}.get
+    assert out.stdout.split() == prepare.infra_packages(text, read=read)
+    assert ("apparmor" in out.stdout.split()) is (apparmor == "Y\n")
+    assert ("dbus" in out.stdout.split()) is (pid1 == "systemd\n")

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,21 +24,27 @@ UNIFIED = "/sys/fs/cgroup/unified"
 NETWORK_RANGE = "198.18.0.0/15"  # RFC 2544's benchmarking range: docker0 198.18.0.1/24, pools 198.18.64.0/18
 
 
-APPARMOR_ON = "/sys/module/apparmor/parameters/enabled"
+def _flag(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
 
 
-def infra_packages(script_text: str, apparmor_on: str = APPARMOR_ON) -> list[str]:
+def infra_packages(script_text: str, read: Callable[[str], str | None] = _flag) -> list[str]:
     """install-host.sh's INFRA=(...) array: the one list of host infrastructure
-    packages, with what it adds where the kernel has AppArmor on (`INFRA+=`
-    under that test), so `setup --check` asks for what setup installs."""
+    packages, with those its `if [ "$(cat FILE ...)" = "VALUE" ]` blocks add
+    (`INFRA+=(...)`) where FILE says VALUE here (AppArmor on: apparmor; systemd
+    as PID 1: dbus), so `setup --check` asks for what setup installs."""
     found = re.search(r"^INFRA=\((.*?)\)", script_text, re.S | re.M)
     names = found.group(1).split() if found else []
-    try:
-        on = Path(apparmor_on).read_text().strip() == "Y"
-    except OSError:
-        on = False
-    added = re.search(rf"{re.escape(APPARMOR_ON)}.*?\n\s*INFRA\+=\((.*?)\)", script_text, re.S)
-    return names + (added.group(1).split() if on and added else [])
+    for path, value, added in _ADDED.findall(script_text):
+        if read(path) == value:
+            names += added.split()
+    return names
+
+
+_ADDED = re.compile(r'^if \[ "\$\(cat (\S+) 2>/dev/null\)" = "(\w+)" \]; then\n\s*INFRA\+=\((.*?)\)', re.M)
 
 
 def not_installed(names: list[str], run=subprocess.run) -> list[str]:

@@ -108,7 +108,8 @@ def delegated_parent(root: str = ROOT, run=subprocess.run, own=_own) -> str:
             return f"{root}{here[: -len('/harness')]}"
         r = run(start_scope_argv(unit, os.getpid()), capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
-            raise OSError(f"systemd gave isobench no scope of its own ({unit}): {r.stderr.strip()[:200]}")
+            bus = "; no system bus: `isobench setup` installs and starts dbus" if "connect to bus" in r.stderr else ""
+            raise OSError(f"systemd gave isobench no scope of its own ({unit}): {r.stderr.strip()[:200]}{bus}")
         deadline = time.monotonic() + 10  # the job moves this process a moment after it is queued
         while not here.endswith(f"/{unit}") and time.monotonic() < deadline:
             time.sleep(0.01)
