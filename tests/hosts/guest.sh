@@ -201,4 +201,7 @@ step_fixtures() {
     tar -C "$FIX" -c . | base64 -w0
 }
 
-"step_$1"
+# each step's output also kept in the guest, so a step the lane kills at
+# its deadline still says where it was (lane.py reads the tails)
+mkdir -p /run/hostlane/steps
+"step_$1" > >(tee "/run/hostlane/steps/$1.out") 2> >(tee "/run/hostlane/steps/$1.err" >&2)

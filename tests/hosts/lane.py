@@ -169,9 +169,23 @@ def guest_step(ga: GuestAgent, name: str, limit: float, log) -> Step:
         log.write("----- stderr\n" + r.stderr)
     log.flush()
     notes = [ln[len("NOTE ") :] for ln in r.stdout.splitlines() if ln.startswith("NOTE ")]
-    if not r.ok:
-        notes.append(f"timed out after {limit:.0f} s" if r.timed_out else why_failed(r.stderr or r.stdout))
+    if r.timed_out:  # its output died with it: the copies guest.sh kept, and what still runs
+        seen = ga.exec(["/bin/bash", "-c", TIMED_OUT_LOOK.format(step=name)], 60)
+        log.write(f"----- {name} at its deadline\n{seen.stdout}{seen.stderr}")
+        log.flush()
+        said = seen.stdout.split("-----")[0].splitlines()
+        last = [ln for ln in said if ln.strip() and not ln.startswith("==> ")][-1:]
+        notes.append(f"timed out after {limit:.0f} s" + (f", last said: {last[0][:120]}" if last else ""))
+    elif not r.ok:
+        notes.append(why_failed(r.stderr or r.stdout))
     return Step(name, r.ok, seconds, "; ".join(notes))
+
+
+# what a step killed at its deadline had said (guest.sh keeps a copy), and the processes still there
+TIMED_OUT_LOOK = (
+    "tail -n 30 /run/hostlane/steps/{step}.out /run/hostlane/steps/{step}.err 2>&1; "
+    "echo -----; ps -eo pid,etime,args --forest | grep -v ' \\[' | tail -n 40"
+)
 
 
 def why_failed(text: str) -> str:
