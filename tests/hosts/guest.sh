@@ -159,20 +159,29 @@ EOF
 }
 
 step_resume() {
+    # the run this step starts, not the store's newest before it is stored
+    # (2026-11-29: the try run's 6 samples were counted, and the SIGINT came
+    # before the new run had one)
+    before=$(last_run)
     isobench run "$SEED/resume.toml" >/run/hostlane/interrupted.log 2>&1 &
     pid=$!
-    n=0
+    n=0 run=""
     for _ in $(seq 600); do
         sleep 1
         run=$(last_run)
-        n=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM samples WHERE run_id=? AND warmup=0", (sys.argv[2],)).fetchone()[0])' "$STORE" "$run" 2>/dev/null || echo 0)
-        [ "$n" -ge 1 ] && break
+        if [ "$run" != "$before" ]; then
+            n=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM samples WHERE run_id=? AND warmup=0", (sys.argv[2],)).fetchone()[0])' "$STORE" "$run" 2>/dev/null || echo 0)
+            [ "$n" -ge 1 ] && break
+        fi
         kill -0 "$pid" 2>/dev/null || break
     done
+    [ "$run" != "$before" ] || die "the resume study stored no run"
     kill -INT "$pid" 2>/dev/null || die "the run ended before it could be interrupted"
     rc=0; wait "$pid" || rc=$?
     cat /run/hostlane/interrupted.log
     echo "interrupted after $n samples: exit $rc"
+    status=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT status FROM runs WHERE run_id=?", (sys.argv[2],)).fetchone()[0])' "$STORE" "$run")
+    [ "$status" != complete ] || die "run $run was complete before --resume: the interrupt came too late to test it"
     isobench run --resume "$run"
     status=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT status FROM runs WHERE run_id=?", (sys.argv[2],)).fetchone()[0])' "$STORE" "$run")
     [ "$status" = complete ] || die "run $run is $status after --resume"
