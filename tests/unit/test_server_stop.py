@@ -9,7 +9,7 @@ from isobench.envs.base import Paths
 from isobench.host.hostinfo import HostInfo
 from isobench.workloads import get
 from isobench.workloads.base import WorkloadError
-from isobench.workloads.server import proc_gone
+from isobench.workloads.procstat import proc_gone
 
 HOST = HostInfo(cores=2, mem_bytes=24 << 30, disk_free_bytes=50 << 30)
 
@@ -93,3 +93,24 @@ def test_a_pidfile_never_read_is_one_line_naming_it():
 )
 def test_proc_gone_only_on_a_clear_answer(answer, gone):
     assert proc_gone(answer) is gone
+
+
+class StatusEnv(ScriptedEnv):
+    def __init__(self, code: int):
+        super().__init__(pidfile=[missing()], stat=[missing()])
+        self.code = code
+
+    def exec(self, argv, timeout, cwd=None):
+        if argv[:2] == ["start-stop-daemon", "--status"]:
+            self.calls.append(argv)
+            return ExecResult(argv, self.code, "", "", 0.01)
+        return super().exec(argv, timeout, cwd)
+
+
+@pytest.mark.parametrize(("code", "left"), [(0, True), (1, False), (3, False), (4, False)])
+def test_a_server_left_running_is_its_own_executable_by_its_pidfile(code, left):
+    """A start stops an earlier sample's server only where the pidfile's pid
+    runs this server's executable (never a stranger whose pid was reused)."""
+    env = StatusEnv(code)
+    assert redis()._left_running(env) is left
+    assert env.calls[-1][-2:] == ["--exec", "/usr/bin/redis-server"]

@@ -229,7 +229,7 @@ def test_server_workloads_do_not_run_in_the_environment():
 
 
 def test_proc_state_after_the_parenthesised_name():
-    from isobench.workloads.server import proc_state
+    from isobench.workloads.procstat import proc_state
 
     assert proc_state("1234 (redis-server *:1) S 1 1234 1234 0 -1") == "S"
     assert proc_state("1234 (odd) name) Z 1 0") == "Z"
@@ -237,7 +237,7 @@ def test_proc_state_after_the_parenthesised_name():
 
 
 def test_proc_cpu_ticks_are_utime_plus_stime():
-    from isobench.workloads.server import proc_cpu_ticks
+    from isobench.workloads.procstat import proc_cpu_ticks
 
     line = "42 (redis-server) S 1 42 42 0 -1 4194560 500 0 0 0 123 45 0 0 20 0 5 0 100 0 0"
     assert proc_cpu_ticks(line) == 168

@@ -44,6 +44,7 @@ from isobench.envs.base import Environment, Paths
 from isobench.host import counters
 from isobench.workloads.base import Measurement, ParseError, Workload, WorkloadError
 from isobench.workloads.duetcall import SERVER_PAIR_CPUS, DuetCall, decide_server
+from isobench.workloads.procstat import proc_cpu_ticks, proc_gone
 
 READY_TIMEOUT_S = 60
 # What a server sample costs beside its client's own run, for the study's
@@ -221,7 +222,7 @@ class ServerWorkload(Workload):
     def start_server(self, env: Environment, case: str) -> None:
         pidfile, log = self._files(env)
         env.exec(["mkdir", "-p", posixpath.dirname(pidfile)], timeout=30)
-        if self._server_alive(env):  # an earlier sample's server that a stop missed
+        if self._left_running(env):  # an earlier sample's server that a stop missed
             self.stop_server(env)
         argv = [
             "start-stop-daemon",
@@ -267,6 +268,15 @@ class ServerWorkload(Workload):
         pidfile, _ = self._files(env)
         r = env.exec(["start-stop-daemon", "--status", "--pidfile", pidfile], timeout=10)
         return r.returncode == 0
+
+    def _left_running(self, env: Environment) -> bool:
+        """Whether the pidfile names a live process of this server's own
+        executable (--exec: never a stranger whose pid was reused)."""
+        if not self.server_exe:
+            return False
+        pidfile, _ = self._files(env)
+        r = env.exec(["start-stop-daemon", "--status", "--pidfile", pidfile, "--exec", self.server_exe], timeout=10)
+        return r.returncode == 0 and not r.timed_out
 
     def stop_server(self, env: Environment, grace_s: float = 20) -> None:
         """SIGTERM, wait until the process is gone or a zombie (it has let go
@@ -401,29 +411,6 @@ def stored_window(doc) -> CpuWindow | None:
             server_cpu_s=None if server is None else float(server),
         )
     except (KeyError, TypeError, ValueError):
-        return None
-
-
-def proc_gone(r: ExecResult) -> bool:
-    """Whether `cat /proc/PID/stat` says the process is gone or a zombie; an
-    exec that failed or lost its output says nothing (asked again)."""
-    if r.returncode == 1 and not r.timed_out:  # no such file: reaped
-        return True
-    return r.ok and proc_state(r.stdout) in ("Z", "X")
-
-
-def proc_state(stat: str) -> str:
-    """The state letter of a /proc/PID/stat line (after the parenthesised name)."""
-    _, _, rest = stat.rpartition(")")
-    return rest.split()[0] if rest.split() else ""
-
-
-def proc_cpu_ticks(stat: str) -> int | None:
-    """utime + stime (fields 14 and 15) of a /proc/PID/stat line."""
-    rest = stat.rpartition(")")[2].split()
-    try:
-        return int(rest[11]) + int(rest[12])
-    except (IndexError, ValueError):
         return None
 
 
