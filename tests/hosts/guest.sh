@@ -163,7 +163,9 @@ step_resume() {
     # (2026-11-29: the try run's 6 samples were counted, and the SIGINT came
     # before the new run had one)
     before=$(last_run)
-    isobench run "$SEED/resume.toml" >/run/hostlane/interrupted.log 2>&1 &
+    # (trap - INT): a background job starts with SIGINT ignored, and the
+    # run went on to complete after it (2026-11-29)
+    (trap - INT; exec isobench run "$SEED/resume.toml") >/run/hostlane/interrupted.log 2>&1 &
     pid=$!
     n=0 run=""
     for _ in $(seq 600); do

@@ -6,6 +6,7 @@ rather than as an exit status."""
 
 from __future__ import annotations
 
+import glob
 import os
 
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -51,11 +52,26 @@ def read(container_id: str) -> tuple[int | None, int | None]:
         try:
             with open(os.path.join(directory, events), encoding="ascii") as fh:
                 kills = oom_kills(fh.read())
-            with open(os.path.join(directory, limit), encoding="ascii") as fh:
-                return kills, limit_bytes(fh.read())
         except OSError:
             continue
+        return kills, _limit(directory, limit)
     return None, None
+
+
+def _limit(directory: str, name: str) -> int | None:
+    """The directory's limit, else the first of its children's: crun under
+    systemd puts the container's processes and limit in the scope's
+    `container` (the host lane's guest read "no limit set" for a 64 MB one;
+    v2's memory.events above it counts the kills below it)."""
+    for d in [directory, *sorted(glob.glob(os.path.join(directory, "*", "")))]:
+        try:
+            with open(os.path.join(d, name), encoding="ascii") as fh:
+                found = limit_bytes(fh.read())
+        except OSError:
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def killed_line(before: int | None, after: int | None, limit: int | None) -> str:
