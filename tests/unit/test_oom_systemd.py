@@ -38,3 +38,9 @@ def test_a_limit_on_the_scope_itself_still_reads(tmp_path, monkeypatch):
     monkeypatch.setattr(oom, "CGROUP_ROOT", str(tmp_path))
     cid = scope_tree(tmp_path, limit_in_child=False)
     assert oom.read(cid) == (1, 64 << 20)
+
+
+def test_the_reading_before_each_exec_leaves_the_limit_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(oom, "CGROUP_ROOT", str(tmp_path))
+    cid = scope_tree(tmp_path, limit_in_child=True)
+    assert oom.read(cid, with_limit=False) == (1, None)

@@ -112,5 +112,5 @@ def test_a_server_left_running_is_its_own_executable_by_its_pidfile(code, left):
     """A start stops an earlier sample's server only where the pidfile's pid
     runs this server's executable (never a stranger whose pid was reused)."""
     env = StatusEnv(code)
-    assert redis()._left_running(env) is left
+    assert redis()._server_alive(env) is left
     assert env.calls[-1][-2:] == ["--exec", "/usr/bin/redis-server"]

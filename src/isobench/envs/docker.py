@@ -263,7 +263,7 @@ class DockerEnvironment(Environment):
         if self.gate is not None and self.gate.claim(argv):
             return held_exec(self._container.id, argv, timeout, cwd, self.gate)
         full = bounded(argv, timeout)
-        kills_before = oom.read(self._container.id)[0]
+        kills_before = oom.read(self._container.id, with_limit=False)[0]
         start = time.perf_counter()
         # a client whose socket outlives the in-container bound, so the tool's
         # own timeout fires first and we still read its output

@@ -45,16 +45,18 @@ def _dirs(container_id: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def read(container_id: str) -> tuple[int | None, int | None]:
-    """The container's OOM kills so far and its memory limit, from the first
-    cgroup directory that exists; (None, None) where none is readable."""
+def read(container_id: str, with_limit: bool = True) -> tuple[int | None, int | None]:
+    """The container's OOM kills so far and (with_limit) its memory limit,
+    from the first cgroup directory that exists; (None, None) where none is
+    readable. Every exec reads the kills before it: the limit only matters
+    once one was killed."""
     for directory, events, limit in _dirs(container_id):
         try:
             with open(os.path.join(directory, events), encoding="ascii") as fh:
                 kills = oom_kills(fh.read())
         except OSError:
             continue
-        return kills, _limit(directory, limit)
+        return kills, _limit(directory, limit) if with_limit else None
     return None, None
 
 

@@ -222,7 +222,7 @@ class ServerWorkload(Workload):
     def start_server(self, env: Environment, case: str) -> None:
         pidfile, log = self._files(env)
         env.exec(["mkdir", "-p", posixpath.dirname(pidfile)], timeout=30)
-        if self._left_running(env):  # an earlier sample's server that a stop missed
+        if self._server_alive(env):  # an earlier sample's server that a stop missed
             self.stop_server(env)
         argv = [
             "start-stop-daemon",
@@ -265,17 +265,12 @@ class ServerWorkload(Workload):
         raise WorkloadError(f"{self.name} server not reachable on {port}/{proto}: {tail or 'no output'}")
 
     def _server_alive(self, env: Environment) -> bool:
-        pidfile, _ = self._files(env)
-        r = env.exec(["start-stop-daemon", "--status", "--pidfile", pidfile], timeout=10)
-        return r.returncode == 0
-
-    def _left_running(self, env: Environment) -> bool:
         """Whether the pidfile names a live process of this server's own
-        executable (--exec: never a stranger whose pid was reused)."""
-        if not self.server_exe:
-            return False
+        executable (--exec: never a stranger whose pid was reused); read from
+        the exit code, which a container's exec does not lose."""
         pidfile, _ = self._files(env)
-        r = env.exec(["start-stop-daemon", "--status", "--pidfile", pidfile, "--exec", self.server_exe], timeout=10)
+        exe = ["--exec", self.server_exe] if self.server_exe else []
+        r = env.exec(["start-stop-daemon", "--status", "--pidfile", pidfile, *exe], timeout=10)
         return r.returncode == 0 and not r.timed_out
 
     def stop_server(self, env: Environment, grace_s: float = 20) -> None:
@@ -316,7 +311,8 @@ class ServerWorkload(Workload):
             if r.returncode == 1 and not r.timed_out:  # cat: no such file
                 return None
             if time.monotonic() > deadline:
-                raise WorkloadError(f"{self.name}: cannot read its pidfile {pidfile}: {r.describe() or 'empty'}")
+                why = "it reads empty" if r.ok else r.describe()
+                raise WorkloadError(f"{self.name}: cannot read its pidfile {pidfile} within {patience_s:.0f} s: {why}")
             time.sleep(0.2)
 
     def _client(self):
