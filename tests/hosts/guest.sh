@@ -21,11 +21,24 @@ print(row[0] if row else "")
 EOF
 }
 
+# the mount points naming isobench in a mountinfo file, sorted
+isobench_mounts() {
+    { grep isobench "$1" || true; } | awk '{print $5}' | sort
+}
+
+# those not mounted at boot (the list isobench_mounts wrote then)
+left_mounts() {
+    isobench_mounts "$1" | comm -23 - "$2"
+}
+
 step_prepare() {
     [ "$(cat /proc/1/comm)" = systemd ] || die "PID 1 is $(cat /proc/1/comm), not systemd"
     [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || die "/sys/fs/cgroup is $(stat -fc %T /sys/fs/cgroup), not cgroup2"
     ! grep -q ' - cgroup ' /proc/self/mountinfo || die "a cgroup v1 hierarchy is mounted"
     mark "checked PID 1 and cgroup2"
+    # the image's own fstab mounts /isobench/tmp and /isobench/data (it is
+    # isobench's VM disk): boot state, which `clean` must not count as left
+    isobench_mounts /proc/self/mountinfo >/run/hostlane/mounts-at-boot
     resize2fs "$(findmnt -no SOURCE /)" >/dev/null 2>&1 || die "cannot grow the root file system"
     # QEMU's user network: the guest's one NIC, static (lane.py's USER_NET, in 198.18.0.0/15)
     nic=$(ls /sys/class/net | grep -v '^lo$' | head -1)
@@ -200,7 +213,7 @@ step_clean() {
     [ -z "$kids" ] || left+=("cgroups: $kids")
     scopes=$(ls -d /sys/fs/cgroup/system.slice/docker-*.scope 2>/dev/null | head -3 || true)
     [ -z "$scopes" ] || left+=("container cgroups: $scopes")
-    mounts=$(grep isobench /proc/self/mountinfo | awk '{print $5}' | head -3 || true)
+    mounts=$(left_mounts /proc/self/mountinfo /run/hostlane/mounts-at-boot | head -3)
     [ -z "$mounts" ] || left+=("mounts: $mounts")
     files=$(find /var/lib/isobench/scratch /dev/shm/isobench -mindepth 1 2>/dev/null | head -3 || true)
     [ -z "$files" ] || left+=("files: $files")
@@ -211,6 +224,8 @@ step_clean() {
 step_fixtures() {
     tar -C "$FIX" -c . | base64 -w0
 }
+
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0  # sourced (tests/unit/test_hostlane_steps.py): functions only
 
 # each step's output also kept in the guest, so a step the lane kills at
 # its deadline still says where it was (lane.py reads the tails)

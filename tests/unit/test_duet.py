@@ -244,9 +244,16 @@ def test_the_answer_says_the_schedule():
     assert "sides swapped every round" in text  # stored before sides rotated within a sample
     run.host_facts["schedule"]["rotate_s"] = 0.5
     assert "sides swapped every 0.5 s while both ran" in schedule_summary(run)
+    run.host_facts["schedule"]["move_share"] = 0.1  # a period stretched by slow moves (since 2026-11-29)
+    assert "every 0.5 s (longer where moving took over 10% of that; each sample keeps its own)" in (
+        schedule_summary(run)
+    )
+    run.host_facts["schedule"]["move_share"] = True
+    assert "every 0.5 s while" in schedule_summary(run)
     run.host_facts["schedule"]["rotate_s"] = "\x1b[2J"
     assert "every round" in schedule_summary(run)
     assert Duet("native", "interleaved", cpus=[0, 1]).facts()["rotate_s"] == duet_mod.ROTATE_S
+    assert Duet("native", "interleaved", cpus=[0, 1]).facts()["move_share"] == duet_mod.MOVE_SHARE
     run.host_facts = {"schedule": "nonsense"}
     assert schedule_summary(run) == ""
 

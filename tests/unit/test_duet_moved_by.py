@@ -7,6 +7,9 @@ lane from its Debian 12 systemd guest) and this project's hybrid hosts."""
 
 import os
 import threading
+import time
+
+import pytest
 
 from isobench.envs import docker as envdocker
 from isobench.envs.docker import DockerEnvironment
@@ -99,3 +102,27 @@ def test_the_rotation_counts_each_sides_mechanism_and_the_record_says_it(monkeyp
         assert how == side.env.how and n == len(side.moves) > 0
     record = duet.duet_record(sides[1], sides[0], [])
     assert record["moved_by"] == f"{sides[1].env.how}: {len(sides[1].moves)}"
+
+
+def test_the_period_stretches_where_moves_are_slow():
+    assert duet.rotation_period(0.0001) == duet.ROTATE_S  # a cgroup write on each side
+    assert duet.rotation_period(0.032) == pytest.approx(0.032 / duet.MOVE_SHARE)  # two `docker update`s
+
+
+class _Slow(_Moved):
+    def move(self, cpus):
+        time.sleep(0.01)  # a VM's threads moved one by one
+        return self.how
+
+
+def test_a_rotation_of_slow_moves_swaps_less_often_and_the_record_says_its_period():
+    sides = [duet.Side(_Slow(n, "vm placement"), (c,), _Gate()) for n, c in (("vm", 0), ("native", 1))]
+    both, errors = threading.Event(), []
+    t = threading.Timer(0.6, both.set)
+    t.start()
+    duet._rotate(sides, threading.Barrier(1), both, errors)
+    assert not errors
+    # each swap took 20 ms or more, so the next waited 0.2 s or more: at
+    # ROTATE_S it would have swapped about 13 times in 0.6 s
+    assert 1 <= len(sides[0].moves) <= 3
+    assert sides[0].periods and all(p >= 0.2 for p in sides[0].periods)

@@ -184,7 +184,7 @@ def test_a_partner_killed_mid_duet_does_not_fill_and_its_end_is_its_real_end(mon
 def test_a_partner_whose_fillers_stop_leaves_a_duet_not_as_planned():
     from isobench.run.duet import not_as_planned
 
-    record = {"overlap": 0.62, "swaps": 20, "home_share": 0.5}
+    record = {"overlap": 0.62, "swaps": 20, "home_share": 0.5, "rotate_s": 0.1}
     taken = Taken("", 0.0, 1.0, 0.0, Measurement({"x": 1.0}))
     assert not_as_planned(record, (0.0, 2.0), taken) == (
         "its partner was busy 62% of its time (it died, or its fillers stopped)"

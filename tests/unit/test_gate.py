@@ -141,12 +141,15 @@ def _taken(ok: bool = True) -> Taken:
 
 
 def test_a_duet_not_as_planned_says_why():
-    window = (0.0, 4.6)  # about 46 swaps planned
-    ok = {"swaps": 45, "home_share": 0.51}
+    window = (0.0, 4.6)  # about 46 swaps planned at the record's 0.1 s period
+    ok = {"swaps": 45, "home_share": 0.51, "rotate_s": 0.1}
     assert not_as_planned(ok, window, _taken()) == ""
     # a harness stopped for 10 s: 8 swaps, home share 0.04
-    assert "8 times of about 46" in not_as_planned({"swaps": 8, "home_share": 0.5}, window, _taken())
-    assert "4% of its time" in not_as_planned({"swaps": 45, "home_share": 0.04}, window, _taken())
+    assert "8 times of about 46" in not_as_planned({**ok, "swaps": 8}, window, _taken())
+    assert "4% of its time" in not_as_planned({**ok, "home_share": 0.04}, window, _taken())
+    # the period is the record's, stretched by slow moves: 45 swaps are too
+    # few at ROTATE_S (0.025 s: about 184 planned), enough at 0.1 s
+    assert "45 times of about 184" in not_as_planned({"swaps": 45, "home_share": 0.51}, window, _taken())
     assert "partner failed" in not_as_planned(ok, window, _taken(ok=False))
     assert "partner failed" in not_as_planned(ok, window, None)
     assert "swap failed" in not_as_planned({**ok, "rotate_error": "gone"}, window, _taken())

@@ -50,3 +50,33 @@ def test_a_step_killed_at_its_deadline_says_its_last_line_and_what_still_ran():
 def test_guest_sh_keeps_each_steps_output():
     text = (LANE.parent / "guest.sh").read_text()
     assert '"step_$1" > >(tee "/run/hostlane/steps/$1.out")' in text
+
+
+GUEST = LANE.parent / "guest.sh"
+# /proc/self/mountinfo lines of the lane's guest: its fstab's own /isobench/tmp
+# and /isobench/data (isobench's VM disk), and a scratch tmpfs a run left
+BOOT_MOUNTS = (
+    "29 1 254:0 / / rw,noatime shared:1 - ext4 /dev/vda rw\n"
+    "41 29 0:36 / /isobench/tmp rw,relatime shared:20 - tmpfs tmpfs rw,mode=1777\n"
+    "42 29 254:16 / /isobench/data rw,noatime shared:21 - ext4 /dev/vdb rw\n"
+)
+LEFT = "97 29 0:51 / /var/lib/isobench/scratch/r1 rw,relatime shared:50 - tmpfs tmpfs rw\n"
+
+
+def test_clean_counts_only_mounts_made_after_boot(tmp_path):
+    """The clean step of 2026-11-29 said "left behind: mounts: /isobench/tmp"
+    twice: the guest's own fstab mounts it at boot."""
+    import subprocess
+
+    boot, now = tmp_path / "boot", tmp_path / "now"
+    boot.write_text(BOOT_MOUNTS)
+    now.write_text(BOOT_MOUNTS + LEFT)
+    script = f'source {GUEST} && isobench_mounts {boot} >{tmp_path}/list && left_mounts "$1" {tmp_path}/list'
+
+    def left(mountinfo):
+        r = subprocess.run(["bash", "-c", script, "-", str(mountinfo)], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split()
+
+    assert left(boot) == []
+    assert left(now) == ["/var/lib/isobench/scratch/r1"]

@@ -26,7 +26,7 @@ def schedule_summary(run: RunData) -> str:
         where = " on host CPUs " + " | ".join(",".join(str(c) for c in s) for s in sides)
     rotate = record.get("rotate_s")
     swapped = (
-        f"sides swapped every {rotate:g} s while both ran"
+        f"sides swapped every {rotate:g} s{_stretched(record)} while both ran"
         if isinstance(rotate, (int, float)) and not isinstance(rotate, bool) and 0 < rotate < 1e6
         else "sides swapped every round"  # a run stored before sides rotated within a sample
     )
@@ -51,6 +51,15 @@ def schedule_summary(run: RunData) -> str:
         grouped.setdefault(t, []).append(c)
     text += "." + "".join(f" {', '.join(cs)}: {t}." for t, cs in grouped.items())
     return text + "".join(f" {line}" for line in gate_lines(run.duet_starts))
+
+
+def _stretched(record: dict) -> str:
+    """How a period stretches where moves are slow (run/duet.py
+    rotation_period): said for runs stored since it does."""
+    share = record.get("move_share")
+    if isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share < 1:
+        return f" (longer where moving took over {share:.0%} of that; each sample keeps its own)"
+    return ""
 
 
 def position_lines(run: RunData, cells: list[str]) -> list[str]:

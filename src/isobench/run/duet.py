@@ -7,7 +7,8 @@ a gate inside its environment, and one release opens both (core/gate.py):
 the work starts at the same instant on both sides, whatever each kind's
 launch costs; a kind that cannot hold a command starts it at the release
 (the record says so). While both samples
-run, the sides swap CPUs every ROTATE_S seconds, so each spends about half
+run, the sides swap CPUs every ROTATE_S seconds (longer where a move is
+slow: rotation_period), so each spends about half
 its sample on each CPU set: on a shared host the two vCPUs are not equally
 fast (one may share a physical core with a busy neighbour, or be descheduled by
 the hypervisor), and swapping only between rounds leaves that difference in
@@ -22,6 +23,7 @@ stopped; a partner that failed) says so, and the runner measures it again."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,9 +36,15 @@ from isobench.run.measure import Taken, take
 from isobench.workloads.base import Workload
 
 # Measured here (A/A xz, 10 pairs each): paired SD 7.3% swapping every 0.5 s,
-# 2.8% every 0.1 s, 1.1% every 0.02 s; a move is one cpuset write on each
-# side (a container's cgroup, a native command's own: host/samplecgroup.py)
-ROTATE_S = 0.1
+# 2.8% every 0.1 s, 1.1% every 0.02 s; A/A and placebo compression at 16 MB,
+# 20 pairs, runs interleaved: 1.05-1.16% every 0.1 s, 0.49-0.52% every
+# 0.025 s (docs/statistics.md#duet). A move is one cpuset write on each side
+# (a container's cgroup, a native command's own: host/samplecgroup.py)
+ROTATE_S = 0.025
+# a swap whose moves take longer (a VM's threads moved one by one, a
+# container by `docker update`) stretches the period, so that moving takes
+# at most this share of the sides' time
+MOVE_SHARE = 0.1
 # a duet whose sides swapped fewer than this share of the planned times did
 # not run as planned (a harness stopped for 10 s swapped 8 times of about 46,
 # and its sample ran 15% long); nor one whose home share strays this far
@@ -62,6 +70,7 @@ class Side:
     done: threading.Event = field(default_factory=threading.Event)
     moves: list[float] = field(default_factory=list)  # epoch instants it changed CPU sets
     moved_by: dict[str, int] = field(default_factory=dict)  # how it was moved (a cgroup write, docker update): times
+    periods: list[float] = field(default_factory=list)  # the swap period after each swap (rotation_period)
     harness_cpu_s: float = 0.0  # this side's harness thread: its exec, reading, the gate's release
 
 
@@ -86,17 +95,24 @@ def home_share(mine: tuple[float, float], moves: list[float]) -> float:
     return home / (end - start)
 
 
+def rotation_period(swap_s: float) -> float:
+    """The wait before the next swap, after a swap that took `swap_s`:
+    ROTATE_S, or longer where moving would take more than MOVE_SHARE of it. Pure."""
+    return max(ROTATE_S, swap_s / MOVE_SHARE)
+
+
 def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event, errors: list[str]) -> None:
-    """Swap the sides' CPU sets every ROTATE_S until both samples are done;
-    who moves first alternates, so neither always has the moment when both
-    share a set."""
+    """Swap the sides' CPU sets every rotation_period until both samples are
+    done; who moves first alternates, so neither always has the moment when
+    both share a set."""
     try:
         barrier.wait(BARRIER_TIMEOUT_S)
     except threading.BrokenBarrierError:
         return
-    k = 0
-    while not both.wait(ROTATE_S):
+    k, period = 0, ROTATE_S
+    while not both.wait(period):
         k += 1
+        t0 = time.perf_counter()
         try:
             for i in (0, 1) if k % 2 else (1, 0):
                 how = sides[i].env.move(sides[(i + k) % 2].cpus) or "unsaid"
@@ -105,6 +121,9 @@ def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event
         except Exception as exc:  # noqa: BLE001 - the samples go on where they are; the record says so
             errors.append(str(exc))
             return
+        period = rotation_period(time.perf_counter() - t0)
+        for side in sides:
+            side.periods.append(period)
 
 
 def overlap(mine: tuple[float, float], theirs: list[tuple[float, float]]) -> float:
@@ -268,6 +287,7 @@ def duet_record(me: Side, other: Side, errors: list[str]) -> dict[str, Any]:
                 "fillers": me.fillers,
                 "swaps": sum(1 for m in me.moves if mine[0] <= m <= mine[1]),  # while its work ran
                 "home_share": round(home_share(mine, me.moves), 4),
+                "rotate_s": round(statistics.median(me.periods), 4) if me.periods else ROTATE_S,
             }
         )
         if me.gate.inside is not None:
@@ -293,7 +313,8 @@ def not_as_planned(record: dict[str, Any], mine: tuple[float, float] | None, par
         return f"a swap failed: {record['rotate_error']}"
     if record.get("overlap", 1.0) < PLANNED_OVERLAP:
         return f"its partner was busy {record['overlap']:.0%} of its time (it died, or its fillers stopped)"
-    planned = (mine[1] - mine[0]) / ROTATE_S
+    period = record.get("rotate_s") or ROTATE_S  # the median period its moves allowed
+    planned = (mine[1] - mine[0]) / period
     swaps, share = record.get("swaps", 0), record.get("home_share", 0.5)
     if planned >= 10 and swaps < PLANNED_SWAPS * planned:
         return f"swapped {swaps} times of about {planned:.0f} planned (was the harness stopped?)"

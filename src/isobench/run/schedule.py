@@ -28,7 +28,7 @@ from typing import ClassVar
 from isobench.analysis.order import rotation_period
 from isobench.envs.base import Environment
 from isobench.envs.pinning import duet_sides, usable_cpus
-from isobench.run.duet import ROTATE_S
+from isobench.run.duet import MOVE_SHARE, ROTATE_S
 from isobench.workloads.base import Workload
 
 SCHEDULES = ("sequential", "duet")
@@ -134,7 +134,7 @@ class Duet(Schedule):
         return self.name if workload.duets else self._sequential.name
 
     def facts(self) -> dict:
-        return {"sides": [list(s) for s in self.sides], "rotate_s": ROTATE_S}
+        return {"sides": [list(s) for s in self.sides], "rotate_s": ROTATE_S, "move_share": MOVE_SHARE}
 
     def side_cpus(self) -> int:
         return len(self.sides[0])
