@@ -131,8 +131,9 @@ def pairs_and_sides(
 def blocked_by_side(run: RunData) -> bool:
     """Whether a duet's paired test blocks by CPU side (stats.log_crossover):
     only for a run whose samples each sat on one CPU set throughout (stored
-    before the sides swapped within a sample). Swapping every 0.1 s leaves a
-    sample's first side a tenth of a second of its seconds: blocking would
+    before the sides swapped within a sample). Swapping every 0.025 s (0.1 s
+    before 2026-11-29) leaves a sample's first side a fraction of a second
+    of its seconds: blocking would
     spend a degree of freedom on nothing (docs/statistics.md#duet)."""
     facts = run.host_facts if isinstance(run.host_facts, dict) else {}
     record = facts.get("schedule")
