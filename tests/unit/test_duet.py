@@ -3,6 +3,7 @@ ran beside several environments, and the refusals before anything starts."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -244,12 +245,11 @@ def test_the_answer_says_the_schedule():
     assert "sides swapped every round" in text  # stored before sides rotated within a sample
     run.host_facts["schedule"]["rotate_s"] = 0.5
     assert "sides swapped every 0.5 s while both ran" in schedule_summary(run)
-    run.host_facts["schedule"]["move_share"] = 0.1  # a period stretched by slow moves (since 2026-11-29)
-    assert "every 0.5 s (longer where moving took over 10% of that; each sample keeps its own)" in (
+    # a side whose moves stretched its period (run/duet.py swap_period): said, with its median
+    run.duet_periods = {"native": [0.5, 0.5], "vm": [2.0, 3.0, 1.0], "docker-nat": [0.6]}
+    assert "every 0.5 s while both ran (slower where a side's moves took longer: vm every 2 s, median)" in (
         schedule_summary(run)
     )
-    run.host_facts["schedule"]["move_share"] = True
-    assert "every 0.5 s while" in schedule_summary(run)
     run.host_facts["schedule"]["rotate_s"] = "\x1b[2J"
     assert "every round" in schedule_summary(run)
     assert Duet("native", "interleaved", cpus=[0, 1]).facts()["rotate_s"] == duet_mod.ROTATE_S
@@ -399,3 +399,14 @@ def test_native_place_moves_the_commands_already_running():
         os.kill(pid, 15)
     worker.join(10)
     assert not env._live
+
+
+def test_readback_keeps_each_duet_samples_swap_period():
+    from isobench.store.readback import _duet_start
+
+    run = RunData("r", "s", "", None, "complete", {}, "", "", "native", ["native", "vm"], {}, [key()])
+    _duet_start(run, "vm", json.dumps({"duet": {"skew_s": 0.001, "gate": "held", "rotate_s": 0.3}}))
+    _duet_start(run, "vm", json.dumps({"duet": {"skew_s": 0.001, "gate": "held", "rotate_s": True}}))
+    _duet_start(run, "native", json.dumps({"duet": {"skew_s": -0.001, "gate": "held"}}))  # stored before
+    assert run.duet_periods == {"vm": [0.3]}
+    assert run.duet_starts == {"vm": [("held", 0.001)] * 2, "native": [("held", -0.001)]}

@@ -105,8 +105,14 @@ def test_the_rotation_counts_each_sides_mechanism_and_the_record_says_it(monkeyp
 
 
 def test_the_period_stretches_where_moves_are_slow():
-    assert duet.rotation_period(0.0001) == duet.ROTATE_S  # a cgroup write on each side
-    assert duet.rotation_period(0.032) == pytest.approx(0.032 / duet.MOVE_SHARE)  # two `docker update`s
+    assert duet.swap_period([]) == duet.ROTATE_S
+    assert duet.swap_period([0.0001] * 3) == duet.ROTATE_S  # a cgroup write on each side
+    assert duet.swap_period([0.032] * 3) == pytest.approx(0.032 / duet.MOVE_SHARE)  # two `docker update`s
+    # one swap the host stalled for 10 s does not stop the rotation
+    assert duet.swap_period([0.0001, 0.0001, 10.0]) == duet.ROTATE_S
+    assert duet.swap_period([10.0] * 5) == duet.MAX_PERIOD_S
+    # the last few swaps count, not the first: a VM's moves, slow from the start
+    assert duet.swap_period([0.0001] * 10 + [0.02] * 5) == pytest.approx(0.2)
 
 
 class _Slow(_Moved):

@@ -73,6 +73,8 @@ class RunData:
     overlap_s: dict[str, float] = field(default_factory=dict)
     # each environment's duet samples: (its gate: "held" or why not, its work's signed start skew, s)
     duet_starts: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    # each environment's duet samples' swap periods, s (run/duet.py swap_period; stored since 2026-11-29)
+    duet_periods: dict[str, list[float]] = field(default_factory=dict)
 
     def wall_s(self) -> float:
         """The run's samples' wall time, a duet's overlapping sides counted once."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from isobench.core.ids import printable
 from isobench.core.numbers import fmt_bound, fmt_pct
 from isobench.results.cellwarnings import position_of
 from isobench.results.model import RunData
@@ -26,7 +27,7 @@ def schedule_summary(run: RunData) -> str:
         where = " on host CPUs " + " | ".join(",".join(str(c) for c in s) for s in sides)
     rotate = record.get("rotate_s")
     swapped = (
-        f"sides swapped every {rotate:g} s{_stretched(record)} while both ran"
+        f"sides swapped every {rotate:g} s while both ran{_stretched(run.duet_periods, rotate)}"
         if isinstance(rotate, (int, float)) and not isinstance(rotate, bool) and 0 < rotate < 1e6
         else "sides swapped every round"  # a run stored before sides rotated within a sample
     )
@@ -53,13 +54,14 @@ def schedule_summary(run: RunData) -> str:
     return text + "".join(f" {line}" for line in gate_lines(run.duet_starts))
 
 
-def _stretched(record: dict) -> str:
-    """How a period stretches where moves are slow (run/duet.py
-    rotation_period): said for runs stored since it does."""
-    share = record.get("move_share")
-    if isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share < 1:
-        return f" (longer where moving took over {share:.0%} of that; each sample keeps its own)"
-    return ""
+def _stretched(periods: dict[str, list[float]], rotate: float) -> str:
+    """The environments whose moves were slow enough to stretch the swap
+    period (run/duet.py swap_period), with their median period. Pure."""
+    slow = {env: median(p) for env, p in sorted(periods.items()) if p and median(p) > 1.5 * rotate}
+    if not slow:
+        return ""
+    said = ", ".join(f"{printable(env)} every {p:.2g} s" for env, p in slow.items())
+    return f" (slower where a side's moves took longer: {said}, median)"
 
 
 def position_lines(run: RunData, cells: list[str]) -> list[str]:

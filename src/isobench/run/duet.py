@@ -8,7 +8,7 @@ the work starts at the same instant on both sides, whatever each kind's
 launch costs; a kind that cannot hold a command starts it at the release
 (the record says so). While both samples
 run, the sides swap CPUs every ROTATE_S seconds (longer where a move is
-slow: rotation_period), so each spends about half
+slow: swap_period), so each spends about half
 its sample on each CPU set: on a shared host the two vCPUs are not equally
 fast (one may share a physical core with a busy neighbour, or be descheduled by
 the hypervisor), and swapping only between rounds leaves that difference in
@@ -45,6 +45,8 @@ ROTATE_S = 0.025
 # container by `docker update`) stretches the period, so that moving takes
 # at most this share of the sides' time
 MOVE_SHARE = 0.1
+SWAPS_SEEN = 5  # the last swaps whose median sets the period
+MAX_PERIOD_S = 0.5  # sides fixed for longer left 7.3% paired SD (above)
 # a duet whose sides swapped fewer than this share of the planned times did
 # not run as planned (a harness stopped for 10 s swapped 8 times of about 46,
 # and its sample ran 15% long); nor one whose home share strays this far
@@ -70,7 +72,7 @@ class Side:
     done: threading.Event = field(default_factory=threading.Event)
     moves: list[float] = field(default_factory=list)  # epoch instants it changed CPU sets
     moved_by: dict[str, int] = field(default_factory=dict)  # how it was moved (a cgroup write, docker update): times
-    periods: list[float] = field(default_factory=list)  # the swap period after each swap (rotation_period)
+    periods: list[float] = field(default_factory=list)  # the swap period after each swap (swap_period)
     harness_cpu_s: float = 0.0  # this side's harness thread: its exec, reading, the gate's release
 
 
@@ -95,21 +97,24 @@ def home_share(mine: tuple[float, float], moves: list[float]) -> float:
     return home / (end - start)
 
 
-def rotation_period(swap_s: float) -> float:
-    """The wait before the next swap, after a swap that took `swap_s`:
-    ROTATE_S, or longer where moving would take more than MOVE_SHARE of it. Pure."""
-    return max(ROTATE_S, swap_s / MOVE_SHARE)
+def swap_period(swaps_s: list[float]) -> float:
+    """The wait before the next swap, from how long the last swaps took
+    (their median: one swap stalled by the host does not stop the rotation):
+    ROTATE_S, or longer where moving would take more than MOVE_SHARE of it,
+    at most MAX_PERIOD_S. Pure."""
+    took = statistics.median(swaps_s[-SWAPS_SEEN:]) if swaps_s else 0.0
+    return min(MAX_PERIOD_S, max(ROTATE_S, took / MOVE_SHARE))
 
 
 def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event, errors: list[str]) -> None:
-    """Swap the sides' CPU sets every rotation_period until both samples are
+    """Swap the sides' CPU sets every swap_period until both samples are
     done; who moves first alternates, so neither always has the moment when
     both share a set."""
     try:
         barrier.wait(BARRIER_TIMEOUT_S)
     except threading.BrokenBarrierError:
         return
-    k, period = 0, ROTATE_S
+    k, period, took = 0, ROTATE_S, []
     while not both.wait(period):
         k += 1
         t0 = time.perf_counter()
@@ -121,7 +126,8 @@ def _rotate(sides: list[Side], barrier: threading.Barrier, both: threading.Event
         except Exception as exc:  # noqa: BLE001 - the samples go on where they are; the record says so
             errors.append(str(exc))
             return
-        period = rotation_period(time.perf_counter() - t0)
+        took.append(time.perf_counter() - t0)
+        period = swap_period(took)
         for side in sides:
             side.periods.append(period)
 

@@ -136,12 +136,16 @@ def _load_counters(db: sqlite3.Connection, path: str, run: RunData) -> None:
 
 
 def _duet_start(run: RunData, env: str, extra: str) -> None:
-    """A duet sample's gate and the signed skew of its work's start (run/duet.py)."""
+    """A duet sample's gate, the signed skew of its work's start and its
+    swap period (run/duet.py)."""
     record = json.loads(extra).get("duet")
     skew = record.get("skew_s") if isinstance(record, dict) else None
     if isinstance(skew, (int, float)) and not isinstance(skew, bool):
         gate = record.get("gate")
         run.duet_starts.setdefault(env, []).append((printable(gate) if isinstance(gate, str) else "", float(skew)))
+    period = record.get("rotate_s") if isinstance(record, dict) else None
+    if isinstance(period, (int, float)) and not isinstance(period, bool) and 0 < period < 1e6:
+        run.duet_periods.setdefault(env, []).append(float(period))
 
 
 def measured_duets(db: sqlite3.Connection, run_id: str) -> set[tuple[str, str, str, int, str]]:
