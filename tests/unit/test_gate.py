@@ -141,20 +141,22 @@ def _taken(ok: bool = True) -> Taken:
 
 
 def test_a_duet_not_as_planned_says_why():
-    window = (0.0, 4.6)  # about 46 swaps planned at the record's 0.1 s period
-    ok = {"swaps": 45, "home_share": 0.51, "rotate_s": 0.1}
+    window = (0.0, 4.6)
+    ok = {"swaps": 45, "home_share": 0.51, "rotate_s": 0.025, "still_s": 0.2}
     assert not_as_planned(ok, window, _taken()) == ""
-    # a harness stopped for 10 s: 8 swaps, home share 0.04
-    assert "8 times of about 46" in not_as_planned({**ok, "swaps": 8}, window, _taken())
+    # a harness stopped for 10 s: still for 10 s, home share 0.04
+    assert "stood still for 10.0 s" in not_as_planned({**ok, "still_s": 10.0}, window, _taken())
     assert "4% of its time" in not_as_planned({**ok, "home_share": 0.04}, window, _taken())
-    # the period is the record's, stretched by slow moves: 45 swaps are too
-    # few at ROTATE_S (0.025 s: about 184 planned), enough at 0.1 s
-    assert "45 times of about 184" in not_as_planned({"swaps": 45, "home_share": 0.51}, window, _taken())
+    # woken late (a TCG guest): 15 swaps of about 39 planned, but evenly: as planned
+    assert not_as_planned({**ok, "swaps": 15, "rotate_s": 0.1, "still_s": 0.4}, (0.0, 3.9), _taken()) == ""
+    # the limit grows with the record's period, stretched by slow moves
+    assert not_as_planned({**ok, "rotate_s": 0.5, "still_s": 4.0}, window, _taken()) == ""
+    assert "stood still" in not_as_planned({**ok, "rotate_s": 0.5, "still_s": 6.0}, window, _taken())
     assert "partner failed" in not_as_planned(ok, window, _taken(ok=False))
     assert "partner failed" in not_as_planned(ok, window, None)
     assert "swap failed" in not_as_planned({**ok, "rotate_error": "gone"}, window, _taken())
     # too short to have swapped much: nothing said
-    assert not_as_planned({"swaps": 0, "home_share": 1.0}, (0.0, 5 * ROTATE_S), _taken()) == ""
+    assert not_as_planned({"swaps": 0, "home_share": 1.0, "still_s": 5 * ROTATE_S}, (0.0, 5 * ROTATE_S), _taken()) == ""
 
 
 def test_a_discarded_try_keeps_its_values():
@@ -212,7 +214,7 @@ def test_a_duet_not_as_planned_is_measured_again_and_its_try_kept(monkeypatch, t
 
     def fake_duet(works, case, pair, cpus, noise_facts=None):
         tries.append(1)
-        why = "swapped 8 times of about 46 planned (was the harness stopped?)" if len(tries) == 1 else ""
+        why = "its sides stood still for 10.0 s at a stretch (was the harness stopped?)" if len(tries) == 1 else ""
         out = []
         for partner in pair[::-1]:
             t = Taken("2026-11-29T00:00:00+00:00", 0.0, 1.0, 0.0, Measurement({"throughput_mbs": 10.0 + len(tries)}))
@@ -233,7 +235,9 @@ def test_a_duet_not_as_planned_is_measured_again_and_its_try_kept(monkeypatch, t
     samples = store.samples(run_id)
     assert len(tries) == 2
     failed = [s for s in samples if s["status"] == "failed"]
-    assert len(failed) == 2 and all("duet not as planned (swapped 8 times" in s["error"] for s in failed)
+    assert len(failed) == 2 and all(
+        "duet not as planned (its sides stood still for 10.0 s" in s["error"] for s in failed
+    )
     assert all(json.loads(s["extra"])["discarded"] == {"throughput_mbs": 11.0} for s in failed)
     assert sorted(s["status"] for s in samples) == ["failed", "failed", "ok", "ok"]
     assert store.load_run(run_id).status == "complete"
@@ -409,3 +413,11 @@ def test_a_filler_without_a_gate_runs_in_a_fresh_directory_too(tmp_path):
     r = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=30)
     assert r.returncode == 3 and r.stdout == "data\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and [p.name for p in work.iterdir()] == ["input.txt"]
+
+
+def test_the_longest_still_stretch_of_a_sample():
+    from isobench.run.duet import longest_still
+
+    assert longest_still((10.0, 12.0), []) == 2.0
+    assert longest_still((10.0, 12.0), [9.0, 10.5, 10.6, 11.0]) == pytest.approx(1.0)  # the last move to the end
+    assert longest_still((10.0, 12.0), [10.9, 13.0]) == pytest.approx(1.1)  # before the first move

@@ -143,3 +143,4 @@ def test_a_harness_stopped_mid_duet_leaves_it_not_as_planned(monkeypatch):
     assert x.status == y.status == "ok", (x.error, y.error)
     for record in (x.extra["duet"], y.extra["duet"]):
         assert "(was the harness stopped?)" in record.get("not_as_planned", ""), record
+        assert record["still_s"] >= 1.4, record  # the stop, as its longest stretch without a swap
