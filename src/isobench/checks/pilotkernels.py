@@ -31,8 +31,8 @@ BUDGET_S = 40.0  # no round of pairs starts that would end past this
 CPU_BYTES = 6_000_000
 # The duet kernel: the CPU kernel twice at once, ~0.7 s, the sides swapped
 # every DUET_ROTATE_S (a study's duet swaps every 0.025 s, run/duet.py's
-# ROTATE_S, over samples of seconds: fewer swaps a sample than a study's, so
-# the pilot's duet noise errs high)
+# ROTATE_S, over samples of seconds: the pilot swaps fewer times a sample
+# than a study, so its duet noise likely errs high; not measured)
 DUET_BYTES = 12_000_000
 DUET_ROTATE_S = 0.05
 FILL_BYTES = 1_000_000  # what the side done first keeps compressing, uncounted, until the other ends
