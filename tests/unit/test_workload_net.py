@@ -221,6 +221,15 @@ def test_oltp_argv_and_buffer_pool():
     assert any(x.startswith("--datadir=/d/") for x in srv)
 
 
+def test_two_oltp_tables_keep_their_own_data():
+    # a study's second table (studies/ab/network-sample-length.toml) was
+    # prepared into the first one's datadir, with its own password: the first
+    # table's warm-up then failed ("Thread initialization failed")
+    a, b = make("oltp", time_s=2), make("oltp", time_s=6)
+    assert a.datadir(FakeEnv()) != b.datadir(FakeEnv())
+    assert a.datadir(FakeEnv()) in " ".join(a.server_argv("threads=1", FakeEnv()))
+
+
 def test_server_workloads_do_not_run_in_the_environment():
     from isobench.workloads.base import WorkloadError
 

@@ -77,6 +77,9 @@ class Oltp(ServerWorkload):
     def __init__(self, params, host):
         super().__init__(params, host)
         self.password = secrets.token_hex(16)  # per run
+        # a datadir of its own: a study's second oltp table (other lengths, say)
+        # prepared after this one would otherwise replace its data and password
+        self.instance = secrets.token_hex(4)
 
     def secrets(self) -> tuple[str, ...]:
         return (self.password,)
@@ -107,9 +110,8 @@ class Oltp(ServerWorkload):
         data_mb = self.params.table_size * self.params.tables * ROW_BYTES / 2**20
         return max(128, int(math.ceil(2 * data_mb)))
 
-    @staticmethod
-    def datadir(env: Environment) -> str:
-        return posixpath.join(env.paths.data, "oltp", "mariadb")
+    def datadir(self, env: Environment) -> str:
+        return posixpath.join(env.paths.data, "oltp", f"mariadb-{self.instance}")
 
     @staticmethod
     def socket(env: Environment) -> str:
