@@ -65,3 +65,44 @@ def test_probe_reports_an_unregistered_runtime(image):
     client = engine()
     verdict = rt.probe(client, "no-such-runtime", image, use_cache=False)
     assert not verdict.works and "not registered" in verdict.reason
+
+
+def test_a_gvisor_sides_filler_ends_with_its_duet(image):
+    """runsc has no pidfd_open: the gate died at its first filler and the
+    filler ran on beside the next duets (own-programs-e497). Here the gVisor
+    side's work is the shorter one, so it fills; once the duet is over its
+    gate has said how many fillers ran and none is left in the container."""
+    import os
+
+    from isobench.envs.native import NativeEnvironment
+    from isobench.run.duet import run_duet
+    from isobench.workloads.compress import Compression
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("a duet needs two CPUs")
+    client = engine()
+    verdict = rt.probe(client, "runsc", image)
+    if not verdict.works:
+        pytest.skip(f"runsc does not run here: {verdict.reason}")
+    run_id = "itest-gvisor-fill"
+    host = host_info()
+    long, short = (Compression(Compression.Params(size_mb=mb, threads=1, level=1), host) for mb in (8, 1))
+    native = NativeEnvironment(name="native", run_id=run_id)
+    gvisor = DockerKind().make(
+        "gvisor", DockerSpec(runtime="runsc", network="host"), run_id=run_id, host=host, image=image, index=0
+    )
+    with owning(run_id):
+        try:
+            gvisor.start()
+            long.prepare(native)
+            short.prepare(gvisor)
+            a, b = run_duet((long, short), "default", (native, gvisor), ((cpus[0],), (cpus[1],)))
+            assert a.status == b.status == "ok", (a.error, b.error)
+            assert b.extra["duet"]["fillers"] >= 1, b.extra["duet"]  # its gate lived to say so
+            left = gvisor.exec(["ps", "-eo", "args"], timeout=30).stdout
+            assert "pixz" not in left, left
+        finally:
+            long.cleanup(native)
+            gvisor.stop()
+    assert client.containers.list(all=True, filters={"label": f"{LABEL}.run={run_id}"}) == []

@@ -105,6 +105,27 @@ def fresh():
 def scrap(d):
     os.chdir("/")
     shutil.rmtree(d, ignore_errors=True)
+def pidfd(pid):
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # gVisor (ENOSYS), kernels before 5.3: watched by polling
+        return None
+def watch(pid, fd, stop, timeout=None):
+    # True: the stop byte came (with stop); False: pid ended, left to be reaped; None: timeout
+    ins = [0] if stop else []
+    if fd is not None:
+        ready = select.select(ins + [fd], [], [], timeout)[0]
+        return True if 0 in ready else (False if ready else None)
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        if stop and select.select(ins, [], [], 0)[0]:
+            return True
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return False
+        left = 0.02 if end is None else min(0.02, end - time.monotonic())
+        if left <= 0:
+            return None
+        select.select(ins, [], [], left)
 os.write(2, b"isobench-gate ready\n")
 if os.read(0, 1) != b"g":
     os._exit(125)
@@ -127,14 +148,14 @@ while not failing:
             scrap(home)
         break
     filled += 1
-    fd = os.pidfd_open(pid)
-    if 0 in select.select([0, fd], [], [])[0]:
+    fd = pidfd(pid)
+    if watch(pid, fd, True):
         for sig, wait in ((signal.SIGTERM, float(grace)), (signal.SIGKILL, None)):
             try:
                 os.killpg(pid, sig)
             except ProcessLookupError:
                 pass
-            if select.select([fd], [], [], wait)[0]:
+            if watch(pid, fd, False, wait) is not None:
                 break
         os.waitpid(pid, 0)
         until = time.time_ns()
@@ -142,7 +163,8 @@ while not failing:
         break
     failing = os.waitpid(pid, 0)[1] != 0
     until = time.time_ns()
-    os.close(fd)
+    if fd is not None:
+        os.close(fd)
     scrap(home)
 if failing:
     select.select([0], [], [])
