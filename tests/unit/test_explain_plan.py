@@ -165,3 +165,19 @@ def test_a_study_that_cannot_be_rebuilt_is_one_line():
     msg = str(err.value)
     assert msg.startswith("run imp1: its stored study cannot be rebuilt here (") and "\n" not in msg
     assert msg.endswith("run the study here, then explain that run")
+
+
+def test_an_explain_of_a_command_that_ran_as_a_duet_runs_as_one():
+    """A command table is decided from its warm-up (duet_mode "auto"), so
+    before that its `duets` is False: explain asked it and ran own-programs'
+    7-Zip one sample at a time (explain-docker-gvisor-4847, where 7-Zip
+    moves ±40%), though the run had measured it as a duet."""
+    import os
+
+    from isobench.run.explain import _duets
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("a duet needs two CPUs")
+    source = shipped("own-programs")
+    assert _duets(plan(source, "docker-gvisor", [("sevenzip", "default")], ("runtime",), schedule="duet"))
+    assert not _duets(plan(source, "docker-gvisor", [("fio-json", "default")], ("runtime",), schedule="duet"))

@@ -163,7 +163,8 @@ def _plan(
 
 
 def _duets(plan: ExplainPlan) -> bool:
-    """Whether the plan's study can run as a duet here: some table duets,
+    """Whether the plan's study can run as a duet here: some table duets
+    (or, a user's command, is decided from its warm-up and may: may_duet),
     and nothing (an environment, a workload, too few CPUs) keeps it from one."""
     from isobench.checks.preflight import duet_problems
     from isobench.envs.pinning import side_host, usable_cpus
@@ -172,7 +173,7 @@ def _duets(plan: ExplainPlan) -> bool:
 
     study, host = plan.study, host_info()
     half = side_host(host)
-    duets = any(WORKLOADS[e.workload](e.params, half).duets for e in study.workloads)
+    duets = any(WORKLOADS[e.workload](e.params, half).may_duet() for e in study.workloads)
     return duets and not duet_problems(study, host, usable_cpus())
 
 
