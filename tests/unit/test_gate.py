@@ -90,6 +90,17 @@ def _release(proc: subprocess.Popen, byte: bytes = b"g") -> None:
     proc.stdin.flush()
 
 
+def _wait_lines(path, n: int, timeout: float = 20.0) -> None:
+    """Until `path` has n lines: fillers counted as they start, not by a
+    sleep that a loaded host (CI's lanes side by side) may not honour."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_text().splitlines()) >= n:
+            return
+        time.sleep(0.01)
+    pytest.fail(f"{path}: fewer than {n} lines after {timeout:g} s")
+
+
 def test_the_gate_holds_the_work_and_gives_it_the_same_environment_size():
     """Real processes: the work does not start before the release, and
     argv plus environment come to PAD_TO bytes whatever the argv's length."""
@@ -109,21 +120,21 @@ def test_the_gate_holds_the_work_and_gives_it_the_same_environment_size():
     assert sizes == [PAD_TO, PAD_TO]
 
 
-def test_the_gate_fills_with_copies_of_the_work_until_told_to_stop():
-    proc = _gated(["sh", "-c", "sleep 0.2; echo done"], True)
+def test_the_gate_fills_with_copies_of_the_work_until_told_to_stop(tmp_path):
+    runs = tmp_path / "runs"
+    proc = _gated(["sh", "-c", f"echo x >> {runs}; sleep 0.2; echo done"], True)
     _release(proc)
     assert proc.stdout is not None
     assert proc.stdout.readline() == b"done\n" and proc.stdout.readline() == b"isobench-gate-out\n"
     began = time.monotonic()
-    time.sleep(1.5)  # fillers of 0.2 s each, silent: nothing more on stdout
+    _wait_lines(runs, 4)  # the work and three fillers of 0.2 s each, silent: nothing more on stdout
     _release(proc, b"s")
     filling_s = time.monotonic() - began
     out, err = proc.communicate(timeout=30)
     assert out == b"" and proc.returncode == 0
     count, until = filled(err.decode()) or (0, 0.0)
-    # a busy host (CI beside the integration lane) starts each `sh` late, so
-    # the floor is two copies, not seven; the ceiling is what 0.2 s allows
-    assert 2 <= count <= filling_s / 0.2 + 1 and abs(until - time.time()) < 5
+    # three copies started before the stop; the ceiling is what 0.2 s a copy allows
+    assert 3 <= count <= filling_s / 0.2 + 1 and abs(until - time.time()) < 5
 
 
 def test_a_failing_work_is_not_filled_and_its_code_comes_through():
@@ -345,10 +356,11 @@ def test_a_filler_cut_short_leaves_nothing_where_the_samples_run(tmp_path):
     (work / "sub").mkdir()
     (work / "sub" / "more.txt").write_text("more\n")
     # the work reads its inputs, appends to its own output, and holds a lock directory a while
-    script = "cat input.txt sub/more.txt >> out.txt && mkdir lockdir && sleep 0.2 && rmdir lockdir"
+    held = tmp_path / "held"  # a line each time a run holds its lockdir
+    script = f"cat input.txt sub/more.txt >> out.txt && mkdir lockdir && echo x >> {held} && sleep 0.2 && rmdir lockdir"
     proc = _gated_in(["sh", "-c", script], work)
     _release(proc)
-    time.sleep(2.0)  # the work (0.2 s), then fillers, the last cut mid-sleep with its lockdir made
+    _wait_lines(held, 3)  # the work, then fillers, the second cut mid-sleep with its lockdir made
     _release(proc, b"s")
     out, err = proc.communicate(timeout=30)
     end = ended(out.decode(), err.decode())
@@ -357,14 +369,14 @@ def test_a_filler_cut_short_leaves_nothing_where_the_samples_run(tmp_path):
     assert count >= 2, err.decode()  # the fillers found the work's files and did not fail
     assert sorted(p.name for p in work.iterdir()) == ["input.txt", "out.txt", "sub"]  # no lockdir
     assert (work / "out.txt").read_text() == "data\nmore\n"  # the sample's output is its own alone
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # every filler's directory removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["held", "work"]  # every filler's directory removed
 
 
 def test_a_filler_of_a_work_without_a_directory_gets_an_empty_one_in_scratch(tmp_path):
-    scratch = tmp_path / "scratch"
+    scratch, runs = tmp_path / "scratch", tmp_path / "runs"
     scratch.mkdir()
     proc = subprocess.Popen(
-        gate_argv(["sh", "-c", "pwd > /dev/stderr; touch here; sleep 0.1"], True, scratch=str(scratch)),
+        gate_argv(["sh", "-c", f"echo x >> {runs}; touch here; sleep 0.1"], True, scratch=str(scratch)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -373,11 +385,11 @@ def test_a_filler_of_a_work_without_a_directory_gets_an_empty_one_in_scratch(tmp
     )
     assert proc.stderr is not None and proc.stderr.readline() == b"isobench-gate ready\n"
     _release(proc)
-    time.sleep(1.0)  # fillers of 0.1 s: two or more even on a busy host
+    _wait_lines(runs, 3)  # the work and two fillers of 0.1 s
     _release(proc, b"s")
     _, err = proc.communicate(timeout=30)
     assert (filled(err.decode()) or (0, 0.0))[0] >= 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["here", "scratch"]  # the work's own touch only
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here", "runs", "scratch"]  # the work's own touch only
     assert list(scratch.iterdir()) == []
 
 
