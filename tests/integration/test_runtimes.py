@@ -3,6 +3,8 @@ a container here, an environment's container really runs under it (the
 engine's HostConfig.Runtime; gVisor's own kernel log inside), a workload
 command runs, startup is measured, and nothing is left behind."""
 
+import os
+
 import pytest
 
 from isobench.core.dockerclient import engine
@@ -10,8 +12,11 @@ from isobench.core.owner import owning
 from isobench.core.workspace import LABEL
 from isobench.envs import runtimes as rt
 from isobench.envs.docker import DockerKind, DockerSpec
+from isobench.envs.native import NativeEnvironment
 from isobench.host.hostinfo import host_info
 from isobench.images import image_tag
+from isobench.run.duet import run_duet
+from isobench.workloads.compress import Compression
 
 pytestmark = [pytest.mark.integration, pytest.mark.beside]
 
@@ -72,12 +77,6 @@ def test_a_gvisor_sides_filler_ends_with_its_duet(image):
     filler ran on beside the next duets (own-programs-e497). Here the gVisor
     side's work is the shorter one, so it fills; once the duet is over its
     gate has said how many fillers ran and none is left in the container."""
-    import os
-
-    from isobench.envs.native import NativeEnvironment
-    from isobench.run.duet import run_duet
-    from isobench.workloads.compress import Compression
-
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("a duet needs two CPUs")
@@ -94,6 +93,7 @@ def test_a_gvisor_sides_filler_ends_with_its_duet(image):
     )
     with owning(run_id):
         try:
+            native.start()
             gvisor.start()
             long.prepare(native)
             short.prepare(gvisor)
@@ -104,5 +104,7 @@ def test_a_gvisor_sides_filler_ends_with_its_duet(image):
             assert "pixz" not in left, left
         finally:
             long.cleanup(native)
+            native.stop()  # its scratch directory in /dev/shm with it
             gvisor.stop()
     assert client.containers.list(all=True, filters={"label": f"{LABEL}.run={run_id}"}) == []
+    assert not os.path.exists(native.paths.tmp) and not os.path.exists(native.paths.data)

@@ -435,9 +435,7 @@ def test_the_stop_byte_ends_a_running_filler_with_or_without_pidfd(tmp_path, pid
     try:
         assert proc.stderr is not None and proc.stderr.readline() == b"isobench-gate ready\n"
         _release(proc)
-        deadline = time.monotonic() + 20
-        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _wait_lines(pids, 1)
         filler = int(pids.read_text().split()[0])
         _release(proc, b"s")
         out, err = proc.communicate(timeout=20)

@@ -118,7 +118,7 @@ def watch(pid, fd, stop, timeout=None):
         return True if 0 in ready else (False if ready else None)
     end = None if timeout is None else time.monotonic() + timeout
     while True:
-        if stop and select.select(ins, [], [], 0)[0]:
+        if select.select(ins, [], [], 0)[0]:
             return True
         if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
             return False
